@@ -1,0 +1,175 @@
+# SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
+#
+# make            build/tracekit (dynamically linked) and the test programs
+# make static     build/tracekit-static (one statically linked file)
+# make test       install what the tests need, build, run every test tier
+# make V=1        show every command
+#
+# A BPF capability NAME is bpf/NAME.bpf.c + user/NAME.c + bpf/NAME.h: add NAME to
+# BPF_APPS and the skeleton, its object and the dependency of user/NAME.o follow.
+
+BPF_APPS := core_probe
+
+CC ?= gcc
+CLANG ?= clang
+BPFTOOL ?= bpftool
+ARCH := x86
+VERSION := 0.1.0
+
+BUILD := build
+OBJ := $(BUILD)/obj
+SKEL := skeletons
+
+CFLAGS ?= -g -O2
+# snprintf truncation is deliberate in fixed-size report fields
+WARN := -Wall -Wextra -Wno-unused-parameter -Wno-missing-field-initializers \
+	-Wno-format-truncation -Werror
+CPPFLAGS := -D_GNU_SOURCE -DTRACEKIT_VERSION='"$(VERSION)"' -Iuser -I$(SKEL) -Ibpf
+ALL_CFLAGS = -std=gnu11 $(CFLAGS) $(WARN) $(CPPFLAGS) -MMD -MP
+LIBS := -lbpf -lelf -lz -lnuma
+STATIC_LIBS := -l:libbpf.a -l:libelf.a -l:libz.a -l:libzstd.a -l:libnuma.a -lpthread
+
+BPF_CFLAGS := -g -O2 -target bpf -D__TARGET_ARCH_$(ARCH) -Ivmlinux/$(ARCH) -Ibpf \
+	-Wall -Werror -MMD -MP
+
+LIB_SRCS := $(sort $(wildcard user/*.c))
+LIB_OBJS := $(patsubst %.c,$(OBJ)/%.o,$(LIB_SRCS))
+LIB := $(BUILD)/libtracekit.a
+SKELS := $(patsubst %,$(SKEL)/%.skel.h,$(BPF_APPS))
+
+UNIT_SRCS := $(sort $(wildcard tests/unit/test_*.c))
+UNIT_BINS := $(patsubst tests/unit/%.c,$(BUILD)/tests/unit/%,$(UNIT_SRCS))
+INTEG_SRCS := $(sort $(wildcard tests/integration/test_*.c))
+INTEG_BINS := $(patsubst tests/integration/%.c,$(BUILD)/tests/integration/%,$(INTEG_SRCS))
+TEST_HELPER_SRCS := $(sort $(wildcard tests/lib/*.c))
+TEST_HELPER_OBJS := $(patsubst %.c,$(OBJ)/%.o,$(TEST_HELPER_SRCS))
+WORKLOAD_SRCS := $(sort $(wildcard tests/workloads/*.c))
+WORKLOADS := $(patsubst tests/workloads/%.c,$(BUILD)/workloads/%,$(WORKLOAD_SRCS))
+FUZZ_SRCS := $(sort $(wildcard tests/fuzz/fuzz_*.c))
+FUZZERS := $(patsubst tests/fuzz/%.c,$(BUILD)/fuzz/%,$(FUZZ_SRCS))
+
+# The same library and unit tests once more under AddressSanitizer and UBSan.
+SAN := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all
+SAN_OBJ := $(BUILD)/san
+SAN_LIB_OBJS := $(patsubst %.c,$(SAN_OBJ)/%.o,$(LIB_SRCS))
+SAN_HELPER_OBJS := $(patsubst %.c,$(SAN_OBJ)/%.o,$(TEST_HELPER_SRCS))
+SAN_UNIT_BINS := $(patsubst tests/unit/%.c,$(BUILD)/tests/unit-san/%,$(UNIT_SRCS))
+FUZZ_OBJ := $(BUILD)/fuzzobj
+FUZZ_LIB_OBJS := $(patsubst %.c,$(FUZZ_OBJ)/%.o,$(LIB_SRCS))
+
+ifeq ($(V),1)
+	Q =
+	msg =
+else
+	Q = @
+	msg = @printf '  %-8s %s\n' "$(1)" "$(2)";
+endif
+
+.DELETE_ON_ERROR:
+.SECONDARY:
+.PHONY: all static tests test check deps clean fuzz vmlinux
+
+all: $(BUILD)/tracekit tests
+
+tests: $(UNIT_BINS) $(SAN_UNIT_BINS) $(INTEG_BINS) $(WORKLOADS) $(FUZZERS)
+
+static: $(BUILD)/tracekit-static
+
+deps:
+	$(Q)tools/install-deps.sh
+
+# The README's test command: install, build, run every tier, print a summary.
+test check: deps
+	$(Q)$(MAKE) --no-print-directory all static
+	$(Q)tests/run.sh
+
+vmlinux:
+	$(Q)tools/gen-vmlinux-h.sh
+
+# --- BPF: object -> linked object -> skeleton --------------------------------
+$(BUILD)/bpf/%.tmp.bpf.o: bpf/%.bpf.c vmlinux/$(ARCH)/vmlinux.h | $(BUILD)/bpf
+	$(call msg,BPF,$@)
+	$(Q)$(CLANG) $(BPF_CFLAGS) -MF $(@:.o=.d) -c $< -o $@
+
+$(BUILD)/bpf/%.bpf.o: $(BUILD)/bpf/%.tmp.bpf.o
+	$(call msg,GEN-OBJ,$@)
+	$(Q)$(BPFTOOL) gen object $@ $<
+
+$(SKEL)/%.skel.h: $(BUILD)/bpf/%.bpf.o | $(SKEL)
+	$(call msg,GEN-SKEL,$@)
+	$(Q)$(BPFTOOL) gen skeleton $< name $*_bpf > $@
+
+# The loader of each BPF capability depends on its skeleton explicitly.
+$(foreach a,$(BPF_APPS),$(eval $(OBJ)/user/$(a).o $(SAN_OBJ)/user/$(a).o \
+	$(FUZZ_OBJ)/user/$(a).o: $(SKEL)/$(a).skel.h))
+
+# --- user space -----------------------------------------------------------
+$(OBJ)/%.o: %.c | $(OBJ)
+	$(call msg,CC,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) $(ALL_CFLAGS) -c $< -o $@
+
+$(LIB): $(LIB_OBJS)
+	$(call msg,AR,$@)
+	$(Q)rm -f $@ && ar rcs $@ $^
+
+$(BUILD)/tracekit: $(OBJ)/tools/tracekit.o $(LIB)
+	$(call msg,LINK,$@)
+	$(Q)$(CC) $(CFLAGS) $^ $(LIBS) -o $@
+
+$(BUILD)/tracekit-static: $(OBJ)/tools/tracekit.o $(LIB)
+	$(call msg,LINK,$@)
+	$(Q)$(CC) $(CFLAGS) -static $^ $(STATIC_LIBS) -o $@
+
+$(BUILD)/tests/unit/%: $(OBJ)/tests/unit/%.o $(TEST_HELPER_OBJS) $(LIB)
+	$(call msg,LINK,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) $(CFLAGS) $^ -lcmocka $(LIBS) -o $@
+
+$(BUILD)/tests/integration/%: $(OBJ)/tests/integration/%.o $(TEST_HELPER_OBJS) $(LIB)
+	$(call msg,LINK,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) $(CFLAGS) $^ -lcmocka $(LIBS) -o $@
+
+# --- sanitizers --------------------------------------------------------------
+$(SAN_OBJ)/%.o: %.c | $(OBJ)
+	$(call msg,CC-SAN,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CLANG) $(ALL_CFLAGS) $(SAN) -c $< -o $@
+
+$(BUILD)/tests/unit-san/%: $(SAN_OBJ)/tests/unit/%.o $(SAN_HELPER_OBJS) $(SAN_LIB_OBJS)
+	$(call msg,LINK-SAN,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CLANG) $(CFLAGS) $(SAN) $^ -lcmocka $(LIBS) -o $@
+
+# --- fuzz targets (libFuzzer) -----------------------------------------------
+$(FUZZ_OBJ)/%.o: %.c | $(OBJ)
+	$(call msg,CC-FUZZ,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CLANG) $(ALL_CFLAGS) $(SAN) -fsanitize=fuzzer-no-link -c $< -o $@
+
+$(BUILD)/fuzz/%: $(FUZZ_OBJ)/tests/fuzz/%.o $(FUZZ_LIB_OBJS)
+	$(call msg,LINK-FZ,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CLANG) $(CFLAGS) $(SAN) -fsanitize=fuzzer $^ $(LIBS) -o $@
+
+fuzz: $(FUZZERS)
+
+# --- workloads: small programs with known behaviour --------------------------
+WORKLOAD_CFLAGS := -g -O2 -Wall -Werror -D_GNU_SOURCE
+# Per-workload flags: WORKLOAD_CFLAGS_NAME / WORKLOAD_LIBS_NAME in this file.
+include tests/workloads/flags.mk
+$(BUILD)/workloads/%: tests/workloads/%.c | $(OBJ)
+	$(call msg,CC,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) $(WORKLOAD_CFLAGS) $(WORKLOAD_CFLAGS_$*) $< $(WORKLOAD_LIBS_$*) -o $@
+
+$(BUILD)/bpf $(OBJ) $(SKEL):
+	$(Q)mkdir -p $@
+
+clean:
+	$(call msg,CLEAN,)
+	$(Q)rm -rf $(BUILD) $(SKEL)
+
+-include $(wildcard $(BUILD)/bpf/*.d)
+-include $(shell find $(BUILD) -name '*.d' 2>/dev/null)

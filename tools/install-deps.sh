@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
+# Install the Debian packages tracekit's build and tests need. Idempotent: a
+# machine that already has every package installs nothing and touches no list.
+#   tools/install-deps.sh            build + test dependencies
+#   tools/install-deps.sh --check    only report what is missing (exit 1 if any)
+set -euo pipefail
+
+# make/gcc/clang/llvm: host and BPF compilers; bpftool + libbpf-dev: skeletons and the
+# CO-RE loader; libelf/zlib/zstd: ELF reading and the static link; libnuma-dev:
+# topology; libcmocka-dev: unit tests; libclang-rt-14-dev: ASan/UBSan/libFuzzer
+# runtimes; libjemalloc-dev: a real jemalloc for allocator-detection tests.
+PKGS=(
+	make gcc clang llvm pkg-config
+	bpftool libbpf-dev
+	libelf-dev zlib1g-dev libzstd-dev
+	libnuma-dev
+	libcmocka-dev
+	libclang-rt-14-dev
+	libjemalloc-dev
+)
+
+missing=()
+for p in "${PKGS[@]}"; do
+	status=$(dpkg-query -W -f='${Status}' "$p" 2>/dev/null || true)
+	[[ $status == "install ok installed" ]] || missing+=("$p")
+done
+
+if [[ ${#missing[@]} -eq 0 ]]; then
+	exit 0
+fi
+if [[ ${1:-} == --check ]]; then
+	echo "missing packages: ${missing[*]}" >&2
+	exit 1
+fi
+if [[ $(id -u) -ne 0 ]]; then
+	echo "install-deps: need root to install: ${missing[*]}" >&2
+	exit 1
+fi
+echo "install-deps: installing ${missing[*]}" >&2
+export DEBIAN_FRONTEND=noninteractive
+apt-get update -qq
+apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null

@@ -1,0 +1,38 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause */
+/* Reading small files under a root ("/proc", "/sys", or a fixture tree). */
+#ifndef __TK_FSUTIL_H
+#define __TK_FSUTIL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/*
+ * Join @root and @rel ("/proc" + "sys/kernel/x") into @buf. Returns 0 or
+ * -ENAMETOOLONG.
+ */
+int tk_path_join(char *buf, size_t size, const char *root, const char *rel);
+
+/*
+ * Read at most @size - 1 bytes of @root/@rel into @buf and NUL-terminate it.
+ * Returns the byte count or a negative errno (-ENOENT, -EACCES, ...).
+ */
+long tk_read_file(const char *root, const char *rel, char *buf, size_t size);
+
+/*
+ * Read a whole file of unknown size (for /proc files that report st_size 0)
+ * into a malloc'ed NUL-terminated buffer, at most @limit bytes. Returns 0 or a
+ * negative errno; *@len gets the length without the NUL.
+ */
+int tk_read_file_alloc(const char *root, const char *rel, size_t limit, char **out, size_t *len);
+
+/* Read a file holding one integer (sysctl style). Returns 0 or a negative errno. */
+int tk_read_long(const char *root, const char *rel, long *val);
+
+/* True when @root/@rel exists (any type). */
+bool tk_path_exists(const char *root, const char *rel);
+
+/* Strip trailing whitespace in place; return @s. */
+char *tk_rstrip(char *s);
+
+#endif /* __TK_FSUTIL_H */

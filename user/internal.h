@@ -1,0 +1,24 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause */
+/* Declarations shared between libtracekit's modules; not part of the API. */
+#ifndef __TK_INTERNAL_H
+#define __TK_INTERNAL_H
+
+#include "tracekit.h"
+
+/* core_probe.c: load the CO-RE self-test and run it once (TK_PROBE_CORE). */
+int tk_core_probe__run(struct tk_probe_ctx *ctx);
+
+/*
+ * cgroup.c: memory accounting of the cgroup of proc_root/@pid_dir ("self" or a
+ * pid): v2, or v1's memory controller. No accounting is not an error.
+ */
+int tk_memcg__read(const char *proc_root, const char *sys_root, const char *pid_dir,
+		   struct tk_memory *mem);
+
+/* numa.c: nodes, their CPUs and memory from sys_root/devices/system/node. */
+int tk_numa__read(const char *sys_root, struct tk_numa *numa);
+
+/* kconfig.c: look up CONFIG_NAME in proc_root/config.gz: 1 =y/=m, 0 not set, <0 unknown. */
+int tk_kconfig__lookup(const char *proc_root, const char *name);
+
+#endif /* __TK_INTERNAL_H */

@@ -1,0 +1,26 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause */
+/*
+ * Output files written whole or not at all: data goes to a new temporary file
+ * beside the target (O_EXCL|O_NOFOLLOW, so no symlink is followed when writing
+ * as root) and is renamed over the target only once complete. "-" is stdout.
+ */
+#ifndef __TK_OUTFILE_H
+#define __TK_OUTFILE_H
+
+#include <limits.h>
+#include <stdio.h>
+
+struct tk_outfile {
+	FILE *f;			/* write here */
+	char path[PATH_MAX];
+	char tmp[PATH_MAX];		/* empty for stdout */
+};
+
+/* Returns 0 or a negative errno (-EISDIR when @path is a directory). */
+int tk_outfile__open(struct tk_outfile *o, const char *path);
+/* Flush, sync and rename into place. Returns 0 or a negative errno; on error the target is untouched. */
+int tk_outfile__commit(struct tk_outfile *o);
+/* Drop the temporary file; the target is untouched. */
+void tk_outfile__abort(struct tk_outfile *o);
+
+#endif /* __TK_OUTFILE_H */
