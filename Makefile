@@ -67,7 +67,7 @@ endif
 
 .DELETE_ON_ERROR:
 .SECONDARY:
-.PHONY: all static tests test check deps clean fuzz vmlinux
+.PHONY: all static tests test check deps clean fuzz vmlinux run
 
 all: $(BUILD)/tracekit tests
 
@@ -77,6 +77,11 @@ static: $(BUILD)/tracekit-static
 
 deps:
 	$(Q)tools/install-deps.sh
+
+# The README's first command: the capability report of this machine.
+run: deps
+	$(Q)$(MAKE) --no-print-directory $(BUILD)/tracekit
+	$(Q)$(BUILD)/tracekit caps
 
 # The README's test command: install, build, run every tier, print a summary.
 test check: deps

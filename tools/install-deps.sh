@@ -18,6 +18,7 @@ PKGS=(
 	libcmocka-dev
 	libclang-rt-14-dev
 	libjemalloc-dev
+	qemu-system-x86 busybox-static cpio jq
 )
 
 missing=()

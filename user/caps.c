@@ -210,8 +210,9 @@ static void snap_privileges(struct snap *s, struct tk_caps *caps)
 		const char *why;
 	} capbits[] = {
 		{ TK_CAP_CAP_BPF, CAP_BPF_BIT, "load BPF programs and create maps" },
-		{ TK_CAP_CAP_PERFMON, CAP_PERFMON_BIT, "attach tracing programs, open perf events" },
-		{ TK_CAP_CAP_SYS_ADMIN, CAP_SYS_ADMIN_BIT, "stands in for both on any kernel" },
+		{ TK_CAP_CAP_PERFMON, CAP_PERFMON_BIT, "attach tracing programs and open perf events" },
+		{ TK_CAP_CAP_SYS_ADMIN, CAP_SYS_ADMIN_BIT,
+		  "stand in for both, as kernels before 5.8 require" },
 	};
 	char status[8192], field[64];
 	struct tk_cap *c;
@@ -421,7 +422,7 @@ static void snap_bpf(struct snap *s, struct tk_caps *caps)
 	/* BTF first: the CO-RE, tp_btf and fentry probes need it. */
 	if (s->has_btf) {
 		c = set(caps, TK_CAP_BTF, TK_SUPPORTED);
-		VALUE(c, "kernel/btf/vmlinux");
+		VALUE(c, "%s", s->btf_path);
 	} else {
 		c = set(caps, TK_CAP_BTF, TK_UNSUPPORTED);
 		VALUE(c, "absent");
@@ -490,8 +491,15 @@ static void snap_perf(struct snap *s, struct tk_caps *caps)
 
 	snap_probe_entry(s, caps, TK_CAP_PERF_CPU_CLOCK, TK_PROBE_PERF_CPU_CLOCK, false, &ctx);
 	c = &caps->caps[TK_CAP_PERF_CPU_CLOCK];
-	if (c->status == TK_DISABLED)
+	if (c->status == TK_SUPPORTED && ctx.user_only) {
+		VALUE(c, "user space only");
+		REASON(c, "%s; kernel frames are not allowed to this process "
+			  "(perf_event_paranoid), so only its own processes' user stacks",
+		       ctx.msg);
+		REMEDY(c, "run tracekit as root for kernel stacks and other users' processes");
+	} else if (c->status == TK_DISABLED) {
 		REMEDY(c, "run tracekit as root, or: sysctl kernel.perf_event_paranoid=1");
+	}
 
 	snap_probe_entry(s, caps, TK_CAP_PERF_HARDWARE, TK_PROBE_PERF_HARDWARE, false, &ctx);
 	c = &caps->caps[TK_CAP_PERF_HARDWARE];

@@ -400,15 +400,23 @@ static int probe_perf(struct tk_probe_ctx *ctx, bool hardware)
 	};
 	const char *what = hardware ? "hardware cpu-cycles" : "software cpu-clock";
 	int pfd = perf_event_open(&attr, 0, -1, -1, PERF_FLAG_FD_CLOEXEC);
+	int err = pfd < 0 ? -errno : 0;
 
+	if (pfd < 0 && (err == -EACCES || err == -EPERM)) {
+		/* perf_event_paranoid 2 still allows user-space sampling of oneself */
+		attr.exclude_kernel = 1;
+		attr.exclude_hv = 1;
+		pfd = perf_event_open(&attr, 0, -1, -1, PERF_FLAG_FD_CLOEXEC);
+		if (pfd >= 0)
+			ctx->user_only = true;
+	}
 	if (pfd < 0) {
-		int err = -errno;
-
 		setmsg(ctx, "perf_event_open(%s): %s", what, strerror(-err));
 		return err;
 	}
 	close(pfd);
-	setmsg(ctx, "opened a sampling %s event with call chains", what);
+	setmsg(ctx, "opened a sampling %s event with call chains%s", what,
+	       ctx->user_only ? ", user space only" : "");
 	return 0;
 }
 

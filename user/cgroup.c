@@ -140,7 +140,8 @@ static bool fill_from(const char *sys_root, const char *dir, bool v2, struct tk_
 				       sizeof(mem->cgroup_files));
 	mem->has_peak = read_u64_file(sys_root, dir, peak, &mem->peak_bytes, NULL,
 				      mem->cgroup_files, sizeof(mem->cgroup_files));
-	snprintf(mem->cgroup_dir, sizeof(mem->cgroup_dir), "%s", dir);
+	if (tk_path_join(mem->cgroup_dir, sizeof(mem->cgroup_dir), sys_root, dir))
+		mem->cgroup_dir[0] = '\0';
 	mem->cgroup = v2 ? TK_CGROUP_V2 : TK_CGROUP_V1;
 	return true;
 }

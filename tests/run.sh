@@ -1,0 +1,136 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
+# Run every test tier on what `make all static` built, and end with one line:
+#   tests: N passed, N failed, N skipped
+# Tiers: unit (cmocka), unit under ASan+UBSan, integration (root, real kernel),
+# --help of every shipped binary, the static binary, fuzz targets (short runs).
+#   TK_FUZZ_SECONDS   seconds per fuzz target (default 10; 0 skips fuzzing)
+#   TK_TIERS          space-separated subset of: unit san integration help static fuzz
+set -uo pipefail
+
+cd "$(dirname "$0")/.."
+export TK_BUILD_DIR=${TK_BUILD_DIR:-build}
+B=$TK_BUILD_DIR
+FUZZ_SECONDS=${TK_FUZZ_SECONDS:-10}
+TIERS=${TK_TIERS:-unit san integration help static fuzz}
+
+passed=0 failed=0 skipped=0
+failures=()
+
+tier() { [[ " $TIERS " == *" $1 "* ]]; }
+
+# Run one cmocka binary and add its counts.
+run_cmocka() {
+	local bin=$1 out rc p f s e
+	out=$("$bin" 2>&1)
+	rc=$?
+	printf '%s\n' "$out"
+	p=$(sed -n 's/^\[  PASSED  \] \([0-9][0-9]*\) test.*/\1/p' <<<"$out" | tail -n1)
+	f=$(sed -n 's/^\[  FAILED  \] \([0-9][0-9]*\) test.*/\1/p' <<<"$out" | tail -n1)
+	s=$(sed -n 's/^\[  SKIPPED \] \([0-9][0-9]*\) test.*/\1/p' <<<"$out" | tail -n1)
+	e=$(sed -n 's/^\[  ERROR   \] \([0-9][0-9]*\) test.*/\1/p' <<<"$out" | tail -n1)
+	p=${p:-0} f=$((${f:-0} + ${e:-0})) s=${s:-0}
+	if ((rc != 0 && f == 0)); then
+		f=1	# crashed or aborted before its summary
+	fi
+	passed=$((passed + p))
+	failed=$((failed + f))
+	skipped=$((skipped + s))
+	((f > 0)) && failures+=("$bin")
+}
+
+check() {
+	local name=$1
+	shift
+	if "$@"; then
+		echo "[       OK ] $name"
+		passed=$((passed + 1))
+	else
+		echo "[  FAILED  ] $name"
+		failed=$((failed + 1))
+		failures+=("$name")
+	fi
+}
+
+if tier unit; then
+	echo "== unit tests"
+	for t in "$B"/tests/unit/test_*; do [[ -x $t ]] && run_cmocka "$t"; done
+fi
+if tier san; then
+	echo "== unit tests under AddressSanitizer + UndefinedBehaviorSanitizer"
+	export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1}
+	export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
+	for t in "$B"/tests/unit-san/test_*; do [[ -x $t ]] && run_cmocka "$t"; done
+fi
+if tier integration; then
+	echo "== integration tests (real kernel)"
+	if [[ $(id -u) -ne 0 ]]; then
+		echo "skip: integration tests need root"
+	fi
+	for t in "$B"/tests/integration/test_*; do [[ -x $t ]] && run_cmocka "$t"; done
+fi
+
+help_ok() {
+	local out
+	out=$("$1" --help 2>&1) || return 1
+	[[ -n $out ]] || return 1
+}
+if tier help; then
+	echo "== every shipped binary answers --help and exits 0"
+	for b in "$B"/tracekit "$B"/tracekit-static "$B"/workloads/*; do
+		[[ -f $b && -x $b ]] || continue
+		check "--help: $b" help_ok "$b"
+	done
+fi
+
+static_ok() {
+	local bin=$B/tracekit-static
+	[[ -x $bin ]] || { echo "no $bin (make static)"; return 1; }
+	# one file with no dynamic section: nothing to load on another host
+	if readelf -d "$bin" 2>/dev/null | grep -q 'NEEDED'; then
+		echo "$bin needs shared libraries"
+		return 1
+	fi
+	"$bin" caps --json | grep -q '"schema": "tracekit.caps/1"'
+}
+if tier static; then
+	echo "== the static binary"
+	check "tracekit-static is self-contained and runs caps" static_ok
+fi
+
+fuzz_one() {
+	local f=$1 name corpus
+	name=$(basename "$f")
+	corpus=tests/fuzz/corpus/$name
+	local work
+	work=$(mktemp -d)
+	[[ -d $corpus ]] && cp -r "$corpus"/. "$work"/
+	"$f" -max_total_time="$FUZZ_SECONDS" -timeout=10 -rss_limit_mb=2048 \
+		-print_final_stats=0 "$work" >"$work.log" 2>&1
+	local rc=$?
+	if ((rc != 0)); then
+		tail -n 40 "$work.log"
+	else
+		grep -E '^(#[0-9]+|Done)' "$work.log" | tail -n 1
+	fi
+	rm -rf "$work" "$work.log"
+	return $rc
+}
+if tier fuzz; then
+	if ((FUZZ_SECONDS > 0)); then
+		echo "== fuzz targets, ${FUZZ_SECONDS}s each"
+		for f in "$B"/fuzz/fuzz_*; do
+			[[ -x $f ]] && check "fuzz: $(basename "$f")" fuzz_one "$f"
+		done
+	else
+		echo "== fuzz targets skipped (TK_FUZZ_SECONDS=0)"
+	fi
+fi
+
+echo
+if ((${#failures[@]})); then
+	echo "failed:"
+	printf '  %s\n' "${failures[@]}"
+fi
+echo "tests: $passed passed, $failed failed, $skipped skipped"
+((failed == 0))
