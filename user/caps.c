@@ -151,7 +151,8 @@ struct snap {
 	const char *proc;
 	const char *sys;
 	tk_probe_fn probe;
-	char *kallsyms;		/* whole file, or NULL */
+	char *kallsyms;		/* whole file, or NULL; read only when BTF cannot answer */
+	bool kallsyms_read;
 	struct btf *btf;	/* vmlinux BTF, or NULL */
 	char btf_path[4096];
 	bool has_btf;
@@ -343,6 +344,7 @@ static int run_probe(struct snap *s, enum tk_probe which, struct tk_probe_ctx *c
 	memset(ctx, 0, sizeof(*ctx));
 	ctx->sys_root = s->sys;
 	ctx->btf_path = s->has_btf ? s->btf_path : NULL;
+	ctx->btf = s->btf;
 	return s->probe(which, ctx);
 }
 
@@ -515,11 +517,21 @@ static void snap_perf(struct snap *s, struct tk_caps *caps)
 
 /* ---- tracepoints and kernel functions --------------------------------------------- */
 
-/* Is @sym a symbol in kallsyms? @types: the type letters that count. */
-static bool kallsyms_has(const struct snap *s, const char *sym, const char *types)
+/*
+ * Is @sym a symbol in kallsyms? @types: the type letters that count. Reading
+ * /proc/kallsyms costs ~150 ms, so it is read once, and only when asked.
+ */
+static bool kallsyms_has(struct snap *s, const char *sym, const char *types)
 {
 	size_t len = strlen(sym);
-	const char *p = s->kallsyms;
+	const char *p;
+
+	if (!s->kallsyms_read) {
+		s->kallsyms_read = true;
+		if (tk_read_file_alloc(s->proc, "kallsyms", 64 << 20, &s->kallsyms, NULL))
+			s->kallsyms = NULL;
+	}
+	p = s->kallsyms;
 
 	if (!p)
 		return false;
@@ -609,9 +621,9 @@ static void snap_tracepoints(struct snap *s, struct tk_caps *caps)
 
 	c = NULL;
 	for (i = 0; i < 2 && !c; i++) {
-		const char *via = kallsyms_has(s, misplaced[i], "tT")		? "kallsyms"
-				  : btf_has(s, misplaced[i], BTF_KIND_FUNC) ? "BTF"
-									    : NULL;
+		const char *via = btf_has(s, misplaced[i], BTF_KIND_FUNC) ? "BTF"
+				  : kallsyms_has(s, misplaced[i], "tT")	  ? "kallsyms"
+									  : NULL;
 		if (via) {
 			c = set(caps, TK_CAP_FN_MIGRATE_MISPLACED, TK_SUPPORTED);
 			VALUE(c, "%s", misplaced[i]);
@@ -935,8 +947,6 @@ int tk_caps__snapshot(const struct tk_caps_opts *opts, struct tk_caps *caps)
 		s.has_btf = tk_path_exists(s.sys, "kernel/btf/vmlinux");
 	if (s.has_btf)
 		s.btf = btf__parse(s.btf_path, NULL);	/* NULL: a fixture's empty file */
-	if (tk_read_file_alloc(s.proc, "kallsyms", 64 << 20, &s.kallsyms, NULL))
-		s.kallsyms = NULL;
 	if (tk_path_exists(s.sys, "kernel/tracing/events")) {
 		s.tracefs = true;
 		put(s.tracefs_dir, sizeof(s.tracefs_dir), "kernel/tracing");

@@ -71,23 +71,6 @@ static int load_prog(enum bpf_prog_type type, enum bpf_attach_type eat, int btf_
 	return fd;
 }
 
-static struct btf *load_vmlinux_btf(struct tk_probe_ctx *ctx)
-{
-	struct btf *btf;
-
-	if (!ctx->btf_path) {
-		setmsg(ctx, "no kernel BTF");
-		errno = ENOENT;
-		return NULL;
-	}
-	btf = btf__parse(ctx->btf_path, NULL);
-	if (!btf) {
-		setmsg(ctx, "cannot parse %s: %s", ctx->btf_path, strerror(errno));
-		return NULL;
-	}
-	return btf;
-}
-
 static int read_pmu_type(const char *sys_root, const char *pmu)
 {
 	char rel[128];
@@ -232,19 +215,20 @@ static int probe_raw_tp(struct tk_probe_ctx *ctx)
 static int find_btf_id(struct tk_probe_ctx *ctx, const char *const *names, __u32 kind,
 		       const char **found)
 {
-	struct btf *btf = load_vmlinux_btf(ctx);
 	int id = -ENOENT;
 
-	if (!btf)
-		return -errno;
+	if (!ctx->btf) {
+		setmsg(ctx, ctx->btf_path ? "cannot parse %s" : "no kernel BTF",
+		       ctx->btf_path);
+		return -ENOENT;
+	}
 	for (; *names; names++) {
-		id = btf__find_by_name_kind(btf, *names, kind);
+		id = btf__find_by_name_kind(ctx->btf, *names, kind);
 		if (id > 0) {
 			*found = *names;
 			break;
 		}
 	}
-	btf__free(btf);
 	if (id <= 0) {
 		setmsg(ctx, "no suitable %s in kernel BTF", kind == BTF_KIND_FUNC ? "function" : "type");
 		return -ENOENT;

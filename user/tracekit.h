@@ -110,9 +110,12 @@ struct tk_core_facts {
 	bool has_mr_numa_misplaced;
 };
 
+struct btf;
+
 struct tk_probe_ctx {
 	const char *sys_root;	/* where tracefs, event_source devices live */
 	const char *btf_path;	/* kernel BTF file, NULL when there is none */
+	const struct btf *btf;	/* the same, parsed once (NULL: unparsable or none) */
 	char msg[256];		/* out: what happened, for people */
 	bool user_only;		/* out: perf events work only with exclude_kernel */
 	struct tk_core_facts core;	/* out: TK_PROBE_CORE only */
