@@ -49,7 +49,9 @@ FUZZ_SRCS := $(sort $(wildcard tests/fuzz/fuzz_*.c))
 FUZZERS := $(patsubst tests/fuzz/%.c,$(BUILD)/fuzz/%,$(FUZZ_SRCS))
 
 # The same library and unit tests once more under AddressSanitizer and UBSan.
-SAN := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all
+# clang 14 does not know -Wno-format-truncation
+SAN := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all \
+	-Wno-unknown-warning-option
 SAN_OBJ := $(BUILD)/san
 SAN_LIB_OBJS := $(patsubst %.c,$(SAN_OBJ)/%.o,$(LIB_SRCS))
 SAN_HELPER_OBJS := $(patsubst %.c,$(SAN_OBJ)/%.o,$(TEST_HELPER_SRCS))

@@ -11,7 +11,12 @@
 #include <bpf/bpf_core_read.h>
 #include "core_probe.h"
 
-/* The 6.1 layout of the migrate:mm_migrate_pages record: it had nr_split. */
+/*
+ * A flavor of the migrate:mm_migrate_pages record with a field nr_split, which
+ * the project's kernel notes list for some kernels. Seen in the guests' own
+ * tracefs format files: 6.1 has neither nr_split nor large_folio_split; 6.12 and
+ * 6.18 have large_folio_split. CO-RE answers for whatever kernel this runs on.
+ */
 struct trace_event_raw_mm_migrate_pages___nr_split {
 	unsigned long nr_split;
 } __attribute__((preserve_access_index));
@@ -27,7 +32,6 @@ int core_probe(void *ctx)
 	facts.pid = BPF_CORE_READ(task, pid);
 	facts.mm_migrate_has_nr_split =
 		bpf_core_field_exists(struct trace_event_raw_mm_migrate_pages___nr_split, nr_split);
-	/* 6.18 has large_folio_split where 6.1 and 6.12 have nr_split */
 	facts.mm_migrate_has_large_folio_split =
 		bpf_core_field_exists(struct trace_event_raw_mm_migrate_pages, large_folio_split);
 	facts.has_migrate_reason_numa_misplaced =

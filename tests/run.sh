@@ -3,16 +3,17 @@
 # Run every test tier on what `make all static` built, and end with one line:
 #   tests: N passed, N failed, N skipped
 # Tiers: unit (cmocka), unit under ASan+UBSan, integration (root, real kernel),
-# --help of every shipped binary, the static binary, fuzz targets (short runs).
+# --help of every shipped binary, the static binary, the static binary in QEMU
+# guests on other kernels (tests/vm), fuzz targets (short runs).
 #   TK_FUZZ_SECONDS   seconds per fuzz target (default 10; 0 skips fuzzing)
-#   TK_TIERS          space-separated subset of: unit san integration help static fuzz
+#   TK_TIERS          space-separated subset of: unit san integration help static vm fuzz
 set -uo pipefail
 
 cd "$(dirname "$0")/.."
 export TK_BUILD_DIR=${TK_BUILD_DIR:-build}
 B=$TK_BUILD_DIR
 FUZZ_SECONDS=${TK_FUZZ_SECONDS:-10}
-TIERS=${TK_TIERS:-unit san integration help static fuzz}
+TIERS=${TK_TIERS:-unit san integration help static vm fuzz}
 
 passed=0 failed=0 skipped=0
 failures=()
@@ -96,6 +97,24 @@ static_ok() {
 if tier static; then
 	echo "== the static binary"
 	check "tracekit-static is self-contained and runs caps" static_ok
+fi
+
+if tier vm; then
+	echo "== tracekit-static in QEMU guests on other kernels"
+	out=$(tests/vm/test_caps_kernels.sh 2>&1)
+	rc=$?
+	printf '%s\n' "$out"
+	p=$(sed -n 's/^vm: \([0-9][0-9]*\) passed, \([0-9][0-9]*\) failed.*/\1/p' <<<"$out" | tail -n1)
+	f=$(sed -n 's/^vm: \([0-9][0-9]*\) passed, \([0-9][0-9]*\) failed.*/\2/p' <<<"$out" | tail -n1)
+	if ((rc == 77)); then
+		skipped=$((skipped + 1))
+	else
+		p=${p:-0} f=${f:-0}
+		((rc != 0 && f == 0)) && f=1
+		passed=$((passed + p))
+		failed=$((failed + f))
+		((f > 0)) && failures+=("tests/vm/test_caps_kernels.sh")
+	fi
 fi
 
 fuzz_one() {

@@ -379,8 +379,9 @@ static void refused(struct snap *s, struct tk_cap *c, int err, const char *msg, 
 	}
 }
 
-static void snap_probe_entry(struct snap *s, struct tk_caps *caps, enum tk_cap_id id,
-			     enum tk_probe which, bool bpf, struct tk_probe_ctx *ctx)
+/* Run one probe into entry @id; returns the probe's answer (0 or -errno). */
+static int snap_probe_entry(struct snap *s, struct tk_caps *caps, enum tk_cap_id id,
+			    enum tk_probe which, bool bpf, struct tk_probe_ctx *ctx)
 {
 	struct tk_cap *c = set(caps, id, TK_SUPPORTED);
 	int err = run_probe(s, which, ctx);
@@ -388,10 +389,11 @@ static void snap_probe_entry(struct snap *s, struct tk_caps *caps, enum tk_cap_i
 	if (!err) {
 		VALUE(c, "yes");
 		REASON(c, "%s", ctx->msg);
-		return;
+		return 0;
 	}
 	VALUE(c, "no");
 	refused(s, c, err, ctx->msg[0] ? ctx->msg : strerror(-err), bpf);
+	return err;
 }
 
 static void kconfig_note(struct snap *s, struct tk_cap *c, const char *opt)
@@ -450,8 +452,8 @@ static void snap_bpf(struct snap *s, struct tk_caps *caps)
 		return;
 	}
 
-	snap_probe_entry(s, caps, TK_CAP_RINGBUF, TK_PROBE_RINGBUF, true, &ctx);
-	if (!ok(caps, TK_CAP_RINGBUF) && !strstr(caps->caps[TK_CAP_RINGBUF].reason, "seccomp"))
+	/* a kernel without ring buffers rejects the map type as invalid */
+	if (snap_probe_entry(s, caps, TK_CAP_RINGBUF, TK_PROBE_RINGBUF, true, &ctx) == -EINVAL)
 		REMEDY(&caps->caps[TK_CAP_RINGBUF], "BPF ring buffers need Linux 5.8 or later");
 
 	if (!s->has_btf) {
@@ -490,6 +492,7 @@ static void snap_perf(struct snap *s, struct tk_caps *caps)
 {
 	struct tk_probe_ctx ctx;
 	struct tk_cap *c;
+	int err;
 
 	snap_probe_entry(s, caps, TK_CAP_PERF_CPU_CLOCK, TK_PROBE_PERF_CPU_CLOCK, false, &ctx);
 	c = &caps->caps[TK_CAP_PERF_CPU_CLOCK];
@@ -503,9 +506,10 @@ static void snap_perf(struct snap *s, struct tk_caps *caps)
 		REMEDY(c, "run tracekit as root, or: sysctl kernel.perf_event_paranoid=1");
 	}
 
-	snap_probe_entry(s, caps, TK_CAP_PERF_HARDWARE, TK_PROBE_PERF_HARDWARE, false, &ctx);
+	err = snap_probe_entry(s, caps, TK_CAP_PERF_HARDWARE, TK_PROBE_PERF_HARDWARE, false, &ctx);
 	c = &caps->caps[TK_CAP_PERF_HARDWARE];
-	if (c->status == TK_UNSUPPORTED && !strstr(c->reason, "seccomp")) {
+	/* no PMU: the event type or config is unknown to the kernel */
+	if (err == -ENOENT || err == -EOPNOTSUPP) {
 		REASON(c, "no hardware PMU counters are exposed%s (%s)",
 		       tk_path_exists(s->sys, "bus/event_source/devices/cpu")
 			       ? ""
@@ -804,6 +808,30 @@ static void snap_process(struct snap *s, struct tk_caps *caps)
 	REASON(c, "%s", p->fp_evidence);
 }
 
+/* The process exists but cannot be inspected: say so in each of its entries. */
+static void snap_process_unreadable(struct snap *s, struct tk_caps *caps, int err)
+{
+	static const enum tk_cap_id ids[] = { TK_CAP_PROC_ALLOCATOR, TK_CAP_PROC_BUILD_ID,
+					      TK_CAP_PROC_FRAME_POINTERS };
+	char rel[64];
+	size_t i;
+
+	caps->proc.pid = caps->pid;
+	snprintf(rel, sizeof(rel), "%d/comm", caps->pid);
+	if (tk_read_file(s->proc, rel, caps->proc.comm, sizeof(caps->proc.comm)) > 0)
+		tk_rstrip(caps->proc.comm);
+	for (i = 0; i < sizeof(ids) / sizeof(ids[0]); i++) {
+		struct tk_cap *c = set(caps, ids[i], err == -EACCES || err == -EPERM ?
+						     TK_DISABLED : TK_UNSUPPORTED);
+
+		VALUE(c, "unknown");
+		REASON(c, "cannot read /proc/%d/maps or exe: %s", caps->pid, strerror(-err));
+		if (err == -EACCES || err == -EPERM)
+			REMEDY(c, "needs ptrace access to the process: root with CAP_SYS_PTRACE, "
+				  "and kernel.yama.ptrace_scope below 3");
+	}
+}
+
 /* ---- backends --------------------------------------------------------------------- */
 
 static const char *first_failure(const struct tk_caps *caps, const enum tk_cap_id *ids, int n)
@@ -842,10 +870,13 @@ static void choose_backends(struct snap *s, struct tk_caps *caps)
 		b->backend = TK_BACKEND_PERF;
 		put(b->reason, sizeof(b->reason), "%s: perf_event_open cpu-clock with call "
 			"chains, read in user space", why);
-	} else {
+	} else if (!ok(caps, TK_CAP_BPF_SYSCALL) || !ok(caps, TK_CAP_PROG_PERF_EVENT)) {
 		b->backend = TK_BACKEND_NONE;
 		put(b->reason, sizeof(b->reason), "%s, and perf.cpu_clock is %s", why,
 		    tk_status__name(caps->caps[TK_CAP_PERF_CPU_CLOCK].status));
+	} else {
+		b->backend = TK_BACKEND_NONE;
+		put(b->reason, sizeof(b->reason), "%s: both backends sample cpu-clock", why);
 	}
 
 	b = &caps->backends[TK_COLLECT_ALLOC];
@@ -967,11 +998,15 @@ int tk_caps__snapshot(const struct tk_caps_opts *opts, struct tk_caps *caps)
 	snap_numa(&s, caps);
 	if (caps->pid) {
 		err = tk_proc_info__read(s.proc, caps->pid, &caps->proc);
-		if (err == -ENOENT)
+		if (err == -ENOENT) {
 			err = -ESRCH;	/* it exited while we looked */
-		if (err)
 			goto out;
-		snap_process(&s, caps);
+		}
+		if (err)
+			snap_process_unreadable(&s, caps, err);
+		else
+			snap_process(&s, caps);
+		err = 0;
 	}
 	choose_backends(&s, caps);
 out:

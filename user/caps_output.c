@@ -309,8 +309,13 @@ static void text_numa(FILE *f, const struct tk_caps *caps)
 	for (i = 0; i < n->nr_nodes; i++) {
 		human_kb(a, sizeof(a), n->nodes[i].mem_total_kb);
 		human_kb(b, sizeof(b), n->nodes[i].mem_free_kb);
-		fprintf(f, "  node %-4d cpus %s, %s, %s free\n", n->nodes[i].id,
-			n->nodes[i].cpus[0] ? n->nodes[i].cpus : "none", a, b);
+		char line[256];
+
+		snprintf(line, sizeof(line), "cpus %s, %s, %s free",
+			 n->nodes[i].cpus[0] ? n->nodes[i].cpus : "none", a, b);
+		fprintf(f, "  node %-4d ", n->nodes[i].id);
+		/* a cpulist has no spaces: wrap() cuts it at the margin */
+		wrap(f, line, 12, 12);
 	}
 	if (n->balancing >= 0)
 		fprintf(f, "  balancing %ld (%s)\n", n->balancing, balancing_mode(n->balancing));

@@ -173,7 +173,7 @@ int tk_memcg__read(const char *proc_root, const char *sys_root, const char *pid_
 
 		if (!c2)
 			continue;
-		*c2 = '\0';
+		*c1 = *c2 = '\0';
 		if (!strcmp(line, "0") && c1[1] == '\0') {
 			snprintf(v2path, sizeof(v2path), "%s", c2 + 1);
 		} else {

@@ -25,12 +25,49 @@ static void indent(struct tk_json *j)
 		fputs("  ", j->f);
 }
 
+/* Length of the valid UTF-8 sequence at @p (2-4), or 0 if it is not one. */
+static int utf8_len(const unsigned char *p)
+{
+	int n, i;
+	unsigned int cp;
+
+	if (p[0] >= 0xc2 && p[0] <= 0xdf)
+		n = 2, cp = p[0] & 0x1f;
+	else if (p[0] >= 0xe0 && p[0] <= 0xef)
+		n = 3, cp = p[0] & 0x0f;
+	else if (p[0] >= 0xf0 && p[0] <= 0xf4)
+		n = 4, cp = p[0] & 0x07;
+	else
+		return 0;
+	for (i = 1; i < n; i++) {
+		if ((p[i] & 0xc0) != 0x80)
+			return 0;
+		cp = cp << 6 | (p[i] & 0x3f);
+	}
+	/* overlong forms, surrogates, beyond U+10FFFF */
+	if ((n == 3 && cp < 0x800) || (n == 4 && cp < 0x10000) || cp > 0x10ffff ||
+	    (cp >= 0xd800 && cp <= 0xdfff))
+		return 0;
+	return n;
+}
+
 static void put_string(struct tk_json *j, const char *s)
 {
 	const unsigned char *p = (const unsigned char *)s;
 
 	fputc('"', j->f);
 	for (; *p; p++) {
+		if (*p >= 0x80) {
+			int n = utf8_len(p);
+
+			if (n) {
+				fwrite(p, 1, n, j->f);
+				p += n - 1;
+			} else {
+				fputs("\\ufffd", j->f);
+			}
+			continue;
+		}
 		switch (*p) {
 		case '"':
 			fputs("\\\"", j->f);
@@ -60,6 +97,9 @@ static void put_string(struct tk_json *j, const char *s)
 /* Separator, indentation and key before a value. */
 static void member(struct tk_json *j, const char *key)
 {
+	/* members of objects have keys, elements of arrays do not; one top-level value */
+	if (j->depth ? !key != (j->kind[j->depth] == '[') : key || !j->first[0])
+		j->err = j->err ?: -EINVAL;
 	if (j->depth > 0) {
 		if (!j->first[j->depth])
 			fputc(',', j->f);
@@ -82,13 +122,14 @@ static void open_(struct tk_json *j, const char *key, char c)
 	}
 	j->depth++;
 	j->first[j->depth] = true;
+	j->kind[j->depth] = c;
 }
 
 static void close_(struct tk_json *j, char c)
 {
 	bool empty;
 
-	if (j->depth == 0) {
+	if (j->depth == 0 || j->kind[j->depth] != (c == '}' ? '{' : '[')) {
 		j->err = j->err ?: -EINVAL;
 		return;
 	}

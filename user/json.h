@@ -14,7 +14,9 @@ struct tk_json {
 	bool pretty;
 	int depth;
 	bool first[TK_JSON_MAX_DEPTH];
+	char kind[TK_JSON_MAX_DEPTH];	/* '{' or '[' of each open level */
 	int err;		/* first error: -EINVAL on misuse, -EIO on a write error */
+	/* Strings are written as valid UTF-8: invalid bytes become U+FFFD. */
 };
 
 void tk_json__init(struct tk_json *j, FILE *f, bool pretty);

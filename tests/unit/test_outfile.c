@@ -1,0 +1,393 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
+/*
+ * Output files written whole or not at all: the target appears only on
+ * commit, abort leaves nothing behind, a symlink at the target (or at the
+ * temporary name) is never written through, and errors leave no files.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "../lib/fixture.h"
+#include "outfile.h"
+
+struct t {
+	struct fx *fx;
+	struct tk_outfile o;
+	char path[PATH_MAX];	/* fx root/out.txt */
+};
+
+static int setup(void **state)
+{
+	struct t *t = calloc(1, sizeof(*t));
+
+	if (!t)
+		return -1;
+	t->fx = fx_new();
+	if (!t->fx || fx_path(t->fx, "out.txt", t->path, sizeof(t->path))) {
+		fx_free(t->fx);
+		free(t);
+		return -1;
+	}
+	*state = t;
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	struct t *t = *state;
+
+	tk_outfile__abort(&t->o);
+	fx_free(t->fx);
+	free(t);
+	return 0;
+}
+
+/* The whole content of @path, or NULL when it cannot be read (caller frees). */
+static char *slurp(const char *path)
+{
+	char *buf = NULL;
+	size_t cap = 0;
+	FILE *f = fopen(path, "r");
+	ssize_t n;
+
+	if (!f)
+		return NULL;
+	n = getdelim(&buf, &cap, '\0', f);
+	fclose(f);
+	if (n < 0) {
+		free(buf);
+		return strdup("");
+	}
+	return buf;
+}
+
+static void assert_file_is(const char *path, const char *want)
+{
+	char *got = slurp(path);
+
+	if (!got) {
+		print_error("%s: cannot read\n", path);
+		fail();
+	}
+	assert_string_equal(got, want);
+	free(got);
+}
+
+/* The names in the fixture root, sorted and space separated ("" when empty). */
+static void list_root(struct t *t, char *buf, size_t size)
+{
+	struct dirent **names;
+	int n, i;
+
+	buf[0] = '\0';
+	n = scandir(t->fx->root, &names, NULL, alphasort);
+	assert_true(n >= 0);
+	for (i = 0; i < n; i++) {
+		const char *name = names[i]->d_name;
+
+		/* the fixture's own proc/ and sys/ are not output */
+		if (strcmp(name, ".") && strcmp(name, "..") && strcmp(name, "proc") &&
+		    strcmp(name, "sys")) {
+			if (buf[0])
+				strncat(buf, " ", size - strlen(buf) - 1);
+			strncat(buf, name, size - strlen(buf) - 1);
+		}
+		free(names[i]);
+	}
+	free(names);
+}
+
+static void assert_root_holds(struct t *t, const char *want)
+{
+	char names[4096];
+
+	list_root(t, names, sizeof(names));
+	assert_string_equal(names, want);
+}
+
+static void test_commit_writes_whole_file(void **state)
+{
+	struct t *t = *state;
+	struct stat st;
+
+	assert_int_equal(tk_outfile__open(&t->o, t->path), 0);
+	assert_non_null(t->o.f);
+	assert_string_equal(t->o.path, t->path);
+	/* the data goes to a temporary file beside the target */
+	assert_true(t->o.tmp[0]);
+	assert_int_equal(strncmp(t->o.tmp, t->path, strlen(t->path)), 0);
+	assert_int_equal(fprintf(t->o.f, "line one\nline two\n"), 18);
+	assert_int_equal(lstat(t->path, &st), -1);
+	assert_int_equal(errno, ENOENT);
+
+	assert_int_equal(tk_outfile__commit(&t->o), 0);
+	assert_null(t->o.f);
+	assert_file_is(t->path, "line one\nline two\n");
+	assert_int_equal(lstat(t->path, &st), 0);
+	assert_true(S_ISREG(st.st_mode));
+	assert_root_holds(t, "out.txt");
+}
+
+static void test_commit_replaces_existing_file(void **state)
+{
+	struct t *t = *state;
+
+	assert_int_equal(fx_write(t->fx, "out.txt", "old content that is longer\n"), 0);
+	assert_int_equal(tk_outfile__open(&t->o, t->path), 0);
+	fputs("new\n", t->o.f);
+	/* until the commit, the old file is whole */
+	assert_file_is(t->path, "old content that is longer\n");
+	assert_int_equal(tk_outfile__commit(&t->o), 0);
+	assert_file_is(t->path, "new\n");
+	assert_root_holds(t, "out.txt");
+}
+
+static void test_commit_empty_output(void **state)
+{
+	struct t *t = *state;
+
+	assert_int_equal(tk_outfile__open(&t->o, t->path), 0);
+	assert_int_equal(tk_outfile__commit(&t->o), 0);
+	assert_file_is(t->path, "");
+}
+
+static void test_abort_leaves_nothing(void **state)
+{
+	struct t *t = *state;
+	char tmp[PATH_MAX];
+	struct stat st;
+
+	assert_int_equal(tk_outfile__open(&t->o, t->path), 0);
+	snprintf(tmp, sizeof(tmp), "%s", t->o.tmp);
+	fputs("half a report", t->o.f);
+	assert_int_equal(lstat(tmp, &st), 0);
+	tk_outfile__abort(&t->o);
+	assert_null(t->o.f);
+	assert_int_equal(lstat(tmp, &st), -1);
+	assert_int_equal(lstat(t->path, &st), -1);
+	assert_root_holds(t, "");
+	/* abort twice, and commit after abort, are harmless */
+	tk_outfile__abort(&t->o);
+	assert_int_equal(tk_outfile__commit(&t->o), -EINVAL);
+	assert_root_holds(t, "");
+}
+
+static void test_abort_keeps_existing_target(void **state)
+{
+	struct t *t = *state;
+
+	assert_int_equal(fx_write(t->fx, "out.txt", "previous run\n"), 0);
+	assert_int_equal(tk_outfile__open(&t->o, t->path), 0);
+	fputs("broken", t->o.f);
+	tk_outfile__abort(&t->o);
+	assert_file_is(t->path, "previous run\n");
+	assert_root_holds(t, "out.txt");
+}
+
+static void test_symlink_target_replaced_not_followed(void **state)
+{
+	struct t *t = *state;
+	char victim[PATH_MAX];
+	struct stat st;
+
+	assert_int_equal(fx_write(t->fx, "victim", "precious\n"), 0);
+	assert_int_equal(fx_path(t->fx, "victim", victim, sizeof(victim)), 0);
+	assert_int_equal(fx_symlink(t->fx, victim, "out.txt"), 0);
+
+	assert_int_equal(tk_outfile__open(&t->o, t->path), 0);
+	fputs("report\n", t->o.f);
+	assert_int_equal(tk_outfile__commit(&t->o), 0);
+
+	assert_int_equal(lstat(t->path, &st), 0);
+	assert_true(S_ISREG(st.st_mode));
+	assert_file_is(t->path, "report\n");
+	assert_file_is(victim, "precious\n");
+	assert_root_holds(t, "out.txt victim");
+}
+
+static void test_dangling_symlink_target_not_followed(void **state)
+{
+	struct t *t = *state;
+	char victim[PATH_MAX];
+	struct stat st;
+
+	assert_int_equal(fx_path(t->fx, "created-through-link", victim, sizeof(victim)), 0);
+	assert_int_equal(fx_symlink(t->fx, victim, "out.txt"), 0);
+	assert_int_equal(tk_outfile__open(&t->o, t->path), 0);
+	fputs("report\n", t->o.f);
+	assert_int_equal(tk_outfile__commit(&t->o), 0);
+	assert_int_equal(lstat(victim, &st), -1);
+	assert_int_equal(lstat(t->path, &st), 0);
+	assert_true(S_ISREG(st.st_mode));
+	assert_root_holds(t, "out.txt");
+}
+
+/* A symlink planted where the temporary file will be is skipped, not written through. */
+static void test_symlink_at_temporary_name_not_followed(void **state)
+{
+	struct t *t = *state;
+	char victim[PATH_MAX], tmp[PATH_MAX], planted[PATH_MAX + 32];
+	unsigned int seq;
+	const char *dot;
+	int i;
+
+	/* learn the naming: PATH.tmp.PID.SEQ */
+	assert_int_equal(tk_outfile__open(&t->o, t->path), 0);
+	snprintf(tmp, sizeof(tmp), "%s", t->o.tmp);
+	tk_outfile__abort(&t->o);
+	dot = strrchr(tmp, '.');
+	assert_non_null(dot);
+	seq = strtoul(dot + 1, NULL, 10);
+
+	assert_int_equal(fx_write(t->fx, "victim", "precious\n"), 0);
+	assert_int_equal(fx_path(t->fx, "victim", victim, sizeof(victim)), 0);
+	for (i = 1; i <= 3; i++) {
+		snprintf(planted, sizeof(planted), "%.*s.%u", (int)(dot - tmp), tmp, seq + i);
+		assert_int_equal(symlink(victim, planted), 0);
+	}
+	assert_int_equal(tk_outfile__open(&t->o, t->path), 0);
+	fputs("report\n", t->o.f);
+	assert_int_equal(tk_outfile__commit(&t->o), 0);
+	assert_file_is(victim, "precious\n");
+	assert_file_is(t->path, "report\n");
+	for (i = 1; i <= 3; i++) {
+		struct stat st;
+
+		snprintf(planted, sizeof(planted), "%.*s.%u", (int)(dot - tmp), tmp, seq + i);
+		assert_int_equal(lstat(planted, &st), 0);
+		assert_true(S_ISLNK(st.st_mode));
+		unlink(planted);
+	}
+	assert_root_holds(t, "out.txt victim");
+}
+
+static void test_directory_target(void **state)
+{
+	struct t *t = *state;
+
+	assert_int_equal(fx_mkdir(t->fx, "out.txt"), 0);
+	assert_int_equal(tk_outfile__open(&t->o, t->path), -EISDIR);
+	assert_null(t->o.f);
+	assert_false(t->o.tmp[0]);
+	assert_root_holds(t, "out.txt");
+	assert_true(fx_exists(t->fx, "out.txt/."));
+}
+
+/* A symlink to a directory is replaced like any other symlink; the directory stays. */
+static void test_symlink_to_directory_target(void **state)
+{
+	struct t *t = *state;
+	char dir[PATH_MAX];
+	struct stat st;
+
+	assert_int_equal(fx_mkdir(t->fx, "dir"), 0);
+	assert_int_equal(fx_path(t->fx, "dir", dir, sizeof(dir)), 0);
+	assert_int_equal(fx_symlink(t->fx, dir, "out.txt"), 0);
+	assert_int_equal(tk_outfile__open(&t->o, t->path), 0);
+	fputs("report\n", t->o.f);
+	assert_int_equal(tk_outfile__commit(&t->o), 0);
+	assert_int_equal(lstat(t->path, &st), 0);
+	assert_true(S_ISREG(st.st_mode));
+	assert_int_equal(lstat(dir, &st), 0);
+	assert_true(S_ISDIR(st.st_mode));
+	assert_root_holds(t, "dir out.txt");
+}
+
+static void test_stdout(void **state)
+{
+	struct t *t = *state;
+
+	assert_int_equal(tk_outfile__open(&t->o, "-"), 0);
+	assert_ptr_equal(t->o.f, stdout);
+	assert_false(t->o.tmp[0]);
+	assert_int_equal(tk_outfile__commit(&t->o), 0);
+	assert_null(t->o.f);
+	/* abort on stdout does not close it */
+	assert_int_equal(tk_outfile__open(&t->o, "-"), 0);
+	tk_outfile__abort(&t->o);
+	assert_int_not_equal(fflush(stdout), EOF);
+	assert_int_equal(fcntl(fileno(stdout), F_GETFD) >= 0, 1);
+	assert_root_holds(t, "");
+}
+
+static void test_missing_directory(void **state)
+{
+	struct t *t = *state;
+	char path[PATH_MAX];
+
+	assert_int_equal(fx_path(t->fx, "no/such/dir/out.txt", path, sizeof(path)), 0);
+	assert_int_equal(tk_outfile__open(&t->o, path), -ENOENT);
+	assert_null(t->o.f);
+	assert_false(t->o.tmp[0]);
+	assert_root_holds(t, "");
+}
+
+static void test_bad_paths(void **state)
+{
+	struct t *t = *state;
+	char *longpath;
+
+	assert_int_equal(tk_outfile__open(&t->o, ""), -EINVAL);
+	assert_int_equal(tk_outfile__open(&t->o, NULL), -EINVAL);
+	longpath = malloc(PATH_MAX + 16);
+	assert_non_null(longpath);
+	memset(longpath, 'a', PATH_MAX + 15);
+	longpath[PATH_MAX + 15] = '\0';
+	assert_int_equal(tk_outfile__open(&t->o, longpath), -ENAMETOOLONG);
+	free(longpath);
+	assert_null(t->o.f);
+	assert_int_equal(tk_outfile__commit(&t->o), -EINVAL);
+}
+
+/* When the rename fails, commit says so and leaves no temporary file. */
+static void test_commit_error_leaves_no_temporary(void **state)
+{
+	struct t *t = *state;
+	struct stat st;
+
+	assert_int_equal(tk_outfile__open(&t->o, t->path), 0);
+	fputs("report\n", t->o.f);
+	/* something else makes the target a non-empty directory meanwhile */
+	assert_int_equal(fx_write(t->fx, "out.txt/keep", "x"), 0);
+	assert_true(tk_outfile__commit(&t->o) < 0);
+	assert_null(t->o.f);
+	assert_int_equal(lstat(t->path, &st), 0);
+	assert_true(S_ISDIR(st.st_mode));
+	assert_true(fx_exists(t->fx, "out.txt/keep"));
+	assert_root_holds(t, "out.txt");
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+#define T(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
+		T(test_commit_writes_whole_file),
+		T(test_commit_replaces_existing_file),
+		T(test_commit_empty_output),
+		T(test_abort_leaves_nothing),
+		T(test_abort_keeps_existing_target),
+		T(test_symlink_target_replaced_not_followed),
+		T(test_dangling_symlink_target_not_followed),
+		T(test_symlink_at_temporary_name_not_followed),
+		T(test_directory_target),
+		T(test_symlink_to_directory_target),
+		T(test_stdout),
+		T(test_missing_directory),
+		T(test_bad_paths),
+		T(test_commit_error_leaves_no_temporary),
+#undef T
+	};
+
+	return cmocka_run_group_tests_name("outfile", tests, NULL, NULL);
+}
