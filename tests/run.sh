@@ -92,7 +92,9 @@ static_ok() {
 		echo "$bin needs shared libraries"
 		return 1
 	fi
-	"$bin" caps --json | grep -q '"schema": "tracekit.caps/1"'
+	local out
+	out=$("$bin" caps --json) || return 1
+	grep -q '"schema": "tracekit.caps/1"' <<<"$out"
 }
 if tier static; then
 	echo "== the static binary"

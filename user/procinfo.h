@@ -52,8 +52,11 @@ const char *tk_allocator__name(enum tk_allocator a);
 
 /*
  * Fill @out for @pid, reading @proc_root/PID/{comm,exe,maps,environ,root/...}.
- * @proc_root is "/proc" on a live system. Returns 0, -ENOENT when the process
- * does not exist, -EACCES when it cannot be read, or another negative errno.
+ * @proc_root is "/proc" on a live system (NULL means that too); a fixture tree
+ * works the same. Mapped libraries are opened through PID/map_files, then
+ * PID/root/PATH, then PATH itself (only when @proc_root is "/proc").
+ * Returns 0, -ENOENT when the process does not exist, -EACCES when it cannot
+ * be read, or another negative errno.
  */
 int tk_proc_info__read(const char *proc_root, int pid, struct tk_proc_info *out);
 

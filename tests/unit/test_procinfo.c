@@ -1,0 +1,734 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
+/*
+ * tk_proc_info__read() on fixture proc trees (PID/comm, PID/maps, PID/environ,
+ * symlinks PID/exe and PID/root into the real file system) covering each
+ * allocator case, then on live processes: a child linked with jemalloc and
+ * run with MALLOC_CONF=prof:true, and ourselves.
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "elf_reader.h"
+#include "procinfo.h"
+#include "x86_prologue.h"
+
+#define DEBIAN_JEMALLOC "/usr/lib/x86_64-linux-gnu/libjemalloc.so.2"
+#define LIBC "/usr/lib/x86_64-linux-gnu/libc.so.6"
+#define PID 4321
+
+/* ---- fixture tree --------------------------------------------------------------- */
+
+struct fixture {
+	char proc[PATH_MAX];	/* a mkdtemp directory, given as proc_root */
+};
+
+static int setup(void **state)
+{
+	struct fixture *f = calloc(1, sizeof(*f));
+
+	if (!f)
+		return -1;
+	snprintf(f->proc, sizeof(f->proc), "%s/tk-procinfo-XXXXXX",
+		 getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
+	if (!mkdtemp(f->proc)) {
+		free(f);
+		return -1;
+	}
+	*state = f;
+	return 0;
+}
+
+static int rm_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+	return remove(path);
+}
+
+static int teardown(void **state)
+{
+	struct fixture *f = *state;
+
+	nftw(f->proc, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+	free(f);
+	return 0;
+}
+
+static void fx_path(const struct fixture *f, char *buf, size_t size, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+static void fx_path(const struct fixture *f, char *buf, size_t size, const char *fmt, ...)
+{
+	char rel[PATH_MAX];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(rel, sizeof(rel), fmt, ap);
+	va_end(ap);
+	if ((size_t)snprintf(buf, size, "%s/%s", f->proc, rel) >= size)
+		fail_msg("path too long");
+}
+
+static void mkdirs(const char *path)
+{
+	char tmp[PATH_MAX], *p;
+
+	snprintf(tmp, sizeof(tmp), "%s", path);
+	for (p = tmp + 1; *p; p++) {
+		if (*p != '/')
+			continue;
+		*p = '\0';
+		if (mkdir(tmp, 0755) && errno != EEXIST)
+			fail_msg("mkdir %s: %s", tmp, strerror(errno));
+		*p = '/';
+	}
+	if (mkdir(tmp, 0755) && errno != EEXIST)
+		fail_msg("mkdir %s: %s", tmp, strerror(errno));
+}
+
+static void write_bytes(const char *path, const void *data, size_t len)
+{
+	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+
+	assert_true(fd >= 0);
+	assert_int_equal(write(fd, data, len), (ssize_t)len);
+	close(fd);
+}
+
+static void make_symlink(const char *target, const char *path)
+{
+	unlink(path);
+	if (symlink(target, path))
+		fail_msg("symlink %s -> %s: %s", path, target, strerror(errno));
+}
+
+static void workload(const char *name, char *buf, size_t size)
+{
+	const char *dir = getenv("TK_BUILD_DIR");
+	char rel[PATH_MAX];
+
+	snprintf(rel, sizeof(rel), "%s/workloads/%s", dir && *dir ? dir : "build", name);
+	if (!realpath(rel, buf) || strlen(buf) >= size)
+		fail_msg("%s missing: build it first (make %s)", rel, rel);
+}
+
+enum root_kind {
+	ROOT_NONE,	/* no PID/root at all */
+	ROOT_SLASH,	/* PID/root -> / */
+	ROOT_DIR,	/* PID/root is a directory: usr -> /usr, maybe etc/malloc.conf */
+};
+
+struct proc_spec {
+	const char *comm;
+	const char *exe;		/* workload name, or NULL for no PID/exe */
+	const char *const *libs;	/* extra mapped paths, NULL-terminated */
+	const char *environ;		/* "A=b\0C=d\0", with its length */
+	size_t environ_len;
+	enum root_kind root;
+	const char *etc_conf;		/* target of PID/root/etc/<prefix>malloc.conf */
+	const char *etc_conf_name;	/* "malloc.conf" unless set */
+	const char *maps;		/* whole maps text instead of generated */
+};
+
+/* Build proc/PID for @s; returns the workload path in @exe. */
+static void make_proc(struct fixture *f, int pid, const struct proc_spec *s, char *exe,
+		      size_t exe_size)
+{
+	char path[PATH_MAX], maps[16384], exe_buf[PATH_MAX];
+	size_t off = 0;
+	int i;
+
+	if (!exe) {
+		exe = exe_buf;
+		exe_size = sizeof(exe_buf);
+	}
+
+	fx_path(f, path, sizeof(path), "%d", pid);
+	mkdirs(path);
+	fx_path(f, path, sizeof(path), "%d/comm", pid);
+	write_bytes(path, s->comm, strlen(s->comm));
+	exe[0] = '\0';
+	if (s->exe) {
+		workload(s->exe, exe, exe_size);
+		fx_path(f, path, sizeof(path), "%d/exe", pid);
+		make_symlink(exe, path);
+		off += snprintf(maps + off, sizeof(maps) - off,
+				"55d000000000-55d000001000 r--p 00000000 08:01 1001   %s\n"
+				"55d000001000-55d000002000 r-xp 00001000 08:01 1001   %s\n",
+				exe, exe);
+	}
+	off += snprintf(maps + off, sizeof(maps) - off,
+			"55d000100000-55d000200000 rw-p 00000000 00:00 0      [heap]\n");
+	for (i = 0; s->libs && s->libs[i]; i++)
+		off += snprintf(maps + off, sizeof(maps) - off,
+				"7f%04x000000-7f%04x001000 r--p 00000000 08:01 %d   %s\n"
+				"7f%04x001000-7f%04x002000 r-xp 00001000 08:01 %d   %s\n",
+				i, i, 2000 + i, s->libs[i], i, i, 2000 + i, s->libs[i]);
+	off += snprintf(maps + off, sizeof(maps) - off,
+			"7ffd00000000-7ffd00021000 rw-p 00000000 00:00 0      [stack]\n");
+	assert_true(off < sizeof(maps));
+	fx_path(f, path, sizeof(path), "%d/maps", pid);
+	if (s->maps)
+		write_bytes(path, s->maps, strlen(s->maps));
+	else
+		write_bytes(path, maps, off);
+	fx_path(f, path, sizeof(path), "%d/environ", pid);
+	write_bytes(path, s->environ ? s->environ : "", s->environ ? s->environ_len : 0);
+
+	fx_path(f, path, sizeof(path), "%d/root", pid);
+	if (s->root == ROOT_SLASH) {
+		make_symlink("/", path);
+	} else if (s->root == ROOT_DIR) {
+		mkdirs(path);
+		fx_path(f, path, sizeof(path), "%d/root/usr", pid);
+		make_symlink("/usr", path);
+		if (s->etc_conf) {
+			fx_path(f, path, sizeof(path), "%d/root/etc", pid);
+			mkdirs(path);
+			fx_path(f, path, sizeof(path), "%d/root/etc/%s", pid,
+				s->etc_conf_name ? s->etc_conf_name : "malloc.conf");
+			make_symlink(s->etc_conf, path);
+		}
+	}
+}
+
+#define ENV(lit) .environ = lit, .environ_len = sizeof(lit) - 1
+
+static void read_info(struct fixture *f, int pid, struct tk_proc_info *pi)
+{
+	int err = tk_proc_info__read(f->proc, pid, pi);
+
+	if (err)
+		fail_msg("tk_proc_info__read: %s", strerror(-err));
+	assert_int_equal(pi->pid, pid);
+}
+
+static void assert_contains(const char *haystack, const char *needle)
+{
+	if (!strstr(haystack, needle))
+		fail_msg("\"%s\" does not contain \"%s\"", haystack, needle);
+}
+
+static void need_debian_jemalloc(void)
+{
+	if (access(DEBIAN_JEMALLOC, R_OK))
+		skip();
+}
+
+static void expect_build_id(const char *exe, const struct tk_proc_info *pi)
+{
+	struct tk_elf *elf;
+	char id[129];
+
+	assert_int_equal(tk_elf__open(exe, &elf), 0);
+	assert_int_equal(tk_elf__build_id(elf, id, sizeof(id)), 20);
+	tk_elf__free(elf);
+	assert_true(pi->has_build_id);
+	assert_string_equal(pi->build_id, id);
+}
+
+/* ---- allocators ------------------------------------------------------------------ */
+
+static void test_glibc(void **state)
+{
+	static const char *const libs[] = { LIBC, "/usr/lib/x86_64-linux-gnu/libm.so.6", NULL };
+	struct proc_spec s = { .comm = "fp_yes\n", .exe = "fp_yes", .libs = libs,
+			       .root = ROOT_SLASH };
+	struct tk_proc_info pi;
+	char exe[PATH_MAX];
+
+	make_proc(*state, PID, &s, exe, sizeof(exe));
+	read_info(*state, PID, &pi);
+	assert_string_equal(pi.comm, "fp_yes");
+	assert_string_equal(pi.exe, exe);
+	assert_int_equal(pi.allocator, TK_ALLOC_GLIBC);
+	assert_string_equal(tk_allocator__name(pi.allocator), "glibc");
+	assert_string_equal(pi.alloc_object, LIBC);
+	assert_false(pi.alloc_static);
+	assert_contains(pi.alloc_evidence, "libc.so.6");
+	assert_int_equal(pi.jemalloc_prof_built, -1);
+	assert_int_equal(pi.jemalloc_prof_active, -1);
+	assert_string_equal(pi.jemalloc_prof_active_evidence, "not jemalloc");
+	expect_build_id(exe, &pi);
+	/* built with -fno-omit-frame-pointer */
+	assert_int_equal(pi.frame_pointers, 1);
+	assert_true(pi.fp_checked >= 8);
+	assert_true(pi.fp_with_frame * 2 >= pi.fp_checked);
+	assert_contains(pi.fp_evidence, "heuristic");
+}
+
+static void test_no_frame_pointers(void **state)
+{
+	static const char *const libs[] = { LIBC, NULL };
+	struct proc_spec s = { .comm = "fp_no", .exe = "fp_no", .libs = libs };
+	struct tk_proc_info pi;
+	char exe[PATH_MAX];
+
+	make_proc(*state, PID, &s, exe, sizeof(exe));
+	read_info(*state, PID, &pi);
+	assert_int_equal(pi.allocator, TK_ALLOC_GLIBC);
+	assert_int_equal(pi.frame_pointers, 0);
+	assert_true(pi.fp_checked >= 8);
+	assert_true(pi.fp_with_frame * 10 < pi.fp_checked);
+}
+
+static void test_stripped(void **state)
+{
+	static const char *const libs[] = { LIBC, NULL };
+	struct proc_spec s = { .comm = "stripped", .exe = "stripped", .libs = libs };
+	struct tk_proc_info pi;
+	char exe[PATH_MAX];
+
+	make_proc(*state, PID, &s, exe, sizeof(exe));
+	read_info(*state, PID, &pi);
+	assert_int_equal(pi.allocator, TK_ALLOC_GLIBC);
+	assert_contains(pi.alloc_evidence, "no symbol table");
+	assert_int_equal(pi.frame_pointers, -1);
+	assert_string_equal(pi.fp_evidence, "no symbol table");
+	assert_int_equal(pi.fp_checked, 0);
+	expect_build_id(exe, &pi);
+}
+
+static void test_shared_jemalloc_prof_env(void **state)
+{
+	static const char *const libs[] = { DEBIAN_JEMALLOC, LIBC, NULL };
+	struct proc_spec s = { .comm = "jemalloc_user", .exe = "jemalloc_user", .libs = libs,
+			       .root = ROOT_DIR,
+			       ENV("HOME=/root\0MALLOC_CONF=prof:true,lg_prof_sample:19\0"
+				   "PATH=/bin\0") };
+	struct tk_proc_info pi;
+	char exe[PATH_MAX];
+
+	need_debian_jemalloc();
+	make_proc(*state, PID, &s, exe, sizeof(exe));
+	read_info(*state, PID, &pi);
+	assert_int_equal(pi.allocator, TK_ALLOC_JEMALLOC);
+	assert_string_equal(tk_allocator__name(pi.allocator), "jemalloc");
+	assert_string_equal(pi.alloc_object, DEBIAN_JEMALLOC);
+	assert_false(pi.alloc_static);
+	assert_string_equal(pi.alloc_prefix, "");
+	assert_contains(pi.alloc_evidence, "libjemalloc.so.2");
+	/* Debian's libjemalloc.so.2 is built with --enable-prof, libgcc unwinder */
+	assert_int_equal(pi.jemalloc_prof_built, 1);
+	assert_contains(pi.jemalloc_prof_built_evidence, "heuristic");
+	assert_contains(pi.jemalloc_prof_built_evidence, "_Unwind_Backtrace");
+	assert_int_equal(pi.jemalloc_prof_active, 1);
+	assert_contains(pi.jemalloc_prof_active_evidence, "MALLOC_CONF");
+	expect_build_id(exe, &pi);
+}
+
+static void test_shared_jemalloc_prof_off(void **state)
+{
+	static const char *const libs[] = { LIBC, DEBIAN_JEMALLOC, NULL };
+	struct proc_spec s = { .comm = "jemalloc_user", .exe = "jemalloc_user", .libs = libs,
+			       .root = ROOT_DIR, ENV("MALLOC_CONF=prof:true,prof:false\0") };
+	struct tk_proc_info pi;
+
+	need_debian_jemalloc();
+	make_proc(*state, PID, &s, NULL, 0);
+	read_info(*state, PID, &pi);
+	assert_int_equal(pi.allocator, TK_ALLOC_JEMALLOC);
+	assert_int_equal(pi.jemalloc_prof_built, 1);
+	/* the last setting wins */
+	assert_int_equal(pi.jemalloc_prof_active, 0);
+	assert_contains(pi.jemalloc_prof_active_evidence, "prof:false");
+}
+
+static void test_shared_jemalloc_no_conf(void **state)
+{
+	static const char *const libs[] = { DEBIAN_JEMALLOC, LIBC, NULL };
+	struct proc_spec s = { .comm = "jemalloc_user", .exe = "jemalloc_user", .libs = libs,
+			       .root = ROOT_DIR,
+			       /* prof_prefix is not prof; MALLOC_CONFX is not MALLOC_CONF */
+			       ENV("MALLOC_CONFX=prof:true\0"
+				   "MALLOC_CONF=prof_prefix:x,narenas:2\0") };
+	struct tk_proc_info pi;
+
+	need_debian_jemalloc();
+	make_proc(*state, PID, &s, NULL, 0);
+	read_info(*state, PID, &pi);
+	assert_int_equal(pi.allocator, TK_ALLOC_JEMALLOC);
+	assert_int_equal(pi.jemalloc_prof_active, -1);
+	assert_contains(pi.jemalloc_prof_active_evidence, "MALLOC_CONF");
+	assert_contains(pi.jemalloc_prof_active_evidence, "/etc/malloc.conf");
+}
+
+static void test_shared_jemalloc_etc_conf(void **state)
+{
+	static const char *const libs[] = { DEBIAN_JEMALLOC, LIBC, NULL };
+	struct proc_spec s = { .comm = "jemalloc_user", .exe = "jemalloc_user", .libs = libs,
+			       .root = ROOT_DIR, .etc_conf = "prof:true,lg_prof_interval:30" };
+	struct tk_proc_info pi;
+
+	need_debian_jemalloc();
+	make_proc(*state, PID, &s, NULL, 0);
+	read_info(*state, PID, &pi);
+	assert_int_equal(pi.jemalloc_prof_active, 1);
+	assert_contains(pi.jemalloc_prof_active_evidence, "/etc/malloc.conf");
+
+	/* the environment is read after /etc/malloc.conf and wins */
+	s.environ = "MALLOC_CONF=prof:false";
+	s.environ_len = strlen(s.environ) + 1;
+	make_proc(*state, PID + 1, &s, NULL, 0);
+	read_info(*state, PID + 1, &pi);
+	assert_int_equal(pi.jemalloc_prof_active, 0);
+	assert_contains(pi.jemalloc_prof_active_evidence, "MALLOC_CONF");
+}
+
+/* Without PID/root the library cannot be opened: a fixture never falls back to the host path. */
+static void test_shared_jemalloc_unreadable(void **state)
+{
+	static const char *const libs[] = { DEBIAN_JEMALLOC, LIBC, NULL };
+	struct proc_spec s = { .comm = "jemalloc_user", .exe = "jemalloc_user", .libs = libs,
+			       .root = ROOT_NONE, ENV("MALLOC_CONF=prof:true\0") };
+	struct tk_proc_info pi;
+
+	need_debian_jemalloc();
+	make_proc(*state, PID, &s, NULL, 0);
+	read_info(*state, PID, &pi);
+	assert_int_equal(pi.allocator, TK_ALLOC_JEMALLOC);
+	assert_int_equal(pi.jemalloc_prof_built, -1);
+	assert_contains(pi.jemalloc_prof_built_evidence, "cannot open");
+	assert_int_equal(pi.jemalloc_prof_active, 1);
+}
+
+static void test_static_prefixed_jemalloc(void **state)
+{
+	static const char *const libs[] = { LIBC, NULL };
+	struct proc_spec s = { .comm = "fake_rjem", .exe = "fake_rjem", .libs = libs,
+			       .root = ROOT_DIR, ENV("_RJEM_MALLOC_CONF=prof:true\0") };
+	struct tk_proc_info pi;
+	char exe[PATH_MAX];
+
+	make_proc(*state, PID, &s, exe, sizeof(exe));
+	read_info(*state, PID, &pi);
+	/* found in the binary, although libc.so.6 is mapped */
+	assert_int_equal(pi.allocator, TK_ALLOC_JEMALLOC);
+	assert_true(pi.alloc_static);
+	assert_string_equal(pi.alloc_object, exe);
+	assert_string_equal(pi.alloc_prefix, "_rjem_");
+	assert_contains(pi.alloc_evidence, "_rjem_mallctl");
+	assert_contains(pi.alloc_evidence, "_rjem_malloc_conf");
+	/* no prof unwinder in it */
+	assert_int_equal(pi.jemalloc_prof_built, 0);
+	assert_contains(pi.jemalloc_prof_built_evidence, "heuristic");
+	assert_int_equal(pi.jemalloc_prof_active, 1);
+	assert_contains(pi.jemalloc_prof_active_evidence, "_RJEM_MALLOC_CONF");
+	expect_build_id(exe, &pi);
+}
+
+static void test_static_prefixed_wrong_env(void **state)
+{
+	static const char *const libs[] = { LIBC, NULL };
+	struct proc_spec s = { .comm = "fake_rjem", .exe = "fake_rjem", .libs = libs,
+			       .root = ROOT_DIR, .etc_conf = "prof:true",
+			       /* what an unprefixed jemalloc would read, not this one */
+			       ENV("MALLOC_CONF=prof:true\0") };
+	struct tk_proc_info pi;
+
+	make_proc(*state, PID, &s, NULL, 0);
+	read_info(*state, PID, &pi);
+	assert_string_equal(pi.alloc_prefix, "_rjem_");
+	assert_int_equal(pi.jemalloc_prof_active, -1);
+	assert_contains(pi.jemalloc_prof_active_evidence, "_RJEM_MALLOC_CONF");
+	assert_contains(pi.jemalloc_prof_active_evidence, "/etc/_rjem_malloc.conf");
+
+	/* its own /etc/_rjem_malloc.conf counts */
+	s.etc_conf_name = "_rjem_malloc.conf";
+	s.environ = NULL;
+	make_proc(*state, PID + 1, &s, NULL, 0);
+	read_info(*state, PID + 1, &pi);
+	assert_int_equal(pi.jemalloc_prof_active, 1);
+	assert_contains(pi.jemalloc_prof_active_evidence, "/etc/_rjem_malloc.conf");
+}
+
+static void test_static_jemalloc_compiled_conf(void **state)
+{
+	static const char *const libs[] = { LIBC, NULL };
+	struct proc_spec s = { .comm = "jemalloc_static", .exe = "jemalloc_static",
+			       .libs = libs, .root = ROOT_DIR };
+	struct tk_proc_info pi;
+	char exe[PATH_MAX];
+
+	make_proc(*state, PID, &s, exe, sizeof(exe));
+	read_info(*state, PID, &pi);
+	assert_int_equal(pi.allocator, TK_ALLOC_JEMALLOC);
+	assert_true(pi.alloc_static);
+	assert_string_equal(pi.alloc_prefix, "");
+	assert_string_equal(pi.alloc_object, exe);
+	/* Debian's libjemalloc.a: the libgcc unwinder callback is in .symtab */
+	assert_int_equal(pi.jemalloc_prof_built, 1);
+	assert_contains(pi.jemalloc_prof_built_evidence, "prof_unwind_callback");
+	/* malloc_conf = "prof:true,..." compiled into the program */
+	assert_int_equal(pi.jemalloc_prof_active, 1);
+	assert_contains(pi.jemalloc_prof_active_evidence, "malloc_conf");
+
+	/* MALLOC_CONF overrides the compiled-in string */
+	s.environ = "MALLOC_CONF=prof:false";
+	s.environ_len = strlen(s.environ) + 1;
+	make_proc(*state, PID + 1, &s, NULL, 0);
+	read_info(*state, PID + 1, &pi);
+	assert_int_equal(pi.jemalloc_prof_active, 0);
+	assert_contains(pi.jemalloc_prof_active_evidence, "MALLOC_CONF");
+}
+
+static void test_tcmalloc(void **state)
+{
+	static const char *const libs[] = { "/usr/lib/x86_64-linux-gnu/libtcmalloc.so.4", LIBC,
+					    NULL };
+	struct proc_spec s = { .comm = "server", .exe = "fp_yes", .libs = libs };
+	struct tk_proc_info pi;
+
+	make_proc(*state, PID, &s, NULL, 0);
+	read_info(*state, PID, &pi);
+	assert_int_equal(pi.allocator, TK_ALLOC_TCMALLOC);
+	assert_string_equal(tk_allocator__name(pi.allocator), "tcmalloc");
+	assert_string_equal(pi.alloc_object, libs[0]);
+	assert_false(pi.alloc_static);
+	assert_contains(pi.alloc_evidence, "libtcmalloc.so.4");
+	assert_int_equal(pi.jemalloc_prof_built, -1);
+}
+
+static void test_tcmalloc_minimal_and_mimalloc(void **state)
+{
+	static const char *const tc[] = { LIBC, "/opt/x/lib/libtcmalloc_minimal.so.4.5.9", NULL };
+	static const char *const mi[] = { LIBC, "/usr/local/lib/libmimalloc.so.2.1", NULL };
+	struct proc_spec s = { .comm = "server", .exe = "fp_no", .libs = tc };
+	struct tk_proc_info pi;
+
+	make_proc(*state, PID, &s, NULL, 0);
+	read_info(*state, PID, &pi);
+	assert_int_equal(pi.allocator, TK_ALLOC_TCMALLOC);
+
+	s.libs = mi;
+	make_proc(*state, PID + 1, &s, NULL, 0);
+	read_info(*state, PID + 1, &pi);
+	assert_int_equal(pi.allocator, TK_ALLOC_MIMALLOC);
+	assert_string_equal(tk_allocator__name(pi.allocator), "mimalloc");
+	assert_string_equal(pi.alloc_object, mi[1]);
+	assert_contains(pi.alloc_evidence, "libmimalloc.so.2.1");
+}
+
+static void test_static_glibc(void **state)
+{
+	struct proc_spec s = { .comm = "static_glibc", .exe = "static_glibc" };
+	struct tk_proc_info pi;
+	char exe[PATH_MAX];
+
+	make_proc(*state, PID, &s, exe, sizeof(exe));
+	read_info(*state, PID, &pi);
+	assert_int_equal(pi.allocator, TK_ALLOC_GLIBC);
+	assert_true(pi.alloc_static);
+	assert_string_equal(pi.alloc_object, exe);
+	assert_contains(pi.alloc_evidence, "__libc_malloc");
+}
+
+static void test_unknown(void **state)
+{
+	/* a glibc program whose maps (here) show no libc: nothing to go by */
+	static const char *const libs[] = { "/usr/lib/x86_64-linux-gnu/libfoo.so.1", NULL };
+	struct proc_spec s = { .comm = "odd", .exe = "fp_no", .libs = libs };
+	struct tk_proc_info pi;
+
+	make_proc(*state, PID, &s, NULL, 0);
+	read_info(*state, PID, &pi);
+	assert_int_equal(pi.allocator, TK_ALLOC_UNKNOWN);
+	assert_string_equal(tk_allocator__name(pi.allocator), "unknown");
+	assert_string_equal(pi.alloc_object, "");
+	assert_contains(pi.alloc_evidence, "no known allocator");
+	assert_int_equal(pi.frame_pointers, 0);
+}
+
+static void test_kernel_thread(void **state)
+{
+	struct proc_spec s = { .comm = "kworker/0:1", .maps = "" };
+	struct tk_proc_info pi;
+
+	make_proc(*state, PID, &s, NULL, 0);
+	read_info(*state, PID, &pi);
+	assert_string_equal(pi.comm, "kworker/0:1");
+	assert_string_equal(pi.exe, "");
+	assert_int_equal(pi.allocator, TK_ALLOC_UNKNOWN);
+	assert_false(pi.has_build_id);
+	assert_int_equal(pi.frame_pointers, -1);
+}
+
+static void test_errors(void **state)
+{
+	struct proc_spec s = { .comm = "bad", .exe = "fp_yes", .maps = "not a maps file\n" };
+	struct fixture *f = *state;
+	struct tk_proc_info pi;
+
+	assert_int_equal(tk_proc_info__read(f->proc, 999999, &pi), -ENOENT);
+	assert_int_equal(pi.pid, 999999);
+	assert_int_equal(tk_proc_info__read(f->proc, 0, &pi), -EINVAL);
+	make_proc(f, PID, &s, NULL, 0);
+	assert_int_equal(tk_proc_info__read(f->proc, PID, &pi), -EINVAL);
+	assert_int_equal(tk_proc_info__read("/nonexistent-proc-root", 1, &pi), -ENOENT);
+}
+
+/* ---- the prologue classifier --------------------------------------------------------- */
+
+static void test_prologues(void **state)
+{
+	static const unsigned char plain[] = { 0x55, 0x48, 0x89, 0xe5, 0x48, 0x83, 0xec, 0x10 };
+	static const unsigned char endbr[] = { 0xf3, 0x0f, 0x1e, 0xfa, 0x55, 0x48, 0x89, 0xe5 };
+	static const unsigned char alt_mov[] = { 0x55, 0x48, 0x8b, 0xec, 0xc3 };
+	/* GCC -O2: push %rbp; mov %rdi,%rcx; lea 0xd79(%rip),%rdx; mov $0x40,%esi;
+	 * xor %eax,%eax; mov %rsp,%rbp */
+	static const unsigned char scheduled[] = { 0x55, 0x48, 0x89, 0xf9, 0x48, 0x8d, 0x15,
+						   0x79, 0x0d, 0x00, 0x00, 0xbe, 0x40, 0x00,
+						   0x00, 0x00, 0x31, 0xc0, 0x48, 0x89, 0xe5 };
+	/* shrink-wrapped: cmpb $0,0x2e75(%rip); jne; push %rbp; mov %rsp,%rbp */
+	static const unsigned char wrapped[] = { 0xf3, 0x0f, 0x1e, 0xfa, 0x80, 0x3d, 0x75, 0x2e,
+						 0x00, 0x00, 0x00, 0x75, 0x2b, 0x55, 0x48, 0x89,
+						 0xe5 };
+	/* -fomit-frame-pointer: push %rbp; mov %rdi,%rcx; mov $0x20,%esi; push %rbx;
+	 * xor %eax,%eax; mov %rdi,%rbx; sub $0x28,%rsp; mov %rsp,%rbp (%rbp = a buffer) */
+	static const unsigned char omitted[] = { 0x55, 0x48, 0x89, 0xf9, 0xbe, 0x20, 0x00, 0x00,
+						 0x00, 0x53, 0x31, 0xc0, 0x48, 0x89, 0xfb, 0x48,
+						 0x83, 0xec, 0x28, 0x48, 0x89, 0xe5 };
+	/* push %rbp; mov %rdi,%rbp: %rbp as an ordinary register */
+	static const unsigned char gpr[] = { 0x55, 0x48, 0x89, 0xfd, 0x48, 0x89, 0xe5 };
+	/* push %r15; push %rbp; mov %rsp,%rbp */
+	static const unsigned char other_push[] = { 0x41, 0x57, 0x55, 0x48, 0x89, 0xe5 };
+	static const unsigned char leaf[] = { 0x8d, 0x04, 0x3f, 0xc3 };	/* lea (%rdi,%rdi),%eax */
+	static const unsigned char undecodable[] = { 0x55, 0x0f, 0x0b, 0x48, 0x89, 0xe5 }; /* ud2 */
+
+	assert_true(tk_x86__sets_frame_pointer(plain, sizeof(plain)));
+	assert_true(tk_x86__sets_frame_pointer(endbr, sizeof(endbr)));
+	assert_true(tk_x86__sets_frame_pointer(alt_mov, sizeof(alt_mov)));
+	assert_true(tk_x86__sets_frame_pointer(scheduled, sizeof(scheduled)));
+	assert_true(tk_x86__sets_frame_pointer(wrapped, sizeof(wrapped)));
+	assert_false(tk_x86__sets_frame_pointer(omitted, sizeof(omitted)));
+	assert_false(tk_x86__sets_frame_pointer(gpr, sizeof(gpr)));
+	assert_false(tk_x86__sets_frame_pointer(other_push, sizeof(other_push)));
+	assert_false(tk_x86__sets_frame_pointer(leaf, sizeof(leaf)));
+	assert_false(tk_x86__sets_frame_pointer(undecodable, sizeof(undecodable)));
+	/* cut short */
+	assert_false(tk_x86__sets_frame_pointer(plain, 3));
+	assert_false(tk_x86__sets_frame_pointer(scheduled, 10));
+	assert_false(tk_x86__sets_frame_pointer(plain, 0));
+}
+
+/* ---- live processes ------------------------------------------------------------------ */
+
+/* Run build/workloads/jemalloc_user --wait with MALLOC_CONF=prof:true and read it. */
+static void test_live_jemalloc_child(void **state)
+{
+	char exe[PATH_MAX], line[128] = "", base[64];
+	int in[2], out[2], status;
+	struct tk_proc_info pi;
+	ssize_t n, got = 0;
+	pid_t pid;
+	int err;
+
+	need_debian_jemalloc();
+	workload("jemalloc_user", exe, sizeof(exe));
+	assert_int_equal(pipe2(in, O_CLOEXEC), 0);
+	assert_int_equal(pipe2(out, O_CLOEXEC), 0);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		char *argv[] = { exe, "--wait", NULL };
+		char *envp[] = { "MALLOC_CONF=prof:true,lg_prof_sample:20", "PATH=/usr/bin:/bin",
+				 NULL };
+
+		dup2(in[0], 0);
+		dup2(out[1], 1);
+		execve(exe, argv, envp);
+		_exit(127);
+	}
+	close(in[0]);
+	close(out[1]);
+	/* "ready opt.prof=1\n": jemalloc is up and says what it thinks itself */
+	while (got < (ssize_t)sizeof(line) - 1 && !strchr(line, '\n')) {
+		n = read(out[0], line + got, sizeof(line) - 1 - got);
+		if (n <= 0)
+			break;
+		got += n;
+		line[got] = '\0';
+	}
+	err = tk_proc_info__read("/proc", pid, &pi);
+	close(in[1]);	/* the child exits */
+	close(out[0]);
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+
+	assert_string_equal(line, "ready opt.prof=1\n");
+	assert_int_equal(err, 0);
+	assert_string_equal(pi.comm, "jemalloc_user");
+	assert_string_equal(pi.exe, exe);
+	assert_int_equal(pi.allocator, TK_ALLOC_JEMALLOC);
+	assert_false(pi.alloc_static);
+	snprintf(base, sizeof(base), "%s", strrchr(pi.alloc_object, '/') + 1);
+	assert_string_equal(base, "libjemalloc.so.2");
+	assert_int_equal(pi.jemalloc_prof_built, 1);
+	/* agrees with the child's own opt.prof */
+	assert_int_equal(pi.jemalloc_prof_active, 1);
+	assert_contains(pi.jemalloc_prof_active_evidence, "MALLOC_CONF");
+	expect_build_id(exe, &pi);
+	assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+}
+
+static void test_live_self(void **state)
+{
+	struct tk_proc_info pi;
+	char exe[PATH_MAX];
+	ssize_t n;
+
+	n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+	assert_true(n > 0);
+	exe[n] = '\0';
+	assert_int_equal(tk_proc_info__read("/proc", getpid(), &pi), 0);
+	assert_string_equal(pi.exe, exe);
+	assert_string_equal(pi.comm, "test_procinfo");
+	/* cmocka and glibc, no other allocator */
+	assert_int_equal(pi.allocator, TK_ALLOC_GLIBC);
+	assert_contains(pi.alloc_object, "libc.so.6");
+	expect_build_id(exe, &pi);
+	/* NULL means /proc */
+	assert_int_equal(tk_proc_info__read(NULL, getpid(), &pi), 0);
+	assert_string_equal(pi.exe, exe);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(test_glibc, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_no_frame_pointers, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_stripped, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_shared_jemalloc_prof_env, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_shared_jemalloc_prof_off, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_shared_jemalloc_no_conf, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_shared_jemalloc_etc_conf, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_shared_jemalloc_unreadable, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_static_prefixed_jemalloc, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_static_prefixed_wrong_env, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_static_jemalloc_compiled_conf, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_tcmalloc, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_tcmalloc_minimal_and_mimalloc, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_static_glibc, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_unknown, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_kernel_thread, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_errors, setup, teardown),
+		cmocka_unit_test(test_prologues),
+		cmocka_unit_test(test_live_jemalloc_child),
+		cmocka_unit_test(test_live_self),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
