@@ -65,6 +65,18 @@ static void find_mounts(const char *mountinfo, struct cg_mount *v2, struct cg_mo
 	}
 }
 
+static bool has_dotdot(const char *path)
+{
+	const char *p = path;
+
+	while ((p = strstr(p, ".."))) {
+		if ((p == path || p[-1] == '/') && (p[2] == '/' || p[2] == '\0'))
+			return true;
+		p += 2;
+	}
+	return false;
+}
+
 /* The directory of cgroup @cgpath in mount @m, relative to sys_root. */
 static int cgroup_dir(const struct cg_mount *m, const char *cgpath, char *out, size_t size)
 {
@@ -84,6 +96,9 @@ static int cgroup_dir(const struct cg_mount *m, const char *cgpath, char *out, s
 	}
 	while (*rel == '/')
 		rel++;
+	/* the kernel never names a cgroup "..": refuse to climb out of sys_root */
+	if (has_dotdot(point) || has_dotdot(rel))
+		return -EINVAL;
 	n = snprintf(out, size, "%s/%s", point, rel);
 	if (n < 0 || (size_t)n >= size)
 		return -ENAMETOOLONG;
@@ -146,12 +161,48 @@ static bool fill_from(const char *sys_root, const char *dir, bool v2, struct tk_
 	return true;
 }
 
+int tk_cgroup__locate(const char *cgroup_text, const char *mountinfo_text,
+		      struct tk_cgroup_loc *loc)
+{
+	struct cg_mount v2 = {}, v1mem = {};
+	char *cgfile, *line, *save = NULL;
+
+	memset(loc, 0, sizeof(*loc));
+	cgfile = strdup(cgroup_text);
+	if (!cgfile)
+		return -ENOMEM;
+	find_mounts(mountinfo_text, &v2, &v1mem);
+
+	/* "0::/path" is v2; "N:ctrl,ctrl:/path" is a v1 hierarchy */
+	for (line = strtok_r(cgfile, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+		char *c1 = strchr(line, ':'), *c2 = c1 ? strchr(c1 + 1, ':') : NULL;
+
+		if (!c2)
+			continue;
+		*c1 = *c2 = '\0';
+		if (!strcmp(line, "0") && c1[1] == '\0') {
+			snprintf(loc->v2_path, sizeof(loc->v2_path), "%s", c2 + 1);
+		} else {
+			char *tok, *s2 = NULL;
+
+			for (tok = strtok_r(c1 + 1, ",", &s2); tok; tok = strtok_r(NULL, ",", &s2))
+				if (!strcmp(tok, "memory"))
+					snprintf(loc->v1_path, sizeof(loc->v1_path), "%s", c2 + 1);
+		}
+	}
+	free(cgfile);
+	if (v2.found && loc->v2_path[0])
+		cgroup_dir(&v2, loc->v2_path, loc->v2_dir, sizeof(loc->v2_dir));
+	if (v1mem.found && loc->v1_path[0])
+		cgroup_dir(&v1mem, loc->v1_path, loc->v1_dir, sizeof(loc->v1_dir));
+	return 0;
+}
+
 int tk_memcg__read(const char *proc_root, const char *sys_root, const char *pid_dir,
 		   struct tk_memory *mem)
 {
-	struct cg_mount v2 = {}, v1mem = {};
-	char rel[128], *cgfile = NULL, *mountinfo = NULL, *line, *save = NULL;
-	char v2path[512] = "", v1path[512] = "", dir[1024];
+	char rel[128], *cgfile = NULL, *mountinfo = NULL;
+	struct tk_cgroup_loc loc;
 	int err;
 
 	mem->cgroup = TK_CGROUP_NONE;
@@ -163,46 +214,26 @@ int tk_memcg__read(const char *proc_root, const char *sys_root, const char *pid_
 		return err == -ENOENT ? 0 : err;	/* a kernel without cgroups */
 	snprintf(rel, sizeof(rel), "%s/mountinfo", pid_dir);
 	err = tk_read_file_alloc(proc_root, rel, 1 << 20, &mountinfo, NULL);
+	if (!err)
+		err = tk_cgroup__locate(cgfile, mountinfo, &loc);
+	free(cgfile);
+	free(mountinfo);
 	if (err)
-		goto out;
-	find_mounts(mountinfo, &v2, &v1mem);
-
-	/* "0::/path" is v2; "N:ctrl,ctrl:/path" is a v1 hierarchy */
-	for (line = strtok_r(cgfile, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
-		char *c1 = strchr(line, ':'), *c2 = c1 ? strchr(c1 + 1, ':') : NULL;
-
-		if (!c2)
-			continue;
-		*c1 = *c2 = '\0';
-		if (!strcmp(line, "0") && c1[1] == '\0') {
-			snprintf(v2path, sizeof(v2path), "%s", c2 + 1);
-		} else {
-			char *tok, *s2 = NULL;
-
-			for (tok = strtok_r(c1 + 1, ",", &s2); tok; tok = strtok_r(NULL, ",", &s2))
-				if (!strcmp(tok, "memory"))
-					snprintf(v1path, sizeof(v1path), "%s", c2 + 1);
-		}
-	}
+		return err == -ENOENT ? 0 : err;
 
 	/* Prefer v2 when its hierarchy accounts memory for this cgroup. */
-	if (v2.found && v2path[0] && !cgroup_dir(&v2, v2path, dir, sizeof(dir)) &&
-	    fill_from(sys_root, dir, true, mem)) {
-		snprintf(mem->cgroup_path, sizeof(mem->cgroup_path), "%s", v2path);
-		goto out;
+	if (loc.v2_dir[0] && fill_from(sys_root, loc.v2_dir, true, mem)) {
+		snprintf(mem->cgroup_path, sizeof(mem->cgroup_path), "%s", loc.v2_path);
+		return 0;
 	}
-	if (v1mem.found && v1path[0] && !cgroup_dir(&v1mem, v1path, dir, sizeof(dir)) &&
-	    fill_from(sys_root, dir, false, mem)) {
-		snprintf(mem->cgroup_path, sizeof(mem->cgroup_path), "%s", v1path);
-		goto out;
+	if (loc.v1_dir[0] && fill_from(sys_root, loc.v1_dir, false, mem)) {
+		snprintf(mem->cgroup_path, sizeof(mem->cgroup_path), "%s", loc.v1_path);
+		return 0;
 	}
 	/* No accounting files for this process: no cgroup split, and no error. */
 	mem->cgroup = TK_CGROUP_NONE;
 	mem->cgroup_files[0] = '\0';
-	snprintf(mem->cgroup_path, sizeof(mem->cgroup_path), "%s", v2path[0] ? v2path : v1path);
-	err = 0;
-out:
-	free(cgfile);
-	free(mountinfo);
-	return err == -ENOENT ? 0 : err;
+	snprintf(mem->cgroup_path, sizeof(mem->cgroup_path), "%s",
+		 loc.v2_path[0] ? loc.v2_path : loc.v1_path);
+	return 0;
 }

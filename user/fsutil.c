@@ -151,3 +151,25 @@ char *tk_rstrip(char *s)
 		s[--n] = '\0';
 	return s;
 }
+
+bool tk_status_field(const char *text, const char *name, char *out, size_t size)
+{
+	size_t nlen = strlen(name);
+	const char *p = text;
+
+	while (p && *p) {
+		if (!strncmp(p, name, nlen) && p[nlen] == ':') {
+			const char *v = p + nlen + 1, *e;
+
+			while (*v == ' ' || *v == '\t')
+				v++;
+			e = strchr(v, '\n');
+			snprintf(out, size, "%.*s", e ? (int)(e - v) : (int)strlen(v), v);
+			return true;
+		}
+		p = strchr(p, '\n');
+		if (p)
+			p++;
+	}
+	return false;
+}

@@ -32,6 +32,12 @@ int tk_read_long(const char *root, const char *rel, long *val);
 /* True when @root/@rel exists (any type). */
 bool tk_path_exists(const char *root, const char *rel);
 
+/*
+ * Copy the value of field "@name:" of a /proc status-style text (one
+ * "Name:<spaces or tabs>value" per line) into @out. Returns false if absent.
+ */
+bool tk_status_field(const char *text, const char *name, char *out, size_t size);
+
 /* Strip trailing whitespace in place; return @s. */
 char *tk_rstrip(char *s);
 

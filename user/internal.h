@@ -9,6 +9,21 @@
 int tk_core_probe__run(struct tk_probe_ctx *ctx);
 
 /*
+ * cgroup.c: where the memory accounting of a process lives, from the texts of
+ * its /proc/PID/cgroup and /proc/PID/mountinfo. Directories are relative to
+ * the sys root ("/fs/cgroup/memory/x"), empty when that hierarchy has none.
+ */
+struct tk_cgroup_loc {
+	char v2_path[512];	/* the cgroup, as /proc/PID/cgroup names it */
+	char v2_dir[1024];
+	char v1_path[512];	/* the v1 memory controller's cgroup */
+	char v1_dir[1024];
+};
+
+int tk_cgroup__locate(const char *cgroup_text, const char *mountinfo_text,
+		      struct tk_cgroup_loc *loc);
+
+/*
  * cgroup.c: memory accounting of the cgroup of proc_root/@pid_dir ("self" or a
  * pid): v2, or v1's memory controller. No accounting is not an error.
  */
