@@ -82,14 +82,29 @@ static int read_pmu_type(const char *sys_root, const char *pmu)
 	return err ? err : (int)type;
 }
 
-static int attach_to_perf_event(int prog_fd, int pfd, struct tk_probe_ctx *ctx)
+/*
+ * Open the perf event @attr (on @pid/@cpu), attach program @prog_fd to it, and
+ * close both: the probe of every perf-event-attached program type. @what names
+ * the event in messages.
+ */
+static int attach_via_perf_event(int prog_fd, struct perf_event_attr *attr, pid_t pid, int cpu,
+				 const char *what, struct tk_probe_ctx *ctx)
 {
-	int err = 0;
+	int pfd, err = 0;
 
-	if (ioctl(pfd, PERF_EVENT_IOC_SET_BPF, prog_fd) < 0) {
+	pfd = perf_event_open(attr, pid, cpu, -1, PERF_FLAG_FD_CLOEXEC);
+	if (pfd < 0) {
 		err = -errno;
-		setmsg(ctx, "attach to perf event: %s", strerror(-err));
+		setmsg(ctx, "program loads; perf_event_open(%s): %s", what, strerror(-err));
+	} else if (ioctl(pfd, PERF_EVENT_IOC_SET_BPF, prog_fd) < 0) {
+		err = -errno;
+		setmsg(ctx, "program loads; attach to %s: %s", what, strerror(-err));
+	} else {
+		setmsg(ctx, "loaded and attached to %s", what);
 	}
+	if (pfd >= 0)
+		close(pfd);
+	close(prog_fd);
 	return err;
 }
 
@@ -133,24 +148,11 @@ static int probe_perf_event_prog(struct tk_probe_ctx *ctx)
 		.freq = 1,
 		.disabled = 1,
 	};
-	int pfd, fd, err;
+	int fd = load_prog(BPF_PROG_TYPE_PERF_EVENT, 0, 0, ctx);
 
-	fd = load_prog(BPF_PROG_TYPE_PERF_EVENT, 0, 0, ctx);
 	if (fd < 0)
 		return fd;
-	pfd = perf_event_open(&attr, 0, -1, -1, PERF_FLAG_FD_CLOEXEC);
-	if (pfd < 0) {
-		err = -errno;
-		setmsg(ctx, "program loads; perf_event_open(cpu-clock): %s", strerror(-err));
-		close(fd);
-		return err;
-	}
-	err = attach_to_perf_event(fd, pfd, ctx);
-	close(pfd);
-	close(fd);
-	if (!err)
-		setmsg(ctx, "loaded and attached to a cpu-clock event");
-	return err;
+	return attach_via_perf_event(fd, &attr, 0, -1, "a cpu-clock event", ctx);
 }
 
 static int probe_tracepoint(struct tk_probe_ctx *ctx)
@@ -159,7 +161,7 @@ static int probe_tracepoint(struct tk_probe_ctx *ctx)
 	struct perf_event_attr attr = { .type = PERF_TYPE_TRACEPOINT, .size = sizeof(attr) };
 	char rel[128];
 	long id = -1;
-	int fd, pfd, err;
+	int fd;
 	size_t i;
 
 	fd = load_prog(BPF_PROG_TYPE_TRACEPOINT, 0, 0, ctx);
@@ -177,19 +179,7 @@ static int probe_tracepoint(struct tk_probe_ctx *ctx)
 		return 0;
 	}
 	attr.config = id;
-	pfd = perf_event_open(&attr, 0, -1, -1, PERF_FLAG_FD_CLOEXEC);
-	if (pfd < 0) {
-		err = -errno;
-		setmsg(ctx, "program loads; perf_event_open(tracepoint): %s", strerror(-err));
-		close(fd);
-		return err;
-	}
-	err = attach_to_perf_event(fd, pfd, ctx);
-	close(pfd);
-	close(fd);
-	if (!err)
-		setmsg(ctx, "loaded and attached to sched:sched_process_exit");
-	return err;
+	return attach_via_perf_event(fd, &attr, 0, -1, "sched:sched_process_exit", ctx);
 }
 
 static int probe_raw_tp(struct tk_probe_ctx *ctx)
@@ -304,7 +294,7 @@ static int probe_uprobe(struct tk_probe_ctx *ctx)
 	struct perf_event_attr attr = { .size = sizeof(attr) };
 	char path[4096];
 	unsigned long off;
-	int type, fd, pfd, err;
+	int type, fd, err;
 
 	type = read_pmu_type(ctx->sys_root, "uprobe");
 	if (type < 0) {
@@ -325,25 +315,13 @@ static int probe_uprobe(struct tk_probe_ctx *ctx)
 	attr.type = type;
 	attr.config1 = (unsigned long)path;
 	attr.config2 = off;
-	pfd = perf_event_open(&attr, 0, -1, -1, PERF_FLAG_FD_CLOEXEC);
-	if (pfd < 0) {
-		err = -errno;
-		setmsg(ctx, "program loads; perf_event_open(uprobe): %s", strerror(-err));
-		close(fd);
-		return err;
-	}
-	err = attach_to_perf_event(fd, pfd, ctx);
-	close(pfd);
-	close(fd);
-	if (!err)
-		setmsg(ctx, "loaded and attached to a uprobe in this process");
-	return err;
+	return attach_via_perf_event(fd, &attr, 0, -1, "a uprobe in this process", ctx);
 }
 
 static int probe_kprobe(struct tk_probe_ctx *ctx)
 {
 	struct perf_event_attr attr = { .size = sizeof(attr) };
-	int type, fd, pfd, err;
+	int type, fd;
 
 	type = read_pmu_type(ctx->sys_root, "kprobe");
 	if (type < 0) {
@@ -355,20 +333,7 @@ static int probe_kprobe(struct tk_probe_ctx *ctx)
 		return fd;
 	attr.type = type;
 	attr.config1 = (unsigned long)"do_nanosleep";
-	pfd = perf_event_open(&attr, -1, 0, -1, PERF_FLAG_FD_CLOEXEC);
-	if (pfd < 0) {
-		err = -errno;
-		setmsg(ctx, "program loads; perf_event_open(kprobe do_nanosleep): %s",
-		       strerror(-err));
-		close(fd);
-		return err;
-	}
-	err = attach_to_perf_event(fd, pfd, ctx);
-	close(pfd);
-	close(fd);
-	if (!err)
-		setmsg(ctx, "loaded and attached to kprobe do_nanosleep");
-	return err;
+	return attach_via_perf_event(fd, &attr, -1, 0, "kprobe do_nanosleep", ctx);
 }
 
 static int probe_perf(struct tk_probe_ctx *ctx, bool hardware)
