@@ -7,6 +7,7 @@
  * Nothing on the machine is changed.
  */
 #include <errno.h>
+#include <stddef.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -158,6 +159,12 @@ static void choose_backends(struct snap *s, struct tk_caps *caps)
 		put(b->reason, sizeof(b->reason), "%s: both backends sample cpu-clock", why);
 	}
 
+	if (s->cpu_only) {
+		for (b = &caps->backends[TK_COLLECT_ALLOC]; b <= &caps->backends[TK_COLLECT_NUMA]; b++)
+			put(b->reason, sizeof(b->reason), "not assessed (CPU-only snapshot)");
+		return;
+	}
+
 	b = &caps->backends[TK_COLLECT_ALLOC];
 	why = first_failure(caps, alloc_bpf, 3);
 	if (!why && caps->pid && caps->proc.allocator == TK_ALLOC_UNKNOWN) {
@@ -224,6 +231,34 @@ static void snap_kernel(struct snap *s, struct tk_caps *caps, const char *releas
 	put(caps->machine, sizeof(caps->machine), "%s", u.machine);
 }
 
+/*
+ * A tracefs that is mounted already, from mountinfo: looking under
+ * /sys/kernel/debug/tracing instead would automount one, and the snapshot
+ * must change nothing.
+ */
+static void find_tracefs(struct snap *s)
+{
+	char *mi = NULL, *line, *save = NULL;
+
+	put(s->tracefs_dir, sizeof(s->tracefs_dir), "kernel/tracing");
+	if (tk_read_file_alloc(s->proc, "self/mountinfo", 1 << 20, &mi, NULL))
+		return;
+	for (line = strtok_r(mi, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+		char point[512], fstype[64], *dash = strstr(line, " - ");
+
+		if (!dash || sscanf(line, "%*s %*s %*s %*s %511s", point) != 1 ||
+		    sscanf(dash + 3, "%63s", fstype) != 1 || strcmp(fstype, "tracefs"))
+			continue;
+		/* under /sys, so that sys_root finds it */
+		if (!strncmp(point, "/sys/", 5) && strlen(point + 5) < sizeof(s->tracefs_dir)) {
+			put(s->tracefs_dir, sizeof(s->tracefs_dir), "%s", point + 5);
+			s->tracefs = true;
+			break;
+		}
+	}
+	free(mi);
+}
+
 static int silent_print(enum libbpf_print_level level, const char *fmt, va_list ap)
 {
 	return 0;
@@ -231,13 +266,19 @@ static int silent_print(enum libbpf_print_level level, const char *fmt, va_list 
 
 int tk_caps__snapshot(const struct tk_caps_opts *opts, struct tk_caps *caps)
 {
+	struct tk_caps_opts o = {};
 	libbpf_print_fn_t old_print;
 	struct snap s = {};
 	struct timespec t0, t1;
 	char rel[64];
 	int err = 0;
 
-	if (!opts || opts->sz < sizeof(size_t) || !caps || opts->pid < 0)
+	if (!opts || opts->sz < sizeof(size_t) || !caps)
+		return -EINVAL;
+	/* .sz: a caller built against an older (smaller) struct gets zeros for the rest */
+	memcpy(&o, opts, opts->sz < sizeof(o) ? opts->sz : sizeof(o));
+	opts = &o;
+	if (opts->pid < 0)
 		return -EINVAL;
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	memset(caps, 0, sizeof(*caps));
@@ -255,23 +296,21 @@ int tk_caps__snapshot(const struct tk_caps_opts *opts, struct tk_caps *caps)
 
 	if (!tk_path_join(s.btf_path, sizeof(s.btf_path), s.sys, "kernel/btf/vmlinux"))
 		s.has_btf = tk_path_exists(s.sys, "kernel/btf/vmlinux");
-	if (s.has_btf)
+	s.cpu_only = opts->scope == TK_CAPS_CPU;
+	/* no CPU-scope probe needs the parsed BTF */
+	if (s.has_btf && !s.cpu_only)
 		s.btf = btf__parse(s.btf_path, NULL);	/* NULL: a fixture's empty file */
-	if (tk_path_exists(s.sys, "kernel/tracing/events")) {
-		s.tracefs = true;
-		put(s.tracefs_dir, sizeof(s.tracefs_dir), "kernel/tracing");
-	} else if (tk_path_exists(s.sys, "kernel/debug/tracing/events")) {
-		s.tracefs = true;
-		put(s.tracefs_dir, sizeof(s.tracefs_dir), "kernel/debug/tracing");
-	} else {
-		put(s.tracefs_dir, sizeof(s.tracefs_dir), "kernel/tracing");
-	}
+	find_tracefs(&s);
 
 	old_print = libbpf_set_print(opts->libbpf_log ? (libbpf_print_fn_t)opts->libbpf_log
 						      : silent_print);
 	snap_privileges(&s, caps);
 	snap_bpf(&s, caps);
 	snap_perf(&s, caps);
+	if (s.cpu_only) {
+		choose_backends(&s, caps);
+		goto out;
+	}
 	snap_tracepoints(&s, caps);
 	snap_memory(&s, caps);
 	snap_numa(&s, caps);

@@ -175,6 +175,7 @@ static int run_probe(struct snap *s, enum tk_probe which, struct tk_probe_ctx *c
 	ctx->sys_root = s->sys;
 	ctx->btf_path = s->has_btf ? s->btf_path : NULL;
 	ctx->btf = s->btf;
+	ctx->tracefs_dir = s->tracefs ? s->tracefs_dir : NULL;
 	return s->probe(which, ctx);
 }
 
@@ -183,18 +184,20 @@ static void refused(struct snap *s, struct tk_cap *c, int err, const char *msg, 
 {
 	bool priv = bpf ? bpf_privileged(s) && perf_privileged(s) : perf_privileged(s);
 
-	if ((err == -EPERM || err == -EACCES) && s->seccomp == 2) {
-		c->status = TK_UNSUPPORTED;
-		REASON(c, "%s; this process runs under a seccomp filter (Seccomp: 2), as "
-			  "container runtimes install, which blocks it", msg);
-		REMEDY(c, "allow %s in the seccomp profile (docker/podman: --security-opt "
-			  "seccomp=unconfined or --privileged)", bpf ? "bpf(2)" : "perf_event_open");
-	} else if ((err == -EPERM || err == -EACCES) && !priv) {
+	if ((err == -EPERM || err == -EACCES) && !priv) {
+		/* missing privileges first: a seccomp filter may be there too, harmlessly */
 		c->status = TK_DISABLED;
 		REASON(c, "%s: this process lacks %s", msg,
 		       bpf ? "CAP_BPF and CAP_PERFMON (or CAP_SYS_ADMIN)"
 			   : "CAP_PERFMON (or CAP_SYS_ADMIN)");
 		REMEDY(c, "run tracekit as root");
+	} else if (err == -EPERM && s->seccomp == 2) {
+		/* privileged, yet EPERM: what docker's and podman's profiles answer */
+		c->status = TK_UNSUPPORTED;
+		REASON(c, "%s; this process runs under a seccomp filter (Seccomp: 2), as "
+			  "container runtimes install, which blocks it", msg);
+		REMEDY(c, "allow %s in the seccomp profile (docker/podman: --security-opt "
+			  "seccomp=unconfined or --privileged)", bpf ? "bpf(2)" : "perf_event_open");
 	} else if (err == -EPERM || err == -EACCES) {
 		c->status = TK_UNSUPPORTED;
 		REASON(c, "%s: the kernel refuses it although this process holds the "
@@ -282,6 +285,11 @@ void snap_bpf(struct snap *s, struct tk_caps *caps)
 		return;
 	}
 
+	if (s->cpu_only) {
+		snap_probe_entry(s, caps, TK_CAP_PROG_PERF_EVENT, TK_PROBE_PROG_PERF_EVENT, true,
+				 &ctx);
+		return;
+	}
 	/* a kernel without ring buffers rejects the map type as invalid */
 	if (snap_probe_entry(s, caps, TK_CAP_RINGBUF, TK_PROBE_RINGBUF, true, &ctx) == -EINVAL)
 		REMEDY(&caps->caps[TK_CAP_RINGBUF], "BPF ring buffers need Linux 5.8 or later");
@@ -311,11 +319,14 @@ void snap_bpf(struct snap *s, struct tk_caps *caps)
 		kconfig_note(s, &caps->caps[TK_CAP_PROG_UPROBE], "CONFIG_UPROBE_EVENTS");
 	if (!ok(caps, TK_CAP_PROG_FENTRY) && !caps->caps[TK_CAP_PROG_FENTRY].remedy[0])
 		REMEDY(&caps->caps[TK_CAP_PROG_FENTRY],
-		       "none needed: tracekit uses tracepoints (raw_tp/tp_btf) where fentry "
-		       "is refused");
-	if (!ok(caps, TK_CAP_PROG_KPROBE) && !caps->caps[TK_CAP_PROG_KPROBE].remedy[0])
+		       "none on this host (its security policy decides); tracekit uses "
+		       "tracepoints (raw_tp/tp_btf) instead, and the NUMA collector loses only "
+		       "per-page misplacement detail");
+	if (!ok(caps, TK_CAP_PROG_KPROBE) && !caps->caps[TK_CAP_PROG_KPROBE].remedy[0]) {
 		REMEDY(&caps->caps[TK_CAP_PROG_KPROBE],
 		       "none needed: tracekit uses tracepoints and fentry instead");
+		caps->caps[TK_CAP_PROG_KPROBE].not_needed = true;
+	}
 }
 
 void snap_perf(struct snap *s, struct tk_caps *caps)
@@ -326,15 +337,16 @@ void snap_perf(struct snap *s, struct tk_caps *caps)
 
 	snap_probe_entry(s, caps, TK_CAP_PERF_CPU_CLOCK, TK_PROBE_PERF_CPU_CLOCK, false, &ctx);
 	c = &caps->caps[TK_CAP_PERF_CPU_CLOCK];
-	if (c->status == TK_SUPPORTED && ctx.user_only) {
-		VALUE(c, "user space only");
-		REASON(c, "%s; kernel frames are not allowed to this process "
-			  "(perf_event_paranoid), so only its own processes' user stacks",
-		       ctx.msg);
-		REMEDY(c, "run tracekit as root for kernel stacks and other users' processes");
+	if (c->status == TK_SUPPORTED && ctx.own_only) {
+		VALUE(c, ctx.user_only ? "own processes, user space" : "own processes");
+		REASON(c, "%s; perf_event_paranoid allows this process only its own processes%s",
+		       ctx.msg, ctx.user_only ? " and no kernel frames" : "");
+		REMEDY(c, "run tracekit as root for the whole system and kernel stacks");
 	} else if (c->status == TK_DISABLED) {
 		REMEDY(c, "run tracekit as root, or: sysctl kernel.perf_event_paranoid=1");
 	}
+	if (s->cpu_only)
+		return;
 
 	err = snap_probe_entry(s, caps, TK_CAP_PERF_HARDWARE, TK_PROBE_PERF_HARDWARE, false, &ctx);
 	c = &caps->caps[TK_CAP_PERF_HARDWARE];
@@ -346,5 +358,6 @@ void snap_perf(struct snap *s, struct tk_caps *caps)
 			       : " (no bus/event_source/devices/cpu: typical of virtual machines)",
 		       ctx.msg);
 		REMEDY(c, "none needed: tracekit samples with the software cpu-clock event");
+		c->not_needed = true;
 	}
 }

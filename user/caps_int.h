@@ -32,6 +32,7 @@ struct snap {
 	long cap_last_cap;
 	bool tracefs;
 	char tracefs_dir[64];	/* relative to sys root */
+	bool cpu_only;		/* TK_CAPS_CPU: only what the CPU backend needs */
 };
 
 __attribute__((format(printf, 3, 4))) static inline void put(char *dst, size_t size,

@@ -202,6 +202,7 @@ int tk_caps__write_json(const struct tk_caps *caps, FILE *f)
 		tk_json__string(&j, "value", c->value);
 		tk_json__string(&j, "reason", nonempty(c->reason));
 		tk_json__string(&j, "remedy", nonempty(c->remedy));
+		tk_json__bool(&j, "needed", !c->not_needed);
 		tk_json__end_object(&j);
 	}
 	tk_json__end_object(&j);
@@ -214,6 +215,15 @@ int tk_caps__write_json(const struct tk_caps *caps, FILE *f)
 }
 
 /* ---- text --------------------------------------------------------------------- */
+
+/* A process's comm, paths and names reach a root terminal: no control bytes. */
+static void put_printable(FILE *f, const char *s, int len)
+{
+	int i;
+
+	for (i = 0; i < len; i++)
+		fputc((unsigned char)s[i] < 0x20 || s[i] == 0x7f ? '?' : s[i], f);
+}
 
 /*
  * Print @text wrapped at TEXT_WIDTH. The caller has already printed @col
@@ -244,12 +254,13 @@ static void wrap(FILE *f, const char *text, int col, int indent)
 		while (len > TEXT_WIDTH - col) {
 			int part = TEXT_WIDTH - col;
 
-			fprintf(f, "%.*s\n%*s", part, w, indent, "");
+			put_printable(f, w, part);
+			fprintf(f, "\n%*s", indent, "");
 			w += part;
 			len -= part;
 			col = indent;
 		}
-		fprintf(f, "%.*s", len, w);
+		put_printable(f, w, len);
 		col += len;
 		w += len;
 	}
@@ -323,9 +334,40 @@ static void text_numa(FILE *f, const struct tk_caps *caps)
 		fprintf(f, "  balancing absent\n");
 }
 
+/* The entries that are not supported: those that matter, or (@benign) those that do not. */
+static void text_problems(FILE *f, const struct tk_caps *caps, bool benign)
+{
+	int i, pass;
+
+	for (pass = 0; pass < 2; pass++) {
+		enum tk_status want = pass ? TK_UNSUPPORTED : TK_DISABLED;
+
+		for (i = 0; i < TK_CAP__COUNT; i++) {
+			const struct tk_cap *c = &caps->caps[i];
+			char line[512];
+
+			if (!c->present || c->status != want || c->not_needed != benign)
+				continue;
+			snprintf(line, sizeof(line), "%s: %s", tk_cap__title(i), c->value);
+			fprintf(f, "  %-13s", tk_status__name(c->status));
+			wrap(f, line, 15, 15);
+			if (c->reason[0]) {
+				fprintf(f, "%*s", 15, "");
+				wrap(f, c->reason, 15, 15);
+			}
+			/* a benign entry's remedy only says that none is needed */
+			if (c->remedy[0] && !benign) {
+				snprintf(line, sizeof(line), "fix: %s", c->remedy);
+				fprintf(f, "%*s", 15, "");
+				wrap(f, line, 15, 20);
+			}
+		}
+	}
+}
+
 int tk_caps__write_text(const struct tk_caps *caps, FILE *f)
 {
-	int counts[3] = {}, i, pass;
+	int counts[3] = {}, i, not_needed = 0;
 	char head[256];
 
 	for (i = 0; i < TK_CAP__COUNT; i++)
@@ -344,31 +386,18 @@ int tk_caps__write_text(const struct tk_caps *caps, FILE *f)
 		wrap(f, caps->backends[i].reason, 18, 18);
 	}
 
-	fprintf(f, "\nNeeds attention (%d)\n", counts[TK_UNSUPPORTED] + counts[TK_DISABLED]);
-	if (!counts[TK_UNSUPPORTED] && !counts[TK_DISABLED])
+	for (i = 0; i < TK_CAP__COUNT; i++)
+		if (caps->caps[i].present && caps->caps[i].status != TK_SUPPORTED &&
+		    caps->caps[i].not_needed)
+			not_needed++;
+	fprintf(f, "\nNeeds attention (%d)\n",
+		counts[TK_UNSUPPORTED] + counts[TK_DISABLED] - not_needed);
+	if (counts[TK_UNSUPPORTED] + counts[TK_DISABLED] == not_needed)
 		fprintf(f, "  nothing\n");
-	for (pass = 0; pass < 2; pass++) {
-		enum tk_status want = pass ? TK_UNSUPPORTED : TK_DISABLED;
-
-		for (i = 0; i < TK_CAP__COUNT; i++) {
-			const struct tk_cap *c = &caps->caps[i];
-			char line[512];
-
-			if (!c->present || c->status != want)
-				continue;
-			snprintf(line, sizeof(line), "%s: %s", tk_cap__title(i), c->value);
-			fprintf(f, "  %-13s", tk_status__name(c->status));
-			wrap(f, line, 15, 15);
-			if (c->reason[0]) {
-				fprintf(f, "%*s", 15, "");
-				wrap(f, c->reason, 15, 15);
-			}
-			if (c->remedy[0]) {
-				snprintf(line, sizeof(line), "fix: %s", c->remedy);
-				fprintf(f, "%*s", 15, "");
-				wrap(f, line, 15, 20);
-			}
-		}
+	text_problems(f, caps, false);
+	if (not_needed) {
+		fprintf(f, "\nNot available, and not needed here (%d)\n", not_needed);
+		text_problems(f, caps, true);
 	}
 
 	fprintf(f, "\nWorks (%d)\n", counts[TK_SUPPORTED]);
@@ -379,6 +408,11 @@ int tk_caps__write_text(const struct tk_caps *caps, FILE *f)
 			continue;
 		fprintf(f, "  %-32s ", tk_cap__title(i));
 		wrap(f, c->value, 35, 35);
+		/* how a process fact was found: some are heuristics, and say so */
+		if (i >= TK_CAP_PROC_ALLOCATOR && c->reason[0]) {
+			fprintf(f, "%*s", 35, "");
+			wrap(f, c->reason, 35, 35);
+		}
 	}
 
 	text_memory(f, caps);

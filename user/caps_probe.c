@@ -43,32 +43,27 @@ static int load_prog(enum bpf_prog_type type, enum bpf_attach_type eat, int btf_
 {
 	char log[512] = "";
 	LIBBPF_OPTS(bpf_prog_load_opts, opts, .expected_attach_type = eat,
-		    .attach_btf_id = btf_id, .log_buf = log, .log_size = sizeof(log),
-		    .log_level = 0);
-	int fd;
+		    .attach_btf_id = btf_id);
+	int fd, err;
 
+	/* without a log buffer: one load, and its errno is the kernel's answer */
 	fd = bpf_prog_load(type, "tk_probe", "Dual BSD/GPL", ret0, 2, &opts);
-	if (fd < 0) {
-		int err = -errno;
-
-		/* retry once for the verifier's words; the errno stays the first one */
-		opts.log_level = 1;
-		fd = bpf_prog_load(type, "tk_probe", "Dual BSD/GPL", ret0, 2, &opts);
-		if (fd >= 0) {
-			close(fd);
-		} else {
-			char *nl = strchr(log, '\n');
-
-			if (nl)
-				*nl = '\0';
-		}
-		if (log[0])
-			setmsg(ctx, "program load: %s (%s)", strerror(-err), log);
-		else
-			setmsg(ctx, "program load: %s", strerror(-err));
-		return err;
-	}
-	return fd;
+	if (fd >= 0)
+		return fd;
+	err = -errno;
+	/* once more with a log, only for the verifier's words */
+	opts.log_buf = log;
+	opts.log_size = sizeof(log);
+	opts.log_level = 1;
+	fd = bpf_prog_load(type, "tk_probe", "Dual BSD/GPL", ret0, 2, &opts);
+	if (fd >= 0)
+		close(fd);
+	log[strcspn(log, "\n")] = '\0';
+	if (log[0])
+		setmsg(ctx, "program load: %s (%s)", strerror(-err), log);
+	else
+		setmsg(ctx, "program load: %s", strerror(-err));
+	return err;
 }
 
 static int read_pmu_type(const char *sys_root, const char *pmu)
@@ -152,23 +147,24 @@ static int probe_perf_event_prog(struct tk_probe_ctx *ctx)
 
 	if (fd < 0)
 		return fd;
-	return attach_via_perf_event(fd, &attr, 0, -1, "a cpu-clock event", ctx);
+	/* system-wide on CPU 0, as the CPU collector attaches it */
+	return attach_via_perf_event(fd, &attr, -1, 0, "a system-wide cpu-clock event", ctx);
 }
 
 static int probe_tracepoint(struct tk_probe_ctx *ctx)
 {
-	static const char *const tracefs[] = { "kernel/tracing", "kernel/debug/tracing" };
 	struct perf_event_attr attr = { .type = PERF_TYPE_TRACEPOINT, .size = sizeof(attr) };
-	char rel[128];
+	char rel[160];
 	long id = -1;
 	int fd;
-	size_t i;
 
 	fd = load_prog(BPF_PROG_TYPE_TRACEPOINT, 0, 0, ctx);
 	if (fd < 0)
 		return fd;
-	for (i = 0; i < sizeof(tracefs) / sizeof(tracefs[0]) && id < 0; i++) {
-		snprintf(rel, sizeof(rel), "%s/events/sched/sched_process_exit/id", tracefs[i]);
+	/* only a tracefs already mounted: a path into debugfs would automount one */
+	if (ctx->tracefs_dir) {
+		snprintf(rel, sizeof(rel), "%s/events/sched/sched_process_exit/id",
+			 ctx->tracefs_dir);
 		if (tk_read_long(ctx->sys_root, rel, &id))
 			id = -1;
 	}
@@ -336,6 +332,11 @@ static int probe_kprobe(struct tk_probe_ctx *ctx)
 	return attach_via_perf_event(fd, &attr, -1, 0, "kprobe do_nanosleep", ctx);
 }
 
+/*
+ * The sampling event the CPU collector needs: system-wide (all processes of
+ * CPU 0) first; where paranoia forbids that, the caller's own processes; and
+ * where it forbids kernel frames too, user space only.
+ */
 static int probe_perf(struct tk_probe_ctx *ctx, bool hardware)
 {
 	struct perf_event_attr attr = {
@@ -348,16 +349,22 @@ static int probe_perf(struct tk_probe_ctx *ctx, bool hardware)
 		.sample_type = PERF_SAMPLE_IP | PERF_SAMPLE_CALLCHAIN,
 	};
 	const char *what = hardware ? "hardware cpu-cycles" : "software cpu-clock";
-	int pfd = perf_event_open(&attr, 0, -1, -1, PERF_FLAG_FD_CLOEXEC);
+	int pfd = perf_event_open(&attr, -1, 0, -1, PERF_FLAG_FD_CLOEXEC);
 	int err = pfd < 0 ? -errno : 0;
 
 	if (pfd < 0 && (err == -EACCES || err == -EPERM)) {
-		/* perf_event_paranoid 2 still allows user-space sampling of oneself */
-		attr.exclude_kernel = 1;
-		attr.exclude_hv = 1;
 		pfd = perf_event_open(&attr, 0, -1, -1, PERF_FLAG_FD_CLOEXEC);
+		if (pfd < 0 && (errno == EACCES || errno == EPERM)) {
+			/* perf_event_paranoid 2 still allows user-space sampling of oneself */
+			attr.exclude_kernel = 1;
+			attr.exclude_hv = 1;
+			pfd = perf_event_open(&attr, 0, -1, -1, PERF_FLAG_FD_CLOEXEC);
+			ctx->user_only = pfd >= 0;
+		}
 		if (pfd >= 0)
-			ctx->user_only = true;
+			ctx->own_only = true;
+		else
+			err = -errno;	/* the last answer: ENOENT says more than EACCES */
 	}
 	if (pfd < 0) {
 		setmsg(ctx, "perf_event_open(%s): %s", what, strerror(-err));
@@ -365,7 +372,9 @@ static int probe_perf(struct tk_probe_ctx *ctx, bool hardware)
 	}
 	close(pfd);
 	setmsg(ctx, "opened a sampling %s event with call chains%s", what,
-	       ctx->user_only ? ", user space only" : "");
+	       ctx->user_only  ? " for own processes, user space only"
+	       : ctx->own_only ? " for own processes only"
+			       : " on all processes");
 	return 0;
 }
 

@@ -83,6 +83,7 @@ void snap_tracepoints(struct snap *s, struct tk_caps *caps)
 		REASON(c, "tracefs is not mounted; tracekit attaches tracepoints by BTF "
 			  "(raw_tp/tp_btf) and does not need it");
 		REMEDY(c, "only for other tools: mount -t tracefs nodev /sys/kernel/tracing");
+		c->not_needed = true;
 	}
 
 	for (i = 0; i < sizeof(tps) / sizeof(tps[0]); i++) {
@@ -140,6 +141,7 @@ void snap_tracepoints(struct snap *s, struct tk_caps *caps)
 		REASON(c, "neither migrate_misplaced_folio nor migrate_misplaced_page is in "
 			  "kallsyms or BTF (inlined or renamed)");
 		REMEDY(c, "none needed: migrate:mm_migrate_pages still reports NUMA migrations");
+		c->not_needed = true;
 	}
 }
 
@@ -233,6 +235,7 @@ void snap_numa(struct snap *s, struct tk_caps *caps)
 			  "asked (move_pages, mbind, cpusets)%s",
 		       n->nr_nodes == 1 ? "; with one node there is nothing to balance" : "");
 		REMEDY(c, "sysctl kernel.numa_balancing=1 to enable it");
+		c->not_needed = n->nr_nodes == 1;
 	} else {
 		c = set(caps, TK_CAP_NUMA_BALANCING, TK_SUPPORTED);
 		VALUE(c, "%ld (%s)", v,
@@ -285,7 +288,13 @@ void snap_process(struct snap *s, struct tk_caps *caps)
 		}
 	}
 
-	if (p->has_build_id) {
+	if (!p->exe[0]) {
+		/* a kernel thread, or a process whose binary cannot be named */
+		c = set(caps, TK_CAP_PROC_BUILD_ID, TK_UNSUPPORTED);
+		VALUE(c, "no binary");
+		REASON(c, "no user-space binary (/proc/%d/exe does not resolve: a kernel "
+			  "thread, or an exiting process)", p->pid);
+	} else if (p->has_build_id) {
 		c = set(caps, TK_CAP_PROC_BUILD_ID, TK_SUPPORTED);
 		VALUE(c, "%.40s", p->build_id);
 	} else {
@@ -301,7 +310,8 @@ void snap_process(struct snap *s, struct tk_caps *caps)
 	} else {
 		c = set(caps, TK_CAP_PROC_FRAME_POINTERS, TK_UNSUPPORTED);
 		VALUE(c, p->frame_pointers == 0 ? "unlikely" : "unknown");
-		REMEDY(c, "build with -fno-omit-frame-pointer for whole stacks");
+		if (p->exe[0])
+			REMEDY(c, "build with -fno-omit-frame-pointer for whole stacks");
 	}
 	REASON(c, "%s", p->fp_evidence);
 }

@@ -83,8 +83,11 @@ int tk_read_file_alloc(const char *root, const char *rel, size_t limit, char **o
 		ssize_t n;
 
 		if (off + 1 >= cap) {
-			if (cap >= limit)
-				break;
+			if (cap >= limit) {
+				/* a cut file would be misread: say it is too big */
+				err = -EFBIG;
+				goto fail;
+			}
 			cap = cap * 2 > limit ? limit : cap * 2;
 			nb = realloc(buf, cap);
 			if (!nb) {

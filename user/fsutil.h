@@ -22,7 +22,8 @@ long tk_read_file(const char *root, const char *rel, char *buf, size_t size);
 /*
  * Read a whole file of unknown size (for /proc files that report st_size 0)
  * into a malloc'ed NUL-terminated buffer, at most @limit bytes. Returns 0 or a
- * negative errno; *@len gets the length without the NUL.
+ * negative errno (-EFBIG when the file is larger than @limit); *@len gets the
+ * length without the NUL.
  */
 int tk_read_file_alloc(const char *root, const char *rel, size_t limit, char **out, size_t *len);
 

@@ -24,8 +24,27 @@ int tk_outfile__open(struct tk_outfile *o, const char *path)
 	}
 	if (snprintf(o->path, sizeof(o->path), "%s", path) >= (int)sizeof(o->path))
 		return -ENAMETOOLONG;
-	if (lstat(path, &st) == 0 && S_ISDIR(st.st_mode))
-		return -EISDIR;
+	if (lstat(path, &st) == 0) {
+		if (S_ISDIR(st.st_mode))
+			return -EISDIR;
+		/* never write through a link as root, and never replace one (/dev/stdout) */
+		if (S_ISLNK(st.st_mode))
+			return -ELOOP;
+		/* a device or a FIFO is written to as it is: there is nothing to rename */
+		if (!S_ISREG(st.st_mode)) {
+			fd = open(path, O_WRONLY | O_NOFOLLOW | O_CLOEXEC);
+			if (fd < 0)
+				return -errno;
+			o->f = fdopen(fd, "w");
+			if (!o->f) {
+				int err = -errno;
+
+				close(fd);
+				return err;
+			}
+			return 0;
+		}
+	}
 	for (tries = 0; tries < 100; tries++) {
 		n = snprintf(o->tmp, sizeof(o->tmp), "%s.tmp.%d.%u", path, getpid(), seq++);
 		if (n < 0 || n >= (int)sizeof(o->tmp))
@@ -63,7 +82,10 @@ int tk_outfile__commit(struct tk_outfile *o)
 	if (!o->f)
 		return -EINVAL;
 	if (!o->tmp[0]) {
+		/* stdout stays open; a device or FIFO is closed */
 		err = fflush(o->f) || ferror(o->f) ? -EIO : 0;
+		if (o->f != stdout && fclose(o->f) && !err)
+			err = -EIO;
 		o->f = NULL;
 		return err;
 	}
@@ -84,7 +106,7 @@ int tk_outfile__commit(struct tk_outfile *o)
 
 void tk_outfile__abort(struct tk_outfile *o)
 {
-	if (o->f && o->tmp[0])
+	if (o->f && o->f != stdout)
 		fclose(o->f);
 	if (o->tmp[0])
 		unlink(o->tmp);

@@ -3,6 +3,8 @@
  * Output files written whole or not at all: data goes to a new temporary file
  * beside the target (O_EXCL|O_NOFOLLOW, so no symlink is followed when writing
  * as root) and is renamed over the target only once complete. "-" is stdout.
+ * A symlink at the target is refused (-ELOOP), never followed nor replaced; a
+ * device or FIFO is written to directly (there is nothing to rename).
  */
 #ifndef __TK_OUTFILE_H
 #define __TK_OUTFILE_H

@@ -79,6 +79,7 @@ enum tk_cap_id {
 
 struct tk_cap {
 	bool present;		/* false for entries that do not apply (no -p) */
+	bool not_needed;	/* not supported, but tracekit does not need it here */
 	enum tk_status status;
 	char value[128];	/* what was found, short: "2", "v1", "migrate_misplaced_folio" */
 	char reason[256];	/* why not supported (or a note when supported) */
@@ -117,7 +118,9 @@ struct tk_probe_ctx {
 	const char *btf_path;	/* kernel BTF file, NULL when there is none */
 	const struct btf *btf;	/* the same, parsed once (NULL: unparsable or none) */
 	char msg[256];		/* out: what happened, for people */
-	bool user_only;		/* out: perf events work only with exclude_kernel */
+	const char *tracefs_dir;	/* mounted tracefs under sys_root, or NULL */
+	bool own_only;		/* out: perf events only for the caller's own processes */
+	bool user_only;		/* out: ... and only with exclude_kernel */
 	struct tk_core_facts core;	/* out: TK_PROBE_CORE only */
 };
 
@@ -210,6 +213,18 @@ struct tk_caps_opts {
 	 * already in the report.
 	 */
 	int (*libbpf_log)(int level, const char *fmt, va_list ap);
+	/*
+	 * TK_CAPS_ALL: the whole report. TK_CAPS_CPU: only what the CPU backend
+	 * choice needs (privileges, bpf(2), perf_event programs, cpu-clock, BTF
+	 * presence), for a fast start; other entries are absent and the other
+	 * collectors' backends are "none", not assessed.
+	 */
+	unsigned int scope;
+};
+
+enum tk_caps_scope {
+	TK_CAPS_ALL = 0,
+	TK_CAPS_CPU = 1,
 };
 
 /*

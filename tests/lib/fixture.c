@@ -483,8 +483,11 @@ int fx_probe(enum tk_probe which, struct tk_probe_ctx *ctx)
 		snprintf(ctx->msg, sizeof(ctx->msg), "fake %s: ok", fx_probe_name(which));
 	if (which == TK_PROBE_CORE && !ret)
 		ctx->core = fx_probe_core;
-	if (!ret)
+	if (!ret) {
 		ctx->user_only = fx_probe_user_only[which];
+		/* user space only is always own processes only (perf_event_paranoid 2) */
+		ctx->own_only = ctx->user_only;
+	}
 	return ret;
 }
 

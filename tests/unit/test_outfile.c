@@ -195,7 +195,8 @@ static void test_abort_keeps_existing_target(void **state)
 	assert_root_holds(t, "out.txt");
 }
 
-static void test_symlink_target_replaced_not_followed(void **state)
+/* A symlink at the target is refused: never written through, never replaced. */
+static void test_symlink_target_refused(void **state)
 {
 	struct t *t = *state;
 	char victim[PATH_MAX];
@@ -205,18 +206,15 @@ static void test_symlink_target_replaced_not_followed(void **state)
 	assert_int_equal(fx_path(t->fx, "victim", victim, sizeof(victim)), 0);
 	assert_int_equal(fx_symlink(t->fx, victim, "out.txt"), 0);
 
-	assert_int_equal(tk_outfile__open(&t->o, t->path), 0);
-	fputs("report\n", t->o.f);
-	assert_int_equal(tk_outfile__commit(&t->o), 0);
-
+	assert_int_equal(tk_outfile__open(&t->o, t->path), -ELOOP);
+	assert_null(t->o.f);
 	assert_int_equal(lstat(t->path, &st), 0);
-	assert_true(S_ISREG(st.st_mode));
-	assert_file_is(t->path, "report\n");
+	assert_true(S_ISLNK(st.st_mode));
 	assert_file_is(victim, "precious\n");
 	assert_root_holds(t, "out.txt victim");
 }
 
-static void test_dangling_symlink_target_not_followed(void **state)
+static void test_dangling_symlink_target_refused(void **state)
 {
 	struct t *t = *state;
 	char victim[PATH_MAX];
@@ -224,13 +222,26 @@ static void test_dangling_symlink_target_not_followed(void **state)
 
 	assert_int_equal(fx_path(t->fx, "created-through-link", victim, sizeof(victim)), 0);
 	assert_int_equal(fx_symlink(t->fx, victim, "out.txt"), 0);
-	assert_int_equal(tk_outfile__open(&t->o, t->path), 0);
-	fputs("report\n", t->o.f);
-	assert_int_equal(tk_outfile__commit(&t->o), 0);
+	assert_int_equal(tk_outfile__open(&t->o, t->path), -ELOOP);
 	assert_int_equal(lstat(victim, &st), -1);
 	assert_int_equal(lstat(t->path, &st), 0);
-	assert_true(S_ISREG(st.st_mode));
+	assert_true(S_ISLNK(st.st_mode));
 	assert_root_holds(t, "out.txt");
+}
+
+/* A device (here /dev/null) is written as it is, and stays a device. */
+static void test_device_target_written_in_place(void **state)
+{
+	struct tk_outfile o;
+	struct stat st;
+
+	assert_int_equal(tk_outfile__open(&o, "/dev/null"), 0);
+	assert_non_null(o.f);
+	assert_string_equal(o.tmp, "");
+	fputs("report\n", o.f);
+	assert_int_equal(tk_outfile__commit(&o), 0);
+	assert_int_equal(stat("/dev/null", &st), 0);
+	assert_true(S_ISCHR(st.st_mode));
 }
 
 /* A symlink planted where the temporary file will be is skipped, not written through. */
@@ -294,11 +305,9 @@ static void test_symlink_to_directory_target(void **state)
 	assert_int_equal(fx_mkdir(t->fx, "dir"), 0);
 	assert_int_equal(fx_path(t->fx, "dir", dir, sizeof(dir)), 0);
 	assert_int_equal(fx_symlink(t->fx, dir, "out.txt"), 0);
-	assert_int_equal(tk_outfile__open(&t->o, t->path), 0);
-	fputs("report\n", t->o.f);
-	assert_int_equal(tk_outfile__commit(&t->o), 0);
+	assert_int_equal(tk_outfile__open(&t->o, t->path), -ELOOP);
 	assert_int_equal(lstat(t->path, &st), 0);
-	assert_true(S_ISREG(st.st_mode));
+	assert_true(S_ISLNK(st.st_mode));
 	assert_int_equal(lstat(dir, &st), 0);
 	assert_true(S_ISDIR(st.st_mode));
 	assert_root_holds(t, "dir out.txt");
@@ -377,8 +386,9 @@ int main(void)
 		T(test_commit_empty_output),
 		T(test_abort_leaves_nothing),
 		T(test_abort_keeps_existing_target),
-		T(test_symlink_target_replaced_not_followed),
-		T(test_dangling_symlink_target_not_followed),
+		T(test_symlink_target_refused),
+		T(test_dangling_symlink_target_refused),
+		cmocka_unit_test(test_device_target_written_in_place),
 		T(test_symlink_at_temporary_name_not_followed),
 		T(test_directory_target),
 		T(test_symlink_to_directory_target),
