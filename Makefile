@@ -8,7 +8,7 @@
 # A BPF capability NAME is bpf/NAME.bpf.c + user/NAME.c + bpf/NAME.h: add NAME to
 # BPF_APPS and the skeleton, its object and the dependency of user/NAME.o follow.
 
-BPF_APPS := core_probe
+BPF_APPS := core_probe cpu_sample
 
 CC ?= gcc
 CLANG ?= clang
@@ -24,7 +24,7 @@ CFLAGS ?= -g -O2
 # snprintf truncation is deliberate in fixed-size report fields
 WARN := -Wall -Wextra -Wno-unused-parameter -Wno-missing-field-initializers \
 	-Wno-format-truncation -Werror
-CPPFLAGS := -D_GNU_SOURCE -DTRACEKIT_VERSION='"$(VERSION)"' -Iuser -I$(SKEL) -Ibpf
+CPPFLAGS := -D_GNU_SOURCE -DTRACEKIT_VERSION='"$(VERSION)"' -Iuser -I$(SKEL) -Ibpf -Itools -Itests/lib
 ALL_CFLAGS = -std=gnu11 $(CFLAGS) $(WARN) $(CPPFLAGS) -MMD -MP
 LIBS := -lbpf -lelf -lz -lnuma
 STATIC_LIBS := -l:libbpf.a -l:libelf.a -l:libz.a -l:libzstd.a -l:libnuma.a -lpthread
@@ -45,6 +45,8 @@ TEST_HELPER_SRCS := $(sort $(wildcard tests/lib/*.c))
 TEST_HELPER_OBJS := $(patsubst %.c,$(OBJ)/%.o,$(TEST_HELPER_SRCS))
 WORKLOAD_SRCS := $(sort $(wildcard tests/workloads/*.c))
 WORKLOADS := $(patsubst tests/workloads/%.c,$(BUILD)/workloads/%,$(WORKLOAD_SRCS))
+WORKLOAD_LIBS := $(patsubst tests/workloads/lib/%.c,$(BUILD)/workloads/lib%.so,\
+	$(sort $(wildcard tests/workloads/lib/*.c)))
 FUZZ_SRCS := $(sort $(wildcard tests/fuzz/fuzz_*.c))
 FUZZERS := $(patsubst tests/fuzz/%.c,$(BUILD)/fuzz/%,$(FUZZ_SRCS))
 
@@ -73,7 +75,7 @@ endif
 
 all: $(BUILD)/tracekit tests
 
-tests: $(UNIT_BINS) $(SAN_UNIT_BINS) $(INTEG_BINS) $(WORKLOADS) $(FUZZERS)
+tests: $(UNIT_BINS) $(SAN_UNIT_BINS) $(INTEG_BINS) $(WORKLOAD_LIBS) $(WORKLOADS) $(FUZZERS)
 
 static: $(BUILD)/tracekit-static
 
@@ -120,11 +122,13 @@ $(LIB): $(LIB_OBJS)
 	$(call msg,AR,$@)
 	$(Q)rm -f $@ && ar rcs $@ $^
 
-$(BUILD)/tracekit: $(OBJ)/tools/tracekit.o $(LIB)
+TOOL_OBJS := $(patsubst %.c,$(OBJ)/%.o,$(sort $(wildcard tools/*.c)))
+
+$(BUILD)/tracekit: $(TOOL_OBJS) $(LIB)
 	$(call msg,LINK,$@)
 	$(Q)$(CC) $(CFLAGS) $^ $(LIBS) -o $@
 
-$(BUILD)/tracekit-static: $(OBJ)/tools/tracekit.o $(LIB)
+$(BUILD)/tracekit-static: $(TOOL_OBJS) $(LIB)
 	$(call msg,LINK,$@)
 	$(Q)$(CC) $(CFLAGS) -static $^ $(STATIC_LIBS) -o $@
 
@@ -164,12 +168,20 @@ fuzz: $(FUZZERS)
 
 # --- workloads: small programs with known behaviour --------------------------
 WORKLOAD_CFLAGS := -g -O2 -Wall -Werror -D_GNU_SOURCE
-# Per-workload flags: WORKLOAD_CFLAGS_NAME / WORKLOAD_LIBS_NAME in this file.
+# Per-workload compiler and flags: WORKLOAD_CC_NAME, WORKLOAD_CFLAGS_NAME, WORKLOAD_LIBS_NAME.
 include tests/workloads/flags.mk
 $(BUILD)/workloads/%: tests/workloads/%.c | $(OBJ)
 	$(call msg,CC,$@)
 	$(Q)mkdir -p $(@D)
-	$(Q)$(CC) $(WORKLOAD_CFLAGS) $(WORKLOAD_CFLAGS_$*) $< $(WORKLOAD_LIBS_$*) -o $@
+	$(Q)$(or $(WORKLOAD_CC_$*),$(CC)) $(WORKLOAD_CFLAGS) $(WORKLOAD_CFLAGS_$*) -MMD -MP \
+		-MF $@.d $< $(WORKLOAD_LIBS_$*) -o $@
+
+# Shared libraries for workloads: tests/workloads/lib/NAME.c → build/workloads/libNAME.so
+$(BUILD)/workloads/lib%.so: tests/workloads/lib/%.c | $(OBJ)
+	$(call msg,CC-SO,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(or $(WORKLOAD_CC_lib$*),$(CC)) $(WORKLOAD_CFLAGS) $(WORKLOAD_CFLAGS_lib$*) -fPIC \
+		-shared -MMD -MP -MF $@.d $< -o $@
 
 $(BUILD)/bpf $(OBJ) $(SKEL):
 	$(Q)mkdir -p $@

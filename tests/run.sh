@@ -40,6 +40,15 @@ run_cmocka() {
 	((f > 0)) && failures+=("$bin")
 }
 
+# A tier that is run but finds nothing to run fails: an empty build is not a pass.
+none_found() {
+	local name=$1 dir=$2 count=$3
+	((count > 0)) && return 0
+	echo "[  FAILED  ] no $name test binaries in $dir: run make"
+	failed=$((failed + 1))
+	failures+=("no $name test binaries in $dir")
+}
+
 check() {
 	local name=$1
 	shift
@@ -55,20 +64,30 @@ check() {
 
 if tier unit; then
 	echo "== unit tests"
-	for t in "$B"/tests/unit/test_*; do [[ -x $t ]] && run_cmocka "$t"; done
+	n=0
+	for t in "$B"/tests/unit/test_*; do [[ -x $t ]] && { run_cmocka "$t"; n=$((n + 1)); }; done
+	none_found unit "$B/tests/unit" $n
 fi
 if tier san; then
 	echo "== unit tests under AddressSanitizer + UndefinedBehaviorSanitizer"
 	export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1}
 	export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
-	for t in "$B"/tests/unit-san/test_*; do [[ -x $t ]] && run_cmocka "$t"; done
+	n=0
+	for t in "$B"/tests/unit-san/test_*; do
+		[[ -x $t ]] && { run_cmocka "$t"; n=$((n + 1)); }
+	done
+	none_found "sanitizer unit" "$B/tests/unit-san" $n
 fi
 if tier integration; then
 	echo "== integration tests (real kernel)"
 	if [[ $(id -u) -ne 0 ]]; then
 		echo "skip: integration tests need root"
 	fi
-	for t in "$B"/tests/integration/test_*; do [[ -x $t ]] && run_cmocka "$t"; done
+	n=0
+	for t in "$B"/tests/integration/test_*; do
+		[[ -x $t ]] && { run_cmocka "$t"; n=$((n + 1)); }
+	done
+	none_found integration "$B/tests/integration" $n
 fi
 
 help_ok() {
@@ -80,6 +99,7 @@ if tier help; then
 	echo "== every shipped binary answers --help and exits 0"
 	for b in "$B"/tracekit "$B"/tracekit-static "$B"/workloads/*; do
 		[[ -f $b && -x $b ]] || continue
+		[[ $b == *.so || $b == *.d ]] && continue	# libraries and dependency files
 		check "--help: $b" help_ok "$b"
 	done
 fi
@@ -140,9 +160,11 @@ fuzz_one() {
 if tier fuzz; then
 	if ((FUZZ_SECONDS > 0)); then
 		echo "== fuzz targets, ${FUZZ_SECONDS}s each"
+		n=0
 		for f in "$B"/fuzz/fuzz_*; do
-			[[ -x $f ]] && check "fuzz: $(basename "$f")" fuzz_one "$f"
+			[[ -x $f ]] && { check "fuzz: $(basename "$f")" fuzz_one "$f"; n=$((n + 1)); }
 		done
+		none_found fuzz "$B/fuzz" $n
 	else
 		echo "== fuzz targets skipped (TK_FUZZ_SECONDS=0)"
 	fi

@@ -3,6 +3,7 @@
 # Install the Debian packages tracekit's build and tests need. Idempotent: a
 # machine that already has every package installs nothing and touches no list.
 #   tools/install-deps.sh            build + test dependencies
+#   tools/install-deps.sh --bench    and what the benchmarks compare against
 #   tools/install-deps.sh --check    only report what is missing (exit 1 if any)
 set -euo pipefail
 
@@ -19,7 +20,12 @@ PKGS=(
 	libclang-rt-14-dev
 	libjemalloc-dev
 	qemu-system-x86 busybox-static cpio jq
+	golang-go
 )
+# golang-go: `go tool pprof` reads back every pprof the tests write.
+# The benchmarks' peers and measuring tools.
+BENCH_PKGS=(linux-perf bpftrace time)
+[[ ${1:-} == --bench ]] && PKGS+=("${BENCH_PKGS[@]}")
 
 missing=()
 for p in "${PKGS[@]}"; do

@@ -18,14 +18,42 @@ struct tk_elf {
 	Elf *e;
 	int fd;			/* -1 when opened from memory */
 	void *mem;		/* our copy of a memory image */
-	const char *raw;	/* the whole file image */
-	size_t raw_size;
+	size_t raw_size;	/* of the file or the image; raw bytes are read on demand */
 	GElf_Ehdr ehdr;
 	size_t shnum;
 	size_t phnum;
 	size_t shstrndx;
 	bool has_shstrndx;
 };
+
+/*
+ * Bytes at file offset @off: from our memory image, or by pread — never the
+ * whole file read in (elf_rawfile would read all of libc to look at 8 bytes),
+ * and never a mapping a truncating writer could turn into SIGBUS.
+ */
+static long raw_read(struct tk_elf *elf, uint64_t off, void *buf, size_t len)
+{
+	size_t done = 0;
+
+	if (off >= elf->raw_size)
+		return 0;
+	if (len > elf->raw_size - off)
+		len = elf->raw_size - off;
+	if (elf->mem) {
+		memcpy(buf, (char *)elf->mem + off, len);
+		return len;
+	}
+	while (done < len) {
+		ssize_t n = pread(elf->fd, (char *)buf + done, len - done, off + done);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			break;
+		done += n;
+	}
+	return done;
+}
 
 static int tk_elf__init(struct tk_elf *elf)
 {
@@ -38,9 +66,6 @@ static int tk_elf__init(struct tk_elf *elf)
 	if (elf_getphdrnum(elf->e, &elf->phnum))
 		elf->phnum = 0;
 	elf->has_shstrndx = elf_getshdrstrndx(elf->e, &elf->shstrndx) == 0;
-	elf->raw = elf_rawfile(elf->e, &elf->raw_size);
-	if (!elf->raw)
-		elf->raw_size = 0;
 	return 0;
 }
 
@@ -71,6 +96,7 @@ int tk_elf__open(const char *path, struct tk_elf **out)
 		err = S_ISDIR(st.st_mode) ? -EISDIR : -ENOEXEC;
 		goto fail;
 	}
+	elf->raw_size = st.st_size;
 	elf->e = elf_begin(elf->fd, ELF_C_READ, NULL);
 	if (!elf->e) {
 		err = -ENOEXEC;
@@ -107,6 +133,7 @@ int tk_elf__open_mem(const void *buf, size_t len, struct tk_elf **out)
 		return -ENOMEM;
 	}
 	memcpy(elf->mem, buf, len);
+	elf->raw_size = len;
 	elf->e = elf_memory(elf->mem, len);
 	if (!elf->e) {
 		err = -ENOEXEC;
@@ -338,14 +365,16 @@ static long copy_region(struct tk_elf *elf, uint64_t rel, uint64_t offset, uint6
 		if (offset > UINT64_MAX - rel)
 			return -ENOENT;
 		off = offset + rel;
-		if (!elf->raw || off >= elf->raw_size)
+		if (off >= elf->raw_size)
 			return -ENOENT;
 		if (want > elf->raw_size - off) {
 			/* the file is shorter than its headers say */
-			memcpy(buf, elf->raw + off, elf->raw_size - off);
-			return elf->raw_size - off;
+			long got = raw_read(elf, off, buf, elf->raw_size - off);
+
+			return got;
 		}
-		memcpy(buf, elf->raw + off, want);
+		if (raw_read(elf, off, buf, want) != (long)want)
+			return -EIO;
 		done = want;
 	}
 	memset((char *)buf + done, 0, n - done);

@@ -8,3 +8,27 @@ WORKLOAD_CFLAGS_static_glibc := -static
 WORKLOAD_LIBS_jemalloc_user := -ljemalloc
 WORKLOAD_LIBS_jemalloc_static := -l:libjemalloc.a -lm -lpthread -ldl
 WORKLOAD_CFLAGS_stripped := -fno-omit-frame-pointer -s
+# cpu: known call chains need frame pointers and no tail calls (shared/notes/stacks.md).
+# clang, because gcc 12 drops the frame of a leaf function that does not use the stack
+# even with -fno-omit-frame-pointer -mno-omit-leaf-frame-pointer, and a frame-pointer
+# walk from inside such a leaf skips its caller (hot/cold would vanish under caller).
+CPU_WL_FLAGS := -fno-omit-frame-pointer -mno-omit-leaf-frame-pointer -fno-optimize-sibling-calls
+$(foreach w,cpu_split cpu_stripped cpu_short cpu_syscalls cpu_shlib libcpuhot,\
+	$(eval WORKLOAD_CC_$(w) := $(CLANG)))
+WORKLOAD_CFLAGS_cpu_split := $(CPU_WL_FLAGS)
+WORKLOAD_CFLAGS_cpu_stripped := $(CPU_WL_FLAGS) -s
+WORKLOAD_CFLAGS_cpu_short := $(CPU_WL_FLAGS)
+WORKLOAD_CFLAGS_cpu_syscalls := $(CPU_WL_FLAGS)
+WORKLOAD_CFLAGS_libcpuhot := $(CPU_WL_FLAGS)
+WORKLOAD_CFLAGS_cpu_shlib := $(CPU_WL_FLAGS)
+WORKLOAD_LIBS_cpu_shlib := -L$(BUILD)/workloads -lcpuhot -Wl,-rpath,'$$ORIGIN'
+$(BUILD)/workloads/cpu_shlib: $(BUILD)/workloads/libcpuhot.so
+WORKLOAD_LIBS_bench_work := -lpthread
+# symbolizer: PIE, non-PIE, stripped, and a program calling libsymhot.so (rpath $ORIGIN)
+WORKLOAD_CFLAGS_sym_target := -fno-omit-frame-pointer
+WORKLOAD_CFLAGS_sym_nopie := -fno-omit-frame-pointer -fno-pie -no-pie
+WORKLOAD_CFLAGS_sym_stripped := -fno-omit-frame-pointer -s
+WORKLOAD_CFLAGS_sym_shlib := -fno-omit-frame-pointer
+WORKLOAD_LIBS_sym_shlib := -L$(BUILD)/workloads -lsymhot -Wl,-rpath,'$$ORIGIN'
+WORKLOAD_CFLAGS_libsymhot := -fno-omit-frame-pointer
+$(BUILD)/workloads/sym_shlib: $(BUILD)/workloads/libsymhot.so

@@ -1,0 +1,70 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause */
+/* Records and keys shared by bpf/cpu_sample.bpf.c and user/cpu_sample.c. */
+#ifndef __CPU_SAMPLE_H
+#define __CPU_SAMPLE_H
+
+#define CPU_MAX_FRAMES 127
+
+/* A stack, stored once under the 64-bit hash of its frames. */
+struct cpu_stack {
+	__u32 nr;
+	__u32 pad;
+	__u64 ips[CPU_MAX_FRAMES];	/* leaf first */
+};
+
+/* Hash value meaning "no stack": none taken, or it was lost (see flags). */
+#define CPU_NO_STACK 0
+
+enum cpu_key_flags {
+	CPU_KSTACK_TRUNCATED = 1 << 0,
+	CPU_USTACK_TRUNCATED = 1 << 1,
+	CPU_KSTACK_LOST = 1 << 2,	/* stacks map full, or bpf_get_stack failed */
+	CPU_USTACK_LOST = 1 << 3,
+};
+
+struct cpu_key {
+	__u32 pid;			/* tgid */
+	__u32 tid;
+	__u32 gen;			/* exec generation of pid */
+	__u32 flags;			/* enum cpu_key_flags */
+	__u64 kstack;			/* hash into the stacks map, or CPU_NO_STACK */
+	__u64 ustack;
+	char comm[16];
+};
+
+struct cpu_proc {
+	__u32 gen;
+	__u32 announced;		/* user space was told about (pid, gen) */
+};
+
+enum cpu_event_type {
+	CPU_EV_SAMPLED = 1,		/* first sample of (pid, gen): capture its maps now */
+	CPU_EV_EXEC,
+	CPU_EV_EXIT,
+};
+
+struct cpu_event {
+	__u32 type;			/* enum cpu_event_type */
+	__u32 pid;
+	__u32 gen;
+	__u32 pad;
+	char comm[16];
+};
+
+/* Counters in .bss, one slot per CPU (index & (CPU_MAX_CPUS - 1)). */
+#define CPU_MAX_CPUS 256
+
+enum cpu_counter {
+	CPU_CNT_SAMPLES = 0,
+	CPU_CNT_IDLE,			/* samples of the idle task, not profiled */
+	CPU_CNT_FILTERED,		/* samples of other processes */
+	CPU_CNT_RINGBUF_FULL,
+	CPU_CNT_STACK_MAP_FULL,
+	CPU_CNT_COUNT_MAP_FULL,
+	CPU_CNT_PROC_MAP_FULL,
+	CPU_CNT_STACK_ERRORS,
+	CPU_CNT_TRUNCATED,
+	CPU_CNT__COUNT,
+};
+
+#endif /* __CPU_SAMPLE_H */

@@ -1,0 +1,378 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
+/*
+ * tracekit cpu end to end, as a user runs it, on the real kernel, with both
+ * backends: workloads with known behaviour (tests/workloads/cpu_*), outputs
+ * read back (folded for the arithmetic, go tool pprof for the pprof files).
+ */
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <stdarg.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include "spawn.h"
+
+#define NEED_ROOT()                                                               \
+	do {                                                                      \
+		if (geteuid() != 0) {                                             \
+			print_message("skip: this test needs root\n");           \
+			skip();                                                   \
+		}                                                                 \
+	} while (0)
+
+static char tmpdir[] = "/tmp/tk-cpu-test.XXXXXX";
+static char out[1 << 20];
+
+static const char *path_in_tmp(const char *name)
+{
+	static char buf[8][512];
+	static int i;
+
+	i = (i + 1) % 8;
+	snprintf(buf[i], sizeof(buf[i]), "%s/%s", tmpdir, name);
+	return buf[i];
+}
+
+static const char *workload(const char *name)
+{
+	static char buf[4][512];
+	static int i;
+
+	i = (i + 1) % 4;
+	snprintf(buf[i], sizeof(buf[i]), "%s/workloads/%s", tk_test_build_dir(), name);
+	return buf[i];
+}
+
+/* Sum the counts of folded lines for which @match(line) holds. */
+static unsigned long folded_sum(const char *file, bool (*match)(const char *, const void *),
+				const void *arg, unsigned long *total)
+{
+	char line[16384];
+	unsigned long sum = 0;
+	FILE *f = fopen(file, "r");
+
+	assert_non_null(f);
+	*total = 0;
+	while (fgets(line, sizeof(line), f)) {
+		char *sp = strrchr(line, ' ');
+		unsigned long n;
+
+		assert_non_null(sp);
+		n = strtoul(sp + 1, NULL, 10);
+		*sp = '\0';
+		*total += n;
+		if (match(line, arg))
+			sum += n;
+	}
+	fclose(f);
+	return sum;
+}
+
+static bool has_sub(const char *line, const void *sub)
+{
+	return strstr(line, sub) != NULL;
+}
+
+static bool starts_with(const char *line, const void *prefix)
+{
+	return !strncmp(line, prefix, strlen(prefix));
+}
+
+/* a stack with at least one kernel frame ("_[k]" is the folded convention) */
+static bool has_kernel(const char *line, const void *unused)
+{
+	return strstr(line, "_[k]") != NULL;
+}
+
+static int run_cpu(const char *backend, bool deny_bpf, char **extra)
+{
+	char *args[48] = { "cpu", "--backend", (char *)backend, "-F", "499" };
+	int n = 5, i;
+
+	for (i = 0; extra[i] && n < 46; i++)
+		args[n++] = extra[i];
+	args[n] = NULL;
+	return tk_test_run_tracekit(out, sizeof(out), deny_bpf, args);
+}
+
+/* main → caller → hot/cold, 75/25, with the perf backend and the bpf backend */
+static void check_split(const char *backend)
+{
+	const char *folded = path_in_tmp("split.folded");
+	char *extra[] = { "-o", (char *)folded, "--", (char *)workload("cpu_split"), "3", NULL };
+	unsigned long total, hot, cold, chain;
+	double share;
+
+	assert_int_equal(run_cpu(backend, false, extra), 0);
+	hot = folded_sum(folded, has_sub, ";hot;", &total);
+	cold = folded_sum(folded, has_sub, ";cold;", &total);
+	chain = folded_sum(folded, has_sub, ";main;caller;hot;spin", &total);
+	share = (double)hot / (hot + cold);
+	print_message("%s: %lu samples, hot %lu, cold %lu: hot share %.3f; whole chain %lu\n",
+		      backend, total, hot, cold, share, chain);
+	/* 3 s at 499 Hz on one busy CPU: ~1500 samples; binomial sd of the share ~0.011 */
+	assert_true(total > 500);
+	assert_true(share > 0.68 && share < 0.82);
+	/* the call chain is whole: main → caller → hot → spin */
+	assert_true(chain > hot / 2);
+}
+
+static void test_split_bpf(void **state)
+{
+	NEED_ROOT();
+	check_split("bpf");
+}
+
+static void test_split_perf(void **state)
+{
+	NEED_ROOT();
+	check_split("perf");
+}
+
+/* pprof read back by go tool pprof; -top agrees with tracekit's own text summary */
+static void check_pprof(const char *backend)
+{
+	const char *pb = path_in_tmp("split.pb.gz"), *txt = path_in_tmp("split.txt");
+	char *extra[] = { "-o", (char *)pb, "-o", (char *)txt, "--", (char *)workload("cpu_split"),
+			  "2", NULL };
+	char cmd[1024], top[1 << 16], *line, *save = NULL;
+	unsigned long go_hot = 0, tk_hot = 0;
+	FILE *f;
+
+	assert_int_equal(run_cpu(backend, false, extra), 0);
+	snprintf(cmd, sizeof(cmd),
+		 "HOME=${HOME:-/tmp} PPROF_TMPDIR=%s go tool pprof -top -nodecount=100 %s 2>&1",
+		 tmpdir, pb);
+	assert_int_equal(tk_test_capture(cmd, top, sizeof(top)), 0);
+	assert_non_null(strstr(top, "Type: cpu"));
+	/* flat samples of "spin" (the leaf under hot and cold): go's view ... */
+	for (line = strtok_r(top, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+		char name[256];
+		double flat;
+		char unit[8];
+
+		if (sscanf(line, " %lf%7[a-z] %*s %*s %*s %*s %255s", &flat, unit, name) == 3 &&
+		    !strcmp(name, "spin"))
+			go_hot = (unsigned long)(flat * (!strcmp(unit, "s") ? 1e9 :
+							 !strcmp(unit, "ms") ? 1e6 :
+							 !strcmp(unit, "us") ? 1e3 : 1));
+	}
+	/* ... and tracekit's: the text summary's self samples of "spin" */
+	f = fopen(txt, "r");
+	assert_non_null(f);
+	while (fgets(cmd, sizeof(cmd), f)) {
+		unsigned long self;
+		char name[256];
+
+		if (sscanf(cmd, " %lu %*s %*s %255s", &self, name) == 2 && !strcmp(name, "spin"))
+			tk_hot = self;
+	}
+	fclose(f);
+	print_message("%s: go tool pprof spin flat %lu ns, tracekit text spin self %lu samples\n",
+		      backend, go_hot, tk_hot);
+	assert_true(tk_hot > 0);
+	/* cpu/nanoseconds = samples × period (1e9 / 499 ns) */
+	assert_true(go_hot > 0);
+	assert_true(labs((long)(go_hot / (1000000000 / 499)) - (long)tk_hot) <= 1);
+	snprintf(cmd, sizeof(cmd), "HOME=${HOME:-/tmp} PPROF_TMPDIR=%s go tool pprof -raw %s 2>&1",
+		 tmpdir, pb);
+	assert_int_equal(tk_test_capture(cmd, top, sizeof(top)), 0);
+	assert_non_null(strstr(top, "cpu_split"));	/* the mapping's file name */
+}
+
+static void test_pprof_bpf(void **state)
+{
+	NEED_ROOT();
+	check_pprof("bpf");
+}
+
+static void test_pprof_perf(void **state)
+{
+	NEED_ROOT();
+	check_pprof("perf");
+}
+
+/* a hot function in a shared library; a stripped binary; kernel frames */
+static void check_shapes(const char *backend)
+{
+	const char *f1 = path_in_tmp("shlib.folded"), *f2 = path_in_tmp("stripped.folded"),
+		   *f3 = path_in_tmp("sys.folded");
+	char *shlib[] = { "-o", (char *)f1, "--", (char *)workload("cpu_shlib"), "2", NULL };
+	char *stripped[] = { "-o", (char *)f2, "--", (char *)workload("cpu_stripped"), "2", NULL };
+	char *sys[] = { "-o", (char *)f3, "--", (char *)workload("cpu_syscalls"), "2", NULL };
+	unsigned long total, n;
+
+	assert_int_equal(run_cpu(backend, false, shlib), 0);
+	n = folded_sum(f1, has_sub, ";shlib_hot", &total);
+	print_message("%s: shlib_hot %lu of %lu\n", backend, n, total);
+	assert_true(total > 300 && n > total / 2);
+
+	assert_int_equal(run_cpu(backend, false, stripped), 0);
+	n = folded_sum(f2, has_sub, ";cpu_stripped+0x", &total);
+	print_message("%s: cpu_stripped+0x... %lu of %lu\n", backend, n, total);
+	assert_true(total > 300 && n > total / 2);
+
+	assert_int_equal(run_cpu(backend, false, sys), 0);
+	n = folded_sum(f3, has_kernel, NULL, &total);
+	print_message("%s: kernel frames in %lu of %lu\n", backend, n, total);
+	assert_true(total > 300 && n > total / 3);
+	n = folded_sum(f3, has_sub, "syscall_heavy_loop", &total);
+	assert_true(n > total / 2);
+}
+
+static void test_shapes_bpf(void **state)
+{
+	NEED_ROOT();
+	check_shapes("bpf");
+}
+
+static void test_shapes_perf(void **state)
+{
+	NEED_ROOT();
+	check_shapes("perf");
+}
+
+/* a 200 ms process started during a whole-system capture gets named frames */
+static void check_short_lived(const char *backend)
+{
+	const char *folded = path_in_tmp("short.folded");
+	char *args[] = { "cpu", "--backend", (char *)backend, "-F", "499", "-d", "3", "-o",
+			 (char *)folded, NULL };
+	unsigned long total, named, any;
+	pid_t tk = tk_test_start_tracekit(args);
+	int status, i;
+
+	assert_true(tk > 0);
+	sleep(1);	/* attached well before this; start-up is ms */
+	for (i = 0; i < 3; i++) {
+		char cmd[512];
+
+		snprintf(cmd, sizeof(cmd), "%s 200", workload("cpu_short"));
+		assert_int_equal(system(cmd), 0);
+	}
+	assert_int_equal(waitpid(tk, &status, 0), tk);
+	assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	any = folded_sum(folded, starts_with, "cpu_short;", &total);
+	named = folded_sum(folded, has_sub, ";short_lived_hot", &total);
+	print_message("%s: cpu_short samples %lu, named short_lived_hot %lu (all %lu)\n", backend,
+		      any, named, total);
+	/* 3 × 200 ms at 499 Hz ≈ 300 samples; nearly all of them named */
+	assert_true(any > 100);
+	assert_true(named > any * 8 / 10);
+}
+
+static void test_short_lived_bpf(void **state)
+{
+	NEED_ROOT();
+	check_short_lived("bpf");
+}
+
+static void test_short_lived_perf(void **state)
+{
+	NEED_ROOT();
+	check_short_lived("perf");
+}
+
+/* bpf(2) denied by seccomp: the default backend falls back to perf, and says so */
+static void test_fallback_under_seccomp(void **state)
+{
+	const char *json = path_in_tmp("fallback.json"), *folded = path_in_tmp("fallback.folded");
+	char *args[] = { "cpu", "-F", "499", "-o", (char *)json, "-o", (char *)folded, "--",
+			 (char *)workload("cpu_split"), "2", NULL };
+	unsigned long total, hot;
+	char buf[256];
+	FILE *f;
+
+	NEED_ROOT();
+	assert_int_equal(tk_test_run_tracekit(out, sizeof(out), true, args), 0);
+	f = fopen(json, "r");
+	assert_non_null(f);
+	assert_true(fread(out, 1, sizeof(out) - 1, f) > 0);
+	fclose(f);
+	assert_non_null(strstr(out, "\"backend\": \"perf\""));
+	hot = folded_sum(folded, has_sub, ";hot;", &total);
+	assert_true(total > 300 && hot > total / 2);
+	/* and asking for bpf explicitly under the filter is a clear error */
+	{
+		char *bpf_args[] = { "cpu", "--backend", "bpf", "-d", "1", NULL };
+
+		assert_int_equal(tk_test_run_tracekit(buf, sizeof(buf), true, bpf_args), 1);
+	}
+}
+
+/* Ctrl-C ends a whole-system capture early and the file is still whole */
+static void test_sigint_writes_whole_output(void **state)
+{
+	const char *pb = path_in_tmp("sigint.pb.gz");
+	char *args[] = { "cpu", "-o", (char *)pb, NULL };
+	char cmd[1024];
+	int status;
+	pid_t tk;
+
+	NEED_ROOT();
+	tk = tk_test_start_tracekit(args);
+	assert_true(tk > 0);
+	usleep(1500 * 1000);
+	kill(tk, SIGINT);
+	assert_int_equal(waitpid(tk, &status, 0), tk);
+	assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	snprintf(cmd, sizeof(cmd),
+		 "HOME=${HOME:-/tmp} PPROF_TMPDIR=%s go tool pprof -top %s >/dev/null 2>&1", tmpdir,
+		 pb);
+	assert_int_equal(system(cmd), 0);
+}
+
+static void test_cli_errors(void **state)
+{
+	char *bad_fmt[] = { "cpu", "-o", "x.unknown", NULL };
+	char *bad_freq[] = { "cpu", "-F", "0", NULL };
+	char *both[] = { "cpu", "--kernel-only", "--user-only", NULL };
+	char *p_and_cmd[] = { "cpu", "-p", "1", "--", "true", NULL };
+
+	assert_int_equal(tk_test_run_tracekit(out, sizeof(out), false, bad_fmt), 2);
+	assert_int_equal(tk_test_run_tracekit(out, sizeof(out), false, bad_freq), 2);
+	assert_int_equal(tk_test_run_tracekit(out, sizeof(out), false, both), 2);
+	assert_int_equal(tk_test_run_tracekit(out, sizeof(out), false, p_and_cmd), 2);
+}
+
+static int setup(void **state)
+{
+	return mkdtemp(tmpdir) ? 0 : -1;
+}
+
+static int teardown(void **state)
+{
+	char cmd[600];
+
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", tmpdir);
+	return system(cmd) == 0 ? 0 : -1;
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_cli_errors),
+		cmocka_unit_test(test_split_bpf),
+		cmocka_unit_test(test_split_perf),
+		cmocka_unit_test(test_pprof_bpf),
+		cmocka_unit_test(test_pprof_perf),
+		cmocka_unit_test(test_shapes_bpf),
+		cmocka_unit_test(test_shapes_perf),
+		cmocka_unit_test(test_short_lived_bpf),
+		cmocka_unit_test(test_short_lived_perf),
+		cmocka_unit_test(test_fallback_under_seccomp),
+		cmocka_unit_test(test_sigint_writes_whole_output),
+	};
+
+	/* TK_TEST_FILTER="*bpf*" runs a subset (cmocka's glob) */
+	if (getenv("TK_TEST_FILTER"))
+		cmocka_set_test_filter(getenv("TK_TEST_FILTER"));
+	return cmocka_run_group_tests_name("cpu", tests, setup, teardown);
+}

@@ -1,0 +1,127 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/audit.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "spawn.h"
+
+const char *tk_test_build_dir(void)
+{
+	const char *b = getenv("TK_BUILD_DIR");
+
+	return b && *b ? b : "build";
+}
+
+int tk_test_deny_bpf(void)
+{
+	struct sock_filter filter[] = {
+		BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, arch)),
+		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, AUDIT_ARCH_X86_64, 1, 0),
+		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_KILL_PROCESS),
+		BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
+		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_bpf, 0, 1),
+		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | EPERM),
+		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+	};
+	struct sock_fprog prog = { .len = sizeof(filter) / sizeof(filter[0]), .filter = filter };
+
+	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) ||
+	    prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog))
+		return -errno;
+	return 0;
+}
+
+static void exec_tracekit(char *const args[])
+{
+	char path[512], *argv[64] = { path };
+	int i;
+
+	snprintf(path, sizeof(path), "%s/tracekit", tk_test_build_dir());
+	for (i = 0; args[i] && i < 62; i++)
+		argv[i + 1] = args[i];
+	execv(path, argv);
+	_exit(121);
+}
+
+int tk_test_run_tracekit(char *out, size_t out_sz, bool deny_bpf, char *const args[])
+{
+	int pipefd[2], status;
+	size_t off = 0;
+	pid_t pid;
+
+	if (pipe(pipefd))
+		return -1;
+	pid = fork();
+	if (pid < 0)
+		return -1;
+	if (pid == 0) {
+		dup2(pipefd[1], 1);
+		close(pipefd[0]);
+		close(pipefd[1]);
+		if (deny_bpf && tk_test_deny_bpf())
+			_exit(120);
+		exec_tracekit(args);
+	}
+	close(pipefd[1]);
+	for (;;) {
+		ssize_t n = read(pipefd[0], out + off, out_sz - 1 - off);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			break;
+		off += n;
+		if (off == out_sz - 1) {
+			char sink[4096];
+
+			/* keep draining so the child never blocks on a full pipe */
+			while (read(pipefd[0], sink, sizeof(sink)) > 0)
+				;
+			break;
+		}
+	}
+	out[off] = '\0';
+	close(pipefd[0]);
+	if (waitpid(pid, &status, 0) != pid || !WIFEXITED(status))
+		return -1;
+	return WEXITSTATUS(status);
+}
+
+pid_t tk_test_start_tracekit(char *const args[])
+{
+	pid_t pid = fork();
+
+	if (pid == 0) {
+		int fd = open("/dev/null", O_WRONLY);
+
+		if (fd >= 0)
+			dup2(fd, 1);
+		exec_tracekit(args);
+	}
+	return pid;
+}
+
+int tk_test_capture(const char *cmdline, char *out, size_t out_sz)
+{
+	FILE *p = popen(cmdline, "r");
+	size_t off = 0, n;
+	int status;
+
+	if (!p)
+		return -1;
+	while (off < out_sz - 1 && (n = fread(out + off, 1, out_sz - 1 - off, p)) > 0)
+		off += n;
+	out[off] = '\0';
+	status = pclose(p);
+	return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}

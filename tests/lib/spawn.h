@@ -1,0 +1,33 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause */
+/* Running tracekit and workloads from tests: captured output, optional seccomp. */
+#ifndef __TK_TEST_SPAWN_H
+#define __TK_TEST_SPAWN_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <sys/types.h>
+
+/* $TK_BUILD_DIR, default "build" */
+const char *tk_test_build_dir(void);
+
+/*
+ * Install a seccomp filter in the calling process that answers bpf(2) with
+ * EPERM, as docker's and podman's default profiles do. Returns 0 or -errno.
+ */
+int tk_test_deny_bpf(void);
+
+/*
+ * Run build/tracekit ARGS (NULL-terminated) with stdout captured into @out
+ * (NUL-terminated, cut at @out_sz - 1) and stderr passed through; with
+ * @deny_bpf under tk_test_deny_bpf(). Returns the exit status, or -1 when it
+ * did not exit normally.
+ */
+int tk_test_run_tracekit(char *out, size_t out_sz, bool deny_bpf, char *const args[]);
+
+/* Start build/tracekit ARGS in the background (stdout to /dev/null); its pid. */
+pid_t tk_test_start_tracekit(char *const args[]);
+
+/* Run a shell command line and capture its stdout; the exit status, or -1. */
+int tk_test_capture(const char *cmdline, char *out, size_t out_sz);
+
+#endif /* __TK_TEST_SPAWN_H */

@@ -1,0 +1,535 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
+/*
+ * The sidecar's contract, in its three states. Disabled: nothing happens at
+ * all. Unsupported (an unusable directory, perf_event_open denied by a
+ * seccomp filter): a status and a reason, no thread, no descriptor, no file,
+ * and the host goes on. Enabled: one gzipped pprof per period naming the
+ * host's hot function, the sidecar's thread blocks every signal, threads the
+ * host starts later are sampled, and stop leaves the thread count and the
+ * descriptor count as they were. The enabled tests need perf_event_open for
+ * self-sampling (root, CAP_PERFMON or kernel.perf_event_paranoid <= 2) and
+ * skip, saying why, where it is refused.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/audit.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
+#include <pthread.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+#include <zlib.h>
+
+#include <cmocka.h>
+
+#include "../lib/fixture.h"
+#include "sidecar.h"
+
+struct t {
+	struct fx *fx;
+	char dir[PATH_MAX];	/* fx root/out: the sidecar's directory */
+	int threads;		/* before the test */
+	int fds;
+};
+
+static int count_entries(const char *path)
+{
+	struct dirent *de;
+	int n = 0;
+	DIR *d = opendir(path);
+
+	if (!d)
+		return -1;
+	while ((de = readdir(d)))
+		n += de->d_name[0] != '.';
+	closedir(d);
+	return n - (strcmp(path, "/proc/self/fd") ? 0 : 1);	/* opendir's own fd */
+}
+
+static int setup(void **state)
+{
+	struct t *t = calloc(1, sizeof(*t));
+
+	if (!t)
+		return -1;
+	t->fx = fx_new();
+	if (!t->fx || fx_path(t->fx, "out", t->dir, sizeof(t->dir))) {
+		fx_free(t->fx);
+		free(t);
+		return -1;
+	}
+	t->threads = count_entries("/proc/self/task");
+	t->fds = count_entries("/proc/self/fd");
+	*state = t;
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	struct t *t = *state;
+
+	fx_free(t->fx);
+	free(t);
+	return 0;
+}
+
+/* Nothing running, nothing open that was not open before. */
+static void assert_nothing_left(const struct t *t)
+{
+	assert_int_equal(count_entries("/proc/self/task"), t->threads);
+	assert_int_equal(count_entries("/proc/self/fd"), t->fds);
+}
+
+static volatile uint64_t sink;
+
+/* The host's hot function: its name must be in the profile. */
+__attribute__((noinline)) static void sidecar_test_burn(double seconds)
+{
+	struct timespec a, b;
+	uint64_t x = sink;
+	int i;
+
+	clock_gettime(CLOCK_MONOTONIC, &a);
+	do {
+		for (i = 0; i < 200000; i++)
+			x = x * 6364136223846793005ULL + 1442695040888963407ULL;
+		clock_gettime(CLOCK_MONOTONIC, &b);
+	} while ((b.tv_sec - a.tv_sec) + (b.tv_nsec - a.tv_nsec) / 1e9 < seconds);
+	sink = x;
+}
+
+static void *burn_thread(void *arg)
+{
+	sidecar_test_burn(*(double *)arg);
+	return NULL;
+}
+
+/* ---- disabled ---------------------------------------------------------------------- */
+
+static void test_disabled(void **state)
+{
+	struct t *t = *state;
+	struct tk_sidecar_opts o = { .sz = sizeof(o), .enabled = false, .dir = t->dir };
+	struct tk_sidecar *s = (void *)1;
+	char why[128] = "junk";
+
+	assert_int_equal(tk_sidecar__start(&o, &s, why, sizeof(why)), TK_SIDECAR_DISABLED);
+	assert_null(s);
+	assert_string_equal(why, "");
+	assert_false(fx_exists(t->fx, "out"));
+
+	/* no options at all, or options too short to hold .enabled: disabled too */
+	s = (void *)1;
+	assert_int_equal(tk_sidecar__start(NULL, &s, why, sizeof(why)), TK_SIDECAR_DISABLED);
+	assert_null(s);
+	o.enabled = true;
+	o.sz = offsetof(struct tk_sidecar_opts, enabled);
+	assert_int_equal(tk_sidecar__start(&o, &s, NULL, 0), TK_SIDECAR_DISABLED);
+	assert_false(fx_exists(t->fx, "out"));
+	assert_nothing_left(t);
+	tk_sidecar__stop(NULL);
+	assert_string_equal(tk_sidecar_status__name(TK_SIDECAR_DISABLED), "disabled");
+}
+
+/* ---- unsupported ------------------------------------------------------------------- */
+
+static void expect_unsupported(struct t *t, const char *dir, const char *why_has)
+{
+	struct tk_sidecar_opts o = { .sz = sizeof(o), .enabled = true, .dir = dir, .period_s = 1 };
+	struct tk_sidecar *s = (void *)1;
+	char why[256] = "";
+
+	assert_int_equal(tk_sidecar__start(&o, &s, why, sizeof(why)), TK_SIDECAR_UNSUPPORTED);
+	assert_null(s);
+	print_message("unsupported as expected: %s\n", why);
+	if (!strstr(why, why_has)) {
+		print_error("reason \"%s\" does not mention \"%s\"\n", why, why_has);
+		fail();
+	}
+	assert_nothing_left(t);
+}
+
+static void test_unsupported_dir(void **state)
+{
+	struct t *t = *state;
+	char path[PATH_MAX];
+
+	/* a directory under a regular file cannot be created */
+	assert_int_equal(fx_write(t->fx, "file", "x"), 0);
+	assert_int_equal(fx_path(t->fx, "file/out", path, sizeof(path)), 0);
+	expect_unsupported(t, path, "Not a directory");
+
+	/* a symbolic link to a directory is refused, and nothing is written through it */
+	assert_int_equal(fx_mkdir(t->fx, "real"), 0);
+	assert_int_equal(fx_path(t->fx, "real", path, sizeof(path)), 0);
+	assert_int_equal(fx_symlink(t->fx, path, "link"), 0);
+	assert_int_equal(fx_path(t->fx, "link", path, sizeof(path)), 0);
+	expect_unsupported(t, path, "symbolic link");
+	assert_int_equal(fx_path(t->fx, "real", path, sizeof(path)), 0);
+	assert_int_equal(count_entries(path), 0);
+
+	/* a directory others may write into is not the sidecar's own */
+	assert_int_equal(fx_mkdir(t->fx, "shared"), 0);
+	assert_int_equal(fx_path(t->fx, "shared", path, sizeof(path)), 0);
+	assert_int_equal(chmod(path, 0777), 0);
+	expect_unsupported(t, path, "writable by others");
+
+	/* no directory at all */
+	expect_unsupported(t, NULL, "no output directory");
+	expect_unsupported(t, "", "no output directory");
+}
+
+/* Answer perf_event_open(2) with EACCES, as a container runtime's profile may. */
+static int deny_perf_event_open(void)
+{
+	struct sock_filter filter[] = {
+		BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, arch)),
+		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, AUDIT_ARCH_X86_64, 1, 0),
+		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_KILL_PROCESS),
+		BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
+		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_perf_event_open, 0, 1),
+		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | EACCES),
+		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+	};
+	struct sock_fprog prog = { .len = sizeof(filter) / sizeof(filter[0]), .filter = filter };
+
+	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) ||
+	    prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog))
+		return -errno;
+	return 0;
+}
+
+/*
+ * In a child under the filter: UNSUPPORTED with a reason naming
+ * perf_event_open, no thread and no descriptor left, and the host's own work
+ * goes on to a normal exit. Exit codes tell the parent which check failed.
+ */
+static int seccomp_child(const char *dir)
+{
+	struct tk_sidecar_opts o = { .sz = sizeof(o), .enabled = true, .dir = dir, .period_s = 1 };
+	struct tk_sidecar *s = (void *)1;
+	int threads, fds;
+	char why[256] = "";
+
+	if (deny_perf_event_open())
+		return 10;
+	threads = count_entries("/proc/self/task");
+	fds = count_entries("/proc/self/fd");
+	if (tk_sidecar__start(&o, &s, why, sizeof(why)) != TK_SIDECAR_UNSUPPORTED)
+		return 11;
+	if (s)
+		return 12;
+	if (!strstr(why, "perf_event_open"))
+		return 13;
+	if (count_entries("/proc/self/task") != threads || count_entries("/proc/self/fd") != fds)
+		return 14;
+	dprintf(STDOUT_FILENO, "child: %s\n", why);
+	sidecar_test_burn(0.05);	/* the host carries on */
+	return 0;
+}
+
+static void test_unsupported_seccomp(void **state)
+{
+	struct t *t = *state;
+	int status;
+	pid_t pid;
+
+	fflush(NULL);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0)
+		_exit(seccomp_child(t->dir));
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	assert_true(WIFEXITED(status));
+	assert_int_equal(WEXITSTATUS(status), 0);
+}
+
+/* ---- enabled ----------------------------------------------------------------------- */
+
+/* Start with @period_s, or skip when this machine refuses self-sampling. */
+static struct tk_sidecar *start_or_skip(struct t *t, int period_s)
+{
+	struct tk_sidecar_opts o = { .sz = sizeof(o), .enabled = true, .dir = t->dir,
+				     .freq_hz = 199, .period_s = period_s };
+	struct tk_sidecar *s = NULL;
+	enum tk_sidecar_status st;
+	char why[256] = "";
+
+	st = tk_sidecar__start(&o, &s, why, sizeof(why));
+	if (st == TK_SIDECAR_UNSUPPORTED && strstr(why, "perf_event_open")) {
+		print_message("skip: %s\n", why);
+		skip();
+	}
+	if (st != TK_SIDECAR_RUNNING) {
+		print_error("%s: %s\n", tk_sidecar_status__name(st), why);
+		fail();
+	}
+	assert_non_null(s);
+	return s;
+}
+
+/* Inflate a whole gzip file; NULL when it is not one. */
+static unsigned char *gunzip_file(const char *path, size_t *len)
+{
+	unsigned char in[4096], *out = NULL, *n;
+	size_t cap = 0, have = 0;
+	z_stream z = {};
+	bool magic_ok = false, done = false;
+	FILE *f = fopen(path, "rb");
+	size_t got;
+	int zr = Z_OK;
+
+	if (!f || inflateInit2(&z, 16 + MAX_WBITS) != Z_OK) {
+		if (f)
+			fclose(f);
+		return NULL;
+	}
+	while (!done && (got = fread(in, 1, sizeof(in), f)) > 0) {
+		if (!have && !magic_ok) {
+			if (got < 2 || in[0] != 0x1f || in[1] != 0x8b)
+				break;
+			magic_ok = true;
+		}
+		z.next_in = in;
+		z.avail_in = got;
+		do {
+			if (cap - have < 65536) {
+				cap = cap ? cap * 2 : 1 << 17;
+				n = realloc(out, cap);
+				if (!n)
+					goto fail;
+				out = n;
+			}
+			z.next_out = out + have;
+			z.avail_out = cap - have;
+			zr = inflate(&z, Z_NO_FLUSH);
+			have = cap - z.avail_out;
+			if (zr == Z_STREAM_END)
+				done = true;
+			else if (zr != Z_OK && zr != Z_BUF_ERROR)
+				goto fail;
+		} while (!done && z.avail_out == 0);
+	}
+	if (!done)
+		goto fail;
+	inflateEnd(&z);
+	fclose(f);
+	*len = have;
+	return out;
+fail:
+	inflateEnd(&z);
+	fclose(f);
+	free(out);
+	return NULL;
+}
+
+struct files {
+	int nr;
+	int with_burn;		/* files whose profile names sidecar_test_burn */
+	bool names_ok;		/* every name is cpu-YYYYmmddTHHMMSS-N.pb.gz */
+};
+
+static void check_files(const char *dir, struct files *fs)
+{
+	struct dirent *de;
+	DIR *d = opendir(dir);
+
+	memset(fs, 0, sizeof(*fs));
+	fs->names_ok = true;
+	assert_non_null(d);
+	while ((de = readdir(d))) {
+		char path[PATH_MAX * 2], date[16], time_[16], rest[32];
+		unsigned char *pb;
+		unsigned long n;
+		size_t len = 0;
+
+		if (de->d_name[0] == '.')
+			continue;
+		if (sscanf(de->d_name, "cpu-%8[0-9]T%6[0-9]-%lu%31s", date, time_, &n, rest) != 4 ||
+		    strlen(date) != 8 || strlen(time_) != 6 || strcmp(rest, ".pb.gz"))
+			fs->names_ok = false;
+		snprintf(path, sizeof(path), "%s/%s", dir, de->d_name);
+		pb = gunzip_file(path, &len);
+		if (!pb) {
+			print_error("%s is not a whole gzip file\n", path);
+			fail();
+		}
+		assert_true(len > 0);
+		/* profile.proto's string table holds the function names */
+		if (memmem(pb, len, "sidecar_test_burn", strlen("sidecar_test_burn")))
+			fs->with_burn++;
+		free(pb);
+		fs->nr++;
+	}
+	closedir(d);
+}
+
+static void test_enabled_writes_periods(void **state)
+{
+	struct t *t = *state;
+	struct tk_sidecar_stats st;
+	struct tk_sidecar *s;
+	struct files fs;
+	struct stat sb;
+	double secs = 1.5;
+	pthread_t th;
+
+	s = start_or_skip(t, 1);
+	/* the directory is created, the sidecar's own */
+	assert_int_equal(stat(t->dir, &sb), 0);
+	assert_int_equal(sb.st_mode & 0777, 0700);
+	/* a thread the host starts after the sidecar is sampled too */
+	assert_int_equal(pthread_create(&th, NULL, burn_thread, &secs), 0);
+	sidecar_test_burn(2.3);
+	assert_int_equal(pthread_join(th, NULL), 0);
+	tk_sidecar__stats(s, &st);
+	assert_true(st.files >= 1);
+	tk_sidecar__stop(s);
+	assert_nothing_left(t);
+
+	check_files(t->dir, &fs);
+	print_message("%d files, %d name sidecar_test_burn\n", fs.nr, fs.with_burn);
+	/* 2.3 s in 1 s periods, and the last partial one at stop */
+	assert_true(fs.nr >= 2 && fs.nr <= 4);
+	assert_true(fs.names_ok);
+	assert_true(fs.with_burn >= 2);
+}
+
+static void test_enabled_stats_and_stop_now(void **state)
+{
+	struct t *t = *state;
+	struct tk_sidecar_stats st;
+	struct tk_sidecar *s;
+	struct files fs;
+
+	/* a long period stopped at once: one file, written at stop */
+	s = start_or_skip(t, 3600);
+	sidecar_test_burn(0.5);
+	tk_sidecar__stop(s);
+	assert_nothing_left(t);
+	check_files(t->dir, &fs);
+	assert_int_equal(fs.nr, 1);
+	assert_int_equal(fs.with_burn, 1);
+
+	/* a second sidecar in the same directory and second adds files, replaces none */
+	s = start_or_skip(t, 3600);
+	sidecar_test_burn(0.3);
+	tk_sidecar__stats(s, &st);
+	assert_int_equal(st.files, 0);
+	tk_sidecar__stop(s);
+	check_files(t->dir, &fs);
+	assert_int_equal(fs.nr, 2);
+	assert_nothing_left(t);
+}
+
+/* The sidecar's thread (named tk-sidecar) blocks every signal the host might get. */
+static void test_enabled_blocks_signals(void **state)
+{
+	struct t *t = *state;
+	sigset_t before, after;
+	struct tk_sidecar *s;
+	struct dirent *de;
+	bool found = false;
+	DIR *d;
+	int i;
+
+	sigemptyset(&before);
+	sigemptyset(&after);
+	pthread_sigmask(SIG_SETMASK, NULL, &before);
+	s = start_or_skip(t, 3600);
+	pthread_sigmask(SIG_SETMASK, NULL, &after);
+	/* the caller's own mask is untouched */
+	for (i = 1; i < SIGRTMIN; i++)
+		assert_int_equal(sigismember(&before, i), sigismember(&after, i));
+
+	d = opendir("/proc/self/task");
+	assert_non_null(d);
+	while ((de = readdir(d))) {
+		char path[300], buf[4096], *p;
+		unsigned long long blk;
+		FILE *f;
+
+		if (de->d_name[0] == '.')
+			continue;
+		snprintf(path, sizeof(path), "/proc/self/task/%s/comm", de->d_name);
+		f = fopen(path, "r");
+		if (!f)
+			continue;
+		if (!fgets(buf, sizeof(buf), f) || strcmp(buf, "tk-sidecar\n")) {
+			fclose(f);
+			continue;
+		}
+		fclose(f);
+		found = true;
+		snprintf(path, sizeof(path), "/proc/self/task/%s/status", de->d_name);
+		f = fopen(path, "r");
+		assert_non_null(f);
+		buf[fread(buf, 1, sizeof(buf) - 1, f)] = '\0';
+		fclose(f);
+		p = strstr(buf, "SigBlk:");
+		assert_non_null(p);
+		blk = strtoull(p + 7, NULL, 16);
+		print_message("tk-sidecar SigBlk %016llx\n", blk);
+		assert_true(blk & (1ULL << (SIGINT - 1)));
+		assert_true(blk & (1ULL << (SIGTERM - 1)));
+		assert_true(blk & (1ULL << (SIGUSR1 - 1)));
+		assert_true(blk & (1ULL << (SIGCHLD - 1)));
+		assert_true(blk & (1ULL << (SIGALRM - 1)));
+		assert_true(blk & (1ULL << (SIGPIPE - 1)));
+	}
+	closedir(d);
+	tk_sidecar__stop(s);
+	assert_true(found);
+	assert_nothing_left(t);
+}
+
+/* A child the host forks is not sampled, and stop in that child returns at once. */
+static void test_enabled_fork(void **state)
+{
+	struct t *t = *state;
+	struct tk_sidecar *s;
+	int status;
+	pid_t pid;
+
+	s = start_or_skip(t, 3600);
+	fflush(NULL);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		tk_sidecar__stop(s);	/* the thread is not in this process: no join */
+		sidecar_test_burn(0.2);
+		_exit(0);
+	}
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	tk_sidecar__stop(s);
+	assert_nothing_left(t);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(test_disabled, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_unsupported_dir, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_unsupported_seccomp, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_enabled_writes_periods, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_enabled_stats_and_stop_now, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_enabled_blocks_signals, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_enabled_fork, setup, teardown),
+	};
+
+	return cmocka_run_group_tests_name("sidecar", tests, NULL, NULL);
+}

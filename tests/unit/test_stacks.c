@@ -1,0 +1,272 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
+/*
+ * The stack table: identical keys merge and their counts add up; a key that
+ * differs anywhere (pid, tid, gen, a frame, the kernel/user split, the
+ * truncation flag) never merges; overlong stacks are cut and marked; comm is
+ * kept; a million adds are timed (printed, not asserted).
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "stacks.h"
+
+struct found {
+	uint32_t pid, tid, gen;
+	const uint64_t *kernel;
+	const uint64_t *user;
+	uint32_t nr_kernel, nr_user;
+	bool truncated;
+	uint64_t count;
+	char comm[16];
+	int seen;
+};
+
+/* Find the entry with this pid/tid/gen and these frames, and copy what it says. */
+static int find_cb(const struct tk_stack_entry *e, void *ctx)
+{
+	struct found *f = ctx;
+
+	if (e->pid != f->pid || e->tid != f->tid || e->gen != f->gen ||
+	    e->nr_kernel != f->nr_kernel || e->nr_user != f->nr_user ||
+	    e->truncated != f->truncated)
+		return 0;
+	if (e->nr_kernel && memcmp(e->kernel, f->kernel, e->nr_kernel * 8))
+		return 0;
+	if (e->nr_user && memcmp(e->user, f->user, e->nr_user * 8))
+		return 0;
+	f->seen++;
+	f->count = e->count;
+	memcpy(f->comm, e->comm, sizeof(f->comm));
+	return 0;
+}
+
+static uint64_t count_of(struct tk_stacks *t, uint32_t pid, uint32_t tid, uint32_t gen,
+			 const uint64_t *k, uint32_t nk, const uint64_t *u, uint32_t nu,
+			 bool truncated)
+{
+	struct found f = { pid, tid, gen, k, u, nk, nu, truncated };
+
+	assert_int_equal(tk_stacks__for_each(t, find_cb, &f), 0);
+	assert_true(f.seen <= 1);
+	return f.seen ? f.count : 0;
+}
+
+static void test_merge_identical(void **state)
+{
+	uint64_t k[] = { 0xffffffff81000010, 0xffffffff81000020 };
+	uint64_t u[] = { 0x401000, 0x401100, 0x401200 };
+	struct tk_stacks *t = tk_stacks__new();
+
+	assert_non_null(t);
+	assert_int_equal(tk_stacks__add(t, 1, 2, 0, "a", k, 2, u, 3, 1, false), 0);
+	assert_int_equal(tk_stacks__add(t, 1, 2, 0, "a", k, 2, u, 3, 5, false), 0);
+	assert_int_equal(tk_stacks__add(t, 1, 2, 0, NULL, k, 2, u, 3, 10, false), 0);
+	assert_int_equal(tk_stacks__size(t), 1);
+	assert_int_equal(tk_stacks__total(t), 16);
+	assert_int_equal(count_of(t, 1, 2, 0, k, 2, u, 3, false), 16);
+	tk_stacks__free(t);
+}
+
+static void test_never_merges_different(void **state)
+{
+	uint64_t k[] = { 0xffffffff81000010, 0xffffffff81000020 };
+	uint64_t u[] = { 0x401000, 0x401100, 0x401200 };
+	uint64_t u2[] = { 0x401000, 0x401100, 0x401201 };
+	/* the same five frames, split differently between kernel and user */
+	uint64_t all[] = { 0xffffffff81000010, 0xffffffff81000020, 0x401000, 0x401100,
+			   0x401200 };
+	struct tk_stacks *t = tk_stacks__new();
+
+	assert_non_null(t);
+	assert_int_equal(tk_stacks__add(t, 1, 2, 0, "a", k, 2, u, 3, 1, false), 0);
+	assert_int_equal(tk_stacks__add(t, 9, 2, 0, "a", k, 2, u, 3, 2, false), 0);	/* pid */
+	assert_int_equal(tk_stacks__add(t, 1, 9, 0, "a", k, 2, u, 3, 3, false), 0);	/* tid */
+	assert_int_equal(tk_stacks__add(t, 1, 2, 1, "a", k, 2, u, 3, 4, false), 0);	/* gen */
+	/* one frame differs; one frame fewer */
+	assert_int_equal(tk_stacks__add(t, 1, 2, 0, "a", k, 2, u2, 3, 5, false), 0);
+	assert_int_equal(tk_stacks__add(t, 1, 2, 0, "a", k, 2, u, 2, 6, false), 0);
+	assert_int_equal(tk_stacks__add(t, 1, 2, 0, "a", all, 3, all + 3, 2, 7, false), 0);
+	assert_int_equal(tk_stacks__add(t, 1, 2, 0, "a", all, 5, NULL, 0, 8, false), 0);
+	assert_int_equal(tk_stacks__add(t, 1, 2, 0, "a", NULL, 0, all, 5, 9, false), 0);
+	assert_int_equal(tk_stacks__add(t, 1, 2, 0, "a", k, 2, u, 3, 10, true), 0);	/* cut */
+	assert_int_equal(tk_stacks__add(t, 1, 2, 0, "a", NULL, 0, NULL, 0, 11, false), 0);
+	assert_int_equal(tk_stacks__size(t), 11);
+	assert_int_equal(tk_stacks__total(t), 66);
+	assert_int_equal(count_of(t, 1, 2, 0, k, 2, u, 3, false), 1);
+	assert_int_equal(count_of(t, 9, 2, 0, k, 2, u, 3, false), 2);
+	assert_int_equal(count_of(t, 1, 9, 0, k, 2, u, 3, false), 3);
+	assert_int_equal(count_of(t, 1, 2, 1, k, 2, u, 3, false), 4);
+	assert_int_equal(count_of(t, 1, 2, 0, k, 2, u2, 3, false), 5);
+	assert_int_equal(count_of(t, 1, 2, 0, k, 2, u, 2, false), 6);
+	assert_int_equal(count_of(t, 1, 2, 0, all, 3, all + 3, 2, false), 7);
+	assert_int_equal(count_of(t, 1, 2, 0, all, 5, NULL, 0, false), 8);
+	assert_int_equal(count_of(t, 1, 2, 0, NULL, 0, all, 5, false), 9);
+	assert_int_equal(count_of(t, 1, 2, 0, k, 2, u, 3, true), 10);
+	assert_int_equal(count_of(t, 1, 2, 0, NULL, 0, NULL, 0, false), 11);
+	tk_stacks__free(t);
+}
+
+static void test_truncation(void **state)
+{
+	uint64_t frames[TK_MAX_FRAMES + 10];
+	struct tk_stacks *t = tk_stacks__new();
+	uint32_t i;
+
+	assert_non_null(t);
+	for (i = 0; i < TK_MAX_FRAMES + 10; i++)
+		frames[i] = 0x400000 + i * 16;
+	/* more than TK_MAX_FRAMES: cut and marked */
+	assert_int_equal(tk_stacks__add(t, 1, 1, 0, "x", NULL, 0, frames, TK_MAX_FRAMES + 10, 1,
+					false), 0);
+	assert_int_equal(count_of(t, 1, 1, 0, NULL, 0, frames, TK_MAX_FRAMES, true), 1);
+	/* the same stack cut by the backend merges with it */
+	assert_int_equal(tk_stacks__add(t, 1, 1, 0, "x", NULL, 0, frames, TK_MAX_FRAMES, 2, true),
+			 0);
+	assert_int_equal(count_of(t, 1, 1, 0, NULL, 0, frames, TK_MAX_FRAMES, true), 3);
+	/* exactly TK_MAX_FRAMES, not cut: a different stack */
+	assert_int_equal(tk_stacks__add(t, 1, 1, 0, "x", NULL, 0, frames, TK_MAX_FRAMES, 4, false),
+			 0);
+	assert_int_equal(count_of(t, 1, 1, 0, NULL, 0, frames, TK_MAX_FRAMES, false), 4);
+	/* the kernel side is cut the same way */
+	assert_int_equal(tk_stacks__add(t, 1, 1, 0, "x", frames, TK_MAX_FRAMES + 1, NULL, 0, 5,
+					false), 0);
+	assert_int_equal(count_of(t, 1, 1, 0, frames, TK_MAX_FRAMES, NULL, 0, true), 5);
+	assert_int_equal(tk_stacks__size(t), 3);
+	tk_stacks__free(t);
+}
+
+static void test_comm_first_non_empty(void **state)
+{
+	uint64_t u[] = { 0x401000 };
+	struct found f = { 7, 7, 0, NULL, u, 0, 1, false };
+	struct tk_stacks *t = tk_stacks__new();
+
+	assert_non_null(t);
+	assert_int_equal(tk_stacks__add(t, 7, 7, 0, NULL, NULL, 0, u, 1, 1, false), 0);
+	assert_int_equal(tk_stacks__add(t, 7, 7, 0, "", NULL, 0, u, 1, 1, false), 0);
+	assert_int_equal(tk_stacks__add(t, 7, 7, 0, "first", NULL, 0, u, 1, 1, false), 0);
+	assert_int_equal(tk_stacks__add(t, 7, 7, 0, "second", NULL, 0, u, 1, 1, false), 0);
+	/* longer than comm: cut to 15 characters */
+	assert_int_equal(tk_stacks__add(t, 8, 8, 0, "a-very-long-command-name", NULL, 0, u, 1, 1,
+					false), 0);
+	assert_int_equal(tk_stacks__for_each(t, find_cb, &f), 0);
+	assert_int_equal(f.seen, 1);
+	assert_string_equal(f.comm, "first");
+	assert_int_equal(f.count, 4);
+	f.pid = f.tid = 8;
+	f.seen = 0;
+	assert_int_equal(tk_stacks__for_each(t, find_cb, &f), 0);
+	assert_string_equal(f.comm, "a-very-long-com");
+	tk_stacks__free(t);
+}
+
+static int stop_cb(const struct tk_stack_entry *e, void *ctx)
+{
+	return ++*(int *)ctx == 2 ? 42 : 0;
+}
+
+static void test_for_each_stops(void **state)
+{
+	struct tk_stacks *t = tk_stacks__new();
+	uint64_t u = 1;
+	int n = 0;
+
+	assert_non_null(t);
+	assert_int_equal(tk_stacks__add(t, 1, 1, 0, NULL, NULL, 0, &u, 1, 1, false), 0);
+	assert_int_equal(tk_stacks__add(t, 2, 2, 0, NULL, NULL, 0, &u, 1, 1, false), 0);
+	assert_int_equal(tk_stacks__add(t, 3, 3, 0, NULL, NULL, 0, &u, 1, 1, false), 0);
+	assert_int_equal(tk_stacks__for_each(t, stop_cb, &n), 42);
+	assert_int_equal(n, 2);
+	tk_stacks__free(t);
+}
+
+/* Colliding low hash bits are not an issue: many stacks differing in one deep frame. */
+static void test_many_distinct(void **state)
+{
+	struct tk_stacks *t = tk_stacks__new();
+	uint64_t u[40], sum = 0;
+	uint32_t i;
+
+	assert_non_null(t);
+	for (i = 0; i < 40; i++)
+		u[i] = 0x7f0000000000 + i * 64;
+	for (i = 0; i < 100000; i++) {
+		u[39] = 0x7f0000000000 + (uint64_t)i * 4096;
+		assert_int_equal(tk_stacks__add(t, 100, 100, 0, "m", NULL, 0, u, 40, i + 1, false),
+				 0);
+		sum += i + 1;
+	}
+	/* again: every one found, none added */
+	for (i = 0; i < 100000; i++) {
+		u[39] = 0x7f0000000000 + (uint64_t)i * 4096;
+		assert_int_equal(tk_stacks__add(t, 100, 100, 0, "m", NULL, 0, u, 40, 1, false), 0);
+		sum++;
+	}
+	assert_int_equal(tk_stacks__size(t), 100000);
+	assert_int_equal(tk_stacks__total(t), sum);
+	u[39] = 0x7f0000000000 + 777ull * 4096;
+	assert_int_equal(count_of(t, 100, 100, 0, NULL, 0, u, 40, false), 778 + 1);
+	tk_stacks__free(t);
+}
+
+static double now_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+/* 1M adds of 20k distinct 30-frame stacks, as a profile of a busy host would give. */
+static void test_million_adds_timing(void **state)
+{
+	struct tk_stacks *t = tk_stacks__new();
+	uint64_t k[8], u[22];
+	uint32_t i, j, x = 1;
+	double t0, dt;
+
+	assert_non_null(t);
+	t0 = now_s();
+	for (i = 0; i < 1000000; i++) {
+		uint32_t s;
+
+		x = x * 1103515245 + 12345;
+		s = (x >> 8) % 20000;
+		for (j = 0; j < 8; j++)
+			k[j] = 0xffffffff81000000 + (s % 97) * 256 + j;
+		for (j = 0; j < 22; j++)
+			u[j] = 0x560000000000 + s * 4096 + j * 64;
+		assert_int_equal(tk_stacks__add(t, 1000 + s % 50, 1000 + s % 50, 0, "w", k, 8, u,
+						22, 1, false), 0);
+	}
+	dt = now_s() - t0;
+	print_message("1M adds, %zu distinct stacks: %.1f ms (%.0f ns per add)\n",
+		      tk_stacks__size(t), dt * 1e3, dt * 1e9 / 1e6);
+	assert_int_equal(tk_stacks__total(t), 1000000);
+	assert_true(tk_stacks__size(t) <= 20000);
+	tk_stacks__free(t);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_merge_identical),
+		cmocka_unit_test(test_never_merges_different),
+		cmocka_unit_test(test_truncation),
+		cmocka_unit_test(test_comm_first_non_empty),
+		cmocka_unit_test(test_for_each_stops),
+		cmocka_unit_test(test_many_distinct),
+		cmocka_unit_test(test_million_adds_timing),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

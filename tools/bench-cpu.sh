@@ -1,0 +1,130 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
+# The CPU profiling benchmark: tracekit against perf and bpftrace on this machine.
+#   tools/bench-cpu.sh [ROUNDS]        (default 9; as root; after `make`)
+# Prints, as medians with min and max over ROUNDS interleaved rounds:
+#  1. slowdown: wall time of a fixed-work workload (build/workloads/bench_work) while
+#     each tracer samples the whole system, over its time with no tracer;
+#  2. the tracer's own CPU seconds (user+sys) and peak RSS for a 10-second whole-system
+#     capture while both CPUs are busy;
+#  3. start-up: command start to its sampling events open (build/workloads/attach_time).
+# Figures, not a pass/fail test: this machine is shared and noisy.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+ROUNDS=${1:-9}
+B=${TK_BUILD_DIR:-build}
+TK=$B/tracekit
+WORK=$B/workloads/bench_work
+ATTACH=$B/workloads/attach_time
+NCPU=$(nproc)
+TMP=$(mktemp -d)
+trap 'rm -rf "$TMP"' EXIT
+
+tools/install-deps.sh --bench
+for f in "$TK" "$WORK" "$ATTACH"; do
+	[[ -x $f ]] || { echo "bench-cpu: $f missing: run make" >&2; exit 1; }
+done
+[[ $(id -u) -eq 0 ]] || { echo "bench-cpu: run as root" >&2; exit 1; }
+
+BPFTRACE_PROG='profile:hz:999 { @[kstack, ustack] = count(); }'
+
+# start_tracer NAME: whole-system sampling in the background; sets TPID
+start_tracer() {
+	case $1 in
+	tk99) "$TK" cpu -F 99 -o "$TMP/tk.pb.gz" & ;;
+	tk999) "$TK" cpu -F 999 -o "$TMP/tk.pb.gz" & ;;
+	perf999) perf record -q -F 999 -g -a -o "$TMP/perf.data" 2>/dev/null & ;;
+	bpftrace999) bpftrace -e "$BPFTRACE_PROG" >"$TMP/bt.out" 2>&1 & ;;
+	esac
+	TPID=$!
+}
+
+# wall seconds of the fixed work
+work_time() {
+	local t0 t1
+	t0=$(date +%s%N)
+	"$WORK" 12 1
+	t1=$(date +%s%N)
+	awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.4f\n", (b - a) / 1e9 }'
+}
+
+# median min max of the numbers on stdin
+stats() { sort -g | awk '{a[NR]=$1} END {printf "%s %s %s\n", a[int((NR+1)/2)], a[1], a[NR]}'; }
+
+TRACERS=(none tk99 tk999 perf999 bpftrace999)
+declare -A WALL CPU RSS START
+
+echo "bench-cpu: $ROUNDS rounds, $NCPU CPUs, kernel $(uname -r)"
+echo "1/3 slowdown of fixed work ($WORK 12 1) under whole-system sampling"
+for ((r = 1; r <= ROUNDS; r++)); do
+	# interleave: a different order every round
+	mapfile -t order < <(printf '%s\n' "${TRACERS[@]}" | shuf)
+	for t in "${order[@]}"; do
+		if [[ $t != none ]]; then
+			start_tracer "$t"
+			sleep 1.5	# attached well before this (see start-up below)
+		fi
+		WALL[$t]+="$(work_time) "
+		if [[ $t != none ]]; then
+			kill -INT "$TPID"
+			wait "$TPID" 2>/dev/null || true
+		fi
+	done
+	printf '  round %d done\n' "$r"
+done
+
+echo "2/3 tracer CPU and peak RSS, 10 s whole-system capture, both CPUs busy"
+cpu_of() {
+	# "user+sys maxrss_kb" of the command
+	/usr/bin/time -o "$TMP/time" -f '%U %S %M' "$@" >/dev/null 2>&1 || true
+	awk '{ printf "%.3f %d\n", $1 + $2, $3 }' "$TMP/time"
+}
+for ((r = 1; r <= ROUNDS; r++)); do
+	mapfile -t order < <(printf '%s\n' tk99 tk999 perf999 bpftrace999 | shuf)
+	for t in "${order[@]}"; do
+		"$WORK" 1000 "$NCPU" &
+		load=$!
+		case $t in
+		tk99) res=$(cpu_of "$TK" cpu -F 99 -d 10 -o "$TMP/tk.pb.gz") ;;
+		tk999) res=$(cpu_of "$TK" cpu -F 999 -d 10 -o "$TMP/tk.pb.gz") ;;
+		perf999) res=$(cpu_of perf record -q -F 999 -g -a -o "$TMP/perf.data" -- sleep 10) ;;
+		bpftrace999) res=$(cpu_of timeout -s INT 10 bpftrace -e "$BPFTRACE_PROG") ;;
+		esac
+		kill "$load" 2>/dev/null
+		wait "$load" 2>/dev/null || true
+		CPU[$t]+="${res% *} "
+		RSS[$t]+="${res#* } "
+	done
+	printf '  round %d done\n' "$r"
+done
+
+echo "3/3 start-up: command start to $NCPU sampling events open"
+for ((r = 1; r <= ROUNDS; r++)); do
+	START[tk99]+="$("$ATTACH" "$NCPU" "$TK" cpu -F 99 -o "$TMP/tk.pb.gz") "
+	START[perf999]+="$("$ATTACH" "$NCPU" perf record -q -F 999 -g -a -o "$TMP/perf.data" 2>/dev/null) "
+	START[bpftrace999]+="$("$ATTACH" "$NCPU" bpftrace -e "$BPFTRACE_PROG" 2>/dev/null) "
+done
+
+echo
+read -r base _ _ < <(tr ' ' '\n' <<<"${WALL[none]}" | grep . | stats)
+printf '%-12s %-26s %-22s %-20s %s\n' tracer "slowdown (median min max)" "CPU s (10 s capture)" \
+	"peak RSS MiB" "start-up ms"
+for t in "${TRACERS[@]}"; do
+	read -r m lo hi < <(tr ' ' '\n' <<<"${WALL[$t]}" | grep . | stats)
+	slow=$(awk -v m="$m" -v lo="$lo" -v hi="$hi" -v b="$base" \
+		'BEGIN { printf "%.3f (%.3f %.3f)", m / b, lo / b, hi / b }')
+	cpu="-" rss="-" st="-"
+	if [[ $t != none ]]; then
+		read -r m lo hi < <(tr ' ' '\n' <<<"${CPU[$t]}" | grep . | stats)
+		cpu="$m ($lo $hi)"
+		read -r m lo hi < <(tr ' ' '\n' <<<"${RSS[$t]}" | grep . | stats)
+		rss=$(awk -v m="$m" -v lo="$lo" -v hi="$hi" \
+			'BEGIN { printf "%.1f (%.1f %.1f)", m / 1024, lo / 1024, hi / 1024 }')
+		if [[ -n ${START[$t]:-} ]]; then
+			read -r m lo hi < <(tr ' ' '\n' <<<"${START[$t]}" | grep . | stats)
+			st="$m ($lo $hi)"
+		fi
+	fi
+	printf '%-12s %-26s %-22s %-20s %s\n' "$t" "$slow" "$cpu" "$rss" "$st"
+done
+echo "untraced fixed work: median ${base} s"

@@ -1,0 +1,34 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause */
+/* What the tracekit subcommands share: error reporting, option parsing helpers. */
+#ifndef __TK_CLI_H
+#define __TK_CLI_H
+
+#include <stdarg.h>
+#include <stdbool.h>
+
+#define EXIT_USAGE 2
+
+struct cli_env {
+	bool verbose;
+	bool json;		/* errors as JSON on stdout */
+};
+
+extern struct cli_env env;
+
+/* Print one error (plain on stderr, or JSON with --json); returns @code. */
+int fail(int code, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* A usage error of subcommand @cmd (NULL: of tracekit itself); returns EXIT_USAGE. */
+int usage_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* A positive PID or -EINVAL. */
+int parse_pid(const char *s, int *pid);
+/* A whole number in [@min, @max] or -EINVAL. */
+int parse_long(const char *s, long min, long max, long *out);
+/* A libbpf print callback that prints everything (for -v). */
+int libbpf_log(int level, const char *fmt, va_list ap);
+/* True when @argv (up to "--") contains @opt. */
+bool has_option(int argc, char **argv, const char *opt);
+
+int cmd_caps(int argc, char **argv);
+int cmd_cpu(int argc, char **argv);
+
+#endif /* __TK_CLI_H */

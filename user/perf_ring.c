@@ -1,0 +1,164 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
+/*
+ * perf_event mmap rings: the reader side of the protocol in
+ * include/uapi/linux/perf_event.h. The kernel writes records and advances
+ * data_head; we read up to the data_head we loaded (acquire: the records
+ * before it are visible) and then store data_tail (release: our reads are
+ * done before the kernel may overwrite the space).
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "perf_ring.h"
+
+int tk_perf_ring__map(struct tk_perf_ring *r, int fd, unsigned int pages)
+{
+	long page_size = sysconf(_SC_PAGESIZE);
+	void *base;
+
+	memset(r, 0, sizeof(*r));
+	r->fd = -1;
+	if (!pages || (pages & (pages - 1)) || page_size <= 0)
+		return -EINVAL;
+	r->mmap_len = (size_t)(pages + 1) * page_size;
+	base = mmap(NULL, r->mmap_len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	if (base == MAP_FAILED) {
+		r->mmap_len = 0;
+		return -errno;
+	}
+	r->fd = fd;
+	r->page = base;
+	r->data = (uint8_t *)base + page_size;
+	r->data_size = (uint64_t)pages * page_size;
+	r->tail = r->page->data_tail;
+	r->head = r->tail;
+	return 0;
+}
+
+void tk_perf_ring__unmap(struct tk_perf_ring *r)
+{
+	if (r->page)
+		munmap(r->page, r->mmap_len);
+	free(r->bounce);
+	memset(r, 0, sizeof(*r));
+	r->fd = -1;
+}
+
+void tk_perf_ring__begin(struct tk_perf_ring *r)
+{
+	if (r->page)
+		r->head = __atomic_load_n(&r->page->data_head, __ATOMIC_ACQUIRE);
+}
+
+const struct perf_event_header *tk_perf_ring__next(struct tk_perf_ring *r)
+{
+	const struct perf_event_header *h;
+	uint64_t off, first;
+	void *nb;
+
+	if (!r->page || r->tail >= r->head)
+		return NULL;
+	/* records are 8-byte aligned and the ring a multiple of 8: a header never wraps */
+	off = r->tail & (r->data_size - 1);
+	h = (const void *)(r->data + off);
+	if (h->size < sizeof(*h) || h->size > r->head - r->tail) {
+		/* cannot happen with a sane kernel; skip what is there rather than loop */
+		r->tail = r->head;
+		return NULL;
+	}
+	if (off + h->size <= r->data_size)
+		return h;
+	if (r->bounce_size < h->size) {
+		nb = realloc(r->bounce, h->size);
+		if (!nb) {
+			r->tail += h->size;	/* lose this one record, not the ring */
+			return tk_perf_ring__next(r);
+		}
+		r->bounce = nb;
+		r->bounce_size = h->size;
+	}
+	first = r->data_size - off;
+	memcpy(r->bounce, r->data + off, first);
+	memcpy((uint8_t *)r->bounce + first, r->data, h->size - first);
+	return r->bounce;
+}
+
+void tk_perf_ring__advance(struct tk_perf_ring *r)
+{
+	const struct perf_event_header *h;
+
+	if (!r->page || r->tail >= r->head)
+		return;
+	h = (const void *)(r->data + (r->tail & (r->data_size - 1)));
+	r->tail += h->size;
+}
+
+void tk_perf_ring__end(struct tk_perf_ring *r)
+{
+	if (r->page)
+		__atomic_store_n(&r->page->data_tail, r->tail, __ATOMIC_RELEASE);
+}
+
+int tk_perf_sample__parse(const struct perf_event_header *h, struct tk_perf_sample *s)
+{
+	const uint64_t *p = (const uint64_t *)(h + 1);
+	size_t words = (h->size - sizeof(*h)) / sizeof(uint64_t);
+
+	/* ip, pid/tid, time, cpu/res, period, nr, then nr entries */
+	if (h->type != PERF_RECORD_SAMPLE || words < 6)
+		return -EINVAL;
+	s->ip = p[0];
+	s->pid = (uint32_t)p[1];
+	s->tid = (uint32_t)(p[1] >> 32);
+	s->time = p[2];
+	s->cpu = (uint32_t)p[3];
+	s->period = p[4];
+	s->nr = p[5];
+	if (s->nr > words - 6)
+		return -EINVAL;
+	s->ips = p + 6;
+	return 0;
+}
+
+uint64_t tk_perf_record__time(const struct perf_event_header *h)
+{
+	const uint64_t *p = (const uint64_t *)(h + 1);
+	size_t words = (h->size - sizeof(*h)) / sizeof(uint64_t);
+
+	if (h->type == PERF_RECORD_SAMPLE)
+		return words >= 3 ? p[2] : 0;
+	/* sample_id_all trailer: pid/tid, time, cpu/res */
+	if (h->type >= PERF_RECORD_MAX || words < 3)
+		return 0;
+	return p[words - 2];
+}
+
+uint32_t tk_perf_callchain__split(const uint64_t *ips, uint64_t nr, uint64_t *kernel,
+				  uint32_t *nr_kernel, uint64_t *user, uint32_t *nr_user)
+{
+	uint64_t ctx = PERF_CONTEXT_KERNEL, i;
+	uint32_t frames = 0;
+
+	*nr_kernel = 0;
+	*nr_user = 0;
+	for (i = 0; i < nr; i++) {
+		uint64_t ip = ips[i];
+
+		if (ip >= (uint64_t)PERF_CONTEXT_MAX) {
+			ctx = ip;
+			continue;
+		}
+		frames++;
+		if (ctx == (uint64_t)PERF_CONTEXT_KERNEL) {
+			if (*nr_kernel < TK_MAX_FRAMES)
+				kernel[(*nr_kernel)++] = ip;
+		} else if (ctx == (uint64_t)PERF_CONTEXT_USER) {
+			if (*nr_user < TK_MAX_FRAMES)
+				user[(*nr_user)++] = ip;
+		}
+	}
+	return frames;
+}

@@ -1,0 +1,96 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause */
+/*
+ * perf_event mmap rings and the records in them, for the perf CPU backend
+ * (cpu_perf.c) and the sidecar (sidecar.c); not part of the API.
+ *
+ * A ring is read in three steps: tk_perf_ring__begin() takes data_head with
+ * acquire semantics, __next()/__advance() walk the records up to it (a record
+ * that wraps around the end of the ring is copied whole into a bounce buffer,
+ * so every record is contiguous), and __end() publishes data_tail with release
+ * semantics, giving the space back to the kernel. Records stay valid until the
+ * next __advance() of the same ring, so several rings can be merged by time.
+ */
+#ifndef __TK_PERF_RING_H
+#define __TK_PERF_RING_H
+
+#include <linux/perf_event.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "cpu.h"
+
+struct tk_perf_ring {
+	int fd;
+	struct perf_event_mmap_page *page;
+	uint8_t *data;
+	size_t mmap_len;
+	uint64_t data_size;	/* a power of two */
+	uint64_t head;		/* data_head at __begin */
+	uint64_t tail;		/* the next byte to read */
+	void *bounce;		/* the current record when it wraps around the end */
+	size_t bounce_size;
+};
+
+/* Map 1 + @pages (a power of two) pages of perf event @fd. Returns 0 or -errno. */
+int tk_perf_ring__map(struct tk_perf_ring *r, int fd, unsigned int pages);
+/* Unmap (the fd is the caller's); safe on a ring never mapped or already unmapped. */
+void tk_perf_ring__unmap(struct tk_perf_ring *r);
+/* Take data_head: the records written so far are readable. */
+void tk_perf_ring__begin(struct tk_perf_ring *r);
+/* The record at the read position, contiguous, or NULL at data_head (or when corrupt). */
+const struct perf_event_header *tk_perf_ring__next(struct tk_perf_ring *r);
+/* Step over the record __next() returned. */
+void tk_perf_ring__advance(struct tk_perf_ring *r);
+/* Give what was read back to the kernel. */
+void tk_perf_ring__end(struct tk_perf_ring *r);
+
+/*
+ * The record layout both users ask for: samples carry these fields, and
+ * with sample_id_all every other record ends with pid/tid, time and cpu.
+ */
+#define TK_PERF_SAMPLE_TYPE                                                          \
+	(PERF_SAMPLE_IP | PERF_SAMPLE_TID | PERF_SAMPLE_TIME | PERF_SAMPLE_CPU |      \
+	 PERF_SAMPLE_PERIOD | PERF_SAMPLE_CALLCHAIN)
+
+struct tk_perf_sample {
+	uint32_t pid;
+	uint32_t tid;
+	uint64_t time;
+	uint32_t cpu;
+	uint64_t period;
+	uint64_t ip;
+	uint64_t nr;		/* callchain entries, context markers included */
+	const uint64_t *ips;
+};
+
+/* Decode a PERF_RECORD_SAMPLE of TK_PERF_SAMPLE_TYPE. Returns 0 or -EINVAL. */
+int tk_perf_sample__parse(const struct perf_event_header *h, struct tk_perf_sample *s);
+/* The time of any record of that layout; 0 when it has none. */
+uint64_t tk_perf_record__time(const struct perf_event_header *h);
+
+/*
+ * Split a callchain at its PERF_CONTEXT_* markers (dropped) into kernel and
+ * user frames, leaf first, at most TK_MAX_FRAMES each; other contexts (guest)
+ * are dropped. Returns the number of frames seen, markers not counted.
+ */
+uint32_t tk_perf_callchain__split(const uint64_t *ips, uint64_t nr, uint64_t *kernel,
+				  uint32_t *nr_kernel, uint64_t *user, uint32_t *nr_user);
+
+/* ---- the perf backend's own entry, for the sidecar ----------------------------- */
+
+struct tk_cpu_perf_opts {
+	unsigned int ring_pages;	/* per CPU, a power of two; 0: 64 (256 KiB) */
+	int wake_fd;			/* also wake poll() when readable; -1: none */
+};
+
+/*
+ * tk_cpu_backend_perf.start with other ring sizes and a wake-up fd; the
+ * backend's poll/drain/free go on as usual. When c->opts.pids holds this
+ * process, the thread calling this is never sampled.
+ */
+int tk_cpu_perf__start(struct tk_cpu *c, const struct tk_cpu_perf_opts *o);
+/* Why kernel frames are missing, when they are ("" otherwise); valid until free. */
+const char *tk_cpu_perf__note(const struct tk_cpu *c);
+
+#endif /* __TK_PERF_RING_H */

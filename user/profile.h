@@ -1,0 +1,136 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause */
+/*
+ * The profile model: what every collector produces after symbolization and
+ * every writer renders. Shaped like pprof's profile.proto (mappings, functions,
+ * locations, samples with one or more values) so the pprof writer is a
+ * straight encoding, and the other writers walk the same arrays. Writers know
+ * nothing of BPF or perf.
+ */
+#ifndef __TK_PROFILE_H
+#define __TK_PROFILE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#define TK_PROFILE_MAX_VALUES 4
+
+struct tk_value_type {
+	const char *type;	/* "samples", "cpu" */
+	const char *unit;	/* "count", "nanoseconds" */
+};
+
+struct tk_mapping {
+	uint64_t id;		/* 1-based, as pprof wants */
+	uint64_t start;		/* memory_start */
+	uint64_t limit;		/* memory_limit */
+	uint64_t offset;	/* file_offset */
+	char *file;		/* "/usr/lib/x86_64-linux-gnu/libc.so.6", "[kernel.kallsyms]" */
+	char *build_id;		/* hex, or NULL */
+	bool has_functions;	/* every location in it got a function name */
+};
+
+struct tk_function {
+	uint64_t id;		/* 1-based */
+	char *name;		/* "main", "do_syscall_64", or "libc.so.6+0x1234" when unresolved */
+	char *filename;		/* source or object file; may be NULL */
+};
+
+struct tk_location {
+	uint64_t id;		/* 1-based */
+	uint64_t mapping_id;	/* 0: none */
+	uint64_t address;	/* the instruction address in the process (or kernel) */
+	uint64_t function_id;	/* 0: none */
+	bool kernel;		/* a kernel frame */
+};
+
+struct tk_sample {
+	uint64_t *location_ids;	/* leaf first, as pprof */
+	uint32_t nr_locations;
+	int64_t values[TK_PROFILE_MAX_VALUES];
+	uint32_t pid;
+	uint32_t tid;
+	char comm[16];
+};
+
+/* A named count of something lost or degraded; always written, even when 0. */
+struct tk_loss {
+	const char *name;	/* "ringbuf_reserve_failed", "stack_map_full", "truncated_stacks",
+				   "unsymbolized_frames" ... */
+	uint64_t count;
+};
+
+#define TK_PROFILE_MAX_LOSSES 16
+
+struct tk_profile {
+	struct tk_value_type value_types[TK_PROFILE_MAX_VALUES];
+	int nr_values;
+	struct tk_value_type period_type;	/* "cpu"/"nanoseconds" */
+	int64_t period;				/* ns per sample */
+	int64_t time_nanos;			/* capture start, unix ns */
+	int64_t duration_nanos;
+	const char *backend;			/* "bpf", "perf" */
+	int freq_hz;
+
+	struct tk_mapping *mappings;
+	size_t nr_mappings;
+	struct tk_function *functions;
+	size_t nr_functions;
+	struct tk_location *locations;
+	size_t nr_locations;
+	struct tk_sample *samples;
+	size_t nr_samples;
+
+	struct tk_loss losses[TK_PROFILE_MAX_LOSSES];
+	int nr_losses;
+	char *comments[8];			/* free-form notes; the writer adds backend etc. */
+	int nr_comments;
+};
+
+/* ---- building (profile.c) ------------------------------------------------------ */
+
+/* An empty profile with the CPU sample types (samples/count, cpu/nanoseconds). */
+struct tk_profile *tk_profile__new_cpu(const char *backend, int freq_hz);
+void tk_profile__free(struct tk_profile *p);
+
+/* Interning: the same mapping/function/location key returns the same id. */
+uint64_t tk_profile__mapping(struct tk_profile *p, uint64_t start, uint64_t limit, uint64_t offset,
+			     const char *file, const char *build_id);
+uint64_t tk_profile__function(struct tk_profile *p, const char *name, const char *filename);
+uint64_t tk_profile__location(struct tk_profile *p, uint64_t mapping_id, uint64_t address,
+			      uint64_t function_id, bool kernel);
+/* Append a sample; @locs leaf first. Returns 0 or -ENOMEM. */
+int tk_profile__add_sample(struct tk_profile *p, const uint64_t *locs, uint32_t nr,
+			   const int64_t *values, uint32_t pid, uint32_t tid, const char *comm);
+/* Add (or set) a loss counter by name. */
+void tk_profile__set_loss(struct tk_profile *p, const char *name, uint64_t count);
+int tk_profile__add_comment(struct tk_profile *p, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+/* ---- writers (profile_*.c) ------------------------------------------------------ */
+
+enum tk_format {
+	TK_FORMAT_TEXT = 0,
+	TK_FORMAT_PPROF,
+	TK_FORMAT_FOLDED,
+	TK_FORMAT_SVG,
+	TK_FORMAT_JSON,
+};
+
+/* "pprof", "folded", "svg", "json", "text" → format; -EINVAL otherwise. */
+int tk_format__parse(const char *name, enum tk_format *fmt);
+/* From an output file name: .pb.gz/.pprof → pprof, .folded, .svg, .json, .txt; -EINVAL. */
+int tk_format__from_path(const char *path, enum tk_format *fmt);
+
+/* gzipped profile.proto */
+int tk_profile__write_pprof(const struct tk_profile *p, FILE *f);
+/* "comm;main;caller;callee 42" per stack (root first), value = samples */
+int tk_profile__write_folded(const struct tk_profile *p, FILE *f);
+/* self-contained SVG flame graph */
+int tk_profile__write_svg(const struct tk_profile *p, FILE *f, const char *title);
+int tk_profile__write_json(const struct tk_profile *p, FILE *f);
+/* top-@top functions by self and total samples, within 80 columns */
+int tk_profile__write_text(const struct tk_profile *p, FILE *f, int top);
+int tk_profile__write(const struct tk_profile *p, enum tk_format fmt, FILE *f);
+
+#endif /* __TK_PROFILE_H */

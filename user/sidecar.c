@@ -1,0 +1,521 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
+/*
+ * The sidecar: a thread of the host that drives the perf CPU backend on the
+ * host itself (c->opts.pids = { getpid() }) and writes one pprof file per
+ * period. The thread is created with every signal blocked
+ * (pthread_attr_setsigmask_np, so the caller's own mask is never touched),
+ * opens the events itself (so it is the one thread not sampled) and reports
+ * whether that worked before tk_sidecar__start() returns.
+ *
+ * The symbolizer lives as long as the sidecar (each ELF file is parsed once);
+ * the table of stacks and the loss counters start afresh each period.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cpu.h"
+#include "fsutil.h"
+#include "outfile.h"
+#include "perf_ring.h"
+#include "sidecar.h"
+
+#define DEFAULT_FREQ 99
+#define DEFAULT_PERIOD_S 60
+#define RING_PAGES 16		/* 64 KiB per CPU: seconds of samples at 99 Hz */
+#define POLL_MS 1000
+
+enum { ST_STARTING, ST_RUNNING, ST_FAILED };
+
+struct tk_sidecar {
+	pthread_t thread;
+	pid_t pid;			/* the process that started it */
+	int dirfd;
+	int wake_fd;			/* eventfd: readable once stop is asked */
+	char dir[PATH_MAX];		/* where to write: /proc/self/fd/N when it works */
+	int freq_hz;
+	int period_s;
+	atomic_bool stop;
+
+	pthread_mutex_t lock;		/* state, why */
+	pthread_cond_t cond;
+	int state;
+	char why[256];
+
+	struct tk_cpu cpu;		/* the thread's; perf backend */
+	uint64_t seq;			/* file number */
+
+	atomic_uint_fast64_t periods, files, samples, lost;
+	atomic_int last_error;
+};
+
+const char *tk_sidecar_status__name(enum tk_sidecar_status st)
+{
+	switch (st) {
+	case TK_SIDECAR_DISABLED:
+		return "disabled";
+	case TK_SIDECAR_UNSUPPORTED:
+		return "unsupported";
+	case TK_SIDECAR_RUNNING:
+		return "running";
+	}
+	return "unknown";
+}
+
+static int64_t now_ns(clockid_t clk)
+{
+	struct timespec ts;
+
+	clock_gettime(clk, &ts);
+	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+/* ---- the output directory ------------------------------------------------- */
+
+static int open_dir(struct tk_sidecar *s, const char *dir, char *why, size_t why_sz)
+{
+	struct stat st;
+	int err;
+
+	if (!dir || !*dir) {
+		snprintf(why, why_sz, "no output directory given (opts.dir)");
+		return -EINVAL;
+	}
+	if (mkdir(dir, 0700) && errno != EEXIST) {
+		err = -errno;
+		snprintf(why, why_sz, "cannot create %s: %s", dir, strerror(-err));
+		return err;
+	}
+	s->dirfd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (s->dirfd < 0) {
+		err = -errno;
+		if ((err == -ELOOP || err == -ENOTDIR) && !lstat(dir, &st) && S_ISLNK(st.st_mode))
+			snprintf(why, why_sz, "%s is a symbolic link; the sidecar writes only "
+				 "into a directory of its own", dir);
+		else
+			snprintf(why, why_sz, "cannot open %s: %s", dir, strerror(-err));
+		return err;
+	}
+	if (fstat(s->dirfd, &st)) {
+		err = -errno;
+		snprintf(why, why_sz, "cannot stat %s: %s", dir, strerror(-err));
+		return err;
+	}
+	if (st.st_uid != geteuid()) {
+		snprintf(why, why_sz, "%s belongs to uid %u, not to this process (uid %u)", dir,
+			 (unsigned int)st.st_uid, (unsigned int)geteuid());
+		return -EPERM;
+	}
+	if (st.st_mode & (S_IWGRP | S_IWOTH)) {
+		snprintf(why, why_sz, "%s is writable by others (mode %04o); it must be the "
+			 "sidecar's own", dir, (unsigned int)(st.st_mode & 07777));
+		return -EPERM;
+	}
+	if (faccessat(s->dirfd, ".", W_OK | X_OK, AT_EACCESS)) {
+		err = -errno;
+		snprintf(why, why_sz, "%s is not writable: %s", dir, strerror(-err));
+		return err;
+	}
+	/* write through the descriptor: a rename or symlink swap of @dir cannot redirect us */
+	snprintf(s->dir, sizeof(s->dir), "/proc/self/fd/%d", s->dirfd);
+	if (access(s->dir, W_OK))
+		snprintf(s->dir, sizeof(s->dir), "%s", dir);
+	return 0;
+}
+
+/* ---- one period, one file ----------------------------------------------- */
+
+static int write_period(struct tk_sidecar *s, int64_t start_real, int64_t start_mono)
+{
+	struct tk_cpu *c = &s->cpu;
+	char name[64], path[PATH_MAX + 64];
+	uint64_t unsymbolized = 0, lost = 0;
+	struct tk_outfile o;
+	struct tk_profile *p;
+	time_t t = start_real / 1000000000;
+	const char *note;
+	struct tm tm;
+	int err, i;
+
+	p = tk_profile__new_cpu("perf", s->freq_hz);
+	if (!p)
+		return -ENOMEM;
+	p->time_nanos = start_real;
+	p->duration_nanos = now_ns(CLOCK_MONOTONIC) - start_mono;
+	err = tk_cpu_profile__build(c->stacks, c->sym, p, &unsymbolized);
+	if (err)
+		goto out;
+	c->losses[TK_LOSS_UNSYMBOLIZED] = unsymbolized;
+	for (i = 0; i < TK_LOSS__COUNT; i++) {
+		tk_profile__set_loss(p, tk_cpu_loss__name(i), c->losses[i]);
+		if (i != TK_LOSS_UNSYMBOLIZED)
+			lost += c->losses[i];
+	}
+	tk_profile__add_comment(p, "tracekit sidecar: pid %d, period %llu of %d s", (int)s->pid,
+				(unsigned long long)s->seq + 1, s->period_s);
+	note = tk_cpu_perf__note(c);
+	if (*note)
+		tk_profile__add_comment(p, "%s", note);
+
+	gmtime_r(&t, &tm);
+	for (i = 0; i < 1000; i++) {
+		s->seq++;
+		snprintf(name, sizeof(name), "cpu-%04d%02d%02dT%02d%02d%02d-%llu.pb.gz",
+			 tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min,
+			 tm.tm_sec, (unsigned long long)s->seq);
+		if (faccessat(s->dirfd, name, F_OK, AT_SYMLINK_NOFOLLOW) && errno == ENOENT)
+			break;
+	}
+	snprintf(path, sizeof(path), "%s/%s", s->dir, name);
+	err = tk_outfile__open(&o, path);
+	if (err)
+		goto out;
+	err = tk_profile__write_pprof(p, o.f);
+	if (err) {
+		tk_outfile__abort(&o);
+		goto out;
+	}
+	err = tk_outfile__commit(&o);
+	if (!err) {
+		atomic_fetch_add(&s->files, 1);
+		atomic_fetch_add(&s->samples, c->samples);
+		atomic_fetch_add(&s->lost, lost);
+	}
+out:
+	tk_profile__free(p);
+	return err;
+}
+
+/* A fresh table and counters for the next period. */
+static int next_period(struct tk_cpu *c)
+{
+	struct tk_stacks *t = tk_stacks__new();
+
+	if (!t)
+		return -ENOMEM;
+	tk_stacks__free(c->stacks);
+	c->stacks = t;
+	memset(c->losses, 0, sizeof(c->losses));
+	c->samples = 0;
+	return 0;
+}
+
+/* ---- the thread ------------------------------------------------------------ */
+
+static void report(struct tk_sidecar *s, int state, const char *why)
+{
+	pthread_mutex_lock(&s->lock);
+	s->state = state;
+	if (why)
+		snprintf(s->why, sizeof(s->why), "%s", why);
+	pthread_cond_signal(&s->cond);
+	pthread_mutex_unlock(&s->lock);
+}
+
+/* Descriptors in use and the soft limit: one event per thread per CPU must fit well. */
+static int fd_budget(int nr_cpus, char *why, size_t why_sz)
+{
+	long threads = 0, fds = 0, need;
+	struct rlimit rl;
+	struct dirent *de;
+	DIR *d;
+
+	d = opendir("/proc/self/task");
+	if (!d)
+		return 0;	/* no /proc: let perf_event_open tell */
+	while ((de = readdir(d)))
+		threads += de->d_name[0] != '.';
+	closedir(d);
+	d = opendir("/proc/self/fd");
+	if (d) {
+		while ((de = readdir(d)))
+			fds += de->d_name[0] != '.';
+		closedir(d);
+	}
+	if (getrlimit(RLIMIT_NOFILE, &rl) || rl.rlim_cur == RLIM_INFINITY)
+		return 0;
+	need = (threads - 1) * nr_cpus + 2;
+	if (need > ((long)rl.rlim_cur - fds) / 2) {
+		snprintf(why, why_sz, "%ld threads on %d CPUs need %ld file descriptors: more than "
+			 "half of what RLIMIT_NOFILE (%llu) leaves the process", threads - 1,
+			 nr_cpus, need, (unsigned long long)rl.rlim_cur);
+		return -EMFILE;
+	}
+	return 0;
+}
+
+/* Why perf_event_open said no, with what a person can do about it. */
+static void perf_refused(int err, char *why, size_t why_sz)
+{
+	char status[4096], seccomp[16] = "0";
+	long paranoid = -1;
+	const char *hint = "";
+
+	tk_read_long("/proc", "sys/kernel/perf_event_paranoid", &paranoid);
+	if (tk_read_file("/proc", "self/status", status, sizeof(status)) > 0)
+		tk_status_field(status, "Seccomp", seccomp, sizeof(seccomp));
+	if (err == -EACCES || err == -EPERM || err == -ENOSYS) {
+		if (paranoid > 2)
+			hint = "; self-sampling needs kernel.perf_event_paranoid <= 2 or CAP_PERFMON";
+		else if (strcmp(seccomp, "0"))
+			hint = "; this process runs under a seccomp filter, which may deny it";
+		else
+			hint = "; a security module (LSM) may deny it";
+	}
+	snprintf(why, why_sz, "perf_event_open self-sampling refused: %s "
+		 "(kernel.perf_event_paranoid %ld)%s", strerror(-err), paranoid, hint);
+}
+
+static int setup(struct tk_sidecar *s, char *why, size_t why_sz)
+{
+	struct tk_cpu_perf_opts po = { .ring_pages = RING_PAGES, .wake_fd = s->wake_fd };
+	struct tk_symbolizer_opts so = { .sz = sizeof(so) };
+	struct tk_cpu *c = &s->cpu;
+	int cpus[1024], nr_cpus, err;
+
+	c->opts.sz = sizeof(c->opts);
+	c->opts.freq_hz = s->freq_hz;
+	c->opts.pids[0] = s->pid;
+	c->opts.nr_pids = 1;
+	c->be = &tk_cpu_backend_perf;
+	c->stacks = tk_stacks__new();
+	if (!c->stacks)
+		return -ENOMEM;
+	err = tk_symbolizer__new(&so, &c->sym);
+	if (err) {
+		snprintf(why, why_sz, "cannot set up symbolization: %s", strerror(-err));
+		return err;
+	}
+	nr_cpus = tk_online_cpus(cpus, 1024);
+	err = fd_budget(nr_cpus > 0 ? nr_cpus : 1, why, why_sz);
+	if (err)
+		return err;
+	c->start_ns = now_ns(CLOCK_REALTIME);
+	c->start_mono_ns = now_ns(CLOCK_MONOTONIC);
+	err = tk_cpu_perf__start(c, &po);
+	if (err) {
+		perf_refused(err, why, why_sz);
+		return err;
+	}
+	return 0;
+}
+
+static void teardown(struct tk_cpu *c)
+{
+	if (c->priv)
+		c->be->free(c);
+	tk_symbolizer__free(c->sym);
+	tk_stacks__free(c->stacks);
+	c->sym = NULL;
+	c->stacks = NULL;
+}
+
+static void *run(void *arg)
+{
+	struct tk_sidecar *s = arg;
+	struct tk_cpu *c = &s->cpu;
+	int64_t start_real, start_mono, deadline, now;
+	char why[256] = "";
+	bool stopping = false;
+	int err;
+
+	prctl(PR_SET_NAME, "tk-sidecar");
+	err = setup(s, why, sizeof(why));
+	if (err) {
+		teardown(c);
+		report(s, ST_FAILED, why[0] ? why : strerror(-err));
+		return NULL;
+	}
+	report(s, ST_RUNNING, NULL);
+
+	start_real = c->start_ns;
+	start_mono = c->start_mono_ns;
+	while (!stopping) {
+		deadline = start_mono + (int64_t)s->period_s * 1000000000;
+		for (;;) {
+			now = now_ns(CLOCK_MONOTONIC);
+			stopping = atomic_load(&s->stop);
+			if (stopping || now >= deadline)
+				break;
+			err = c->be->poll(c, (deadline - now) / 1000000 + 1 < POLL_MS ?
+						     (int)((deadline - now) / 1000000 + 1) : POLL_MS);
+			if (err && err != -EINTR) {
+				atomic_store(&s->last_error, err);
+				stopping = true;	/* the events are unusable: end here */
+				break;
+			}
+		}
+		if (stopping)
+			c->be->drain(c);
+		err = write_period(s, start_real, start_mono);
+		atomic_fetch_add(&s->periods, 1);
+		if (err)
+			atomic_store(&s->last_error, err);
+		if (next_period(c))
+			break;
+		start_real = now_ns(CLOCK_REALTIME);
+		start_mono = now_ns(CLOCK_MONOTONIC);
+	}
+	teardown(c);
+	return NULL;
+}
+
+/* ---- the host's side ---------------------------------------------------------- */
+
+static void sidecar_free(struct tk_sidecar *s)
+{
+	if (s->wake_fd >= 0)
+		close(s->wake_fd);
+	if (s->dirfd >= 0)
+		close(s->dirfd);
+	pthread_cond_destroy(&s->cond);
+	pthread_mutex_destroy(&s->lock);
+	free(s);
+}
+
+static int spawn(struct tk_sidecar *s)
+{
+	pthread_attr_t attr;
+	sigset_t all;
+	int err;
+
+	sigfillset(&all);
+	err = -pthread_attr_init(&attr);
+	if (err)
+		return err;
+#if defined(__GLIBC__) && (__GLIBC__ > 2 || (__GLIBC__ == 2 && __GLIBC_MINOR__ >= 32))
+	err = -pthread_attr_setsigmask_np(&attr, &all);
+	if (!err)
+		err = -pthread_create(&s->thread, &attr, run, s);
+#else
+	{
+		sigset_t old;
+
+		/* the new thread inherits the mask; the caller's is restored at once */
+		pthread_sigmask(SIG_SETMASK, &all, &old);
+		err = -pthread_create(&s->thread, &attr, run, s);
+		pthread_sigmask(SIG_SETMASK, &old, NULL);
+	}
+#endif
+	pthread_attr_destroy(&attr);
+	return err;
+}
+
+enum tk_sidecar_status tk_sidecar__start(const struct tk_sidecar_opts *opts,
+					 struct tk_sidecar **out, char *why, size_t why_sz)
+{
+	struct tk_sidecar_opts o = {};
+	char buf[256] = "";
+	struct tk_sidecar *s;
+	int err;
+
+	if (out)
+		*out = NULL;
+	if (why && why_sz)
+		why[0] = '\0';
+	if (opts)
+		memcpy(&o, opts, opts->sz < sizeof(o) ? opts->sz : sizeof(o));
+	if (!o.enabled)
+		return TK_SIDECAR_DISABLED;
+	if (!out) {
+		snprintf(buf, sizeof(buf), "no place for the handle (out is NULL)");
+		goto unsupported;
+	}
+	if (o.freq_hz < 0 || o.freq_hz > 10000 || o.period_s < 0) {
+		snprintf(buf, sizeof(buf), "invalid options: freq_hz %d, period_s %d", o.freq_hz,
+			 o.period_s);
+		goto unsupported;
+	}
+
+	s = calloc(1, sizeof(*s));
+	if (!s) {
+		snprintf(buf, sizeof(buf), "out of memory");
+		goto unsupported;
+	}
+	s->pid = getpid();
+	s->dirfd = -1;
+	s->freq_hz = o.freq_hz ? o.freq_hz : DEFAULT_FREQ;
+	s->period_s = o.period_s ? o.period_s : DEFAULT_PERIOD_S;
+	pthread_mutex_init(&s->lock, NULL);
+	pthread_cond_init(&s->cond, NULL);
+	s->wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	if (s->wake_fd < 0) {
+		snprintf(buf, sizeof(buf), "eventfd: %s", strerror(errno));
+		goto fail;
+	}
+	if (open_dir(s, o.dir, buf, sizeof(buf)))
+		goto fail;
+	err = spawn(s);
+	if (err) {
+		snprintf(buf, sizeof(buf), "cannot start a thread: %s", strerror(-err));
+		goto fail;
+	}
+	pthread_mutex_lock(&s->lock);
+	while (s->state == ST_STARTING)
+		pthread_cond_wait(&s->cond, &s->lock);
+	pthread_mutex_unlock(&s->lock);
+	if (s->state == ST_FAILED) {
+		pthread_join(s->thread, NULL);
+		snprintf(buf, sizeof(buf), "%s", s->why);
+		goto fail;
+	}
+	*out = s;
+	return TK_SIDECAR_RUNNING;
+fail:
+	sidecar_free(s);
+unsupported:
+	if (why && why_sz)
+		snprintf(why, why_sz, "%s", buf);
+	return TK_SIDECAR_UNSUPPORTED;
+}
+
+void tk_sidecar__stop(struct tk_sidecar *s)
+{
+	uint64_t one = 1;
+
+	if (!s)
+		return;
+	if (getpid() != s->pid) {
+		/*
+		 * A child forked by the host: the thread is not here, and what it
+		 * was doing at the fork may be half done. Close our descriptors
+		 * (copies) and leave the rest to exit or exec.
+		 */
+		close(s->wake_fd);
+		close(s->dirfd);
+		return;
+	}
+	atomic_store(&s->stop, true);
+	if (write(s->wake_fd, &one, sizeof(one)) < 0) {
+		/* cannot fail with a valid eventfd; the thread sees s->stop within POLL_MS */
+	}
+	pthread_join(s->thread, NULL);
+	sidecar_free(s);
+}
+
+void tk_sidecar__stats(const struct tk_sidecar *s, struct tk_sidecar_stats *st)
+{
+	struct tk_sidecar *m = (struct tk_sidecar *)s;
+
+	memset(st, 0, sizeof(*st));
+	if (!s)
+		return;
+	st->periods = atomic_load(&m->periods);
+	st->files = atomic_load(&m->files);
+	st->samples = atomic_load(&m->samples);
+	st->lost = atomic_load(&m->lost);
+	st->last_error = atomic_load(&m->last_error);
+}

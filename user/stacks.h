@@ -1,0 +1,47 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause */
+/*
+ * Raw stacks before symbolization, aggregated in user space: both CPU
+ * backends (BPF maps, perf rings) feed this table, keyed by process, thread,
+ * exec generation and the exact frames, so no two stacks are ever merged.
+ */
+#ifndef __TK_STACKS_H
+#define __TK_STACKS_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#define TK_MAX_FRAMES 127	/* per side: kernel and user, as bpf_get_stack gives */
+
+struct tk_stack_entry {
+	uint32_t pid;		/* process (tgid) */
+	uint32_t tid;
+	uint32_t gen;		/* exec generation of pid: maps differ across exec */
+	char comm[16];
+	uint64_t count;
+	uint32_t nr_kernel;
+	uint32_t nr_user;
+	const uint64_t *kernel;	/* leaf first */
+	const uint64_t *user;	/* leaf first */
+	bool truncated;		/* a side hit TK_MAX_FRAMES */
+};
+
+struct tk_stacks;
+
+struct tk_stacks *tk_stacks__new(void);
+void tk_stacks__free(struct tk_stacks *t);
+/*
+ * Add @count to the stack (@kernel, @nr_kernel; @user, @nr_user), both leaf
+ * first, at most TK_MAX_FRAMES each (more are cut and the entry marked
+ * truncated). @comm may be NULL; the first non-empty one is kept.
+ * Returns 0 or -ENOMEM.
+ */
+int tk_stacks__add(struct tk_stacks *t, uint32_t pid, uint32_t tid, uint32_t gen, const char *comm,
+		   const uint64_t *kernel, uint32_t nr_kernel, const uint64_t *user,
+		   uint32_t nr_user, uint64_t count, bool truncated);
+typedef int (*tk_stacks_cb)(const struct tk_stack_entry *e, void *ctx);
+/* Visit every entry; a non-zero return from @cb stops and is returned. */
+int tk_stacks__for_each(const struct tk_stacks *t, tk_stacks_cb cb, void *ctx);
+uint64_t tk_stacks__total(const struct tk_stacks *t);	/* sum of counts */
+size_t tk_stacks__size(const struct tk_stacks *t);	/* distinct entries */
+
+#endif /* __TK_STACKS_H */

@@ -1,0 +1,102 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause */
+/*
+ * Addresses to names. A process's mappings are captured while it lives
+ * (tk_symbolizer__capture, at its first sample or exec), and the ELF files
+ * behind them are opened and indexed at once — through /proc/PID/map_files,
+ * then /proc/PID/root/PATH, then PATH — so a process that exits during the
+ * capture is still symbolized afterwards. Each ELF is parsed once (cached by
+ * device+inode, and build-id) and its .symtab, or .dynsym, or the
+ * .gnu_debuglink / build-id debug file under /usr/lib/debug, gives the names.
+ * Kernel frames come from /proc/kallsyms. Unresolved addresses become
+ * "module+0xoffset", never dropped.
+ */
+#ifndef __TK_SYMBOLIZE_H
+#define __TK_SYMBOLIZE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+struct tk_symbolizer;
+
+struct tk_symbolizer_opts {
+	size_t sz;
+	const char *proc_root;	/* default "/proc" */
+	const char *debug_root;	/* default "/usr/lib/debug" */
+};
+
+int tk_symbolizer__new(const struct tk_symbolizer_opts *opts, struct tk_symbolizer **out);
+void tk_symbolizer__free(struct tk_symbolizer *s);
+
+/*
+ * Read PID/maps now and index the executable mappings' files under (@pid,
+ * @gen), replacing what that pair had (a refresh after dlopen). Returns 0,
+ * -ESRCH when the process is gone, or another negative errno.
+ */
+int tk_symbolizer__capture(struct tk_symbolizer *s, uint32_t pid, uint32_t gen);
+/* True when (@pid, @gen) has been captured. */
+bool tk_symbolizer__has(const struct tk_symbolizer *s, uint32_t pid, uint32_t gen);
+/*
+ * Add one executable mapping learned elsewhere (a perf MMAP2 record); the file
+ * is opened by @path (through PID/root when the process lives).
+ */
+int tk_symbolizer__add_mapping(struct tk_symbolizer *s, uint32_t pid, uint32_t gen,
+			       uint64_t start, uint64_t end, uint64_t pgoff, const char *path);
+
+struct tk_sym_frame {
+	const char *function;	/* NULL when not resolved */
+	const char *module;	/* mapped file, "[kernel.kallsyms]", "[vdso]"; NULL unknown */
+	const char *build_id;	/* hex, or NULL */
+	uint64_t map_start;	/* the mapping holding the address */
+	uint64_t map_limit;
+	uint64_t map_offset;	/* its file offset */
+	uint64_t module_offset;	/* file offset of the address: "module+0xOFF" */
+};
+
+/*
+ * Resolve a user address of (@pid, @gen). Returns 0 with a function name,
+ * -ENOENT when the mapping is known but no symbol covers the address (module
+ * and offsets are filled), -ESRCH when no mapping holds it (all NULL/0).
+ * Strings stay valid until tk_symbolizer__free.
+ */
+int tk_symbolizer__user(struct tk_symbolizer *s, uint32_t pid, uint32_t gen, uint64_t addr,
+			struct tk_sym_frame *out);
+/* Resolve a kernel address from kallsyms (loaded on first use); same returns. */
+int tk_symbolizer__kernel(struct tk_symbolizer *s, uint64_t addr, struct tk_sym_frame *out);
+
+struct tk_symbolizer_stats {
+	uint64_t elf_opened;	/* distinct files parsed */
+	uint64_t elf_cache_hits;
+	uint64_t processes;	/* (pid, gen) pairs captured */
+	uint64_t capture_failed;	/* processes gone before capture */
+};
+void tk_symbolizer__stats(const struct tk_symbolizer *s, struct tk_symbolizer_stats *st);
+
+/*
+ * 0 when kernel frames can be named; -EPERM when kallsyms shows every address
+ * as 0 (kptr_restrict: the reader lacks CAP_SYSLOG), or the errno of reading
+ * it. Loads kallsyms if not yet loaded.
+ */
+int tk_symbolizer__kernel_status(struct tk_symbolizer *s);
+
+/* ---- kallsyms (ksyms.c); the symbolizer uses these, tests and fuzzing too -------- */
+
+struct tk_ksyms;
+
+/* Load proc_root/kallsyms (NULL: "/proc"). Returns 0 or a negative errno. */
+int tk_ksyms__load(const char *proc_root, struct tk_ksyms **out);
+/* Parse @len bytes of kallsyms text (no NUL needed). Returns 0, -ENOMEM or -E2BIG. */
+int tk_ksyms__parse(const char *text, size_t len, struct tk_ksyms **out);
+void tk_ksyms__free(struct tk_ksyms *k);
+/* True when the text had symbols but every address was 0 (kptr_restrict). */
+bool tk_ksyms__restricted(const struct tk_ksyms *k);
+/* Text symbols kept (t, T, w, W with a non-zero address; one per address). */
+size_t tk_ksyms__count(const struct tk_ksyms *k);
+/*
+ * The symbol holding @addr: 0 with function and module ("[kernel.kallsyms]",
+ * "[nf_tables]") filled, map_start/map_limit the module's span and
+ * module_offset @addr's distance from its start; -ESRCH when none does.
+ */
+int tk_ksyms__find(const struct tk_ksyms *k, uint64_t addr, struct tk_sym_frame *out);
+
+#endif /* __TK_SYMBOLIZE_H */
