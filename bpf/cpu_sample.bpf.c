@@ -14,14 +14,11 @@
  */
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
-#include <bpf/bpf_core_read.h>
-#include <bpf/bpf_tracing.h>
 #include "cpu_sample.h"
 
 #define EFAULT 14
 
 const volatile bool filter_pids = false;	/* only tgids in the pids map */
-const volatile bool follow_children = false;	/* add children of filtered tgids */
 const volatile bool filter_cgroup = false;	/* only tasks under cgroup_map[0] */
 const volatile bool kernel_stacks = true;
 const volatile bool user_stacks = true;
@@ -241,75 +238,32 @@ static __always_inline void next_gen(__u32 tgid, __u32 type)
 	emit(type, tgid, p->gen);
 }
 
-static __always_inline void on_exec(struct task_struct *task)
+/*
+ * Both run in the context of the process concerned, so the ids come from
+ * bpf_get_current_pid_tgid(): no task_struct read, no CO-RE relocation, and
+ * so no kernel BTF to load at start-up (it costs ~20 ms). Following children
+ * needs the child's tgid from task_struct: that lives in cpu_follow.bpf.c,
+ * loaded only when asked.
+ */
+SEC("raw_tp/sched_process_exec")
+int exec_raw(void *ctx)
 {
-	__u32 tgid = BPF_CORE_READ(task, tgid);
+	__u32 tgid = bpf_get_current_pid_tgid() >> 32;
 
 	if (tracked(tgid))
 		next_gen(tgid, CPU_EV_EXEC);
-}
-
-static __always_inline void on_exit(struct task_struct *task)
-{
-	__u32 tgid = BPF_CORE_READ(task, tgid);
-
-	/* the whole process, not one of its threads */
-	if (BPF_CORE_READ(task, pid) != tgid || !tracked(tgid))
-		return;
-	/* a reused pid must not inherit this process's mappings */
-	next_gen(tgid, CPU_EV_EXIT);
-}
-
-static __always_inline void on_fork(struct task_struct *parent, struct task_struct *child)
-{
-	__u32 ptgid = BPF_CORE_READ(parent, tgid), ctgid = BPF_CORE_READ(child, tgid);
-	__u8 one = 1;
-
-	if (follow_children && filter_pids && ptgid != ctgid &&
-	    bpf_map_lookup_elem(&pids, &ptgid))
-		bpf_map_update_elem(&pids, &ctgid, &one, BPF_ANY);
-}
-
-/* tp_btf where the kernel allows it, raw_tp otherwise: user space enables one of each. */
-SEC("?tp_btf/sched_process_exec")
-int BPF_PROG(exec_btf, struct task_struct *p)
-{
-	on_exec(p);
 	return 0;
 }
 
-SEC("?raw_tp/sched_process_exec")
-int BPF_PROG(exec_raw, struct task_struct *p)
+SEC("raw_tp/sched_process_exit")
+int exit_raw(void *ctx)
 {
-	on_exec(p);
-	return 0;
-}
+	__u64 id = bpf_get_current_pid_tgid();
+	__u32 tgid = id >> 32;
 
-SEC("?tp_btf/sched_process_exit")
-int BPF_PROG(exit_btf, struct task_struct *p)
-{
-	on_exit(p);
-	return 0;
-}
-
-SEC("?raw_tp/sched_process_exit")
-int BPF_PROG(exit_raw, struct task_struct *p)
-{
-	on_exit(p);
-	return 0;
-}
-
-SEC("?tp_btf/sched_process_fork")
-int BPF_PROG(fork_btf, struct task_struct *parent, struct task_struct *child)
-{
-	on_fork(parent, child);
-	return 0;
-}
-
-SEC("?raw_tp/sched_process_fork")
-int BPF_PROG(fork_raw, struct task_struct *parent, struct task_struct *child)
-{
-	on_fork(parent, child);
+	/* the whole process, not one of its threads; a reused pid must not inherit its maps */
+	if ((__u32)id == tgid && tracked(tgid))
+		next_gen(tgid, CPU_EV_EXIT);
 	return 0;
 }
 

@@ -22,12 +22,14 @@
 #include "cpu_sample.h"
 #include "cpu_sample.skel.h"
 #include "fsutil.h"
+#include "internal.h"
 
 struct bpf_state {
 	struct cpu_sample_bpf *skel;
 	struct bpf_link **links;	/* one per CPU */
 	int nr_links;
 	struct ring_buffer *rb;
+	struct cpu_follow_bpf *follow;	/* only with follow_children */
 	int cgroup_fd;
 };
 
@@ -118,41 +120,12 @@ static void bpf_free(struct tk_cpu *c)
 		bpf_link__destroy(st->links[i]);
 	free(st->links);
 	ring_buffer__free(st->rb);
+	tk_cpu_follow__destroy(st->follow);
 	cpu_sample_bpf__destroy(st->skel);
 	if (st->cgroup_fd >= 0)
 		close(st->cgroup_fd);
 	free(st);
 	c->priv = NULL;
-}
-
-static int open_and_load(struct tk_cpu *c, struct bpf_state *st, bool tp_btf)
-{
-	const struct tk_cpu_opts *o = &c->opts;
-	int err;
-
-	cpu_sample_bpf__destroy(st->skel);
-	st->skel = cpu_sample_bpf__open();
-	if (!st->skel)
-		return -errno;
-	st->skel->rodata->filter_pids = o->nr_pids > 0;
-	st->skel->rodata->follow_children = o->follow_children;
-	st->skel->rodata->filter_cgroup = o->cgroup != NULL;
-	st->skel->rodata->kernel_stacks = !o->user_only;
-	st->skel->rodata->user_stacks = !o->kernel_only;
-	st->skel->rodata->self_tgid = getpid();
-	/* exactly one of each lifecycle program: tp_btf where allowed, else raw_tp */
-	bpf_program__set_autoload(st->skel->progs.exec_btf, tp_btf);
-	bpf_program__set_autoload(st->skel->progs.exit_btf, tp_btf);
-	bpf_program__set_autoload(st->skel->progs.fork_btf, tp_btf);
-	bpf_program__set_autoload(st->skel->progs.exec_raw, !tp_btf);
-	bpf_program__set_autoload(st->skel->progs.exit_raw, !tp_btf);
-	bpf_program__set_autoload(st->skel->progs.fork_raw, !tp_btf);
-	err = cpu_sample_bpf__load(st->skel);
-	if (err) {
-		cpu_sample_bpf__destroy(st->skel);
-		st->skel = NULL;
-	}
-	return err;
 }
 
 static int bpf_start(struct tk_cpu *c)
@@ -168,14 +141,29 @@ static int bpf_start(struct tk_cpu *c)
 	st->cgroup_fd = -1;
 	c->priv = st;
 
-	err = open_and_load(c, st, c->tp_btf);
-	if (err && c->tp_btf) {
-		/* tp_btf refused (or not there): the raw_tp twins do the same work */
-		c->tp_btf = false;
-		err = open_and_load(c, st, false);
+	st->skel = cpu_sample_bpf__open();
+	if (!st->skel) {
+		err = -errno;
+		goto fail;
 	}
+	st->skel->rodata->filter_pids = o->nr_pids > 0;
+	st->skel->rodata->filter_cgroup = o->cgroup != NULL;
+	st->skel->rodata->kernel_stacks = !o->user_only;
+	st->skel->rodata->user_stacks = !o->kernel_only;
+	st->skel->rodata->self_tgid = getpid();
+	err = cpu_sample_bpf__load(st->skel);
 	if (err)
 		goto fail;
+	if (o->follow_children && o->nr_pids) {
+		st->follow = tk_cpu_follow__attach(bpf_map__fd(st->skel->maps.pids), c->tp_btf);
+		if (!st->follow && c->tp_btf)	/* tp_btf refused: raw_tp does the same */
+			st->follow = tk_cpu_follow__attach(bpf_map__fd(st->skel->maps.pids),
+							   false);
+		if (!st->follow) {
+			err = -errno;
+			goto fail;
+		}
+	}
 	for (i = 0; i < o->nr_pids; i++) {
 		__u32 pid = o->pids[i];
 

@@ -36,4 +36,9 @@ int tk_numa__read(const char *sys_root, struct tk_numa *numa);
 /* kconfig.c: look up CONFIG_NAME in proc_root/config.gz: 1 =y/=m, 0 not set, <0 unknown. */
 int tk_kconfig__lookup(const char *proc_root, const char *name);
 
+/* cpu_follow.c: children of profiled processes join cpu_sample's pids map */
+struct cpu_follow_bpf;
+struct cpu_follow_bpf *tk_cpu_follow__attach(int pids_fd, bool tp_btf);
+void tk_cpu_follow__destroy(struct cpu_follow_bpf *skel);
+
 #endif /* __TK_INTERNAL_H */

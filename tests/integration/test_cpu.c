@@ -136,6 +136,33 @@ static void test_split_perf(void **state)
 	check_split("perf");
 }
 
+/* -- CMD follows the command's children: cpu_split runs under a shell */
+static void check_follow(const char *backend)
+{
+	const char *folded = path_in_tmp("follow.folded");
+	char cmd[600];
+	char *extra[] = { "-o", (char *)folded, "--", "/bin/sh", "-c", cmd, NULL };
+	unsigned long total, hot;
+
+	snprintf(cmd, sizeof(cmd), "%s 2; true", workload("cpu_split"));
+	assert_int_equal(run_cpu(backend, false, extra), 0);
+	hot = folded_sum(folded, starts_with, "cpu_split;", &total);
+	print_message("%s: child cpu_split %lu of %lu\n", backend, hot, total);
+	assert_true(hot > 300 && hot > total * 8 / 10);
+}
+
+static void test_follow_bpf(void **state)
+{
+	NEED_ROOT();
+	check_follow("bpf");
+}
+
+static void test_follow_perf(void **state)
+{
+	NEED_ROOT();
+	check_follow("perf");
+}
+
 /* pprof read back by go tool pprof; -top agrees with tracekit's own text summary */
 static void check_pprof(const char *backend)
 {
@@ -361,6 +388,8 @@ int main(void)
 		cmocka_unit_test(test_cli_errors),
 		cmocka_unit_test(test_split_bpf),
 		cmocka_unit_test(test_split_perf),
+		cmocka_unit_test(test_follow_bpf),
+		cmocka_unit_test(test_follow_perf),
 		cmocka_unit_test(test_pprof_bpf),
 		cmocka_unit_test(test_pprof_perf),
 		cmocka_unit_test(test_shapes_bpf),
