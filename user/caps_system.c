@@ -4,6 +4,7 @@
  * tracepoints and kernel functions the collectors use, memory and cgroup
  * accounting, NUMA, and the target's allocator, build-id and frame pointers.
  */
+#include <ctype.h>
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -251,7 +252,9 @@ void snap_numa(struct snap *s, struct tk_caps *caps)
 void snap_process(struct snap *s, struct tk_caps *caps)
 {
 	const struct tk_proc_info *p = &caps->proc;
+	char env_prefix[sizeof(p->alloc_prefix)];
 	struct tk_cap *c;
+	size_t i;
 
 	if (p->allocator == TK_ALLOC_UNKNOWN) {
 		c = set(caps, TK_CAP_PROC_ALLOCATOR, TK_UNSUPPORTED);
@@ -283,8 +286,11 @@ void snap_process(struct snap *s, struct tk_caps *caps)
 			      p->jemalloc_prof_active == 0 ? "inactive" : "not known active");
 			REASON(c, "%s; %s", p->jemalloc_prof_built_evidence,
 			       p->jemalloc_prof_active_evidence);
-			REMEDY(c, "start it with %sMALLOC_CONF=prof:true", p->alloc_prefix[0] ?
-			       "the prefixed " : "");
+			/* jemalloc reads its prefix, upper-cased, before MALLOC_CONF */
+			for (i = 0; p->alloc_prefix[i] && i < sizeof(env_prefix) - 1; i++)
+				env_prefix[i] = toupper((unsigned char)p->alloc_prefix[i]);
+			env_prefix[i] = '\0';
+			REMEDY(c, "start it with %sMALLOC_CONF=prof:true", env_prefix);
 		}
 	}
 

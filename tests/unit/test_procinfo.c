@@ -23,7 +23,6 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "elf_reader.h"
 #include "procinfo.h"
 #include "x86_prologue.h"
 
@@ -227,14 +226,51 @@ static void need_debian_jemalloc(void)
 		skip();
 }
 
+/*
+ * The build-id as binutils sees it, not as the ELF reader under test does:
+ * the "    Build ID: 8586...d5" line of `readelf -n FILE`. False when it has none.
+ */
+static bool readelf_build_id(const char *path, char *id, size_t size)
+{
+	char cmd[PATH_MAX + 64], line[512];
+	bool found = false;
+	int status;
+	FILE *p;
+
+	if (strchr(path, '\''))
+		fail_msg("cannot quote %s for the shell", path);
+	snprintf(cmd, sizeof(cmd), "readelf -n '%s' 2>&1", path);
+	p = popen(cmd, "r");
+	if (!p)
+		fail_msg("popen %s: %s", cmd, strerror(errno));
+	while (fgets(line, sizeof(line), p)) {
+		const char *s = strstr(line, "Build ID: ");
+		size_t n;
+
+		if (!s || found)
+			continue;
+		s += strlen("Build ID: ");
+		n = strspn(s, "0123456789abcdef");
+		if (n && n < size && (s[n] == '\n' || !s[n])) {
+			memcpy(id, s, n);
+			id[n] = '\0';
+			found = true;
+		}
+	}
+	status = pclose(p);
+	if (status == -1 || !WIFEXITED(status) || WEXITSTATUS(status))
+		fail_msg("%s failed (status %#x): is binutils installed?", cmd, status);
+	return found;
+}
+
 static void expect_build_id(const char *exe, const struct tk_proc_info *pi)
 {
-	struct tk_elf *elf;
 	char id[129];
 
-	assert_int_equal(tk_elf__open(exe, &elf), 0);
-	assert_int_equal(tk_elf__build_id(elf, id, sizeof(id)), 20);
-	tk_elf__free(elf);
+	if (!readelf_build_id(exe, id, sizeof(id)))
+		fail_msg("readelf finds no build-id in %s", exe);
+	/* GCC and the Debian toolchain default to a 160-bit SHA-1 build-id */
+	assert_int_equal(strlen(id), 40);
 	assert_true(pi->has_build_id);
 	assert_string_equal(pi->build_id, id);
 }
