@@ -82,10 +82,14 @@ static: $(BUILD)/tracekit-static
 deps:
 	$(Q)tools/install-deps.sh
 
-# The README's first command: the capability report of this machine.
+# The README's first command: the capability report of this machine, and a CPU profile
+# of a bundled workload whose answer is known (hot 75 %, cold 25 % under main → caller).
 run: deps
-	$(Q)$(MAKE) --no-print-directory $(BUILD)/tracekit
+	$(Q)$(MAKE) --no-print-directory $(BUILD)/tracekit $(BUILD)/workloads/cpu_split
 	$(Q)$(BUILD)/tracekit caps
+	@echo
+	@echo '$$ tracekit cpu -F 499 -- $(BUILD)/workloads/cpu_split 3'
+	$(Q)$(BUILD)/tracekit cpu -F 499 -- $(BUILD)/workloads/cpu_split 3
 
 # The README's test command: install, build, run every tier, print a summary.
 test check: deps
