@@ -287,11 +287,22 @@ static void mappings(struct encoder *e)
 	const struct tk_profile *p = e->p;
 	size_t i;
 
-	for (i = 0; i < p->nr_mappings; i++) {
-		const struct tk_mapping *m = &p->mappings[i];
+	int pass;
 
-		mapping(e, m->id, m->start, m->limit, m->offset, m->file, m->build_id,
-			m->has_functions);
+	/*
+	 * pprof calls the first mapping the main binary ("File:"): files first,
+	 * then the kernel, [vdso] and the like. Ids do not change.
+	 */
+	for (pass = 0; pass < 2; pass++) {
+		for (i = 0; i < p->nr_mappings; i++) {
+			const struct tk_mapping *m = &p->mappings[i];
+			bool pseudo = !m->file || m->file[0] == '[';
+
+			if (pseudo != (pass == 1))
+				continue;
+			mapping(e, m->id, m->start, m->limit, m->offset, m->file, m->build_id,
+				m->has_functions);
+		}
 	}
 	if (e->kernel_mapping)
 		mapping(e, e->kernel_mapping, e->kernel_lo, e->kernel_hi, 0, "[kernel.kallsyms]",
