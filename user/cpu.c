@@ -12,6 +12,7 @@
 #include <time.h>
 
 #include "cpu.h"
+#include "perf_ring.h"
 
 static const char *const loss_names[TK_LOSS__COUNT] = {
 	[TK_LOSS_RINGBUF] = "ringbuf_reserve_failed",
@@ -150,6 +151,8 @@ int tk_cpu__finish(struct tk_cpu *c, struct tk_profile **out)
 		return err;
 	}
 	c->losses[TK_LOSS_UNSYMBOLIZED] = unsymbolized;
+	if (c->be == &tk_cpu_backend_perf && tk_cpu_perf__note(c)[0])
+		tk_profile__add_comment(p, "%s", tk_cpu_perf__note(c));
 	for (i = 0; i < TK_LOSS__COUNT; i++)
 		tk_profile__set_loss(p, tk_cpu_loss__name(i), c->losses[i]);
 	*out = p;

@@ -9,6 +9,28 @@
  * so every record is contiguous), and __end() publishes data_tail with release
  * semantics, giving the space back to the kernel. Records stay valid until the
  * next __advance() of the same ring, so several rings can be merged by time.
+ *
+ * The records then become stacks in c->stacks (tk_perf_records):
+ * - SAMPLE: the callchain split at its context markers into kernel and user
+ *   frames, under the (pid, gen) of the process and the comm of the thread.
+ *   A chain of sample_max_stack frames or more is marked truncated
+ *   (TK_LOSS_TRUNCATED): the limit bounds both sides together.
+ * - COMM with PERF_RECORD_MISC_COMM_EXEC: the next generation of the pid;
+ *   FORK of a new process: also the next generation when the pid was used
+ *   before, so a (pid, gen) never names two address spaces. gen counts from 0.
+ * - MMAP2 (executable, file-backed): kept per process, in a list a forked
+ *   child shares (fork copies the address space) until either writes to it.
+ *   At the first sample with user frames of a (pid, gen) the symbolizer gets
+ *   the list when it is complete (the process exec'd, or was forked by one
+ *   that did, during the capture), else the process's /proc maps
+ *   (tk_symbolizer__capture: it existed before); a capture that fails (the
+ *   process is gone) falls back to what the list holds and counts
+ *   TK_LOSS_MAPS_MISSED. Later MMAP2 records of a resolved process go to the
+ *   symbolizer at once. A process never sampled costs no ELF work.
+ * - LOST, LOST_SAMPLES: TK_LOSS_PERF_LOST. EXIT: the thread's entry goes;
+ *   a process's entry stays only when its gen must survive a reuse of the pid.
+ * - Comm of a thread: from COMM records, inherited at FORK, or read from
+ *   /proc/PID/task/TID/comm the first time an older thread is seen.
  */
 #ifndef __TK_PERF_RING_H
 #define __TK_PERF_RING_H
@@ -30,6 +52,8 @@ struct tk_perf_ring {
 	uint64_t tail;		/* the next byte to read */
 	void *bounce;		/* the current record when it wraps around the end */
 	size_t bounce_size;
+	const struct perf_event_header *cur;	/* for tk_perf_rings__consume */
+	uint64_t cur_time;
 };
 
 /* Map 1 + @pages (a power of two) pages of perf event @fd. Returns 0 or -errno. */
@@ -76,6 +100,28 @@ uint64_t tk_perf_record__time(const struct perf_event_header *h);
  */
 uint32_t tk_perf_callchain__split(const uint64_t *ips, uint64_t nr, uint64_t *kernel,
 				  uint32_t *nr_kernel, uint64_t *user, uint32_t *nr_user);
+
+struct tk_perf_filter {
+	uint32_t drop_pid;	/* never sample this process (tracekit itself); 0: none */
+	uint32_t skip_tid;	/* nor this thread (the one running a self-profile); 0: none */
+	bool only_pids;		/* only processes in c->opts.pids (not their children) */
+	uint32_t max_stack;	/* the callchain limit asked of the kernel */
+};
+
+struct tk_perf_records;
+
+/* What records say, kept for @c (its stacks, symbolizer, counters, opts.proc_root). */
+struct tk_perf_records *tk_perf_records__new(struct tk_cpu *c, const struct tk_perf_filter *f);
+void tk_perf_records__free(struct tk_perf_records *r);
+/* Records lost according to the LOST records read so far (not reset with c->losses). */
+uint64_t tk_perf_records__lost(const struct tk_perf_records *r);
+/*
+ * Read @nr rings, the oldest record first across all of them (their time
+ * stamps must share a clock), up to record time @limit: later records stay
+ * for the next call. Returns 0 or -ENOMEM.
+ */
+int tk_perf_rings__consume(struct tk_perf_ring *rings, int nr, uint64_t limit,
+			   struct tk_perf_records *r);
 
 /* ---- the perf backend's own entry, for the sidecar ----------------------------- */
 

@@ -269,7 +269,8 @@ static void perf_refused(int err, char *why, size_t why_sz)
 		tk_status_field(status, "Seccomp", seccomp, sizeof(seccomp));
 	if (err == -EACCES || err == -EPERM || err == -ENOSYS) {
 		if (paranoid > 2)
-			hint = "; self-sampling needs kernel.perf_event_paranoid <= 2 or CAP_PERFMON";
+			hint = "; self-sampling needs kernel.perf_event_paranoid <= 2 "
+			       "or CAP_PERFMON";
 		else if (strcmp(seccomp, "0"))
 			hint = "; this process runs under a seccomp filter, which may deny it";
 		else
@@ -327,7 +328,7 @@ static void *run(void *arg)
 {
 	struct tk_sidecar *s = arg;
 	struct tk_cpu *c = &s->cpu;
-	int64_t start_real, start_mono, deadline, now;
+	int64_t start_real, start_mono, deadline, now, left_ms;
 	char why[256] = "";
 	bool stopping = false;
 	int err;
@@ -350,8 +351,8 @@ static void *run(void *arg)
 			stopping = atomic_load(&s->stop);
 			if (stopping || now >= deadline)
 				break;
-			err = c->be->poll(c, (deadline - now) / 1000000 + 1 < POLL_MS ?
-						     (int)((deadline - now) / 1000000 + 1) : POLL_MS);
+			left_ms = (deadline - now) / 1000000 + 1;
+			err = c->be->poll(c, left_ms < POLL_MS ? (int)left_ms : POLL_MS);
 			if (err && err != -EINTR) {
 				atomic_store(&s->last_error, err);
 				stopping = true;	/* the events are unusable: end here */

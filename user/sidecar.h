@@ -63,7 +63,7 @@ struct tk_sidecar_stats {
 	uint64_t periods;	/* periods ended so far */
 	uint64_t files;		/* files written */
 	uint64_t samples;	/* samples in them */
-	uint64_t lost;		/* perf records lost, truncated stacks, processes without maps */
+	uint64_t lost;		/* lost records, truncated stacks, processes without maps */
 	int last_error;		/* the last write failure (negative errno), 0 for none */
 };
 

@@ -245,4 +245,6 @@ const char *tk_collector__name(enum tk_collector c);
 int tk_caps__write_json(const struct tk_caps *caps, FILE *f);
 int tk_caps__write_text(const struct tk_caps *caps, FILE *f);
 
+#include "sidecar.h"
+
 #endif /* __TRACEKIT_H */

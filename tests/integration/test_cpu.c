@@ -323,7 +323,7 @@ static void test_fallback_under_seccomp(void **state)
 	assert_non_null(f);
 	assert_true(fread(out, 1, sizeof(out) - 1, f) > 0);
 	fclose(f);
-	assert_non_null(strstr(out, "\"backend\": \"perf\""));
+	assert_non_null(strstr(out, "\"backend\":\"perf\""));
 	hot = folded_sum(folded, has_sub, ";hot;", &total);
 	assert_true(total > 300 && hot > total / 2);
 	/* and asking for bpf explicitly under the filter is a clear error */

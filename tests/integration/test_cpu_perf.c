@@ -292,7 +292,8 @@ static void check_children(bool follow)
 	assert_true(parent > 50);
 	if (follow) {
 		assert_true(child > 50);
-		assert_int_equal(count(p, pid, "task_child_spin"), 0);	/* under its own pid */
+		/* under its own pid */
+		assert_int_equal(count(p, pid, "task_child_spin"), 0);
 	} else {
 		assert_int_equal(child, 0);
 		assert_int_equal(others, 0);
@@ -322,7 +323,7 @@ static void test_exec_generation(void **state)
 	size_t i;
 
 	NEED_ROOT();
-	pid = spawn_tasks("exec", "0.7", workload("cpu_short"), "700", NULL);
+	pid = spawn_tasks("exec", "0.7", workload("cpu_short"), "1000", NULL);
 	usleep(50 * 1000);
 	opts_init(&o, 199);
 	o.pids[0] = pid;
@@ -335,7 +336,8 @@ static void test_exec_generation(void **state)
 		    has_fn(p, &p->samples[i], "short_lived_hot"))
 			mixed++;
 	print_message("before exec %lu, after %lu\n", (unsigned long)before, (unsigned long)after);
-	assert_true(before > 50 && after > 50);
+	/* cpu_short burns wall time: a busy machine gives it less */
+	assert_true(before > 50 && after > 30);
 	assert_int_equal(mixed, 0);
 	tk_profile__free(p);
 }

@@ -2,8 +2,9 @@
 /*
  * Threads, children, exec and deep stacks for the perf backend's tests
  * (tests/integration/test_cpu_perf.c). Each mode waits WAIT_MS (300) first,
- * so a test can attach to the process as it was started, then burns CPU in
- * functions named after what they show:
+ * so a test can attach to the process as it was started, then burns SECONDS
+ * (or MS) of CPU time (not wall time: a busy machine makes the run longer,
+ * not the profile thinner) in functions named after what they show:
  *   threads SECONDS       thread "early" (started at once) in task_early_spin,
  *                         thread "late" (started after the wait) in task_late_spin
  *   fork SECONDS          a child in task_child_spin, the parent in task_parent_spin
@@ -30,24 +31,25 @@
 
 static volatile unsigned long sink;
 
-static double now(void)
+/* CPU time of the calling thread: a busy machine stretches the run, not the samples */
+static double cpu_now(void)
 {
 	struct timespec ts;
 
-	clock_gettime(CLOCK_MONOTONIC, &ts);
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
 	return ts.tv_sec + ts.tv_nsec / 1e9;
 }
 
 NOINLINE static void burn(double seconds)
 {
-	double until = now() + seconds;
+	double until = cpu_now() + seconds;
 	unsigned long x = sink;
 	int i;
 
 	do {
 		for (i = 0; i < 20000; i++)
 			x = x * 6364136223846793005UL + 1442695040888963407UL;
-	} while (now() < until);
+	} while (cpu_now() < until);
 	sink = x;
 }
 
