@@ -4,7 +4,7 @@
 #   tools/bench-cpu.sh [ROUNDS]        (default 9; as root; after `make`)
 # Prints, as medians with min and max over ROUNDS interleaved rounds:
 #  1. slowdown: wall time of a fixed-work workload (build/workloads/bench_work) while
-#     each tracer samples the whole system, over its time with no tracer;
+#     each tracer samples the whole system, over an untraced run right next to it;
 #  2. the tracer's own CPU seconds (user+sys) and peak RSS for a 10-second whole-system
 #     capture while both CPUs are busy;
 #  3. start-up: command start to its sampling events open (build/workloads/attach_time).
@@ -55,20 +55,27 @@ TRACERS=(none tk99 tk999 perf999 bpftrace999)
 declare -A WALL CPU RSS START
 
 echo "bench-cpu: $ROUNDS rounds, $NCPU CPUs, kernel $(uname -r)"
-echo "1/3 slowdown of fixed work ($WORK 12 1) under whole-system sampling"
+echo "1/3 slowdown of fixed work ($WORK 12 1) under whole-system sampling, each traced run"
+echo "    paired with an untraced run next to it (order shuffled), ratio of the pair"
 for ((r = 1; r <= ROUNDS; r++)); do
-	# interleave: a different order every round
-	mapfile -t order < <(printf '%s\n' "${TRACERS[@]}" | shuf)
+	mapfile -t order < <(printf '%s\n' "${TRACERS[@]:1}" | shuf)
 	for t in "${order[@]}"; do
-		if [[ $t != none ]]; then
+		if ((RANDOM % 2)); then
+			base=$(work_time)
 			start_tracer "$t"
 			sleep 1.5	# attached well before this (see start-up below)
+			traced=$(work_time)
+		else
+			start_tracer "$t"
+			sleep 1.5
+			traced=$(work_time)
 		fi
-		WALL[$t]+="$(work_time) "
-		if [[ $t != none ]]; then
-			kill -INT "$TPID"
-			wait "$TPID" 2>/dev/null || true
-		fi
+		kill -INT "$TPID"
+		wait "$TPID" 2>/dev/null || true
+		[[ -v base ]] || base=$(work_time)
+		WALL[$t]+="$(awk -v a="$traced" -v b="$base" 'BEGIN { printf "%.4f", a / b }') "
+		WALL[none]+="$base "
+		unset base
 	done
 	printf '  round %d done\n' "$r"
 done
@@ -77,7 +84,8 @@ echo "2/3 tracer CPU and peak RSS, 10 s whole-system capture, both CPUs busy"
 cpu_of() {
 	# "user+sys maxrss_kb" of the command
 	/usr/bin/time -o "$TMP/time" -f '%U %S %M' "$@" >/dev/null 2>&1 || true
-	awk '{ printf "%.3f %d\n", $1 + $2, $3 }' "$TMP/time"
+	# the last line: GNU time puts "Command exited with non-zero status" before it
+	tail -n1 "$TMP/time" | awk '{ printf "%.3f %d\n", $1 + $2, $3 }'
 }
 for ((r = 1; r <= ROUNDS; r++)); do
 	mapfile -t order < <(printf '%s\n' tk99 tk999 perf999 bpftrace999 | shuf)
@@ -109,21 +117,18 @@ echo
 read -r base _ _ < <(tr ' ' '\n' <<<"${WALL[none]}" | grep . | stats)
 printf '%-12s %-26s %-22s %-20s %s\n' tracer "slowdown (median min max)" "CPU s (10 s capture)" \
 	"peak RSS MiB" "start-up ms"
-for t in "${TRACERS[@]}"; do
+for t in "${TRACERS[@]:1}"; do
 	read -r m lo hi < <(tr ' ' '\n' <<<"${WALL[$t]}" | grep . | stats)
-	slow=$(awk -v m="$m" -v lo="$lo" -v hi="$hi" -v b="$base" \
-		'BEGIN { printf "%.3f (%.3f %.3f)", m / b, lo / b, hi / b }')
-	cpu="-" rss="-" st="-"
-	if [[ $t != none ]]; then
-		read -r m lo hi < <(tr ' ' '\n' <<<"${CPU[$t]}" | grep . | stats)
-		cpu="$m ($lo $hi)"
-		read -r m lo hi < <(tr ' ' '\n' <<<"${RSS[$t]}" | grep . | stats)
-		rss=$(awk -v m="$m" -v lo="$lo" -v hi="$hi" \
-			'BEGIN { printf "%.1f (%.1f %.1f)", m / 1024, lo / 1024, hi / 1024 }')
-		if [[ -n ${START[$t]:-} ]]; then
-			read -r m lo hi < <(tr ' ' '\n' <<<"${START[$t]}" | grep . | stats)
-			st="$m ($lo $hi)"
-		fi
+	slow="$m ($lo $hi)"
+	read -r m lo hi < <(tr ' ' '\n' <<<"${CPU[$t]}" | grep . | stats)
+	cpu="$m ($lo $hi)"
+	read -r m lo hi < <(tr ' ' '\n' <<<"${RSS[$t]}" | grep . | stats)
+	rss=$(awk -v m="$m" -v lo="$lo" -v hi="$hi" \
+		'BEGIN { printf "%.1f (%.1f %.1f)", m / 1024, lo / 1024, hi / 1024 }')
+	st="-"
+	if [[ -n ${START[$t]:-} ]]; then
+		read -r m lo hi < <(tr ' ' '\n' <<<"${START[$t]}" | grep . | stats)
+		st="$m ($lo $hi)"
 	fi
 	printf '%-12s %-26s %-22s %-20s %s\n' "$t" "$slow" "$cpu" "$rss" "$st"
 done

@@ -25,8 +25,7 @@ static void indent(struct tk_json *j)
 		fputs("  ", j->f);
 }
 
-/* Length of the valid UTF-8 sequence at @p (2-4), or 0 if it is not one. */
-static int utf8_len(const unsigned char *p)
+int tk_utf8_len(const unsigned char *p)
 {
 	int n, i;
 	unsigned int cp;
@@ -58,7 +57,7 @@ static void put_string(struct tk_json *j, const char *s)
 	fputc('"', j->f);
 	for (; *p; p++) {
 		if (*p >= 0x80) {
-			int n = utf8_len(p);
+			int n = tk_utf8_len(p);
 
 			if (n) {
 				fwrite(p, 1, n, j->f);

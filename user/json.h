@@ -19,6 +19,13 @@ struct tk_json {
 	/* Strings are written as valid UTF-8: invalid bytes become U+FFFD. */
 };
 
+/*
+ * Length of the valid UTF-8 sequence at @p (2 to 4 bytes), or 0 when it is
+ * not one (overlong, surrogate, beyond U+10FFFF, cut short). For any writer
+ * that must not pass invalid text on.
+ */
+int tk_utf8_len(const unsigned char *p);
+
 void tk_json__init(struct tk_json *j, FILE *f, bool pretty);
 /* @key is the member name inside an object, NULL inside an array or at top level. */
 void tk_json__begin_object(struct tk_json *j, const char *key);

@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "profile.h"
+#include "json.h"
 #include "profile_int.h"
 
 #define IMG_WIDTH 1200
@@ -260,31 +261,6 @@ out:
 
 /* ---- drawing -------------------------------------------------------------------- */
 
-/* Length of the valid UTF-8 sequence at @p (2-4), or 0. */
-static int utf8_len(const unsigned char *p)
-{
-	unsigned int cp;
-	int n, i;
-
-	if (p[0] >= 0xc2 && p[0] <= 0xdf)
-		n = 2, cp = p[0] & 0x1f;
-	else if (p[0] >= 0xe0 && p[0] <= 0xef)
-		n = 3, cp = p[0] & 0x0f;
-	else if (p[0] >= 0xf0 && p[0] <= 0xf4)
-		n = 4, cp = p[0] & 0x07;
-	else
-		return 0;
-	for (i = 1; i < n; i++) {
-		if ((p[i] & 0xc0) != 0x80)
-			return 0;
-		cp = cp << 6 | (p[i] & 0x3f);
-	}
-	if ((n == 3 && cp < 0x800) || (n == 4 && cp < 0x10000) || cp > 0x10ffff ||
-	    (cp >= 0xd800 && cp <= 0xdfff))
-		return 0;
-	return n;
-}
-
 /*
  * At most @max code points of @s as XML character data: markup characters
  * escaped, control characters and invalid UTF-8 as '?' (XML allows neither).
@@ -316,7 +292,7 @@ static size_t put_xml(FILE *f, const char *s, size_t max)
 			break;
 		default:
 			if (*p >= 0x80) {
-				len = utf8_len(p);
+				len = tk_utf8_len(p);
 				if (len) {
 					fwrite(p, 1, len, f);
 					p += len;

@@ -11,9 +11,11 @@
 const char *tk_test_build_dir(void);
 
 /*
- * Install a seccomp filter in the calling process that answers bpf(2) with
- * EPERM, as docker's and podman's default profiles do. Returns 0 or -errno.
+ * Install a seccomp filter in the calling process that answers system call
+ * @nr with @err, as container runtimes' profiles do. Returns 0 or -errno.
  */
+int tk_test_deny_syscall(int nr, int err);
+/* bpf(2) answered with EPERM, as docker's and podman's default profiles do. */
 int tk_test_deny_bpf(void);
 
 /*

@@ -37,6 +37,7 @@
 
 #include "../lib/fixture.h"
 #include "sidecar.h"
+#include "spawn.h"
 
 struct t {
 	struct fx *fx;
@@ -192,26 +193,6 @@ static void test_unsupported_dir(void **state)
 	expect_unsupported(t, "", "no output directory");
 }
 
-/* Answer perf_event_open(2) with EACCES, as a container runtime's profile may. */
-static int deny_perf_event_open(void)
-{
-	struct sock_filter filter[] = {
-		BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, arch)),
-		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, AUDIT_ARCH_X86_64, 1, 0),
-		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_KILL_PROCESS),
-		BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
-		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_perf_event_open, 0, 1),
-		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | EACCES),
-		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
-	};
-	struct sock_fprog prog = { .len = sizeof(filter) / sizeof(filter[0]), .filter = filter };
-
-	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) ||
-	    prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog))
-		return -errno;
-	return 0;
-}
-
 /*
  * In a child under the filter: UNSUPPORTED with a reason naming
  * perf_event_open, no thread and no descriptor left, and the host's own work
@@ -224,7 +205,7 @@ static int seccomp_child(const char *dir)
 	int threads, fds;
 	char why[256] = "";
 
-	if (deny_perf_event_open())
+	if (tk_test_deny_syscall(__NR_perf_event_open, EACCES))
 		return 10;
 	threads = count_entries("/proc/self/task");
 	fds = count_entries("/proc/self/fd");
