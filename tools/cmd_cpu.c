@@ -7,6 +7,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/magic.h>
+#include <sys/statfs.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -63,36 +65,55 @@ static double mono_s(void)
 	return ts.tv_sec + ts.tv_nsec / 1e9;
 }
 
-/* Start CMD stopped before exec: it runs only once sampling is attached. */
-static pid_t spawn_held(char **argv, int *release_fd)
+/*
+ * Start CMD stopped before exec: it runs only once sampling is attached. Its
+ * exec error, if any, comes back through @exec_err_fd (close-on-exec: EOF
+ * means the exec happened).
+ */
+static pid_t spawn_held(char **argv, int *release_fd, int *exec_err_fd)
 {
-	int fds[2];
+	int hold[2], errp[2];
 	pid_t pid;
 
-	if (pipe2(fds, O_CLOEXEC))
+	if (pipe2(hold, O_CLOEXEC))
 		return -errno;
+	if (pipe2(errp, O_CLOEXEC)) {
+		int err = -errno;
+
+		close(hold[0]);
+		close(hold[1]);
+		return err;
+	}
 	pid = fork();
 	if (pid < 0) {
 		int err = -errno;
 
-		close(fds[0]);
-		close(fds[1]);
+		close(hold[0]);
+		close(hold[1]);
+		close(errp[0]);
+		close(errp[1]);
 		return err;
 	}
 	if (pid == 0) {
 		char c;
+		int e;
 
-		close(fds[1]);
+		close(hold[1]);
+		close(errp[0]);
 		signal(SIGINT, SIG_DFL);
 		signal(SIGTERM, SIG_DFL);
-		if (read(fds[0], &c, 1) != 1)
+		if (read(hold[0], &c, 1) != 1)
 			_exit(127);	/* tracekit gave up before starting it */
 		execvp(argv[0], argv);
-		fprintf(stderr, "tracekit: cannot run '%s': %s\n", argv[0], strerror(errno));
+		e = errno;
+		if (write(errp[1], &e, sizeof(e)) < 0)
+			_exit(126);
 		_exit(127);
 	}
-	close(fds[0]);
-	*release_fd = fds[1];
+	close(hold[0]);
+	close(errp[1]);
+	*release_fd = hold[1];
+	*exec_err_fd = errp[0];
 	return pid;
 }
 
@@ -146,7 +167,7 @@ int cmd_cpu(int argc, char **argv)
 	struct tk_caps *caps = NULL;
 	struct tk_cpu *cpu = NULL;
 	struct sigaction sa = {};
-	int c, err, ret = EXIT_FAILURE, release_fd = -1, child_status = 0;
+	int c, err, ret = EXIT_FAILURE, release_fd = -1, exec_err_fd = -1, child_status = 0;
 	bool tty = isatty(2), child_done = false;
 	pid_t child = 0;
 	char why[512];
@@ -248,6 +269,19 @@ int cmd_cpu(int argc, char **argv)
 				   format);
 	if (optind < argc && copts.nr_pids)
 		return usage_error("cpu", "-p and a command exclude each other");
+	for (i = 0; i < copts.nr_pids; i++)
+		if (kill(copts.pids[i], 0) && errno == ESRCH)
+			return fail(EXIT_FAILURE, "cpu: no process with PID %d", copts.pids[i]);
+	if (copts.cgroup) {
+		struct statfs sfs;
+
+		if (statfs(copts.cgroup, &sfs))
+			return fail(EXIT_FAILURE, "cpu: --cgroup '%s': %s", copts.cgroup,
+				    strerror(errno));
+		if (sfs.f_type != CGROUP2_SUPER_MAGIC)
+			return fail(EXIT_FAILURE, "cpu: --cgroup '%s' is not a cgroup v2 directory "
+				    "(see /proc/self/mountinfo for cgroup2 mounts)", copts.cgroup);
+	}
 	if (env.verbose)
 		capopts.libbpf_log = libbpf_log;
 
@@ -261,7 +295,7 @@ int cmd_cpu(int argc, char **argv)
 		goto out;
 	}
 	if (optind < argc) {
-		child = spawn_held(argv + optind, &release_fd);
+		child = spawn_held(argv + optind, &release_fd, &exec_err_fd);
 		if (child < 0) {
 			ret = fail(EXIT_FAILURE, "cpu: cannot start '%s': %s", argv[optind],
 				   strerror(-child));
@@ -293,6 +327,15 @@ int cmd_cpu(int argc, char **argv)
 		}
 		close(release_fd);
 		release_fd = -1;
+		/* EOF: the command is running; an errno: it could not be run */
+		if (read(exec_err_fd, &err, sizeof(err)) == sizeof(err)) {
+			ret = fail(EXIT_FAILURE, "cpu: cannot run '%s': %s", argv[optind],
+				   strerror(err));
+			waitpid(child, &child_status, 0);
+			child_done = true;
+			child_status = 0;
+			goto out;
+		}
 	}
 
 	t0 = mono_s();
@@ -356,6 +399,8 @@ out:
 	}
 	if (release_fd >= 0)
 		close(release_fd);
+	if (exec_err_fd >= 0)
+		close(exec_err_fd);
 	if (child_done && WIFEXITED(child_status) && WEXITSTATUS(child_status))
 		fprintf(stderr, "tracekit: '%s' exited with status %d\n", argv[optind],
 			WEXITSTATUS(child_status));

@@ -5,6 +5,7 @@
  * read back (folded for the arithmetic, go tool pprof for the pprof files).
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -134,6 +135,82 @@ static void test_split_perf(void **state)
 {
 	NEED_ROOT();
 	check_split("perf");
+}
+
+/* The first cgroup v2 mount point, or NULL. */
+static const char *cgroup2_mount(void)
+{
+	static char point[512];
+	char line[2048];
+	FILE *f = fopen("/proc/self/mountinfo", "r");
+
+	if (!f)
+		return NULL;
+	while (fgets(line, sizeof(line), f)) {
+		char *dash = strstr(line, " - cgroup2 ");
+
+		if (dash && sscanf(line, "%*s %*s %*s %*s %511s", point) == 1) {
+			fclose(f);
+			return point;
+		}
+	}
+	fclose(f);
+	return NULL;
+}
+
+/* --cgroup: only the tasks of a cgroup v2 directory, while another process burns CPU */
+static void check_cgroup(const char *backend)
+{
+	const char *mnt = cgroup2_mount(), *folded = path_in_tmp("cgroup.folded");
+	char dir[600], procs[700], pidbuf[32];
+	char *extra[] = { "--cgroup", dir, "-d", "2", "-o", (char *)folded, NULL };
+	unsigned long total, inside;
+	pid_t in, out_pid;
+	int fd;
+
+	if (!mnt) {
+		print_message("skip: no cgroup v2 hierarchy is mounted\n");
+		skip();
+	}
+	snprintf(dir, sizeof(dir), "%s/tk-test-%d", mnt, getpid());
+	assert_int_equal(mkdir(dir, 0755), 0);
+	snprintf(procs, sizeof(procs), "%s/cgroup.procs", dir);
+	in = fork();
+	if (in == 0) {
+		fd = open(procs, O_WRONLY);
+		snprintf(pidbuf, sizeof(pidbuf), "%d", getpid());
+		if (fd < 0 || write(fd, pidbuf, strlen(pidbuf)) < 0)
+			_exit(125);
+		close(fd);
+		execl(workload("cpu_split"), "cpu_split", "4", (char *)NULL);
+		_exit(126);
+	}
+	out_pid = fork();
+	if (out_pid == 0) {
+		execl(workload("cpu_shlib"), "cpu_shlib", "4", (char *)NULL);
+		_exit(126);
+	}
+	usleep(300 * 1000);
+	assert_int_equal(run_cpu(backend, false, extra), 0);
+	waitpid(in, NULL, 0);
+	waitpid(out_pid, NULL, 0);
+	rmdir(dir);
+	inside = folded_sum(folded, starts_with, "cpu_split;", &total);
+	print_message("%s: cgroup samples %lu, cpu_split %lu\n", backend, total, inside);
+	assert_true(total > 300);
+	assert_int_equal(inside, total);	/* nothing from cpu_shlib, outside */
+}
+
+static void test_cgroup_bpf(void **state)
+{
+	NEED_ROOT();
+	check_cgroup("bpf");
+}
+
+static void test_cgroup_perf(void **state)
+{
+	NEED_ROOT();
+	check_cgroup("perf");
 }
 
 /* -- CMD follows the command's children: cpu_split runs under a shell */
@@ -362,11 +439,19 @@ static void test_cli_errors(void **state)
 	char *bad_freq[] = { "cpu", "-F", "0", NULL };
 	char *both[] = { "cpu", "--kernel-only", "--user-only", NULL };
 	char *p_and_cmd[] = { "cpu", "-p", "1", "--", "true", NULL };
+	char *no_such_pid[] = { "cpu", "-p", "2147483646", "-d", "1", NULL };
+	char *no_such_cmd[] = { "cpu", "-d", "5", "--", "/nonexistent/command", NULL };
+	char *bad_cgroup[] = { "cpu", "--cgroup", "/tmp", "-d", "1", NULL };
 
 	assert_int_equal(tk_test_run_tracekit(out, sizeof(out), false, bad_fmt), 2);
 	assert_int_equal(tk_test_run_tracekit(out, sizeof(out), false, bad_freq), 2);
 	assert_int_equal(tk_test_run_tracekit(out, sizeof(out), false, both), 2);
 	assert_int_equal(tk_test_run_tracekit(out, sizeof(out), false, p_and_cmd), 2);
+	assert_int_equal(tk_test_run_tracekit(out, sizeof(out), false, no_such_pid), 1);
+	assert_int_equal(tk_test_run_tracekit(out, sizeof(out), false, bad_cgroup), 1);
+	/* a command that cannot run is an error, said at once, not an empty profile */
+	if (geteuid() == 0)
+		assert_int_equal(tk_test_run_tracekit(out, sizeof(out), false, no_such_cmd), 1);
 }
 
 static int setup(void **state)
@@ -388,6 +473,8 @@ int main(void)
 		cmocka_unit_test(test_cli_errors),
 		cmocka_unit_test(test_split_bpf),
 		cmocka_unit_test(test_split_perf),
+		cmocka_unit_test(test_cgroup_bpf),
+		cmocka_unit_test(test_cgroup_perf),
 		cmocka_unit_test(test_follow_bpf),
 		cmocka_unit_test(test_follow_perf),
 		cmocka_unit_test(test_pprof_bpf),
