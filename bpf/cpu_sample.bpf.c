@@ -45,13 +45,26 @@ struct {
 	__type(value, struct cpu_proc);
 } procs SEC(".maps");
 
+/*
+ * Kernel and user stacks in two maps: a map that is not preallocated keeps one
+ * spare element per CPU for inserts, so a sample that adds a new kernel stack
+ * and a new user stack to one map would fail its second insert with -ENOMEM.
+ */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__uint(max_entries, 32768);
+	__type(key, __u64);
+	__type(value, struct cpu_stack);
+} kstacks SEC(".maps");
+
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(map_flags, BPF_F_NO_PREALLOC);
 	__uint(max_entries, 65536);
 	__type(key, __u64);
 	__type(value, struct cpu_stack);
-} stacks SEC(".maps");
+} ustacks SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
@@ -82,13 +95,14 @@ static __always_inline void count(enum cpu_counter c)
 	__sync_fetch_and_add(&counters[cpu][c], 1);
 }
 
-static __always_inline void emit(__u32 type, __u32 pid, __u32 gen)
+/* Tell user space; false (and counted) when the ring buffer is full. */
+static __always_inline bool emit(__u32 type, __u32 pid, __u32 gen)
 {
 	struct cpu_event *e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
 
 	if (!e) {
 		count(CPU_CNT_RINGBUF_FULL);
-		return;
+		return false;
 	}
 	e->type = type;
 	e->pid = pid;
@@ -96,6 +110,7 @@ static __always_inline void emit(__u32 type, __u32 pid, __u32 gen)
 	e->pad = 0;
 	bpf_get_current_comm(e->comm, sizeof(e->comm));
 	bpf_ringbuf_submit(e, 0);
+	return true;
 }
 
 /* FNV-1a over the frames, 64 bits; never CPU_NO_STACK. */
@@ -114,8 +129,8 @@ static __always_inline __u64 hash_stack(const struct cpu_stack *st)
 }
 
 /* Take one stack into the stacks map; its hash, or CPU_NO_STACK with *flags set. */
-static __always_inline __u64 take_stack(void *ctx, __u64 get_flags, __u32 lost_flag,
-					__u32 trunc_flag, __u32 *flags)
+static __always_inline __u64 take_stack(void *ctx, void *stacks, __u64 get_flags,
+					__u32 lost_flag, __u32 trunc_flag, __u32 *flags)
 {
 	__u32 zero = 0;
 	struct cpu_stack *st = bpf_map_lookup_elem(&scratch, &zero);
@@ -126,9 +141,8 @@ static __always_inline __u64 take_stack(void *ctx, __u64 get_flags, __u32 lost_f
 		return CPU_NO_STACK;
 	n = bpf_get_stack(ctx, st->ips, sizeof(st->ips), get_flags);
 	if (n < 0) {
-		/* a kernel thread has no user stack: that is not a loss */
-		if (n != -EFAULT)
-			count(CPU_CNT_STACK_ERRORS);
+		/* (a kernel thread's user stack is 0 frames, not an error) */
+		count(CPU_CNT_STACK_ERRORS);
 		*flags |= lost_flag;
 		return CPU_NO_STACK;
 	}
@@ -141,7 +155,9 @@ static __always_inline __u64 take_stack(void *ctx, __u64 get_flags, __u32 lost_f
 	}
 	st->pad = 0;
 	h = hash_stack(st);
-	if (bpf_map_update_elem(&stacks, &h, st, BPF_NOEXIST) && !bpf_map_lookup_elem(&stacks, &h)) {
+	/* most samples repeat a known stack: look before taking the bucket lock */
+	if (!bpf_map_lookup_elem(stacks, &h) && bpf_map_update_elem(stacks, &h, st, BPF_NOEXIST) &&
+	    !bpf_map_lookup_elem(stacks, &h)) {
 		count(CPU_CNT_STACK_MAP_FULL);
 		*flags |= lost_flag;
 		return CPU_NO_STACK;
@@ -149,31 +165,38 @@ static __always_inline __u64 take_stack(void *ctx, __u64 get_flags, __u32 lost_f
 	return h;
 }
 
-/* The (pid, gen) of this sample; tells user space the first time it is seen. */
-static __always_inline __u32 proc_gen(__u32 tgid)
+/*
+ * The (pid, gen) of this sample; tells user space the first time it is seen.
+ * A sample of the main thread (tid == tgid) of a pid whose main thread has
+ * exited is a new process that reused the pid: a new generation, so it never
+ * inherits the old process's mappings (the old one's other threads, still
+ * running after their leader, keep theirs).
+ */
+static __always_inline __u32 proc_gen(__u32 tgid, __u32 tid)
 {
 	struct cpu_proc *p = bpf_map_lookup_elem(&procs, &tgid);
-	struct cpu_proc fresh = { .gen = 0, .announced = 1 };
+	struct cpu_proc fresh = {};
 
 	if (!p) {
-		if (bpf_map_update_elem(&procs, &tgid, &fresh, BPF_NOEXIST)) {
-			p = bpf_map_lookup_elem(&procs, &tgid);
-			if (!p) {
-				count(CPU_CNT_PROC_MAP_FULL);
-				return 0;
-			}
-		} else {
-			emit(CPU_EV_SAMPLED, tgid, 0);
+		if (bpf_map_update_elem(&procs, &tgid, &fresh, BPF_NOEXIST) &&
+		    !bpf_map_lookup_elem(&procs, &tgid)) {
+			count(CPU_CNT_PROC_MAP_FULL);
 			return 0;
 		}
+		p = bpf_map_lookup_elem(&procs, &tgid);
+		if (!p)
+			return 0;
 	}
-	if (!p->announced) {
+	if (p->leader_exited && tid == tgid) {
+		p->gen++;
+		p->leader_exited = 0;
+		p->announced = 0;
+	}
+	/* announced only once the ring buffer took it, so a full ring is retried */
+	if (!p->announced && emit(CPU_EV_SAMPLED, tgid, p->gen))
 		p->announced = 1;
-		emit(CPU_EV_SAMPLED, tgid, p->gen);
-	}
 	return p->gen;
 }
-
 SEC("perf_event")
 int cpu_sample(struct bpf_perf_event_data *ctx)
 {
@@ -195,12 +218,13 @@ int cpu_sample(struct bpf_perf_event_data *ctx)
 
 	key.pid = tgid;
 	key.tid = tid;
-	key.gen = proc_gen(tgid);
+	key.gen = proc_gen(tgid, tid);
 	bpf_get_current_comm(key.comm, sizeof(key.comm));
 	if (kernel_stacks)
-		key.kstack = take_stack(ctx, 0, CPU_KSTACK_LOST, CPU_KSTACK_TRUNCATED, &key.flags);
+		key.kstack = take_stack(ctx, &kstacks, 0, CPU_KSTACK_LOST, CPU_KSTACK_TRUNCATED,
+					&key.flags);
 	if (user_stacks)
-		key.ustack = take_stack(ctx, BPF_F_USER_STACK, CPU_USTACK_LOST,
+		key.ustack = take_stack(ctx, &ustacks, BPF_F_USER_STACK, CPU_USTACK_LOST,
 					CPU_USTACK_TRUNCATED, &key.flags);
 
 	val = bpf_map_lookup_elem(&counts, &key);
@@ -226,7 +250,7 @@ static __always_inline bool tracked(__u32 tgid)
 	return tgid != self_tgid && (!filter_pids || bpf_map_lookup_elem(&pids, &tgid));
 }
 
-static __always_inline void next_gen(__u32 tgid, __u32 type)
+static __always_inline void next_gen(__u32 tgid)
 {
 	struct cpu_proc *p = bpf_map_lookup_elem(&procs, &tgid);
 
@@ -235,9 +259,9 @@ static __always_inline void next_gen(__u32 tgid, __u32 type)
 		return;
 	p->gen++;
 	p->announced = 0;
-	emit(type, tgid, p->gen);
+	p->leader_exited = 0;
+	emit(CPU_EV_EXEC, tgid, p->gen);
 }
-
 /*
  * Both run in the context of the process concerned, so the ids come from
  * bpf_get_current_pid_tgid(): no task_struct read, no CO-RE relocation, and
@@ -251,7 +275,7 @@ int exec_raw(void *ctx)
 	__u32 tgid = bpf_get_current_pid_tgid() >> 32;
 
 	if (tracked(tgid))
-		next_gen(tgid, CPU_EV_EXEC);
+		next_gen(tgid);
 	return 0;
 }
 
@@ -260,11 +284,19 @@ int exit_raw(void *ctx)
 {
 	__u64 id = bpf_get_current_pid_tgid();
 	__u32 tgid = id >> 32;
+	struct cpu_proc *p;
 
-	/* the whole process, not one of its threads; a reused pid must not inherit its maps */
-	if ((__u32)id == tgid && tracked(tgid))
-		next_gen(tgid, CPU_EV_EXIT);
+	/*
+	 * The main thread: its other threads may run on with the same mappings,
+	 * so the generation stays; the next main-thread sample of this pid is a
+	 * new process (see proc_gen).
+	 */
+	if ((__u32)id != tgid || !tracked(tgid))
+		return 0;
+	p = bpf_map_lookup_elem(&procs, &tgid);
+	if (p)
+		p->leader_exited = 1;
+	emit(CPU_EV_EXIT, tgid, p ? p->gen : 0);
 	return 0;
 }
-
 char LICENSE[] SEC("license") = "Dual BSD/GPL";

@@ -34,7 +34,8 @@ struct cpu_key {
 
 struct cpu_proc {
 	__u32 gen;
-	__u32 announced;		/* user space was told about (pid, gen) */
+	__u16 announced;		/* user space was told about (pid, gen) */
+	__u16 leader_exited;		/* its main thread has exited */
 };
 
 enum cpu_event_type {
@@ -61,7 +62,7 @@ enum cpu_counter {
 	CPU_CNT_RINGBUF_FULL,
 	CPU_CNT_STACK_MAP_FULL,
 	CPU_CNT_COUNT_MAP_FULL,
-	CPU_CNT_PROC_MAP_FULL,
+	CPU_CNT_PROC_MAP_FULL,		/* no room to track a process: samples keep gen 0 */
 	CPU_CNT_STACK_ERRORS,
 	CPU_CNT_TRUNCATED,
 	CPU_CNT__COUNT,

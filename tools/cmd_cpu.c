@@ -8,12 +8,14 @@
 #include <stdlib.h>
 #include <string.h>
 #include <linux/magic.h>
+#include <sys/resource.h>
 #include <sys/statfs.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "cli.h"
+#include "fsutil.h"
 #include "cpu.h"
 #include "outfile.h"
 #include "tracekit.h"
@@ -117,12 +119,25 @@ static pid_t spawn_held(char **argv, int *release_fd, int *exec_err_fd)
 	return pid;
 }
 
+/* Alive and not a zombie: a zombie samples nothing and may never be reaped. */
+static bool alive(int pid)
+{
+	char rel[32], stat[512], *rp;
+
+	snprintf(rel, sizeof(rel), "%d/stat", pid);
+	if (tk_read_file("/proc", rel, stat, sizeof(stat)) <= 0)
+		return false;
+	/* "PID (comm) S ...": the state follows the last ')' */
+	rp = strrchr(stat, ')');
+	return rp && rp[1] == ' ' && rp[2] != 'Z' && rp[2] != 'X';
+}
+
 static bool any_alive(const struct tk_cpu_opts *o)
 {
 	int i;
 
 	for (i = 0; i < o->nr_pids; i++)
-		if (kill(o->pids[i], 0) == 0 || errno == EPERM)
+		if (alive(o->pids[i]))
 			return true;
 	return false;
 }
@@ -173,6 +188,7 @@ int cmd_cpu(int argc, char **argv)
 	char why[512];
 	double t0, last_status = 0;
 	struct tk_outfile out;
+	struct rlimit rl;
 
 	env.json = has_option(argc, argv, "--json");
 	opterr = 0;
@@ -285,6 +301,11 @@ int cmd_cpu(int argc, char **argv)
 	if (env.verbose)
 		capopts.libbpf_log = libbpf_log;
 
+	/* the perf backend opens an event per thread per CPU: allow what the hard limit allows */
+	if (!getrlimit(RLIMIT_NOFILE, &rl) && rl.rlim_cur < rl.rlim_max) {
+		rl.rlim_cur = rl.rlim_max;
+		setrlimit(RLIMIT_NOFILE, &rl);
+	}
 	caps = calloc(1, sizeof(*caps));
 	if (!caps)
 		return fail(EXIT_FAILURE, "out of memory");

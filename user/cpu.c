@@ -151,6 +151,10 @@ int tk_cpu__finish(struct tk_cpu *c, struct tk_profile **out)
 		return err;
 	}
 	c->losses[TK_LOSS_UNSYMBOLIZED] = unsymbolized;
+	if (!c->opts.user_only && tk_symbolizer__kernel_status(c->sym) == -EPERM)
+		tk_profile__add_comment(p, "kernel frames unnamed: /proc/kallsyms shows zero "
+				       "addresses (kernel.kptr_restrict); run as root with "
+				       "kptr_restrict at most 1");
 	if (c->be == &tk_cpu_backend_perf && tk_cpu_perf__note(c)[0])
 		tk_profile__add_comment(p, "%s", tk_cpu_perf__note(c));
 	for (i = 0; i < TK_LOSS__COUNT; i++)

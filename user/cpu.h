@@ -94,6 +94,7 @@ struct tk_cpu {
 	int64_t start_mono_ns;			/* CLOCK_MONOTONIC at start */
 	int nr_cpus;
 	bool tp_btf;				/* tp_btf programs work (else raw_tp) */
+	uint64_t maps_missed;			/* bpf: captures that failed */
 };
 
 /* Online CPUs from /sys/devices/system/cpu/online into @cpus; the count or -errno. */
@@ -106,5 +107,14 @@ int tk_online_cpus(int *cpus, int max);
  */
 int tk_cpu_profile__build(const struct tk_stacks *t, struct tk_symbolizer *s, struct tk_profile *p,
 			  uint64_t *unsymbolized);
+/*
+ * Intern into @p the location of user address @addr, which was resolved at
+ * @look (@addr, or @addr - 1 for a return address) into @f with the result
+ * @err of tk_symbolizer__user(): its function; or "module+0xOFFSET" (the
+ * offset of @addr) in its mapping; or "[unknown]". Also used by jeprof.c.
+ * Returns 0 or -ENOMEM.
+ */
+int tk_cpu_profile__user_location(struct tk_profile *p, const struct tk_sym_frame *f, int err,
+				  uint64_t addr, uint64_t look, uint64_t *loc);
 
 #endif /* __TK_CPU_H */

@@ -127,36 +127,44 @@ static int kernel_location(struct build_ctx *b, uint64_t addr, bool ret, uint64_
 	return *loc ? 0 : -ENOMEM;
 }
 
+int tk_cpu_profile__user_location(struct tk_profile *p, const struct tk_sym_frame *f, int err,
+				  uint64_t addr, uint64_t look, uint64_t *loc)
+{
+	uint64_t mid = 0, fid;
+	char name[320];
+
+	if (f->module) {
+		mid = tk_profile__mapping(p, f->map_start, f->map_limit, f->map_offset, f->module,
+					  f->build_id);
+		if (!mid)
+			return -ENOMEM;
+	}
+	if (!err && f->function) {
+		fid = tk_profile__function(p, f->function, NULL);
+	} else if (f->module) {
+		/* the offset of the address itself, not of the byte looked up */
+		snprintf(name, sizeof(name), "%s+0x%" PRIx64, base_name(f->module),
+			 f->module_offset + (addr - look));
+		fid = tk_profile__function(p, name, NULL);
+	} else {
+		fid = tk_profile__function(p, "[unknown]", NULL);
+	}
+	if (!fid)
+		return -ENOMEM;
+	*loc = tk_profile__location(p, mid, addr, fid, false);
+	return *loc ? 0 : -ENOMEM;
+}
+
 static int user_location(struct build_ctx *b, uint32_t pid, uint32_t gen, uint64_t addr,
 			 bool ret, uint64_t *loc, bool *unsym)
 {
-	uint64_t look = ret && addr ? addr - 1 : addr, mid = 0, fid;
+	uint64_t look = ret && addr ? addr - 1 : addr;
 	struct tk_sym_frame f;
-	char name[320];
 	int err;
 
 	err = tk_symbolizer__user(b->s, pid, gen, look, &f);
 	*unsym = err != 0;
-	if (f.module) {
-		mid = tk_profile__mapping(b->p, f.map_start, f.map_limit, f.map_offset, f.module,
-					  f.build_id);
-		if (!mid)
-			return -ENOMEM;
-	}
-	if (!err) {
-		fid = tk_profile__function(b->p, f.function, NULL);
-	} else if (f.module) {
-		/* the offset of the address itself, not of the byte looked up */
-		snprintf(name, sizeof(name), "%s+0x%" PRIx64, base_name(f.module),
-			 f.module_offset + (addr - look));
-		fid = tk_profile__function(b->p, name, NULL);
-	} else {
-		fid = tk_profile__function(b->p, "[unknown]", NULL);
-	}
-	if (!fid)
-		return -ENOMEM;
-	*loc = tk_profile__location(b->p, mid, addr, fid, false);
-	return *loc ? 0 : -ENOMEM;
+	return tk_cpu_profile__user_location(b->p, &f, err, addr, look, loc);
 }
 
 static int frame_location(struct build_ctx *b, uint32_t pid, uint32_t gen, uint64_t addr,

@@ -75,7 +75,7 @@ static int handle_event(void *ctx, void *data, size_t size)
 	c->processes++;
 	err = tk_symbolizer__capture(c->sym, e->pid, e->gen);
 	if (err)
-		c->losses[TK_LOSS_MAPS_MISSED]++;
+		c->maps_missed++;
 	return 0;
 }
 
@@ -90,7 +90,9 @@ static void read_counters(struct tk_cpu *c, struct bpf_state *st)
 	c->samples = sum[CPU_CNT_SAMPLES];
 	c->losses[TK_LOSS_RINGBUF] = sum[CPU_CNT_RINGBUF_FULL];
 	c->losses[TK_LOSS_STACK_MAP_FULL] = sum[CPU_CNT_STACK_MAP_FULL];
-	c->losses[TK_LOSS_COUNT_MAP_FULL] = sum[CPU_CNT_COUNT_MAP_FULL] + sum[CPU_CNT_PROC_MAP_FULL];
+	c->losses[TK_LOSS_COUNT_MAP_FULL] = sum[CPU_CNT_COUNT_MAP_FULL];
+	/* samples of untracked processes are kept, under generation 0: maps may mismatch */
+	c->losses[TK_LOSS_MAPS_MISSED] = c->maps_missed + sum[CPU_CNT_PROC_MAP_FULL];
 	c->losses[TK_LOSS_STACK_ERRORS] = sum[CPU_CNT_STACK_ERRORS];
 	c->losses[TK_LOSS_TRUNCATED] = sum[CPU_CNT_TRUNCATED];
 }
@@ -246,7 +248,7 @@ static uint32_t lookup_stack(int fd, __u64 hash, struct cpu_stack *out)
 static int bpf_drain(struct tk_cpu *c)
 {
 	struct bpf_state *st = c->priv;
-	int counts_fd, stacks_fd, i, err = 0;
+	int counts_fd, kstacks_fd, ustacks_fd, i, err = 0;
 	struct cpu_key key, next;
 	struct cpu_stack *ks, *us;
 	bool first = true;
@@ -265,7 +267,8 @@ static int bpf_drain(struct tk_cpu *c)
 		goto out;
 	}
 	counts_fd = bpf_map__fd(st->skel->maps.counts);
-	stacks_fd = bpf_map__fd(st->skel->maps.stacks);
+	kstacks_fd = bpf_map__fd(st->skel->maps.kstacks);
+	ustacks_fd = bpf_map__fd(st->skel->maps.ustacks);
 	while (!bpf_map_get_next_key(counts_fd, first ? NULL : &key, &next)) {
 		uint32_t nk, nu;
 		__u64 n;
@@ -274,8 +277,8 @@ static int bpf_drain(struct tk_cpu *c)
 		key = next;
 		if (bpf_map_lookup_elem(counts_fd, &key, &n))
 			continue;
-		nk = lookup_stack(stacks_fd, key.kstack, ks);
-		nu = lookup_stack(stacks_fd, key.ustack, us);
+		nk = lookup_stack(kstacks_fd, key.kstack, ks);
+		nu = lookup_stack(ustacks_fd, key.ustack, us);
 		err = tk_stacks__add(c->stacks, key.pid, key.tid, key.gen, key.comm, (const uint64_t *)ks->ips, nk,
 				     (const uint64_t *)us->ips, nu, n,
 				     key.flags & (CPU_KSTACK_TRUNCATED | CPU_USTACK_TRUNCATED));

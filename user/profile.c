@@ -5,8 +5,9 @@
  * losses and comments; the output format names; the writer dispatch.
  *
  * Building and tk_profile__free() need a profile made by tk_profile__new_cpu()
- * (its indexes live behind the public struct); the writers take any profile
- * whose ids are array position + 1 and refuse others with -EINVAL.
+ * or tk_profile__new_heap() (its indexes live behind the public struct); the
+ * writers take any profile whose ids are array position + 1 and refuse others
+ * with -EINVAL.
  */
 #include <errno.h>
 #include <stdarg.h>
@@ -177,6 +178,27 @@ struct tk_profile *tk_profile__new_cpu(const char *backend, int freq_hz)
 	p->period_type = (struct tk_value_type){ "cpu", "nanoseconds" };
 	p->period = 1000000000LL / freq_hz;
 	p->freq_hz = freq_hz;
+	snprintf(pp->backend, sizeof(pp->backend), "%s", backend ? backend : "unknown");
+	p->backend = pp->backend;
+	return p;
+}
+
+struct tk_profile *tk_profile__new_heap(const char *backend)
+{
+	struct profile_priv *pp;
+	struct tk_profile *p;
+
+	pp = calloc(1, sizeof(*pp));
+	if (!pp)
+		return NULL;
+	p = &pp->p;
+	p->value_types[0] = (struct tk_value_type){ "alloc_objects", "count" };
+	p->value_types[1] = (struct tk_value_type){ "alloc_space", "bytes" };
+	p->value_types[2] = (struct tk_value_type){ "inuse_objects", "count" };
+	p->value_types[3] = (struct tk_value_type){ "inuse_space", "bytes" };
+	p->nr_values = 4;
+	p->period_type = (struct tk_value_type){ "space", "bytes" };
+	p->default_sample_type = "inuse_space";
 	snprintf(pp->backend, sizeof(pp->backend), "%s", backend ? backend : "unknown");
 	p->backend = pp->backend;
 	return p;

@@ -67,6 +67,8 @@ struct tk_profile {
 	int nr_values;
 	struct tk_value_type period_type;	/* "cpu"/"nanoseconds" */
 	int64_t period;				/* ns per sample */
+	const char *default_sample_type;	/* a value type's type ("inuse_space"); NULL: the
+						   one named as period_type, else the last */
 	int64_t time_nanos;			/* capture start, unix ns */
 	int64_t duration_nanos;
 	const char *backend;			/* "bpf", "perf" */
@@ -91,6 +93,13 @@ struct tk_profile {
 
 /* An empty profile with the CPU sample types (samples/count, cpu/nanoseconds). */
 struct tk_profile *tk_profile__new_cpu(const char *backend, int freq_hz);
+/*
+ * An empty profile with the sample types of a Go heap profile: alloc_objects/
+ * count, alloc_space/bytes, inuse_objects/count, inuse_space/bytes; period
+ * type space/bytes (the caller sets period, the mean bytes between samples);
+ * default sample type inuse_space.
+ */
+struct tk_profile *tk_profile__new_heap(const char *backend);
 void tk_profile__free(struct tk_profile *p);
 
 /* Interning: the same mapping/function/location key returns the same id. */

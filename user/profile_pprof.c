@@ -455,6 +455,23 @@ static void kernel_span(struct encoder *e)
 	}
 }
 
+/*
+ * p->default_sample_type when it names a sample type, else the sample type
+ * named as the period type ("cpu"), else the last one (what pprof picks
+ * when the default names none): never a type the profile lacks.
+ */
+static const char *default_sample_type(const struct tk_profile *p)
+{
+	const char *want[2] = { p->default_sample_type, p->period_type.type };
+	int w, i;
+
+	for (w = 0; w < 2; w++)
+		for (i = 0; want[w] && i < p->nr_values; i++)
+			if (p->value_types[i].type && !strcmp(p->value_types[i].type, want[w]))
+				return want[w];
+	return p->nr_values > 0 ? p->value_types[p->nr_values - 1].type : NULL;
+}
+
 static int encode(struct encoder *e)
 {
 	const struct tk_profile *p = e->p;
@@ -484,7 +501,7 @@ static int encode(struct encoder *e)
 	err = comments(e);
 	if (err)
 		return err;
-	pb_int(&e->out, PROFILE_DEFAULT_SAMPLE_TYPE, str_id(&e->st, "cpu"));
+	pb_int(&e->out, PROFILE_DEFAULT_SAMPLE_TYPE, str_id(&e->st, default_sample_type(p)));
 	/* the string table last: every string is known by now */
 	for (i = 0; (size_t)i < e->st.nr; i++)
 		pb_string(&e->out, PROFILE_STRING_TABLE, e->st.s[i]);

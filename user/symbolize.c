@@ -7,6 +7,7 @@
  * The [vdso] image is read from the first process that maps it and shared by
  * all whose vdso has its size. Kernel symbols load on first use.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -582,6 +583,38 @@ static int cmp_map(const void *a, const void *b)
 	return x->start < y->start ? -1 : x->start > y->start;
 }
 
+/* PID/task/TID/maps of the first thread that still has them; -ESRCH when none. */
+static int read_thread_maps(struct tk_symbolizer *s, uint32_t pid, char **text, size_t *len)
+{
+	char path[4096], rel[64];
+	struct dirent *de;
+	int err = -ESRCH;
+	DIR *d;
+
+	snprintf(rel, sizeof(rel), "%u/task", pid);
+	if (tk_path_join(path, sizeof(path), s->proc_root, rel))
+		return -ENAMETOOLONG;
+	d = opendir(path);
+	if (!d)
+		return -ESRCH;
+	while ((de = readdir(d))) {
+		if (de->d_name[0] < '0' || de->d_name[0] > '9' ||
+		    (unsigned long)atol(de->d_name) == pid)
+			continue;
+		snprintf(rel, sizeof(rel), "%u/task/%.20s/maps", pid, de->d_name);
+		if (tk_read_file_alloc(s->proc_root, rel, MAPS_LIMIT, text, len))
+			continue;
+		if (*len) {
+			err = 0;
+			break;
+		}
+		free(*text);
+		*text = NULL;
+	}
+	closedir(d);
+	return err;
+}
+
 int tk_symbolizer__capture(struct tk_symbolizer *s, uint32_t pid, uint32_t gen)
 {
 	struct capture_ctx c = { .s = s, .pid = pid };
@@ -592,6 +625,12 @@ int tk_symbolizer__capture(struct tk_symbolizer *s, uint32_t pid, uint32_t gen)
 
 	snprintf(rel, sizeof(rel), "%u/maps", pid);
 	err = tk_read_file_alloc(s->proc_root, rel, MAPS_LIMIT, &text, &len);
+	if (!err && !len) {
+		/* a main thread that exited before its process: ask a live thread */
+		free(text);
+		text = NULL;
+		err = read_thread_maps(s, pid, &text, &len);
+	}
 	if (err) {
 		if (err == -ENOENT || err == -ESRCH) {
 			s->st.capture_failed++;

@@ -4,6 +4,7 @@
 #include <linux/audit.h>
 #include <linux/filter.h>
 #include <linux/seccomp.h>
+#include <signal.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -58,6 +59,34 @@ static void exec_tracekit(char *const args[])
 	_exit(121);
 }
 
+/*
+ * waitpid with a bound: a hung tracekit is killed after TK_TEST_TIMEOUT seconds
+ * (default 180) rather than outliving its test. Returns 0, or -1 when killed.
+ */
+static int wait_bounded(pid_t pid, int *status)
+{
+	const char *env = getenv("TK_TEST_TIMEOUT");
+	long limit = env ? atol(env) : 180, waited_ms = 0;
+
+	for (;;) {
+		pid_t r = waitpid(pid, status, WNOHANG);
+
+		if (r == pid)
+			return 0;
+		if (r < 0 && errno != EINTR)
+			return -1;
+		if (waited_ms >= limit * 1000) {
+			fprintf(stderr, "spawn: pid %d still running after %ld s: killed\n", pid,
+				limit);
+			kill(pid, SIGKILL);
+			waitpid(pid, status, 0);
+			return -1;
+		}
+		usleep(20 * 1000);
+		waited_ms += 20;
+	}
+}
+
 int tk_test_run_tracekit(char *out, size_t out_sz, bool deny_bpf, char *const args[])
 {
 	int pipefd[2], status;
@@ -97,9 +126,7 @@ int tk_test_run_tracekit(char *out, size_t out_sz, bool deny_bpf, char *const ar
 	}
 	out[off] = '\0';
 	close(pipefd[0]);
-	if (waitpid(pid, &status, 0) != pid || !WIFEXITED(status))
-		return -1;
-	return WEXITSTATUS(status);
+	return wait_bounded(pid, &status) ? -1 : WIFEXITED(status) ? WEXITSTATUS(status) : -1;
 }
 
 pid_t tk_test_start_tracekit(char *const args[])

@@ -36,3 +36,11 @@ $(BUILD)/workloads/sym_shlib: $(BUILD)/workloads/libsymhot.so
 WORKLOAD_CFLAGS_sidecar_example := -DTK_EMBED -Iuser $(CPU_WL_FLAGS)
 WORKLOAD_LIBS_sidecar_example := $(LIB) $(LIBS) -lpthread
 $(BUILD)/workloads/sidecar_example: $(LIB)
+# alloc: leak_site/churn call chains need frame pointers and no tail calls, as cpu above
+$(foreach w,alloc_leak alloc_leak_je,$(eval WORKLOAD_CC_$(w) := $(CLANG)))
+WORKLOAD_CFLAGS_alloc_leak := $(CPU_WL_FLAGS)
+WORKLOAD_CFLAGS_alloc_leak_je := $(CPU_WL_FLAGS)
+WORKLOAD_LIBS_alloc_leak_je := -ljemalloc
+WORKLOAD_CFLAGS_cpu_leader_exit := $(CPU_WL_FLAGS)
+WORKLOAD_LIBS_cpu_leader_exit := -lpthread
+$(eval WORKLOAD_CC_cpu_leader_exit := $(CLANG))
