@@ -39,6 +39,20 @@ start_tracer() {
 	TPID=$!
 }
 
+# stop_tracer: SIGINT (what a person types), again every 5 s (bpftrace can miss one that
+# arrives while it attaches), SIGKILL after 30 s; then reap it
+stop_tracer() {
+	local i
+	for ((i = 0; i < 300; i++)); do
+		# gone, or a zombie waiting to be reaped
+		grep -qs '^State:[[:space:]]*[^Z[:space:]]' "/proc/$TPID/status" || break
+		((i % 50 == 0)) && kill -INT "$TPID" 2>/dev/null
+		sleep 0.1
+	done
+	kill -KILL "$TPID" 2>/dev/null
+	wait "$TPID" 2>/dev/null || true
+}
+
 # wall seconds of the fixed work
 work_time() {
 	local t0 t1
@@ -70,8 +84,7 @@ for ((r = 1; r <= ROUNDS; r++)); do
 			sleep 1.5
 			traced=$(work_time)
 		fi
-		kill -INT "$TPID"
-		wait "$TPID" 2>/dev/null || true
+		stop_tracer
 		[[ -v base ]] || base=$(work_time)
 		WALL[$t]+="$(awk -v a="$traced" -v b="$base" 'BEGIN { printf "%.4f", a / b }') "
 		WALL[none]+="$base "

@@ -298,6 +298,13 @@ static void perf_close_events(struct perf_state *st)
 	st->cgroup_fd = -1;
 }
 
+void tk_cpu_perf__close_in_child(struct tk_cpu *c)
+{
+	/* unmap and close only: no allocator calls in a fork child handler */
+	if (c->priv)
+		perf_close_events(c->priv);
+}
+
 static void perf_free(struct tk_cpu *c)
 {
 	struct perf_state *st = c->priv;

@@ -138,5 +138,10 @@ struct tk_cpu_perf_opts {
 int tk_cpu_perf__start(struct tk_cpu *c, const struct tk_cpu_perf_opts *o);
 /* Why kernel frames are missing, when they are ("" otherwise); valid until free. */
 const char *tk_cpu_perf__note(const struct tk_cpu *c);
+/*
+ * In a child forked while sampling: close the events and unmap the rings the
+ * child inherited, so they do not keep sampling the parent's threads.
+ */
+void tk_cpu_perf__close_in_child(struct tk_cpu *c);
 
 #endif /* __TK_PERF_RING_H */

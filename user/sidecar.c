@@ -60,7 +60,58 @@ struct tk_sidecar {
 
 	atomic_uint_fast64_t periods, files, samples, lost;
 	atomic_int last_error;
+	bool closed_in_child;		/* a fork child already dropped its copies */
 };
+
+/*
+ * Sidecars running in this process, for the fork child handler: a child
+ * inherits the perf event fds and rings, which would go on sampling the
+ * host's threads until the child exits (forever in a prefork server).
+ */
+#define MAX_SIDECARS 8
+static struct tk_sidecar *running[MAX_SIDECARS];
+static pthread_mutex_t running_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_once_t atfork_once = PTHREAD_ONCE_INIT;
+
+static void in_child(void)
+{
+	int i;
+
+	for (i = 0; i < MAX_SIDECARS; i++) {
+		struct tk_sidecar *s = running[i];
+
+		if (!s || s->closed_in_child)
+			continue;
+		tk_cpu_perf__close_in_child(&s->cpu);
+		close(s->wake_fd);
+		close(s->dirfd);
+		s->closed_in_child = true;
+	}
+}
+
+static void register_atfork(void)
+{
+	pthread_atfork(NULL, NULL, in_child);
+}
+
+static void track(struct tk_sidecar *s, bool add)
+{
+	int i;
+
+	pthread_once(&atfork_once, register_atfork);
+	pthread_mutex_lock(&running_lock);
+	for (i = 0; i < MAX_SIDECARS; i++) {
+		if (add && !running[i]) {
+			running[i] = s;
+			break;
+		}
+		if (!add && running[i] == s) {
+			running[i] = NULL;
+			break;
+		}
+	}
+	pthread_mutex_unlock(&running_lock);
+}
 
 const char *tk_sidecar_status__name(enum tk_sidecar_status st)
 {
@@ -378,6 +429,7 @@ static void *run(void *arg)
 
 static void sidecar_free(struct tk_sidecar *s)
 {
+	track(s, false);
 	if (s->wake_fd >= 0)
 		close(s->wake_fd);
 	if (s->dirfd >= 0)
@@ -459,6 +511,8 @@ enum tk_sidecar_status tk_sidecar__start(const struct tk_sidecar_opts *opts,
 	}
 	if (open_dir(s, o.dir, buf, sizeof(buf)))
 		goto fail;
+	/* known to the fork handler before any perf event exists */
+	track(s, true);
 	err = spawn(s);
 	if (err) {
 		snprintf(buf, sizeof(buf), "cannot start a thread: %s", strerror(-err));
@@ -492,11 +546,11 @@ void tk_sidecar__stop(struct tk_sidecar *s)
 	if (getpid() != s->pid) {
 		/*
 		 * A child forked by the host: the thread is not here, and what it
-		 * was doing at the fork may be half done. Close our descriptors
-		 * (copies) and leave the rest to exit or exec.
+		 * was doing at the fork may be half done. Its descriptors (copies)
+		 * were closed by the fork handler; the rest is left to exit or exec.
 		 */
-		close(s->wake_fd);
-		close(s->dirfd);
+		if (!s->closed_in_child)
+			in_child();
 		return;
 	}
 	atomic_store(&s->stop, true);
