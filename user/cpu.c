@@ -130,21 +130,19 @@ const char *tk_cpu__backend(const struct tk_cpu *c)
 	return c->be->name;
 }
 
-int tk_cpu__finish(struct tk_cpu *c, struct tk_profile **out)
+int tk_cpu__build_profile(struct tk_cpu *c, int64_t start_real_ns, int64_t start_mono_ns,
+			  struct tk_profile **out)
 {
 	uint64_t unsymbolized = 0;
 	struct tk_profile *p;
 	int err, i;
 
 	*out = NULL;
-	err = c->be->drain(c);
-	if (err)
-		return err;
 	p = tk_profile__new_cpu(c->be->name, c->opts.freq_hz);
 	if (!p)
 		return -ENOMEM;
-	p->time_nanos = c->start_ns;
-	p->duration_nanos = now_ns(CLOCK_MONOTONIC) - c->start_mono_ns;
+	p->time_nanos = start_real_ns;
+	p->duration_nanos = now_ns(CLOCK_MONOTONIC) - start_mono_ns;
 	err = tk_cpu_profile__build(c->stacks, c->sym, p, &unsymbolized);
 	if (err) {
 		tk_profile__free(p);
@@ -161,6 +159,14 @@ int tk_cpu__finish(struct tk_cpu *c, struct tk_profile **out)
 		tk_profile__set_loss(p, tk_cpu_loss__name(i), c->losses[i]);
 	*out = p;
 	return 0;
+}
+
+int tk_cpu__finish(struct tk_cpu *c, struct tk_profile **out)
+{
+	int err = c->be->drain(c);
+
+	*out = NULL;
+	return err ? err : tk_cpu__build_profile(c, c->start_ns, c->start_mono_ns, out);
 }
 
 void tk_cpu__free(struct tk_cpu *c)

@@ -51,6 +51,13 @@ void tk_cpu__stats(const struct tk_cpu *c, struct tk_cpu_stats *st);
 const char *tk_cpu__backend(const struct tk_cpu *c);
 /* Stop sampling, collect, symbolize, and build the profile. */
 int tk_cpu__finish(struct tk_cpu *c, struct tk_profile **out);
+/*
+ * Symbolize what c->stacks holds into a profile that started at the given
+ * times, with every loss counter and note (kptr_restrict, perf's exclusions).
+ * tk_cpu__finish after the drain; the sidecar once per period.
+ */
+int tk_cpu__build_profile(struct tk_cpu *c, int64_t start_real_ns, int64_t start_mono_ns,
+			  struct tk_profile **out);
 void tk_cpu__free(struct tk_cpu *c);
 
 /* ---- for the backends (cpu.c, cpu_bpf.c, cpu_perf.c) ------------------------------ */

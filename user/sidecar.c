@@ -193,33 +193,18 @@ static int write_period(struct tk_sidecar *s, int64_t start_real, int64_t start_
 {
 	struct tk_cpu *c = &s->cpu;
 	char name[64], path[PATH_MAX + 64];
-	uint64_t unsymbolized = 0, lost = 0;
+	struct tk_cpu_stats st;
 	struct tk_outfile o;
 	struct tk_profile *p;
 	time_t t = start_real / 1000000000;
-	const char *note;
 	struct tm tm;
 	int err, i;
 
-	p = tk_profile__new_cpu("perf", s->freq_hz);
-	if (!p)
-		return -ENOMEM;
-	p->time_nanos = start_real;
-	p->duration_nanos = now_ns(CLOCK_MONOTONIC) - start_mono;
-	err = tk_cpu_profile__build(c->stacks, c->sym, p, &unsymbolized);
+	err = tk_cpu__build_profile(c, start_real, start_mono, &p);
 	if (err)
-		goto out;
-	c->losses[TK_LOSS_UNSYMBOLIZED] = unsymbolized;
-	for (i = 0; i < TK_LOSS__COUNT; i++) {
-		tk_profile__set_loss(p, tk_cpu_loss__name(i), c->losses[i]);
-		if (i != TK_LOSS_UNSYMBOLIZED)
-			lost += c->losses[i];
-	}
+		return err;
 	tk_profile__add_comment(p, "tracekit sidecar: pid %d, period %llu of %d s", (int)s->pid,
 				(unsigned long long)s->seq + 1, s->period_s);
-	note = tk_cpu_perf__note(c);
-	if (*note)
-		tk_profile__add_comment(p, "%s", note);
 
 	gmtime_r(&t, &tm);
 	for (i = 0; i < 1000; i++) {
@@ -242,8 +227,9 @@ static int write_period(struct tk_sidecar *s, int64_t start_real, int64_t start_
 	err = tk_outfile__commit(&o);
 	if (!err) {
 		atomic_fetch_add(&s->files, 1);
-		atomic_fetch_add(&s->samples, c->samples);
-		atomic_fetch_add(&s->lost, lost);
+		tk_cpu__stats(c, &st);
+		atomic_fetch_add(&s->samples, st.samples);
+		atomic_fetch_add(&s->lost, st.lost);
 	}
 out:
 	tk_profile__free(p);
