@@ -10,6 +10,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "profile.h"
 
@@ -80,10 +81,24 @@ static inline const struct tk_frame *tk_frames__at(const struct tk_frames *fr,
 /* Base name of a path ("/a/b.so" → "b.so"); the path itself when it ends in '/'. */
 const char *tk_profile__basename(const char *path);
 
-/* The value every writer counts: the first one (samples/count), 0 without values. */
+/*
+ * The value the text, folded, SVG and JSON writers count: the profile's default
+ * sample type (inuse_space of a heap profile), else the first (samples/count).
+ */
+static inline int tk_profile__display_index(const struct tk_profile *p)
+{
+	int i;
+
+	for (i = 0; p->default_sample_type && i < p->nr_values; i++)
+		if (p->value_types[i].type && !strcmp(p->value_types[i].type,
+						       p->default_sample_type))
+			return i;
+	return 0;
+}
+
 static inline int64_t tk_sample__count(const struct tk_profile *p, const struct tk_sample *s)
 {
-	return p->nr_values > 0 ? s->values[0] : 0;
+	return p->nr_values > 0 ? s->values[tk_profile__display_index(p)] : 0;
 }
 
 int64_t tk_profile__total(const struct tk_profile *p);

@@ -95,8 +95,17 @@ static void header(const struct tk_profile *p, FILE *f, int64_t total)
 {
 	int i, col;
 
-	fprintf(f, "CPU profile: %" PRId64 " samples in %.2f s at %d Hz, backend %.20s\n", total,
-		(double)p->duration_nanos / 1e9, p->freq_hz, p->backend ? p->backend : "unknown");
+	const struct tk_value_type *vt = &p->value_types[tk_profile__display_index(p)];
+
+	if (p->nr_values && vt->type && strcmp(vt->type, "samples"))
+		/* a heap profile: what is counted is named, not called samples */
+		fprintf(f, "Profile: %" PRId64 " %.24s (%.16s) in %.2f s, backend %.20s\n", total,
+			vt->type, vt->unit ? vt->unit : "", (double)p->duration_nanos / 1e9,
+			p->backend ? p->backend : "unknown");
+	else
+		fprintf(f, "CPU profile: %" PRId64 " samples in %.2f s at %d Hz, backend %.20s\n",
+			total, (double)p->duration_nanos / 1e9, p->freq_hz,
+			p->backend ? p->backend : "unknown");
 	/* every counter, wrapped at 80 columns; nothing lost is left unsaid */
 	col = fprintf(f, "losses:");
 	if (!p->nr_losses)

@@ -235,6 +235,38 @@ static void test_folded(void **state)
 	tk_profile__free(p);
 }
 
+/* A heap profile: the writers count its default sample type, inuse_space, not values[0]. */
+static void test_heap_profile_counts_inuse(void **state)
+{
+	struct tk_profile *p = tk_profile__new_heap("jemalloc");
+	/* alloc_objects, alloc_space, inuse_objects, inuse_space */
+	const int64_t leak[4] = { 4, 4096, 4, 4096 }, churn[4] = { 1000, 64000, 0, 0 };
+	uint64_t m, fl, fc, fm, loc[2];
+	char *out;
+
+	assert_non_null(p);
+	m = tk_profile__mapping(p, 0x1000, 0x2000, 0, "/bin/app", NULL);
+	fm = tk_profile__function(p, "main", NULL);
+	fl = tk_profile__function(p, "leak_site", NULL);
+	fc = tk_profile__function(p, "churn", NULL);
+	loc[1] = tk_profile__location(p, m, 0x1100, fm, false);
+	loc[0] = tk_profile__location(p, m, 0x1200, fl, false);
+	assert_int_equal(tk_profile__add_sample(p, loc, 2, leak, 1, 1, "app"), 0);
+	loc[0] = tk_profile__location(p, m, 0x1300, fc, false);
+	assert_int_equal(tk_profile__add_sample(p, loc, 2, churn, 1, 1, "app"), 0);
+
+	out = render(p, tk_profile__write_folded);
+	/* churn holds nothing in use: no line at all */
+	assert_string_equal(out, "app;main;leak_site 4096\n");
+	free(out);
+	out = render(p, write_text20);
+	assert_non_null(strstr(out, "Profile: 4096 inuse_space (bytes)"));
+	assert_null(strstr(out, "CPU profile"));
+	assert_within_80(out);
+	free(out);
+	tk_profile__free(p);
+}
+
 static void test_folded_names(void **state)
 {
 	struct tk_profile *p = tk_profile__new_cpu("bpf", 99);
@@ -738,6 +770,7 @@ int main(void)
 		cmocka_unit_test(test_losses_and_comments),
 		cmocka_unit_test(test_folded),
 		cmocka_unit_test(test_folded_names),
+		cmocka_unit_test(test_heap_profile_counts_inuse),
 		cmocka_unit_test(test_text_base),
 		cmocka_unit_test(test_text_full),
 		cmocka_unit_test(test_text_long_names),
