@@ -26,12 +26,6 @@
 
 #define setmsg(ctx, ...) snprintf((ctx)->msg, sizeof((ctx)->msg), __VA_ARGS__)
 
-static long perf_event_open(struct perf_event_attr *attr, pid_t pid, int cpu, int group_fd,
-			    unsigned long flags)
-{
-	return syscall(__NR_perf_event_open, attr, pid, cpu, group_fd, flags);
-}
-
 /* "r0 = 0; exit" — the smallest program every type accepts. */
 static const struct bpf_insn ret0[] = {
 	{ .code = BPF_ALU64 | BPF_MOV | BPF_K, .dst_reg = BPF_REG_0, .imm = 0 },
@@ -87,9 +81,9 @@ static int attach_via_perf_event(int prog_fd, struct perf_event_attr *attr, pid_
 {
 	int pfd, err = 0;
 
-	pfd = perf_event_open(attr, pid, cpu, -1, PERF_FLAG_FD_CLOEXEC);
+	pfd = tk_perf_event_open(attr, pid, cpu, 0);
 	if (pfd < 0) {
-		err = -errno;
+		err = pfd;
 		setmsg(ctx, "program loads; perf_event_open(%s): %s", what, strerror(-err));
 	} else if (ioctl(pfd, PERF_EVENT_IOC_SET_BPF, prog_fd) < 0) {
 		err = -errno;
@@ -349,22 +343,22 @@ static int probe_perf(struct tk_probe_ctx *ctx, bool hardware)
 		.sample_type = PERF_SAMPLE_IP | PERF_SAMPLE_CALLCHAIN,
 	};
 	const char *what = hardware ? "hardware cpu-cycles" : "software cpu-clock";
-	int pfd = perf_event_open(&attr, -1, 0, -1, PERF_FLAG_FD_CLOEXEC);
-	int err = pfd < 0 ? -errno : 0;
+	int pfd = tk_perf_event_open(&attr, -1, 0, 0);
+	int err = pfd < 0 ? pfd : 0;
 
-	if (pfd < 0 && (err == -EACCES || err == -EPERM)) {
-		pfd = perf_event_open(&attr, 0, -1, -1, PERF_FLAG_FD_CLOEXEC);
-		if (pfd < 0 && (errno == EACCES || errno == EPERM)) {
+	if (err == -EACCES || err == -EPERM) {
+		pfd = tk_perf_event_open(&attr, 0, -1, 0);
+		if (pfd == -EACCES || pfd == -EPERM) {
 			/* perf_event_paranoid 2 still allows user-space sampling of oneself */
 			attr.exclude_kernel = 1;
 			attr.exclude_hv = 1;
-			pfd = perf_event_open(&attr, 0, -1, -1, PERF_FLAG_FD_CLOEXEC);
+			pfd = tk_perf_event_open(&attr, 0, -1, 0);
 			ctx->user_only = pfd >= 0;
 		}
 		if (pfd >= 0)
 			ctx->own_only = true;
 		else
-			err = -errno;	/* the last answer: ENOENT says more than EACCES */
+			err = pfd;	/* the last answer: ENOENT says more than EACCES */
 	}
 	if (pfd < 0) {
 		setmsg(ctx, "perf_event_open(%s): %s", what, strerror(-err));

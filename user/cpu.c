@@ -12,6 +12,7 @@
 #include <time.h>
 
 #include "cpu.h"
+#include "internal.h"
 #include "perf_ring.h"
 
 static const char *const loss_names[TK_LOSS__COUNT] = {
@@ -28,14 +29,6 @@ static const char *const loss_names[TK_LOSS__COUNT] = {
 const char *tk_cpu_loss__name(enum tk_cpu_loss l)
 {
 	return l < TK_LOSS__COUNT ? loss_names[l] : "unknown";
-}
-
-static int64_t now_ns(clockid_t clk)
-{
-	struct timespec ts;
-
-	clock_gettime(clk, &ts);
-	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
 int tk_cpu__open(const struct tk_cpu_opts *opts, const struct tk_caps *caps, struct tk_cpu **out,
@@ -106,8 +99,8 @@ int tk_cpu__open(const struct tk_cpu_opts *opts, const struct tk_caps *caps, str
 
 int tk_cpu__start(struct tk_cpu *c)
 {
-	c->start_ns = now_ns(CLOCK_REALTIME);
-	c->start_mono_ns = now_ns(CLOCK_MONOTONIC);
+	c->start_ns = tk_now_ns(CLOCK_REALTIME);
+	c->start_mono_ns = tk_now_ns(CLOCK_MONOTONIC);
 	return c->be->start(c);
 }
 
@@ -147,7 +140,7 @@ int tk_cpu__build_profile(struct tk_cpu *c, int64_t start_real_ns, int64_t start
 	if (!p)
 		return -ENOMEM;
 	p->time_nanos = start_real_ns;
-	p->duration_nanos = now_ns(CLOCK_MONOTONIC) - start_mono_ns;
+	p->duration_nanos = tk_now_ns(CLOCK_MONOTONIC) - start_mono_ns;
 	err = tk_cpu_profile__build(c->stacks, c->sym, p, &unsymbolized);
 	if (err) {
 		tk_profile__free(p);

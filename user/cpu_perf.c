@@ -49,6 +49,7 @@
 #include <unistd.h>
 
 #include "cpu.h"
+#include "internal.h"
 #include "fsutil.h"
 #include "perf_ring.h"
 
@@ -77,22 +78,7 @@ struct perf_state {
 	const char *proc_root;
 };
 
-static uint64_t mono_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ULL + ts.tv_nsec;
-}
-
 /* ---- events ------------------------------------------------------------------ */
-
-static int sys_perf_event_open(struct perf_event_attr *attr, pid_t pid, int cpu, unsigned long fl)
-{
-	int fd = syscall(__NR_perf_event_open, attr, pid, cpu, -1, fl | PERF_FLAG_FD_CLOEXEC);
-
-	return fd < 0 ? -errno : fd;
-}
 
 /*
  * Open one event and, the first time, settle the attributes: without kernel
@@ -105,7 +91,7 @@ static int open_event(struct tk_cpu *c, struct perf_state *st, pid_t pid, int cp
 	int fd;
 
 	for (;;) {
-		fd = sys_perf_event_open(a, pid, cpu, flags);
+		fd = tk_perf_event_open(a, pid, cpu, flags);
 		if (fd >= 0 || st->attr_settled)
 			break;
 		if ((fd == -EACCES || fd == -EPERM) && !a->exclude_kernel && !c->opts.kernel_only) {
@@ -475,7 +461,7 @@ static int perf_poll(struct tk_cpu *c, int timeout_ms)
 			epoll_ctl(st->epfd, EPOLL_CTL_DEL,
 				  st->rings[evs[i].data.u64].fd, NULL);
 	}
-	limit = st->clock_mono ? mono_ns() - REORDER_NS : UINT64_MAX;
+	limit = st->clock_mono ? (uint64_t)tk_now_ns(CLOCK_MONOTONIC) - REORDER_NS : UINT64_MAX;
 	return tk_perf_rings__consume(st->rings, st->nr_cpus, limit, st->records);
 }
 

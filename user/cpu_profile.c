@@ -18,6 +18,7 @@
 #include <string.h>
 
 #include "cpu.h"
+#include "fsutil.h"
 
 #define F_USED 1u
 #define F_KERNEL 2u
@@ -95,13 +96,6 @@ static int cache_grow(struct loc_cache *c)
 	return 0;
 }
 
-static const char *base_name(const char *path)
-{
-	const char *slash = strrchr(path, '/');
-
-	return slash && slash[1] ? slash + 1 : path;
-}
-
 static int kernel_location(struct build_ctx *b, uint64_t addr, bool ret, uint64_t *loc,
 			   bool *unsym)
 {
@@ -143,7 +137,7 @@ int tk_cpu_profile__user_location(struct tk_profile *p, const struct tk_sym_fram
 		fid = tk_profile__function(p, f->function, NULL);
 	} else if (f->module) {
 		/* the offset of the address itself, not of the byte looked up */
-		snprintf(name, sizeof(name), "%s+0x%" PRIx64, base_name(f->module),
+		snprintf(name, sizeof(name), "%s+0x%" PRIx64, tk_path_basename(f->module),
 			 f->module_offset + (addr - look));
 		fid = tk_profile__function(p, name, NULL);
 	} else {

@@ -106,9 +106,7 @@ static int open_cpu_clock(int cpu, int freq)
 		.sample_freq = freq,
 		.freq = 1,
 	};
-	int fd = syscall(__NR_perf_event_open, &attr, -1, cpu, -1, PERF_FLAG_FD_CLOEXEC);
-
-	return fd < 0 ? -errno : fd;
+	return tk_perf_event_open(&attr, -1, cpu, 0);
 }
 
 static void bpf_free(struct tk_cpu *c)

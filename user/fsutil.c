@@ -146,6 +146,13 @@ bool tk_path_exists(const char *root, const char *rel)
 	return access(path, F_OK) == 0;
 }
 
+const char *tk_path_basename(const char *path)
+{
+	const char *slash = strrchr(path, '/');
+
+	return slash && slash[1] ? slash + 1 : path;
+}
+
 char *tk_rstrip(char *s)
 {
 	size_t n = strlen(s);

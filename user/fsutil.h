@@ -39,6 +39,9 @@ bool tk_path_exists(const char *root, const char *rel);
  */
 bool tk_status_field(const char *text, const char *name, char *out, size_t size);
 
+/* Base name of a path ("/a/b.so" → "b.so"); the path itself when it ends in '/'. */
+const char *tk_path_basename(const char *path);
+
 /* Strip trailing whitespace in place; return @s. */
 char *tk_rstrip(char *s);
 

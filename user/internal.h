@@ -3,7 +3,32 @@
 #ifndef __TK_INTERNAL_H
 #define __TK_INTERNAL_H
 
+#include <errno.h>
+#include <linux/perf_event.h>
+#include <stdint.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
 #include "tracekit.h"
+
+/* perf_event_open(2), always close-on-exec: the fd, or a negative errno. */
+static inline int tk_perf_event_open(struct perf_event_attr *attr, pid_t pid, int cpu,
+				     unsigned long flags)
+{
+	int fd = syscall(__NR_perf_event_open, attr, pid, cpu, -1, flags | PERF_FLAG_FD_CLOEXEC);
+
+	return fd < 0 ? -errno : fd;
+}
+
+/* Clock @clk in nanoseconds. */
+static inline int64_t tk_now_ns(clockid_t clk)
+{
+	struct timespec ts;
+
+	clock_gettime(clk, &ts);
+	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
 
 /* core_probe.c: load the CO-RE self-test and run it once (TK_PROBE_CORE). */
 int tk_core_probe__run(struct tk_probe_ctx *ctx);

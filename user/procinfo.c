@@ -69,13 +69,6 @@ static void copy_str(char *dst, size_t size, const char *src)
 	say(dst, size, "%s", src);
 }
 
-static const char *base_name(const char *path)
-{
-	const char *s = strrchr(path, '/');
-
-	return s ? s + 1 : path;
-}
-
 static bool has_prefix(const char *s, const char *prefix)
 {
 	return !strncmp(s, prefix, strlen(prefix));
@@ -150,7 +143,7 @@ static int scan_map(const struct tk_map *m, void *ctx)
 	s->nmaps++;
 	if (m->path[0] != '/')
 		return 0;
-	name = base_name(m->path);
+	name = tk_path_basename(m->path);
 	a = allocator_of_lib(name);
 	if (a != TK_ALLOC_UNKNOWN && s->alloc == TK_ALLOC_UNKNOWN) {
 		s->alloc = a;
@@ -351,7 +344,7 @@ static int jemalloc_prefix(struct tk_elf *elf, const struct sym_facts *f)
 static void jemalloc_prof_built(struct tk_proc_info *out, struct tk_elf *elf,
 				const struct sym_facts *f, bool is_static, const char *obj)
 {
-	const char *name = base_name(obj);
+	const char *name = tk_path_basename(obj);
 
 	out->jemalloc_prof_built = 1;
 	if (f->prof_unwind_callback) {
@@ -646,7 +639,7 @@ int tk_proc_info__read(const char *proc_root, int pid, struct tk_proc_info *out)
 	if (ms->alloc != TK_ALLOC_UNKNOWN) {
 		set_alloc(out, ms->alloc, ms->alloc_obj.path, false, "");
 		say(out->alloc_evidence, sizeof(out->alloc_evidence), "%s is mapped",
-		    base_name(ms->alloc_obj.path));
+		    tk_path_basename(ms->alloc_obj.path));
 		if (ms->alloc == TK_ALLOC_JEMALLOC) {
 			lib_err = open_mapped(proc_root, pid, &ms->alloc_obj, &lib);
 			if (lib) {
@@ -684,7 +677,7 @@ int tk_proc_info__read(const char *proc_root, int pid, struct tk_proc_info *out)
 	} else if (ms->libc.found) {
 		set_alloc(out, TK_ALLOC_GLIBC, ms->libc.path, false, "");
 		say(out->alloc_evidence, sizeof(out->alloc_evidence),
-		    "%s is mapped and no other allocator found%s", base_name(ms->libc.path),
+		    "%s is mapped and no other allocator found%s", tk_path_basename(ms->libc.path),
 		    exe && !tk_elf__has_symtab(exe) ? " (binary has no symbol table)" : "");
 	} else if (exe && exe_facts.libc_malloc) {
 		set_alloc(out, TK_ALLOC_GLIBC, out->exe, true, "");
@@ -707,7 +700,7 @@ int tk_proc_info__read(const char *proc_root, int pid, struct tk_proc_info *out)
 		else
 			say(out->jemalloc_prof_built_evidence,
 			    sizeof(out->jemalloc_prof_built_evidence), "cannot open %s: %s",
-			    base_name(out->alloc_object), strerror(-lib_err));
+			    tk_path_basename(out->alloc_object), strerror(-lib_err));
 		jemalloc_prof_active(out, proc_root, pid, exe, prefix);
 	} else {
 		copy_str(out->jemalloc_prof_built_evidence,

@@ -16,6 +16,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "fsutil.h"
 #include "profile.h"
 #include "profile_int.h"
 
@@ -536,13 +537,6 @@ int tk_profile__check(const struct tk_profile *p)
 	return 0;
 }
 
-const char *tk_profile__basename(const char *path)
-{
-	const char *slash = strrchr(path, '/');
-
-	return slash && slash[1] ? slash + 1 : path;
-}
-
 int64_t tk_profile__total(const struct tk_profile *p)
 {
 	int64_t total = 0;
@@ -582,7 +576,7 @@ static int describe(const struct tk_profile *p, const struct tk_location *l, str
 	f->filename = NULL;
 	f->module = NULL;
 	if (m && m->file && m->file[0])
-		f->module = tk_profile__basename(m->file);
+		f->module = tk_path_basename(m->file);
 	else if (l->kernel)
 		f->module = "[kernel.kallsyms]";
 	if (l->function_id) {

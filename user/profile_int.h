@@ -78,8 +78,6 @@ static inline const struct tk_frame *tk_frames__at(const struct tk_frames *fr,
 	return &fr->frames[fr->of_loc[s->location_ids[i] - 1]];
 }
 
-/* Base name of a path ("/a/b.so" → "b.so"); the path itself when it ends in '/'. */
-const char *tk_profile__basename(const char *path);
 
 /*
  * The value the text, folded, SVG and JSON writers count: the profile's default

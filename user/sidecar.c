@@ -28,6 +28,7 @@
 #include <unistd.h>
 
 #include "cpu.h"
+#include "internal.h"
 #include "fsutil.h"
 #include "outfile.h"
 #include "perf_ring.h"
@@ -124,14 +125,6 @@ const char *tk_sidecar_status__name(enum tk_sidecar_status st)
 		return "running";
 	}
 	return "unknown";
-}
-
-static int64_t now_ns(clockid_t clk)
-{
-	struct timespec ts;
-
-	clock_gettime(clk, &ts);
-	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
 /* ---- the output directory ------------------------------------------------- */
@@ -341,8 +334,8 @@ static int setup(struct tk_sidecar *s, char *why, size_t why_sz)
 	err = fd_budget(nr_cpus > 0 ? nr_cpus : 1, why, why_sz);
 	if (err)
 		return err;
-	c->start_ns = now_ns(CLOCK_REALTIME);
-	c->start_mono_ns = now_ns(CLOCK_MONOTONIC);
+	c->start_ns = tk_now_ns(CLOCK_REALTIME);
+	c->start_mono_ns = tk_now_ns(CLOCK_MONOTONIC);
 	err = tk_cpu_perf__start(c, &po);
 	if (err) {
 		perf_refused(err, why, why_sz);
@@ -384,7 +377,7 @@ static void *run(void *arg)
 	while (!stopping) {
 		deadline = start_mono + (int64_t)s->period_s * 1000000000;
 		for (;;) {
-			now = now_ns(CLOCK_MONOTONIC);
+			now = tk_now_ns(CLOCK_MONOTONIC);
 			stopping = atomic_load(&s->stop);
 			if (stopping || now >= deadline)
 				break;
@@ -404,8 +397,8 @@ static void *run(void *arg)
 			atomic_store(&s->last_error, err);
 		if (next_period(c))
 			break;
-		start_real = now_ns(CLOCK_REALTIME);
-		start_mono = now_ns(CLOCK_MONOTONIC);
+		start_real = tk_now_ns(CLOCK_REALTIME);
+		start_mono = tk_now_ns(CLOCK_MONOTONIC);
 	}
 	teardown(c);
 	return NULL;
