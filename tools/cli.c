@@ -8,7 +8,9 @@
 #include <string.h>
 
 #include "cli.h"
+#include "fsutil.h"
 #include "json.h"
+#include "outfile.h"
 
 struct cli_env env;
 
@@ -87,4 +89,71 @@ bool has_option(int argc, char **argv, const char *opt)
 		if (!strcmp(argv[i], opt))
 			return true;
 	return false;
+}
+
+bool process_alive(int pid)
+{
+	char rel[32], stat[512], *rp;
+
+	snprintf(rel, sizeof(rel), "%d/stat", pid);
+	if (tk_read_file("/proc", rel, stat, sizeof(stat)) <= 0)
+		return false;
+	/* "PID (comm) S ...": the state follows the last ')' */
+	rp = strrchr(stat, ')');
+	return rp && rp[1] == ' ' && rp[2] != 'Z' && rp[2] != 'X';
+}
+
+int outputs_add(struct outputs *o, const char *cmd, const char *path)
+{
+	if (o->n >= OUTPUTS_MAX)
+		return usage_error(cmd, "at most %d -o", OUTPUTS_MAX);
+	o->path[o->n++] = path;
+	return 0;
+}
+
+int outputs_resolve(struct outputs *o, const char *cmd)
+{
+	int i;
+
+	if (o->format && o->n > 1)
+		return usage_error(cmd, "--format goes with one -o at most");
+	if (!o->n) {
+		o->path[o->n] = "-";
+		o->fmt[o->n++] = TK_FORMAT_TEXT;
+	} else if (!o->format) {
+		for (i = 0; i < o->n; i++)
+			if (!strcmp(o->path[i], "-"))
+				o->fmt[i] = TK_FORMAT_TEXT;
+			else if (tk_format__from_path(o->path[i], &o->fmt[i]))
+				return usage_error(cmd, "cannot tell the format of '%s' (use .pb.gz, "
+						   ".folded, .svg, .json, .txt or --format)",
+						   o->path[i]);
+	}
+	if (o->format && tk_format__parse(o->format, &o->fmt[0]))
+		return usage_error(cmd, "unknown format '%s' (pprof, folded, svg, json, text)",
+				   o->format);
+	return 0;
+}
+
+int outputs_write(const struct outputs *o, const char *cmd, const struct tk_profile *p, int top)
+{
+	struct tk_outfile out;
+	int i, err;
+
+	for (i = 0; i < o->n; i++) {
+		err = tk_outfile__open(&out, o->path[i]);
+		if (err)
+			return fail(EXIT_FAILURE, "%s: cannot write '%s': %s", cmd, o->path[i],
+				    strerror(-err));
+		err = o->fmt[i] == TK_FORMAT_TEXT ? tk_profile__write_text(p, out.f, top)
+						  : tk_profile__write(p, o->fmt[i], out.f);
+		if (!err)
+			err = tk_outfile__commit(&out);
+		else
+			tk_outfile__abort(&out);
+		if (err)
+			return fail(EXIT_FAILURE, "%s: writing '%s' failed: %s", cmd, o->path[i],
+				    strerror(-err));
+	}
+	return 0;
 }

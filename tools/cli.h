@@ -6,6 +6,8 @@
 #include <stdarg.h>
 #include <stdbool.h>
 
+#include "profile.h"
+
 #define EXIT_USAGE 2
 
 struct cli_env {
@@ -28,6 +30,25 @@ int libbpf_log(int level, const char *fmt, va_list ap);
 /* True when @argv (up to "--") contains @opt. */
 bool has_option(int argc, char **argv, const char *opt);
 
+/* Alive and not a zombie (a zombie does nothing and may never be reaped). */
+bool process_alive(int pid);
+
+/* The -o files of a profiling command, and their formats. */
+#define OUTPUTS_MAX 8
+struct outputs {
+	const char *path[OUTPUTS_MAX];
+	enum tk_format fmt[OUTPUTS_MAX];
+	int n;
+	const char *format;	/* --format, or NULL */
+};
+/* Add one -o; returns 0 or a usage error's exit code. */
+int outputs_add(struct outputs *o, const char *cmd, const char *path);
+/* Formats from --format or the names (stdout text when none); 0 or a usage error's code. */
+int outputs_resolve(struct outputs *o, const char *cmd);
+/* Write every output whole or not at all; 0 or EXIT_FAILURE (after saying why). */
+int outputs_write(const struct outputs *o, const char *cmd, const struct tk_profile *p, int top);
+
+int cmd_alloc(int argc, char **argv);
 int cmd_caps(int argc, char **argv);
 int cmd_cpu(int argc, char **argv);
 

@@ -18,6 +18,7 @@
 #include "fsutil.h"
 #include "cpu.h"
 #include "outfile.h"
+#include "spawn.h"
 #include "tracekit.h"
 
 static const char usage_cpu[] =
@@ -67,77 +68,12 @@ static double mono_s(void)
 	return ts.tv_sec + ts.tv_nsec / 1e9;
 }
 
-/*
- * Start CMD stopped before exec: it runs only once sampling is attached. Its
- * exec error, if any, comes back through @exec_err_fd (close-on-exec: EOF
- * means the exec happened).
- */
-static pid_t spawn_held(char **argv, int *release_fd, int *exec_err_fd)
-{
-	int hold[2], errp[2];
-	pid_t pid;
-
-	if (pipe2(hold, O_CLOEXEC))
-		return -errno;
-	if (pipe2(errp, O_CLOEXEC)) {
-		int err = -errno;
-
-		close(hold[0]);
-		close(hold[1]);
-		return err;
-	}
-	pid = fork();
-	if (pid < 0) {
-		int err = -errno;
-
-		close(hold[0]);
-		close(hold[1]);
-		close(errp[0]);
-		close(errp[1]);
-		return err;
-	}
-	if (pid == 0) {
-		char c;
-		int e;
-
-		close(hold[1]);
-		close(errp[0]);
-		signal(SIGINT, SIG_DFL);
-		signal(SIGTERM, SIG_DFL);
-		if (read(hold[0], &c, 1) != 1)
-			_exit(127);	/* tracekit gave up before starting it */
-		execvp(argv[0], argv);
-		e = errno;
-		if (write(errp[1], &e, sizeof(e)) < 0)
-			_exit(126);
-		_exit(127);
-	}
-	close(hold[0]);
-	close(errp[1]);
-	*release_fd = hold[1];
-	*exec_err_fd = errp[0];
-	return pid;
-}
-
-/* Alive and not a zombie: a zombie samples nothing and may never be reaped. */
-static bool alive(int pid)
-{
-	char rel[32], stat[512], *rp;
-
-	snprintf(rel, sizeof(rel), "%d/stat", pid);
-	if (tk_read_file("/proc", rel, stat, sizeof(stat)) <= 0)
-		return false;
-	/* "PID (comm) S ...": the state follows the last ')' */
-	rp = strrchr(stat, ')');
-	return rp && rp[1] == ' ' && rp[2] != 'Z' && rp[2] != 'X';
-}
-
 static bool any_alive(const struct tk_cpu_opts *o)
 {
 	int i;
 
 	for (i = 0; i < o->nr_pids; i++)
-		if (alive(o->pids[i]))
+		if (process_alive(o->pids[i]))
 			return true;
 	return false;
 }
@@ -173,10 +109,8 @@ int cmd_cpu(int argc, char **argv)
 	};
 	struct tk_cpu_opts copts = { .sz = TK_OPTS_SZ(tk_cpu_opts), .freq_hz = 99 };
 	struct tk_caps_opts capopts = { .sz = TK_OPTS_SZ(tk_caps_opts), .scope = TK_CAPS_CPU };
-#define MAX_OUTPUTS 8
-	const char *outputs[MAX_OUTPUTS], *format = NULL;
-	enum tk_format fmts[MAX_OUTPUTS];
-	int nr_outputs = 0, i;
+	struct outputs outs = {};
+	int i;
 	long duration = 0, top = 20, v;
 	struct tk_profile *prof = NULL;
 	struct tk_caps *caps = NULL;
@@ -187,7 +121,6 @@ int cmd_cpu(int argc, char **argv)
 	pid_t child = 0;
 	char why[512];
 	double t0, last_status = 0;
-	struct tk_outfile out;
 	struct rlimit rl;
 
 	env.json = has_option(argc, argv, "--json");
@@ -217,15 +150,14 @@ int cmd_cpu(int argc, char **argv)
 						   optarg);
 			break;
 		case 'o':
-			if (nr_outputs >= MAX_OUTPUTS)
-				return usage_error("cpu", "at most %d -o", MAX_OUTPUTS);
-			outputs[nr_outputs++] = optarg;
+			if ((err = outputs_add(&outs, "cpu", optarg)))
+				return err;
 			break;
 		case OPT_FORMAT:
-			format = optarg;
+			outs.format = optarg;
 			break;
 		case OPT_JSON:
-			format = "json";
+			outs.format = "json";
 			break;
 		case OPT_BACKEND:
 			if (!strcmp(optarg, "auto"))
@@ -266,23 +198,8 @@ int cmd_cpu(int argc, char **argv)
 	}
 	if (copts.kernel_only && copts.user_only)
 		return usage_error("cpu", "--kernel-only and --user-only exclude each other");
-	if (format && nr_outputs > 1)
-		return usage_error("cpu", "--format goes with one -o at most");
-	if (!nr_outputs) {
-		outputs[nr_outputs] = "-";
-		fmts[nr_outputs++] = TK_FORMAT_TEXT;
-	} else if (!format) {
-		for (i = 0; i < nr_outputs; i++)
-			if (!strcmp(outputs[i], "-"))
-				fmts[i] = TK_FORMAT_TEXT;
-			else if (tk_format__from_path(outputs[i], &fmts[i]))
-				return usage_error("cpu", "cannot tell the format of '%s' (use .pb.gz, "
-						   ".folded, .svg, .json, .txt or --format)",
-						   outputs[i]);
-	}
-	if (format && tk_format__parse(format, &fmts[0]))
-		return usage_error("cpu", "unknown format '%s' (pprof, folded, svg, json, text)",
-				   format);
+	if ((err = outputs_resolve(&outs, "cpu")))
+		return err;
 	if (optind < argc && copts.nr_pids)
 		return usage_error("cpu", "-p and a command exclude each other");
 	for (i = 0; i < copts.nr_pids; i++)
@@ -316,7 +233,7 @@ int cmd_cpu(int argc, char **argv)
 		goto out;
 	}
 	if (optind < argc) {
-		child = spawn_held(argv + optind, &release_fd, &exec_err_fd);
+		child = tk_spawn_held(argv + optind, NULL, -1, &release_fd, &exec_err_fd);
 		if (child < 0) {
 			ret = fail(EXIT_FAILURE, "cpu: cannot start '%s': %s", argv[optind],
 				   strerror(-child));
@@ -342,19 +259,15 @@ int cmd_cpu(int argc, char **argv)
 		goto out;
 	}
 	if (child > 0) {
-		if (write(release_fd, "x", 1) != 1) {
-			ret = fail(EXIT_FAILURE, "cpu: cannot start '%s'", argv[optind]);
-			goto out;
-		}
-		close(release_fd);
-		release_fd = -1;
-		/* EOF: the command is running; an errno: it could not be run */
-		if (read(exec_err_fd, &err, sizeof(err)) == sizeof(err)) {
+		err = tk_spawn_release(&release_fd, &exec_err_fd);
+		if (err) {
 			ret = fail(EXIT_FAILURE, "cpu: cannot run '%s': %s", argv[optind],
-				   strerror(err));
-			waitpid(child, &child_status, 0);
-			child_done = true;
-			child_status = 0;
+				   strerror(err > 0 ? err : -err));
+			if (err > 0) {
+				waitpid(child, &child_status, 0);
+				child_done = true;
+				child_status = 0;
+			}
 			goto out;
 		}
 	}
@@ -390,25 +303,8 @@ int cmd_cpu(int argc, char **argv)
 		ret = fail(EXIT_FAILURE, "cpu: cannot build the profile: %s", strerror(-err));
 		goto out;
 	}
-	for (i = 0; i < nr_outputs; i++) {
-		err = tk_outfile__open(&out, outputs[i]);
-		if (err) {
-			ret = fail(EXIT_FAILURE, "cpu: cannot write '%s': %s", outputs[i],
-				   strerror(-err));
-			goto out;
-		}
-		err = fmts[i] == TK_FORMAT_TEXT ? tk_profile__write_text(prof, out.f, top)
-						: tk_profile__write(prof, fmts[i], out.f);
-		if (!err)
-			err = tk_outfile__commit(&out);
-		else
-			tk_outfile__abort(&out);
-		if (err) {
-			ret = fail(EXIT_FAILURE, "cpu: writing '%s' failed: %s", outputs[i],
-				   strerror(-err));
-			goto out;
-		}
-	}
+	if (outputs_write(&outs, "cpu", prof, top))
+		goto out;
 	ret = EXIT_SUCCESS;
 out:
 	if (child > 0 && !child_done) {

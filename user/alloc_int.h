@@ -62,9 +62,22 @@ struct tk_alloc {
 	pid_t child;				/* the command, 0 for -p */
 	int release_fd;				/* write a byte: the held command execs */
 	int exec_err_fd;			/* errno of a failed exec; EOF on success */
-	int agent_hold_fd;			/* libtkagent.so waits on it after ld.so */
-	int agent_ctl_fd;			/* jemalloc dumps on request */
-	bool attach_after_exec;			/* backend: attach once the agent holds */
+	/*
+	 * libtkagent.so's descriptor (parent end of a socketpair; -1 when the
+	 * command has no agent). The session creates it before the fork when the
+	 * command's environment names TK_ENV_AGENT_HOLD or TK_ENV_AGENT_JEMALLOC
+	 * (the backend's prepare_env adds the latter), sets TK_ENV_AGENT_FD, does
+	 * the hold handshake itself, and leaves the descriptor to the backend for
+	 * dump requests.
+	 */
+	int agent_fd;
+	/*
+	 * Set by the session before prepare_env: uprobes on a dynamically linked
+	 * command, whose allocator is known only once ld.so has mapped it; the
+	 * agent holds it there and be->start is called again with after_exec.
+	 */
+	bool attach_after_exec;
+	bool after_exec;			/* set for that second start() call */
 	char *env[TK_ALLOC_MAX_ENV];		/* "NAME=VALUE" added to the command's */
 	int nr_env;
 

@@ -19,6 +19,7 @@
 
 #include "cpu.h"
 #include "fsutil.h"
+#include "profile_locs.h"
 
 #define F_USED 1u
 #define F_KERNEL 2u
@@ -39,7 +40,7 @@ struct loc_cache {
 	size_t n;
 };
 
-struct build_ctx {
+struct tk_locs {
 	struct tk_symbolizer *s;
 	struct tk_profile *p;
 	uint64_t unsymbolized;
@@ -96,7 +97,7 @@ static int cache_grow(struct loc_cache *c)
 	return 0;
 }
 
-static int kernel_location(struct build_ctx *b, uint64_t addr, bool ret, uint64_t *loc,
+static int kernel_location(struct tk_locs *b, uint64_t addr, bool ret, uint64_t *loc,
 			   bool *unsym)
 {
 	struct tk_sym_frame f;
@@ -149,7 +150,7 @@ int tk_cpu_profile__user_location(struct tk_profile *p, const struct tk_sym_fram
 	return *loc ? 0 : -ENOMEM;
 }
 
-static int user_location(struct build_ctx *b, uint32_t pid, uint32_t gen, uint64_t addr,
+static int user_location(struct tk_locs *b, uint32_t pid, uint32_t gen, uint64_t addr,
 			 bool ret, uint64_t *loc, bool *unsym)
 {
 	uint64_t look = ret && addr ? addr - 1 : addr;
@@ -161,7 +162,7 @@ static int user_location(struct build_ctx *b, uint32_t pid, uint32_t gen, uint64
 	return tk_cpu_profile__user_location(b->p, &f, err, addr, look, loc);
 }
 
-static int frame_location(struct build_ctx *b, uint32_t pid, uint32_t gen, uint64_t addr,
+static int frame_location(struct tk_locs *b, uint32_t pid, uint32_t gen, uint64_t addr,
 			  uint32_t flags, uint64_t *loc)
 {
 	struct loc_slot *slot;
@@ -193,9 +194,44 @@ static int frame_location(struct build_ctx *b, uint32_t pid, uint32_t gen, uint6
 	return 0;
 }
 
+struct tk_locs *tk_locs__new(struct tk_symbolizer *s, struct tk_profile *p)
+{
+	struct tk_locs *b = calloc(1, sizeof(*b));
+
+	if (!b)
+		return NULL;
+	b->s = s;
+	b->p = p;
+	return b;
+}
+
+int tk_locs__user(struct tk_locs *b, uint32_t pid, uint32_t gen, uint64_t addr, bool ret,
+		    uint64_t *loc)
+{
+	return frame_location(b, pid, gen, addr, ret ? F_RETURN : 0, loc);
+}
+
+int tk_locs__kernel(struct tk_locs *b, uint64_t addr, bool ret, uint64_t *loc)
+{
+	return frame_location(b, 0, 0, addr, F_KERNEL | (ret ? F_RETURN : 0), loc);
+}
+
+uint64_t tk_locs__unsymbolized(const struct tk_locs *b)
+{
+	return b->unsymbolized;
+}
+
+void tk_locs__free(struct tk_locs *b)
+{
+	if (!b)
+		return;
+	free(b->cache.slots);
+	free(b);
+}
+
 static int build_entry(const struct tk_stack_entry *e, void *ctx)
 {
-	struct build_ctx *b = ctx;
+	struct tk_locs *b = ctx;
 	int64_t values[TK_PROFILE_MAX_VALUES] = { 0 };
 	uint32_t i, n = 0;
 	int err;
@@ -220,7 +256,7 @@ static int build_entry(const struct tk_stack_entry *e, void *ctx)
 int tk_cpu_profile__build(const struct tk_stacks *t, struct tk_symbolizer *s, struct tk_profile *p,
 			  uint64_t *unsymbolized)
 {
-	struct build_ctx b = { .s = s, .p = p };
+	struct tk_locs b = { .s = s, .p = p };
 	int err;
 
 	b.locs = malloc(2 * TK_MAX_FRAMES * sizeof(*b.locs));

@@ -1,0 +1,29 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause */
+/* Starting a command that runs only once tracing is attached. */
+#ifndef __TK_SPAWN_H
+#define __TK_SPAWN_H
+
+#include <sys/types.h>
+
+/*
+ * Fork @argv held before exec: it calls execvp only after a byte is written
+ * to *@release_fd (EOF on it: it exits 127 without running). Its exec error,
+ * if any, comes back as an int errno through *@exec_err_fd (close-on-exec on
+ * the child's side: EOF means the exec happened). @env_add (NULL, or
+ * NULL-terminated "NAME=VALUE" strings) is added to the command's
+ * environment; an LD_PRELOAD there goes before the one the environment
+ * already has. @keep_fd (or -1) is left open across the exec (its
+ * close-on-exec flag cleared in the child only). SIGINT and SIGTERM are reset
+ * to their defaults in the child. Returns the pid or a negative errno.
+ */
+pid_t tk_spawn_held(char *const *argv, char *const *env_add, int keep_fd, int *release_fd,
+		    int *exec_err_fd);
+
+/*
+ * Release a held command and wait for its exec: 0 when it runs, a positive
+ * errno when it could not be run (then it has exited), or a negative errno
+ * when it could not be released. Closes both descriptors (sets them to -1).
+ */
+int tk_spawn_release(int *release_fd, int *exec_err_fd);
+
+#endif /* __TK_SPAWN_H */
