@@ -614,10 +614,40 @@ static int start_command(struct tk_alloc *a, char *why, size_t why_sz)
 
 /* ---- the session --------------------------------------------------------------------- */
 
+int tk_alloc__new_bare(const struct tk_alloc_opts *opts, const struct tk_alloc_backend *be,
+		       struct tk_alloc **out)
+{
+	struct tk_symbolizer_opts so = { .sz = sizeof(so) };
+	struct tk_alloc *a;
+	int err;
+
+	*out = NULL;
+	a = calloc(1, sizeof(*a));
+	if (!a)
+		return -ENOMEM;
+	memcpy(&a->opts, opts, opts->sz < sizeof(a->opts) ? opts->sz : sizeof(a->opts));
+	a->opts.sz = sizeof(a->opts);
+	a->be = be;
+	a->release_fd = a->exec_err_fd = a->agent_fd = -1;
+	a->pid = opts->pid;
+	a->sample_bytes = a->opts.mode == TK_ALLOC_MODE_SAMPLED ?
+		(a->opts.sample_bytes ? a->opts.sample_bytes : TK_ALLOC_DEFAULT_SAMPLE_BYTES) : 0;
+	a->live = calloc(1, sizeof(*a->live));
+	so.proc_root = a->opts.proc_root;
+	if (!a->live || (err = tk_symbolizer__new(&so, &a->sym))) {
+		a->be = NULL;
+		tk_alloc__free(a);
+		return -ENOMEM;
+	}
+	a->start_ns = tk_now_ns(CLOCK_REALTIME);
+	a->start_mono_ns = tk_now_ns(CLOCK_MONOTONIC);
+	*out = a;
+	return 0;
+}
+
 int tk_alloc__open(const struct tk_alloc_opts *opts, const struct tk_caps *caps,
 		   struct tk_alloc **out, char *why, size_t why_sz)
 {
-	struct tk_symbolizer_opts so = { .sz = sizeof(so) };
 	struct tk_alloc *a;
 	char dummy[8];
 	int err;
@@ -632,22 +662,11 @@ int tk_alloc__open(const struct tk_alloc_opts *opts, const struct tk_caps *caps,
 		snprintf(why, why_sz, "give a process or a command");
 		return -EINVAL;
 	}
-	a = calloc(1, sizeof(*a));
-	if (!a)
-		return -ENOMEM;
-	memcpy(&a->opts, opts, opts->sz < sizeof(a->opts) ? opts->sz : sizeof(a->opts));
+	err = tk_alloc__new_bare(opts, NULL, &a);
+	if (err)
+		return err;
 	a->caps = caps;
-	a->release_fd = a->exec_err_fd = a->agent_fd = -1;
-	a->pid = opts->pid;
-	a->sample_bytes = opts->mode == TK_ALLOC_MODE_SAMPLED ?
-		(opts->sample_bytes ? opts->sample_bytes : TK_ALLOC_DEFAULT_SAMPLE_BYTES) : 0;
 	find_preload_dir(a);
-	a->live = calloc(1, sizeof(*a->live));
-	so.proc_root = opts->proc_root;
-	if (!a->live || (err = tk_symbolizer__new(&so, &a->sym))) {
-		err = -ENOMEM;
-		goto fail;
-	}
 	err = choose(a, caps, why, why_sz);
 	if (err)
 		goto fail;

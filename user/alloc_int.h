@@ -92,6 +92,13 @@ struct tk_alloc {
 	bool finished;
 };
 
+/*
+ * A session with @be and nothing started: no backend choice, no command, no
+ * open(). tk_alloc__open builds on it; unit tests feed records to it.
+ */
+int tk_alloc__new_bare(const struct tk_alloc_opts *opts, const struct tk_alloc_backend *be,
+		       struct tk_alloc **out);
+
 /* Add "NAME=VALUE" to the command's environment (prepare_env). */
 int tk_alloc__setenv(struct tk_alloc *a, const char *name, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));

@@ -1,0 +1,337 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
+/*
+ * The allocation session's tables, fed records directly (no BPF): the
+ * unbiased weight; the live table under inserts and frees in random order
+ * against a plain reference; byte sampling simulated with a fixed seed gives
+ * estimates within a few percent of the truth; the profile's four values per
+ * stack, --min-age, frees, growth records with their pseudo-frames, and the
+ * loss counters always present.
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include <errno.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "alloc_int.h"
+#include "internal.h"
+
+static int fake_noop(struct tk_alloc *a, char *why, size_t why_sz)
+{
+	return 0;
+}
+
+static int fake_poll(struct tk_alloc *a, int timeout_ms)
+{
+	return 0;
+}
+
+static int fake_drain(struct tk_alloc *a)
+{
+	return 0;
+}
+
+static const struct tk_alloc_backend fake = {
+	.name = "fake",
+	.open = fake_noop,
+	.start = fake_noop,
+	.poll = fake_poll,
+	.drain = fake_drain,
+};
+
+static struct tk_alloc *session(enum tk_alloc_mode mode, uint64_t sample_bytes)
+{
+	struct tk_alloc_opts o = { .sz = sizeof(o), .mode = mode, .sample_bytes = sample_bytes,
+				   .pid = getpid() };
+	struct tk_alloc *a;
+
+	assert_int_equal(tk_alloc__new_bare(&o, &fake, &a), 0);
+	return a;
+}
+
+static uint64_t rng = 0x9e3779b97f4a7c15ULL;
+
+static uint64_t next_rand(void)
+{
+	/* splitmix64: fixed sequence, so the statistics below cannot flake */
+	uint64_t z = (rng += 0x9e3779b97f4a7c15ULL);
+
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+	return z ^ (z >> 31);
+}
+
+static double uniform01(void)
+{
+	return ((next_rand() >> 11) + 1) * (1.0 / 9007199254740993.0);	/* (0, 1] */
+}
+
+/* Functions of this binary as "return addresses" (one byte in). */
+__attribute__((noinline)) static void site_a(void)
+{
+	asm volatile("");
+}
+
+__attribute__((noinline)) static void site_b(void)
+{
+	asm volatile("");
+}
+
+static const struct tk_sample *find_sample(const struct tk_profile *p, const char *leaf)
+{
+	size_t i, j;
+
+	for (i = 0; i < p->nr_samples; i++) {
+		const struct tk_sample *s = &p->samples[i];
+		const struct tk_location *l;
+
+		if (!s->nr_locations)
+			continue;
+		l = &p->locations[s->location_ids[0] - 1];
+		for (j = 0; j < p->nr_functions; j++)
+			if (p->functions[j].id == l->function_id &&
+			    !strcmp(p->functions[j].name, leaf))
+				return s;
+	}
+	return NULL;
+}
+
+static void test_weight(void **state)
+{
+	assert_true(tk_alloc__weight(100, 0) == 1.0);
+	assert_true(fabs(tk_alloc__weight(512 * 1024, 512 * 1024) - 1.0 / (1 - exp(-1))) < 1e-12);
+	assert_true(fabs(tk_alloc__weight(1ULL << 40, 4096) - 1.0) < 1e-12);
+	/* small objects: about mean/size, never below 1 */
+	assert_true(fabs(tk_alloc__weight(16, 524288) / (524288.0 / 16) - 1) < 1e-3);
+	assert_true(tk_alloc__weight(0, 4096) >= 1.0);
+}
+
+static void test_live_table_random(void **state)
+{
+	enum { N = 50000 };
+	struct tk_alloc *a = session(TK_ALLOC_MODE_FULL, 0);
+	static uint64_t ptrs[N];
+	static bool freed[N];
+	uint64_t ip = (uint64_t)site_a + 1;
+	struct tk_alloc_stats st;
+	size_t i, live = N;
+
+	for (i = 0; i < N; i++) {
+		/* clustered addresses, as an allocator hands them out */
+		struct tk_alloc_rec r = { .pid = getpid(), .tid = 1, .size = 32, .ips = &ip,
+					  .nr_ips = 1 };
+
+		ptrs[i] = r.ptr = 0x7f0000000000ULL + i * 48;
+		assert_int_equal(tk_alloc__on_alloc(a, &r), 0);
+	}
+	for (i = 0; i < 3 * N; i++) {
+		size_t k = next_rand() % N;
+
+		if (freed[k])
+			continue;
+		assert_int_equal(tk_alloc__on_free(a, getpid(), ptrs[k]), 0);
+		freed[k] = true;
+		live--;
+	}
+	/* a free of something never recorded, or of another process, changes nothing */
+	assert_int_equal(tk_alloc__on_free(a, getpid(), 0x1234), 0);
+	for (i = 0; i < N && freed[i]; i++)
+		;
+	if (i < N)
+		assert_int_equal(tk_alloc__on_free(a, getpid() + 1, ptrs[i]), 0);
+	tk_alloc__stats(a, &st);
+	assert_int_equal(st.live, live);
+	assert_int_equal(st.allocs, N);
+	assert_int_equal(st.frees, N - live);
+	/* every survivor is still found: free them all */
+	for (i = 0; i < N; i++)
+		if (!freed[i])
+			assert_int_equal(tk_alloc__on_free(a, getpid(), ptrs[i]), 0);
+	tk_alloc__stats(a, &st);
+	assert_int_equal(st.live, 0);
+	assert_int_equal(st.frees, N);
+	tk_alloc__free(a);
+}
+
+/*
+ * Byte sampling simulated as the samplers do it: a countdown drawn from an
+ * exponential with mean M; an allocation that crosses it is recorded. Leak
+ * 64 MiB in mixed sizes beside churn that is freed: the estimates of the
+ * leak's in-use bytes and of all allocated bytes lie within 5 %.
+ */
+static void test_sampled_estimates(void **state)
+{
+	const uint64_t M = 512 * 1024;
+	struct tk_alloc *a = session(TK_ALLOC_MODE_SAMPLED, M);
+	uint64_t ip_leak = (uint64_t)site_a + 1, ip_churn = (uint64_t)site_b + 1;
+	uint64_t leaked = 0, churned = 0, ptr = 0x10000, recorded = 0;
+	double left = -log(uniform01()) * M;
+	const struct tk_sample *leak, *churn;
+	struct tk_profile *p;
+
+	while (leaked < (256ULL << 20)) {
+		bool is_leak = next_rand() % 4 == 0;
+		uint64_t size = is_leak ? 1024 + next_rand() % (128 * 1024) : 16 + next_rand() % 8192;
+		struct tk_alloc_rec r = { .pid = getpid(), .tid = 7, .size = size,
+					  .ips = is_leak ? &ip_leak : &ip_churn, .nr_ips = 1,
+					  .comm = "sim" };
+
+		r.ptr = ptr += 0x10;
+		left -= size;
+		if (left <= 0) {
+			while (left <= 0)
+				left += -log(uniform01()) * M;
+			assert_int_equal(tk_alloc__on_alloc(a, &r), 0);
+			recorded++;
+			if (!is_leak)
+				assert_int_equal(tk_alloc__on_free(a, getpid(), r.ptr), 0);
+		}
+		if (is_leak)
+			leaked += size;
+		else
+			churned += size;
+	}
+	assert_int_equal(tk_alloc__finish(a, 0, &p), 0);
+	leak = find_sample(p, "site_a");
+	churn = find_sample(p, "site_b");
+	assert_non_null(leak);
+	assert_non_null(churn);
+	print_message("  %" PRIu64 " samples; leak %.1f MiB estimated %.1f MiB (%+.2f %%), "
+		      "churn allocated %.1f MiB estimated %.1f MiB (%+.2f %%)\n", recorded,
+		      leaked / 1048576.0, leak->values[3] / 1048576.0,
+		      100.0 * ((double)leak->values[3] / leaked - 1), churned / 1048576.0,
+		      churn->values[1] / 1048576.0, 100.0 * ((double)churn->values[1] / churned - 1));
+	assert_true(fabs((double)leak->values[3] / leaked - 1) < 0.05);
+	assert_true(fabs((double)leak->values[1] / leaked - 1) < 0.05);
+	assert_true(fabs((double)churn->values[1] / churned - 1) < 0.05);
+	assert_int_equal(churn->values[2], 0);
+	assert_int_equal(churn->values[3], 0);
+	assert_string_equal(p->default_sample_type, "inuse_space");
+	assert_int_equal(p->period, (int64_t)M);
+	tk_profile__free(p);
+	tk_alloc__free(a);
+}
+
+static void test_profile_values_and_min_age(void **state)
+{
+	struct tk_alloc *a = session(TK_ALLOC_MODE_FULL, 0);
+	uint64_t ip_a = (uint64_t)site_a + 1, ip_b = (uint64_t)site_b + 1;
+	int64_t now = tk_now_ns(CLOCK_MONOTONIC);
+	const struct tk_sample *sa, *sb;
+	struct tk_profile *p;
+	int i, found = 0;
+
+	/* site_a: 3 objects of 100, one freed, all old; site_b: 2 of 1000, young */
+	for (i = 0; i < 3; i++) {
+		struct tk_alloc_rec r = { .pid = getpid(), .tid = 1, .ptr = 0x1000 + i * 0x100,
+					  .size = 100, .ts_ns = now - 10000000000LL, .ips = &ip_a,
+					  .nr_ips = 1 };
+
+		assert_int_equal(tk_alloc__on_alloc(a, &r), 0);
+	}
+	assert_int_equal(tk_alloc__on_free(a, getpid(), 0x1100), 0);
+	for (i = 0; i < 2; i++) {
+		struct tk_alloc_rec r = { .pid = getpid(), .tid = 1, .ptr = 0x9000 + i * 0x1000,
+					  .size = 1000, .ts_ns = now, .ips = &ip_b, .nr_ips = 1 };
+
+		assert_int_equal(tk_alloc__on_alloc(a, &r), 0);
+	}
+	assert_int_equal(tk_alloc__snapshot(a, 0, &p), 0);
+	sa = find_sample(p, "site_a");
+	sb = find_sample(p, "site_b");
+	assert_non_null(sa);
+	assert_non_null(sb);
+	assert_int_equal(sa->values[0], 3);
+	assert_int_equal(sa->values[1], 300);
+	assert_int_equal(sa->values[2], 2);
+	assert_int_equal(sa->values[3], 200);
+	assert_int_equal(sb->values[2], 2);
+	assert_int_equal(sb->values[3], 2000);
+	for (i = 0; i < p->nr_losses; i++)
+		found += !strcmp(p->losses[i].name, "live_map_full") ||
+			 !strcmp(p->losses[i].name, "ringbuf_reserve_failed");
+	assert_int_equal(found, 2);
+	tk_profile__free(p);
+
+	/* older than 5 s: site_b's young objects leave the in-use figures, not the allocated */
+	assert_int_equal(tk_alloc__finish(a, 5000000000ULL, &p), 0);
+	sa = find_sample(p, "site_a");
+	sb = find_sample(p, "site_b");
+	assert_non_null(sa);
+	assert_non_null(sb);
+	assert_int_equal(sa->values[3], 200);
+	assert_int_equal(sb->values[1], 2000);
+	assert_int_equal(sb->values[2], 0);
+	assert_int_equal(sb->values[3], 0);
+	tk_profile__free(p);
+	tk_alloc__free(a);
+}
+
+static void test_growth(void **state)
+{
+	struct tk_alloc *a = session(TK_ALLOC_MODE_GROWTH, 0);
+	uint64_t ips[2] = { (uint64_t)site_a, (uint64_t)site_b + 1 };
+	const struct tk_sample *fault, *mm;
+	struct tk_profile *p;
+
+	assert_int_equal(tk_alloc__on_growth(a, TK_GROWTH_FAULT, getpid(), 1, "g", ips, 2, false,
+					     10, 40960), 0);
+	assert_int_equal(tk_alloc__on_growth(a, TK_GROWTH_FAULT, getpid(), 1, "g", ips, 2, false,
+					     5, 20480), 0);
+	assert_int_equal(tk_alloc__on_growth(a, TK_GROWTH_MMAP, getpid(), 1, "g", ips, 2, false,
+					     1, 1 << 20), 0);
+	assert_int_equal(tk_alloc__on_growth(a, TK_GROWTH__COUNT, getpid(), 1, "g", ips, 2, false,
+					     1, 1), -EINVAL);
+	assert_int_equal(tk_alloc__finish(a, 0, &p), 0);
+	fault = find_sample(p, "[page fault]");
+	mm = find_sample(p, "[mmap]");
+	assert_non_null(fault);
+	assert_non_null(mm);
+	assert_int_equal(fault->values[0], 15);
+	assert_int_equal(fault->values[1], 61440);
+	assert_int_equal(fault->values[3], 61440);
+	assert_int_equal(mm->values[1], 1 << 20);
+	assert_int_equal(mm->values[3], 0);
+	/* under the pseudo-frame: the faulting function itself (not a return address) */
+	assert_int_equal(fault->nr_locations, 3);
+	tk_profile__free(p);
+	tk_alloc__free(a);
+}
+
+static void test_setenv_merges_preload(void **state)
+{
+	struct tk_alloc *a = session(TK_ALLOC_MODE_SAMPLED, 0);
+
+	assert_int_equal(tk_alloc__setenv(a, "LD_PRELOAD", "/x/libtkagent.so"), 0);
+	assert_int_equal(tk_alloc__setenv(a, "MALLOC_CONF", "prof:%s", "true"), 0);
+	assert_int_equal(tk_alloc__setenv(a, "LD_PRELOAD", "/y/libjemalloc.so.2"), 0);
+	assert_int_equal(tk_alloc__setenv(a, "MALLOC_CONF", "prof:false"), 0);
+	assert_int_equal(a->nr_env, 2);
+	assert_string_equal(a->env[0], "LD_PRELOAD=/x/libtkagent.so:/y/libjemalloc.so.2");
+	assert_string_equal(a->env[1], "MALLOC_CONF=prof:false");
+	assert_null(a->env[2]);
+	tk_alloc__free(a);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_weight),
+		cmocka_unit_test(test_live_table_random),
+		cmocka_unit_test(test_sampled_estimates),
+		cmocka_unit_test(test_profile_values_and_min_age),
+		cmocka_unit_test(test_growth),
+		cmocka_unit_test(test_setenv_merges_preload),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
