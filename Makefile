@@ -44,11 +44,17 @@ INTEG_BINS := $(patsubst tests/integration/%.c,$(BUILD)/tests/integration/%,$(IN
 TEST_HELPER_SRCS := $(sort $(wildcard tests/lib/*.c))
 TEST_HELPER_OBJS := $(patsubst %.c,$(OBJ)/%.o,$(TEST_HELPER_SRCS))
 WORKLOAD_SRCS := $(sort $(wildcard tests/workloads/*.c))
-WORKLOADS := $(patsubst tests/workloads/%.c,$(BUILD)/workloads/%,$(WORKLOAD_SRCS))
+WORKLOAD_CXX_SRCS := $(sort $(wildcard tests/workloads/*.cc))
+WORKLOADS := $(patsubst tests/workloads/%.c,$(BUILD)/workloads/%,$(WORKLOAD_SRCS)) \
+	$(patsubst tests/workloads/%.cc,$(BUILD)/workloads/%,$(WORKLOAD_CXX_SRCS))
 WORKLOAD_LIBS := $(patsubst tests/workloads/lib/%.c,$(BUILD)/workloads/lib%.so,\
 	$(sort $(wildcard tests/workloads/lib/*.c)))
 FUZZ_SRCS := $(sort $(wildcard tests/fuzz/fuzz_*.c))
 FUZZERS := $(patsubst tests/fuzz/%.c,$(BUILD)/fuzz/%,$(FUZZ_SRCS))
+# Libraries `tracekit alloc -- CMD` preloads: preload/NAME.c → build/libNAME.so, next to
+# build/tracekit. They run inside the command: they link no libtracekit, only libc.
+PRELOAD_SRCS := $(sort $(wildcard preload/*.c))
+PRELOADS := $(patsubst preload/%.c,$(BUILD)/lib%.so,$(PRELOAD_SRCS))
 
 # The same library and unit tests once more under AddressSanitizer and UBSan.
 # clang 14 does not know -Wno-format-truncation
@@ -73,7 +79,7 @@ endif
 .SECONDARY:
 .PHONY: all static tests test check deps clean fuzz vmlinux run
 
-all: $(BUILD)/tracekit tests
+all: $(BUILD)/tracekit $(PRELOADS) tests
 
 tests: $(UNIT_BINS) $(SAN_UNIT_BINS) $(INTEG_BINS) $(WORKLOAD_LIBS) $(WORKLOADS) $(FUZZERS)
 
@@ -146,6 +152,17 @@ $(BUILD)/tests/integration/%: $(OBJ)/tests/integration/%.o $(TEST_HELPER_OBJS) $
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) $(CFLAGS) $^ -lcmocka $(LIBS) -o $@
 
+# --- preloaded libraries ------------------------------------------------------
+# The markers' uprobes walk frame pointers from the marker's entry: the interposed functions
+# keep theirs, and no call is turned into a jump. -fno-builtin: no malloc+memset → calloc.
+PRELOAD_CFLAGS := -std=gnu11 -g -O2 -fPIC -fvisibility=hidden -fno-builtin \
+	-fno-omit-frame-pointer -mno-omit-leaf-frame-pointer \
+	$(WARN) -D_GNU_SOURCE -Iuser -Ipreload -MMD -MP
+$(PRELOADS): $(BUILD)/lib%.so: preload/%.c | $(OBJ)
+	$(call msg,CC-SO,$@)
+	$(Q)$(CLANG) $(PRELOAD_CFLAGS) -Wno-unknown-warning-option -MF $@.d -shared $< \
+		-Wl,-z,defs -Wl,-z,now -ldl -lpthread -lm -o $@
+
 # --- sanitizers --------------------------------------------------------------
 $(SAN_OBJ)/%.o: %.c | $(OBJ)
 	$(call msg,CC-SAN,$@)
@@ -179,6 +196,12 @@ $(BUILD)/workloads/%: tests/workloads/%.c | $(OBJ)
 	$(Q)mkdir -p $(@D)
 	$(Q)$(or $(WORKLOAD_CC_$*),$(CC)) $(WORKLOAD_CFLAGS) $(WORKLOAD_CFLAGS_$*) -MMD -MP \
 		-MF $@.d $< $(WORKLOAD_LIBS_$*) -o $@
+
+$(BUILD)/workloads/%: tests/workloads/%.cc | $(OBJ)
+	$(call msg,CXX,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CLANG)++ -g -O2 -Wall -Werror $(WORKLOAD_CFLAGS_$*) -MMD -MP -MF $@.d $< \
+		$(WORKLOAD_LIBS_$*) -o $@
 
 # Shared libraries for workloads: tests/workloads/lib/NAME.c → build/workloads/libNAME.so
 $(BUILD)/workloads/lib%.so: tests/workloads/lib/%.c | $(OBJ)

@@ -10,9 +10,10 @@ set -euo pipefail
 # make/gcc/clang/llvm: host and BPF compilers; bpftool + libbpf-dev: skeletons and the
 # CO-RE loader; libelf/zlib/zstd: ELF reading and the static link; libnuma-dev:
 # topology; libcmocka-dev: unit tests; libclang-rt-14-dev: ASan/UBSan/libFuzzer
-# runtimes; libjemalloc-dev: a real jemalloc for allocator-detection tests.
+# runtimes; libjemalloc-dev: a real jemalloc for allocator-detection tests and the
+# alloc fallback; libstdc++-12-dev: the C++ allocation workload.
 PKGS=(
-	make gcc clang llvm pkg-config
+	make gcc clang llvm pkg-config libstdc++-12-dev
 	bpftool libbpf-dev
 	libelf-dev zlib1g-dev libzstd-dev
 	libnuma-dev

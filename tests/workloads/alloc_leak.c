@@ -18,6 +18,7 @@
  * Exits 0; 2 on a usage error; 3 when a requested dump could not be made.
  */
 #include <dlfcn.h>
+#include <pthread.h>
 #include <errno.h>
 #include <malloc.h>
 #include <stdio.h>
@@ -33,6 +34,7 @@ typedef int (*mallctl_fn)(const char *name, void *oldp, size_t *oldlenp, void *n
 
 static volatile void *escape;
 static volatile unsigned long sink;
+static int touch = 1;
 
 struct leaks {
 	void **blocks;
@@ -47,7 +49,10 @@ NOINLINE void leak_site(struct leaks *l, size_t size)
 
 	if (!p)
 		abort();
-	memset(p, 0x5a, size);
+	if (touch)
+		memset(p, 0x5a, size);
+	else
+		p[0] = 1;
 	l->blocks[l->nr++] = p;
 	l->usable += malloc_usable_size(p);
 	sink++;
@@ -79,12 +84,15 @@ static double now_s(void)
 
 static int usage(const char *prog, int code)
 {
-	printf("Usage: %s [-d SECONDS] [--leak-bytes N] [--leak-block N] [--dump[=FILE]]\n"
+	printf("Usage: %s [-d SECONDS] [--leak-bytes N] [--leak-block N] [--threads N]\n"
+	       "       [--no-touch] [--hold SECONDS] [--dump[=FILE]]\n"
 	       "Leak N bytes (default 8388608) from leak_site() in blocks of --leak-block\n"
 	       "bytes (default 65536) spread over SECONDS (default 1), while churn()\n"
 	       "allocates and frees at once. Prints what was leaked and churned.\n"
 	       "--dump: ask jemalloc for a heap profile at the end (prof.dump; to FILE,\n"
-	       "or jemalloc's own prof_prefix name); exit 3 when it cannot.\n",
+	       "or jemalloc's own prof_prefix name); exit 3 when it cannot.\n"
+	       "--threads: N threads share the leak and each churns. --no-touch: write\n"
+	       "one byte of each leaked block, not all. --hold: sleep SECONDS before exit.\n",
 	       prog);
 	return code;
 }
@@ -132,14 +140,38 @@ static int dump(const char *file, const char **why)
 	return 0;
 }
 
+struct worker {
+	struct leaks l;
+	size_t nr_blocks, block, churned, calls;
+	double secs;
+	unsigned int seed;
+};
+
+/* Leak block k once k/nr_blocks of the time has passed; churn between. */
+static void *work(void *arg)
+{
+	struct worker *w = arg;
+	double start = now_s(), end = start + w->secs, t;
+
+	do {
+		t = now_s();
+		while (w->l.nr < w->nr_blocks &&
+		       (w->secs == 0 || (double)w->l.nr < (t - start) / w->secs * w->nr_blocks))
+			leak_site(&w->l, w->block);
+		w->churned += churn(&w->seed);
+		w->calls++;
+	} while (t < end || w->l.nr < w->nr_blocks);
+	return NULL;
+}
+
 int main(int argc, char **argv)
 {
 	size_t leak_bytes = 8 << 20, block = 64 << 10, nr_blocks, churned = 0, calls = 0;
 	const char *dump_file = NULL, *why = NULL;
 	struct leaks l = {};
-	double secs = 1, start, end, t;
+	double secs = 1, hold = 0;
 	unsigned int seed = getpid();
-	int want_dump = 0, i, err;
+	int want_dump = 0, i, err, nr_threads = 1;
 
 	for (i = 1; i < argc; i++) {
 		const char *a = argv[i];
@@ -158,6 +190,18 @@ int main(int argc, char **argv)
 		} else if (!strcmp(a, "--leak-block") && i + 1 < argc) {
 			if (parse_size(argv[++i], &block) || !block || block > (1 << 30))
 				return usage(argv[0], 2);
+		} else if (!strcmp(a, "--threads") && i + 1 < argc) {
+			nr_threads = atoi(argv[++i]);
+			if (nr_threads < 1 || nr_threads > 64)
+				return usage(argv[0], 2);
+		} else if (!strcmp(a, "--no-touch")) {
+			touch = 0;
+		} else if (!strcmp(a, "--hold") && i + 1 < argc) {
+			char *e;
+
+			hold = strtod(argv[++i], &e);
+			if (*e || hold < 0 || hold > 3600)
+				return usage(argv[0], 2);
 		} else if (!strcmp(a, "--dump")) {
 			want_dump = 1;
 		} else if (!strncmp(a, "--dump=", 7) && a[7]) {
@@ -174,17 +218,34 @@ int main(int argc, char **argv)
 	if (!l.blocks)
 		return 1;
 
-	/* block k is leaked once k/nr_blocks of the time has passed; churn between */
-	start = now_s();
-	end = start + secs;
-	do {
-		t = now_s();
-		while (l.nr < nr_blocks &&
-		       (secs == 0 || (double)l.nr < (t - start) / secs * nr_blocks))
-			leak_site(&l, block);
-		churned += churn(&seed);
-		calls++;
-	} while (t < end || l.nr < nr_blocks);
+	if (nr_threads > 1) {
+		pthread_t th[64];
+		struct worker w[64];
+		int k;
+
+		for (k = 0; k < nr_threads; k++) {
+			w[k] = (struct worker){ .nr_blocks = nr_blocks / nr_threads, .block = block,
+						.secs = secs, .seed = seed + k };
+			w[k].l.blocks = l.blocks + k * (nr_blocks / nr_threads);
+			if (pthread_create(&th[k], NULL, work, &w[k]))
+				return 1;
+		}
+		for (k = 0; k < nr_threads; k++) {
+			pthread_join(th[k], NULL);
+			l.nr += w[k].l.nr;
+			l.usable += w[k].l.usable;
+			churned += w[k].churned;
+			calls += w[k].calls;
+		}
+	} else {
+		struct worker w = { .l = l, .nr_blocks = nr_blocks, .block = block, .secs = secs,
+				    .seed = seed };
+
+		work(&w);
+		l = w.l;
+		churned = w.churned;
+		calls = w.calls;
+	}
 
 	printf("leaked=%zu usable=%zu blocks=%zu churned=%zu churn_calls=%zu\n", l.nr * block,
 	       l.usable, l.nr, churned, calls);
@@ -197,6 +258,12 @@ int main(int argc, char **argv)
 		fflush(stdout);
 		if (err)
 			return 3;
+	}
+	fflush(stdout);
+	if (hold > 0) {
+		struct timespec ts = { (time_t)hold, (long)((hold - (time_t)hold) * 1e9) };
+
+		nanosleep(&ts, NULL);
 	}
 	return 0;
 }

@@ -44,3 +44,14 @@ WORKLOAD_LIBS_alloc_leak_je := -ljemalloc
 WORKLOAD_CFLAGS_cpu_leader_exit := $(CPU_WL_FLAGS)
 WORKLOAD_LIBS_cpu_leader_exit := -lpthread
 $(eval WORKLOAD_CC_cpu_leader_exit := $(CLANG))
+# alloc sampler (preload/): its cost on malloc/free loops, and its behaviour under test
+$(eval WORKLOAD_CC_alloc_bench := $(CLANG))
+WORKLOAD_CFLAGS_alloc_bench := -fno-omit-frame-pointer
+WORKLOAD_LIBS_preload_check := -ldl -lpthread -lm
+# alloc_leak with jemalloc linked into the executable; threads for --threads
+$(eval WORKLOAD_CC_alloc_leak_jestatic := $(CLANG))
+WORKLOAD_CFLAGS_alloc_leak_jestatic := $(CPU_WL_FLAGS)
+WORKLOAD_LIBS_alloc_leak_jestatic := -l:libjemalloc.a -lm -lpthread -ldl
+WORKLOAD_LIBS_alloc_leak := -lpthread
+WORKLOAD_LIBS_alloc_leak_je += -lpthread
+WORKLOAD_CFLAGS_alloc_cxx := $(CPU_WL_FLAGS)
