@@ -18,7 +18,7 @@
 #include "fsutil.h"
 #include "cpu.h"
 #include "outfile.h"
-#include "spawn.h"
+#include "spawn_held.h"
 #include "tracekit.h"
 
 static const char usage_cpu[] =

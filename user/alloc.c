@@ -34,7 +34,7 @@
 #include "fsutil.h"
 #include "internal.h"
 #include "profile_locs.h"
-#include "spawn.h"
+#include "spawn_held.h"
 
 #define MIN_CAP 1024
 

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause */
 /* Starting a command that runs only once tracing is attached. */
-#ifndef __TK_SPAWN_H
-#define __TK_SPAWN_H
+#ifndef __TK_SPAWN_HELD_H
+#define __TK_SPAWN_HELD_H
 
 #include <sys/types.h>
 
@@ -26,4 +26,4 @@ pid_t tk_spawn_held(char *const *argv, char *const *env_add, int keep_fd, int *r
  */
 int tk_spawn_release(int *release_fd, int *exec_err_fd);
 
-#endif /* __TK_SPAWN_H */
+#endif /* __TK_SPAWN_HELD_H */

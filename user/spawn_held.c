@@ -8,7 +8,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "spawn.h"
+#include "spawn_held.h"
 
 /* In the child, before exec: add @add to the environment. */
 static int child_env(char *const *env_add)
