@@ -8,9 +8,11 @@
  * whether that worked before tk_sidecar__start() returns.
  *
  * The symbolizer lives as long as the sidecar (each ELF file is parsed once);
- * the table of stacks and the loss counters start afresh each period.
+ * the table of stacks and the loss counters start afresh each period. It
+ * symbolizes the heap dumps too (their mappings go under TK_JEPROF_GEN).
  */
 #include <dirent.h>
+#include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -30,6 +32,7 @@
 #include "cpu.h"
 #include "internal.h"
 #include "fsutil.h"
+#include "jedump.h"
 #include "outfile.h"
 #include "perf_ring.h"
 #include "sidecar.h"
@@ -40,6 +43,9 @@
 #define POLL_MS 1000
 
 enum { ST_STARTING, ST_RUNNING, ST_FAILED };
+
+typedef int (*mallctl_fn)(const char *name, void *oldp, size_t *oldlenp, void *newp,
+			  size_t newlen);
 
 struct tk_sidecar {
 	pthread_t thread;
@@ -61,6 +67,15 @@ struct tk_sidecar {
 
 	atomic_uint_fast64_t periods, files, samples, lost;
 	atomic_int last_error;
+
+	/* heap profiles: status and why are set before the thread reports RUNNING */
+	bool heap_asked;		/* opts.heap */
+	enum tk_sidecar_heap heap;
+	char heap_why[160];
+	mallctl_fn mallctl;
+	uint64_t heap_seq;
+	atomic_uint_fast64_t heap_files;
+	atomic_int heap_last_error;
 	bool closed_in_child;		/* a fork child already dropped its copies */
 };
 
@@ -127,6 +142,19 @@ const char *tk_sidecar_status__name(enum tk_sidecar_status st)
 	return "unknown";
 }
 
+const char *tk_sidecar_heap__name(enum tk_sidecar_heap st)
+{
+	switch (st) {
+	case TK_SIDECAR_HEAP_DISABLED:
+		return "disabled";
+	case TK_SIDECAR_HEAP_UNSUPPORTED:
+		return "unsupported";
+	case TK_SIDECAR_HEAP_RUNNING:
+		return "running";
+	}
+	return "unknown";
+}
+
 /* ---- the output directory ------------------------------------------------- */
 
 static int open_dir(struct tk_sidecar *s, const char *dir, char *why, size_t why_sz)
@@ -182,49 +210,146 @@ static int open_dir(struct tk_sidecar *s, const char *dir, char *why, size_t why
 
 /* ---- one period, one file ----------------------------------------------- */
 
-static int write_period(struct tk_sidecar *s, int64_t start_real, int64_t start_mono)
+/*
+ * Write @p as "KIND-YYYYmmddTHHMMSS-N.pb.gz" (@start_real's time, UTC; N from
+ * *@seq, raised past names already taken), whole, under a temporary name.
+ */
+static int write_file(struct tk_sidecar *s, const struct tk_profile *p, const char *kind,
+		      int64_t start_real, uint64_t *seq)
 {
-	struct tk_cpu *c = &s->cpu;
 	char name[64], path[PATH_MAX + 64];
-	struct tk_cpu_stats st;
-	struct tk_outfile o;
-	struct tk_profile *p;
 	time_t t = start_real / 1000000000;
+	struct tk_outfile o;
 	struct tm tm;
 	int err, i;
 
-	err = tk_cpu__build_profile(c, start_real, start_mono, &p);
-	if (err)
-		return err;
-	tk_profile__add_comment(p, "tracekit sidecar: pid %d, period %llu of %d s", (int)s->pid,
-				(unsigned long long)s->seq + 1, s->period_s);
-
 	gmtime_r(&t, &tm);
 	for (i = 0; i < 1000; i++) {
-		s->seq++;
-		snprintf(name, sizeof(name), "cpu-%04d%02d%02dT%02d%02d%02d-%llu.pb.gz",
+		(*seq)++;
+		snprintf(name, sizeof(name), "%s-%04d%02d%02dT%02d%02d%02d-%llu.pb.gz", kind,
 			 tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min,
-			 tm.tm_sec, (unsigned long long)s->seq);
+			 tm.tm_sec, (unsigned long long)*seq);
 		if (faccessat(s->dirfd, name, F_OK, AT_SYMLINK_NOFOLLOW) && errno == ENOENT)
 			break;
 	}
 	snprintf(path, sizeof(path), "%s/%s", s->dir, name);
 	err = tk_outfile__open(&o, path);
 	if (err)
-		goto out;
+		return err;
 	err = tk_profile__write_pprof(p, o.f);
 	if (err) {
 		tk_outfile__abort(&o);
-		goto out;
+		return err;
 	}
-	err = tk_outfile__commit(&o);
+	return tk_outfile__commit(&o);
+}
+
+static int write_period(struct tk_sidecar *s, int64_t start_real, int64_t start_mono)
+{
+	struct tk_cpu *c = &s->cpu;
+	struct tk_cpu_stats st;
+	struct tk_profile *p;
+	int err;
+
+	err = tk_cpu__build_profile(c, start_real, start_mono, &p);
+	if (err)
+		return err;
+	tk_profile__add_comment(p, "tracekit sidecar: pid %d, period %llu of %d s", (int)s->pid,
+				(unsigned long long)s->seq + 1, s->period_s);
+	err = write_file(s, p, "cpu", start_real, &s->seq);
 	if (!err) {
 		atomic_fetch_add(&s->files, 1);
 		tk_cpu__stats(c, &st);
 		atomic_fetch_add(&s->samples, st.samples);
 		atomic_fetch_add(&s->lost, st.lost);
 	}
-out:
+	tk_profile__free(p);
+	return err;
+}
+
+/* ---- heap profiles (jemalloc) ------------------------------------------------ */
+
+/* jemalloc's mallctl in this process, under the names its builds export. */
+static mallctl_fn find_mallctl(void)
+{
+	static const char *const names[] = { "mallctl", "je_mallctl", "_rjem_mallctl" };
+	size_t i;
+	void *f;
+
+	for (i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+		f = dlsym(RTLD_DEFAULT, names[i]);
+		if (f)
+			return (mallctl_fn)f;
+	}
+	return NULL;
+}
+
+/* Is jemalloc here, built with profiling, with it on? Sets s->heap and s->heap_why. */
+static void heap_setup(struct tk_sidecar *s)
+{
+	bool on = false;
+	size_t sz = sizeof(on);
+	int err;
+
+	s->heap = TK_SIDECAR_HEAP_UNSUPPORTED;
+	s->mallctl = find_mallctl();
+	if (!s->mallctl) {
+		snprintf(s->heap_why, sizeof(s->heap_why), "no jemalloc in this process (no "
+			 "mallctl, je_mallctl or _rjem_mallctl symbol)");
+		return;
+	}
+	err = s->mallctl("opt.prof", &on, &sz, NULL, 0);
+	if (err == ENOENT) {
+		snprintf(s->heap_why, sizeof(s->heap_why), "jemalloc was built without "
+			 "profiling (--enable-prof)");
+		return;
+	}
+	if (err || !on) {
+		snprintf(s->heap_why, sizeof(s->heap_why), "jemalloc profiling is off (start "
+			 "the program with MALLOC_CONF=prof:true)%s%s", err ? ": " : "",
+			 err ? strerror(err) : "");
+		return;
+	}
+	sz = sizeof(on);
+	err = s->mallctl("prof.active", &on, &sz, NULL, 0);
+	if (err || !on) {
+		snprintf(s->heap_why, sizeof(s->heap_why), "jemalloc profiling is not active "
+			 "(prof_active:false; the host may switch it on with mallctl "
+			 "prof.active)%s%s", err ? ": " : "", err ? strerror(err) : "");
+		return;
+	}
+	s->heap_why[0] = '\0';
+	s->heap = TK_SIDECAR_HEAP_RUNNING;
+}
+
+/* A dump of this process's heap, converted, as one heap file; the dump is removed. */
+static int write_heap(struct tk_sidecar *s, int64_t start_real, int64_t end_real)
+{
+	char dump[PATH_MAX + 64];
+	const char *path = dump;
+	struct tk_profile *p;
+	uint64_t period = 0;
+	int err;
+
+	snprintf(dump, sizeof(dump), "%s/.heap-dump-%d.tmp", s->dir, (int)s->pid);
+	unlink(dump);
+	err = s->mallctl("prof.dump", NULL, NULL, (void *)&path, sizeof(path));
+	if (err) {
+		unlink(dump);
+		return -err;
+	}
+	err = tk_jedump__load(dump, s->cpu.sym, (uint32_t)s->pid, "jemalloc", &period, &p);
+	unlink(dump);
+	if (err)
+		return err;
+	tk_profile__add_comment(p, "tracekit sidecar: pid %d, heap at the end of period %llu "
+				"of %d s", (int)s->pid, (unsigned long long)s->heap_seq + 1,
+				s->period_s);
+	p->time_nanos = start_real;
+	p->duration_nanos = end_real - start_real;
+	err = write_file(s, p, "heap", start_real, &s->heap_seq);
+	if (!err)
+		atomic_fetch_add(&s->heap_files, 1);
 	tk_profile__free(p);
 	return err;
 }
@@ -370,6 +495,8 @@ static void *run(void *arg)
 		report(s, ST_FAILED, why[0] ? why : strerror(-err));
 		return NULL;
 	}
+	if (s->heap_asked)
+		heap_setup(s);
 	report(s, ST_RUNNING, NULL);
 
 	start_real = c->start_ns;
@@ -395,6 +522,11 @@ static void *run(void *arg)
 		atomic_fetch_add(&s->periods, 1);
 		if (err)
 			atomic_store(&s->last_error, err);
+		if (s->heap == TK_SIDECAR_HEAP_RUNNING) {
+			err = write_heap(s, start_real, tk_now_ns(CLOCK_REALTIME));
+			if (err)
+				atomic_store(&s->heap_last_error, err);
+		}
 		if (next_period(c))
 			break;
 		start_real = tk_now_ns(CLOCK_REALTIME);
@@ -481,6 +613,7 @@ enum tk_sidecar_status tk_sidecar__start(const struct tk_sidecar_opts *opts,
 	s->dirfd = -1;
 	s->freq_hz = o.freq_hz ? o.freq_hz : DEFAULT_FREQ;
 	s->period_s = o.period_s ? o.period_s : DEFAULT_PERIOD_S;
+	s->heap_asked = o.heap;		/* the thread looks whether it can (heap_setup) */
 	pthread_mutex_init(&s->lock, NULL);
 	pthread_cond_init(&s->cond, NULL);
 	s->wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
@@ -552,4 +685,9 @@ void tk_sidecar__stats(const struct tk_sidecar *s, struct tk_sidecar_stats *st)
 	st->samples = atomic_load(&m->samples);
 	st->lost = atomic_load(&m->lost);
 	st->last_error = atomic_load(&m->last_error);
+	/* set before tk_sidecar__start() returned, constant since */
+	st->heap = m->heap;
+	snprintf(st->heap_why, sizeof(st->heap_why), "%s", m->heap_why);
+	st->heap_files = atomic_load(&m->heap_files);
+	st->heap_last_error = atomic_load(&m->heap_last_error);
 }

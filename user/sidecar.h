@@ -26,6 +26,17 @@
  * process, followed into threads created later; kernel frames when the
  * privileges allow (root, CAP_PERFMON or perf_event_paranoid < 2), user
  * frames otherwise. The sampling thread itself is not sampled.
+ *
+ * Heap profiles (opts.heap): where the host runs jemalloc with profiling on
+ * (MALLOC_CONF=prof:true; opt.prof and prof.active are checked through
+ * mallctl, found with dlsym as mallctl, je_mallctl or _rjem_mallctl), each
+ * period also asks jemalloc for a dump (mallctl "prof.dump", from the
+ * sidecar's thread) into a temporary file in opts.dir, converts it and
+ * writes "heap-YYYYmmddTHHMMSS-N.pb.gz" (alloc_objects, alloc_space,
+ * inuse_objects, inuse_space; the same naming rules) beside the cpu files,
+ * then removes the dump. Without jemalloc or its profiling that part is a
+ * no-op status (stats.heap UNSUPPORTED, stats.heap_why) and nothing else
+ * changes. The sidecar never switches jemalloc's profiling on itself.
  */
 #ifndef __TK_SIDECAR_H
 #define __TK_SIDECAR_H
@@ -40,6 +51,15 @@ struct tk_sidecar_opts {
 	const char *dir;	/* the output directory, the sidecar's own */
 	int freq_hz;		/* samples per second per thread on CPU; default 99 */
 	int period_s;		/* seconds per file; default 60 */
+	/* fields added later; a caller built before them has a smaller .sz */
+	bool heap;		/* also heap profiles, where jemalloc profiling is active */
+};
+
+/* The heap part (opts.heap); whatever it says, the CPU part is not affected. */
+enum tk_sidecar_heap {
+	TK_SIDECAR_HEAP_DISABLED,	/* not asked for (opts.heap false) */
+	TK_SIDECAR_HEAP_UNSUPPORTED,	/* no jemalloc, or its profiling is off: heap_why */
+	TK_SIDECAR_HEAP_RUNNING,	/* a heap file per period */
 };
 
 enum tk_sidecar_status {
@@ -65,11 +85,18 @@ struct tk_sidecar_stats {
 	uint64_t samples;	/* samples in them */
 	uint64_t lost;		/* lost records, truncated stacks, processes without maps */
 	int last_error;		/* the last write failure (negative errno), 0 for none */
+	/* fields added later */
+	enum tk_sidecar_heap heap;	/* the heap part's status */
+	char heap_why[160];		/* why it is UNSUPPORTED; "" otherwise */
+	uint64_t heap_files;		/* heap files written */
+	int heap_last_error;		/* the last heap dump or write failure, 0 for none */
 };
 
 /* What it has done so far; safe to call while it runs. */
 void tk_sidecar__stats(const struct tk_sidecar *s, struct tk_sidecar_stats *st);
 /* "disabled", "unsupported", "running" */
 const char *tk_sidecar_status__name(enum tk_sidecar_status st);
+/* "disabled", "unsupported", "running" */
+const char *tk_sidecar_heap__name(enum tk_sidecar_heap st);
 
 #endif /* __TK_SIDECAR_H */

@@ -9,6 +9,12 @@
  * descriptor count as they were. The enabled tests need perf_event_open for
  * self-sampling (root, CAP_PERFMON or kernel.perf_event_paranoid <= 2) and
  * skip, saying why, where it is refused.
+ *
+ * Heap profiles: in this process (glibc malloc) the heap part is unsupported,
+ * says why, and the CPU part writes its files as before; in a host running
+ * jemalloc with profiling on (build/workloads/sidecar_example --heap under
+ * LD_PRELOAD of libjemalloc) every period adds a heap file whose profile puts
+ * the leaked bytes on the leaking function.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -38,6 +44,7 @@
 #include "../lib/fixture.h"
 #include "sidecar.h"
 #include "spawn.h"
+#include "test_pprof_decode.h"
 
 struct t {
 	struct fx *fx;
@@ -543,6 +550,225 @@ static void test_enabled_fork(void **state)
 	assert_nothing_left(t);
 }
 
+
+/* ---- heap profiles ------------------------------------------------------------------ */
+
+/* Files in @dir whose names start with @prefix; leftovers (".heap-dump-*") counted apart. */
+static int count_named(const char *dir, const char *prefix, int *hidden)
+{
+	struct dirent *de;
+	DIR *d = opendir(dir);
+	int n = 0;
+
+	if (hidden)
+		*hidden = 0;
+	if (!d)
+		return -1;
+	while ((de = readdir(d))) {
+		if (!strncmp(de->d_name, prefix, strlen(prefix)))
+			n++;
+		else if (hidden && de->d_name[0] == '.' && strcmp(de->d_name, ".") &&
+			 strcmp(de->d_name, ".."))
+			(*hidden)++;
+	}
+	closedir(d);
+	return n;
+}
+
+/* glibc's malloc here: the heap part says why it cannot run; the CPU part runs as ever. */
+static void test_heap_unsupported_without_jemalloc(void **state)
+{
+	struct t *t = *state;
+	struct tk_sidecar_opts o = { .sz = sizeof(o), .enabled = true, .dir = t->dir,
+				     .freq_hz = 199, .period_s = 1, .heap = true };
+	struct tk_sidecar_stats st;
+	struct tk_sidecar *s = NULL;
+	enum tk_sidecar_status status;
+	char why[256] = "";
+	int hidden;
+
+	status = tk_sidecar__start(&o, &s, why, sizeof(why));
+	if (status == TK_SIDECAR_UNSUPPORTED && strstr(why, "perf_event_open")) {
+		print_message("skip: %s\n", why);
+		skip();
+	}
+	assert_int_equal(status, TK_SIDECAR_RUNNING);
+	tk_sidecar__stats(s, &st);
+	assert_int_equal(st.heap, TK_SIDECAR_HEAP_UNSUPPORTED);
+	print_message("heap: %s: %s\n", tk_sidecar_heap__name(st.heap), st.heap_why);
+	assert_non_null(strstr(st.heap_why, "jemalloc"));
+	sidecar_test_burn(1.3);
+	tk_sidecar__stats(s, &st);
+	assert_true(st.files >= 1);
+	assert_int_equal(st.heap_files, 0);
+	assert_int_equal(st.heap_last_error, 0);
+	tk_sidecar__stop(s);
+	assert_nothing_left(t);
+	assert_true(count_named(t->dir, "cpu-", NULL) >= 2);
+	assert_int_equal(count_named(t->dir, "heap-", &hidden), 0);
+	assert_int_equal(hidden, 0);
+
+	/* not asked for: disabled, no reason */
+	o.heap = false;
+	o.period_s = 3600;
+	assert_int_equal(tk_sidecar__start(&o, &s, why, sizeof(why)), TK_SIDECAR_RUNNING);
+	tk_sidecar__stats(s, &st);
+	assert_int_equal(st.heap, TK_SIDECAR_HEAP_DISABLED);
+	assert_string_equal(st.heap_why, "");
+	tk_sidecar__stop(s);
+	assert_string_equal(tk_sidecar_heap__name(TK_SIDECAR_HEAP_RUNNING), "running");
+	assert_nothing_left(t);
+}
+
+/* The name of the function of location @id, or "". */
+static const char *loc_func(const struct dec *d, uint64_t id)
+{
+	int i, j;
+
+	for (i = 0; i < d->nr_locations; i++) {
+		if (d->locations[i].id != id)
+			continue;
+		for (j = 0; j < d->nr_functions; j++)
+			if (d->functions[j].id == d->locations[i].function_id)
+				return dec_str(d, d->functions[j].name);
+	}
+	return "";
+}
+
+/* Sum of value @vi over the samples whose stack holds function @fn. */
+static int64_t value_under(const struct dec *d, const char *fn, int vi)
+{
+	int64_t sum = 0;
+	int i, j;
+
+	for (i = 0; i < d->nr_samples; i++)
+		for (j = 0; j < d->samples[i].nr_locs; j++)
+			if (!strcmp(loc_func(d, d->samples[i].locs[j]), fn)) {
+				sum += (int64_t)d->samples[i].values[vi];
+				break;
+			}
+	return sum;
+}
+
+/* build/workloads/sidecar_example beside this test's build directory. */
+static bool find_example(char *path, size_t size)
+{
+	char self[PATH_MAX], *slash;
+	ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+
+	if (n > 0) {
+		self[n] = '\0';
+		/* BUILD/tests/unit[-san]/test_sidecar → BUILD/workloads/sidecar_example */
+		slash = strrchr(self, '/');
+		if (slash) {
+			*slash = '\0';
+			snprintf(path, size, "%s/../../workloads/sidecar_example", self);
+			if (!access(path, X_OK))
+				return true;
+		}
+	}
+	snprintf(path, size, "%s/workloads/sidecar_example", tk_test_build_dir());
+	return !access(path, X_OK);
+}
+
+#define LIBJEMALLOC "/usr/lib/x86_64-linux-gnu/libjemalloc.so.2"
+#define LEAK_BYTES (8 << 20)
+
+static void test_heap_jemalloc_host(void **state)
+{
+	struct t *t = *state;
+	char exe[PATH_MAX], cmd[3 * PATH_MAX], out[4096], path[2 * PATH_MAX], newest[256] = "";
+	int64_t leak_inuse, churn_inuse;
+	struct dirent *de;
+	struct dec dec = {};
+	uint8_t *pb;
+	size_t len;
+	int status, n, hidden, i;
+	DIR *d;
+
+	if (!find_example(exe, sizeof(exe))) {
+		print_message("skip: no workloads/sidecar_example (make it)\n");
+		skip();
+	}
+	if (access(LIBJEMALLOC, R_OK)) {
+		print_message("skip: no %s (apt-get install libjemalloc2)\n", LIBJEMALLOC);
+		skip();
+	}
+	snprintf(cmd, sizeof(cmd), "LD_PRELOAD=%s MALLOC_CONF=prof:true,prof_active:true,"
+		 "lg_prof_sample:12 %s -d 2.2 -P 1 -F 99 --sidecar %s --heap --leak-bytes %d 2>&1",
+		 LIBJEMALLOC, exe, t->dir, LEAK_BYTES);
+	status = tk_test_capture(cmd, out, sizeof(out));
+	print_message("%s", out);
+	if (strstr(out, "sidecar: unsupported") && strstr(out, "perf_event_open")) {
+		print_message("skip: the host cannot self-sample\n");
+		skip();
+	}
+	assert_int_equal(status, 0);
+	if (!strstr(out, "heap: ")) {
+		print_message("skip: %s has no --heap (an old build; make it)\n", exe);
+		skip();
+	}
+	assert_non_null(strstr(out, "heap: running"));
+
+	/* a heap file per period beside the cpu files; the raw dumps are gone */
+	n = count_named(t->dir, "heap-", &hidden);
+	print_message("%d heap files, %d cpu files\n", n, count_named(t->dir, "cpu-", NULL));
+	assert_true(n >= 2 && n <= 4);
+	assert_int_equal(hidden, 0);
+	assert_int_equal(count_named(t->dir, "cpu-", NULL), n);
+
+	d = opendir(t->dir);
+	assert_non_null(d);
+	while ((de = readdir(d))) {
+		char date[16], time_[16], rest[32];
+		unsigned long seq;
+
+		if (strncmp(de->d_name, "heap-", 5))
+			continue;
+		assert_int_equal(sscanf(de->d_name, "heap-%8[0-9]T%6[0-9]-%lu%31s", date, time_,
+					&seq, rest), 4);
+		assert_string_equal(rest, ".pb.gz");
+		/* the last period's file: the highest N */
+		if (!newest[0] || seq > strtoul(strrchr(newest, '-') + 1, NULL, 10))
+			snprintf(newest, sizeof(newest), "%s", de->d_name);
+	}
+	closedir(d);
+
+	snprintf(path, sizeof(path), "%s/%s", t->dir, newest);
+	pb = dec_gunzip_file(path, &len);
+	dec_profile(pb, len, &dec);
+	assert_int_equal(dec.nr_sample_types, 4);
+	{
+		static const char *const types[4][2] = {
+			{ "alloc_objects", "count" }, { "alloc_space", "bytes" },
+			{ "inuse_objects", "count" }, { "inuse_space", "bytes" },
+		};
+
+		for (i = 0; i < 4; i++) {
+			assert_string_equal(dec_str(&dec, dec.sample_type[i][0]), types[i][0]);
+			assert_string_equal(dec_str(&dec, dec.sample_type[i][1]), types[i][1]);
+		}
+	}
+	assert_int_equal(dec.period, 4096);
+	/* the leak is attributed to the leaking function, the churn keeps ~nothing */
+	leak_inuse = value_under(&dec, "example_leak", 3);
+	churn_inuse = value_under(&dec, "example_churn", 3);
+	print_message("%s: example_leak inuse_space %lld of %d leaked, example_churn %lld\n",
+		      newest, (long long)leak_inuse, LEAK_BYTES, (long long)churn_inuse);
+	assert_true(leak_inuse >= LEAK_BYTES * 9 / 10 && leak_inuse <= LEAK_BYTES * 11 / 10);
+	assert_true(churn_inuse <= LEAK_BYTES / 16);
+	dec_free(&dec);
+	free(pb);
+
+	/* and go tool pprof reads it as a heap profile */
+	if (system("command -v go >/dev/null 2>&1") == 0) {
+		snprintf(cmd, sizeof(cmd), "HOME=${HOME:-/tmp} PPROF_TMPDIR=%s go tool pprof "
+			 "-sample_index=inuse_space -top %s 2>&1 | grep -q 'example_leak'", t->dir,
+			 path);
+		assert_int_equal(system(cmd), 0);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -553,6 +779,9 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_enabled_stats_and_stop_now, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_enabled_blocks_signals, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_enabled_fork, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_heap_unsupported_without_jemalloc, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_heap_jemalloc_host, setup, teardown),
 	};
 
 	return cmocka_run_group_tests_name("sidecar", tests, NULL, NULL);
