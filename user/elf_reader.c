@@ -220,8 +220,10 @@ static int walk_symtab(struct tk_elf *elf, Elf_Scn *scn, const GElf_Shdr *shdr, 
 		type = GELF_ST_TYPE(sym.st_info);
 		s.defined = sym.st_shndx != SHN_UNDEF;
 		switch (type) {
-		case STT_FUNC:
 		case STT_GNU_IFUNC:
+			s.ifunc = true;
+			/* fall through */
+		case STT_FUNC:
 			s.type = TK_ELF_SYM_FUNC;
 			break;
 		case STT_OBJECT:
@@ -278,6 +280,39 @@ int tk_elf__for_each_sym(struct tk_elf *elf, tk_elf_sym_cb cb, void *ctx)
 			if (!gelf_getshdr(scn, &shdr) || shdr.sh_type != types[t])
 				continue;
 			err = walk_symtab(elf, scn, &shdr, types[t] == SHT_DYNSYM, cb, ctx);
+			if (err)
+				return err;
+		}
+	}
+	return 0;
+}
+
+int tk_elf__for_each_needed(struct tk_elf *elf, int (*cb)(const char *name, void *ctx), void *ctx)
+{
+	Elf_Scn *scn = NULL;
+	GElf_Shdr shdr;
+	GElf_Dyn dyn;
+	Elf_Data *data;
+	size_t i, n, dynsize = gelf_fsize(elf->e, ELF_T_DYN, 1, EV_CURRENT);
+	const char *name;
+	int err;
+
+	while ((scn = elf_nextscn(elf->e, scn))) {
+		if (!gelf_getshdr(scn, &shdr) || shdr.sh_type != SHT_DYNAMIC)
+			continue;
+		data = elf_getdata(scn, NULL);
+		if (!data || !data->d_buf || !dynsize)
+			continue;
+		n = data->d_size / dynsize;
+		for (i = 0; i < n && gelf_getdyn(data, i, &dyn); i++) {
+			if (dyn.d_tag == DT_NULL)
+				break;
+			if (dyn.d_tag != DT_NEEDED)
+				continue;
+			name = elf_strptr(elf->e, shdr.sh_link, dyn.d_un.d_val);
+			if (!name)
+				continue;
+			err = cb(name, ctx);
 			if (err)
 				return err;
 		}
@@ -407,6 +442,22 @@ long tk_elf__read_vaddr(struct tk_elf *elf, uint64_t vaddr, void *buf, size_t le
 		return copy_region(elf, vaddr - shdr.sh_addr, shdr.sh_offset,
 				   shdr.sh_type == SHT_NOBITS ? 0 : shdr.sh_size, shdr.sh_size,
 				   buf, len);
+	}
+	return -ENOENT;
+}
+
+int tk_elf__vaddr_to_offset(struct tk_elf *elf, uint64_t vaddr, uint64_t *off)
+{
+	GElf_Phdr phdr;
+	size_t i;
+
+	for (i = 0; i < elf->phnum; i++) {
+		if (!gelf_getphdr(elf->e, i, &phdr) || phdr.p_type != PT_LOAD)
+			continue;
+		if (vaddr < phdr.p_vaddr || vaddr - phdr.p_vaddr >= phdr.p_filesz)
+			continue;
+		*off = vaddr - phdr.p_vaddr + phdr.p_offset;
+		return 0;
 	}
 	return -ENOENT;
 }

@@ -30,6 +30,7 @@ struct tk_elf_sym {
 	bool defined;		/* false: imported (SHN_UNDEF) */
 	bool dynamic;		/* from .dynsym, else from .symtab */
 	bool in_text;		/* defined in an executable section named .text* */
+	bool ifunc;		/* STT_GNU_IFUNC: value is the resolver, not the function */
 };
 
 /*
@@ -60,6 +61,13 @@ bool tk_elf__has_symtab(const struct tk_elf *elf);
 int tk_elf__for_each_sym(struct tk_elf *elf, tk_elf_sym_cb cb, void *ctx);
 
 /*
+ * Call @cb with each DT_NEEDED entry of the dynamic section ("libc.so.6"), in
+ * order; a non-zero return stops the walk and is returned. A file without a
+ * dynamic section has none: 0.
+ */
+int tk_elf__for_each_needed(struct tk_elf *elf, int (*cb)(const char *name, void *ctx), void *ctx);
+
+/*
  * Write the NT_GNU_BUILD_ID note as lowercase hex into @buf. Returns the
  * build-id length in bytes, -ENOENT when there is none, -ENOSPC when @size
  * cannot hold the hex string and its NUL.
@@ -73,6 +81,13 @@ int tk_elf__build_id(struct tk_elf *elf, char *buf, size_t size);
  * @len > 0) or -ENOENT when no loadable part of the file holds @vaddr.
  */
 long tk_elf__read_vaddr(struct tk_elf *elf, uint64_t vaddr, void *buf, size_t len);
+
+/*
+ * The file offset of virtual address @vaddr through the PT_LOAD segment that
+ * holds it in the file (what a uprobe on @vaddr is placed at). Returns 0,
+ * -ENOENT when no segment's file part holds it.
+ */
+int tk_elf__vaddr_to_offset(struct tk_elf *elf, uint64_t vaddr, uint64_t *off);
 
 /*
  * Read the pointer stored at @vaddr (8 or 4 bytes, by ELF class) as the
