@@ -8,7 +8,7 @@
 # A BPF capability NAME is bpf/NAME.bpf.c + user/NAME.c + bpf/NAME.h: add NAME to
 # BPF_APPS and the skeleton, its object and the dependency of user/NAME.o follow.
 
-BPF_APPS := core_probe cpu_sample cpu_follow
+BPF_APPS := core_probe cpu_sample cpu_follow alloc_trace
 
 CC ?= gcc
 CLANG ?= clang
@@ -26,8 +26,8 @@ WARN := -Wall -Wextra -Wno-unused-parameter -Wno-missing-field-initializers \
 	-Wno-format-truncation -Werror
 CPPFLAGS := -D_GNU_SOURCE -DTRACEKIT_VERSION='"$(VERSION)"' -Iuser -I$(SKEL) -Ibpf -Itools -Itests/lib
 ALL_CFLAGS = -std=gnu11 $(CFLAGS) $(WARN) $(CPPFLAGS) -MMD -MP
-LIBS := -lbpf -lelf -lz -lnuma
-STATIC_LIBS := -l:libbpf.a -l:libelf.a -l:libz.a -l:libzstd.a -l:libnuma.a -lpthread
+LIBS := -lbpf -lelf -lz -lnuma -lm
+STATIC_LIBS := -l:libbpf.a -l:libelf.a -l:libz.a -l:libzstd.a -l:libnuma.a -lpthread -lm
 
 BPF_CFLAGS := -g -O2 -target bpf -D__TARGET_ARCH_$(ARCH) -Ivmlinux/$(ARCH) -Ibpf \
 	-Wall -Werror -MMD -MP
@@ -153,15 +153,22 @@ $(BUILD)/tests/integration/%: $(OBJ)/tests/integration/%.o $(TEST_HELPER_OBJS) $
 	$(Q)$(CC) $(CFLAGS) $^ -lcmocka $(LIBS) -o $@
 
 # --- preloaded libraries ------------------------------------------------------
-# The markers' uprobes walk frame pointers from the marker's entry: the interposed functions
-# keep theirs, and no call is turned into a jump. -fno-builtin: no malloc+memset → calloc.
+# The markers' uprobes walk frame pointers from the marker's entry: every function that calls
+# a marker keeps its frame pointer. The fast paths call nothing but jump (musttail) to the
+# allocator or to their slow path, so they need no frame (-momit-leaf-frame-pointer), and the
+# slow path's frame sits right under the allocation's caller (preload/tkalloc.c).
+# clang for musttail. -fno-builtin: no malloc+memset turned into a call of calloc in calloc.
 PRELOAD_CFLAGS := -std=gnu11 -g -O2 -fPIC -fvisibility=hidden -fno-builtin \
-	-fno-omit-frame-pointer -mno-omit-leaf-frame-pointer \
+	-fno-omit-frame-pointer -momit-leaf-frame-pointer \
 	$(WARN) -D_GNU_SOURCE -Iuser -Ipreload -MMD -MP
 $(PRELOADS): $(BUILD)/lib%.so: preload/%.c | $(OBJ)
 	$(call msg,CC-SO,$@)
 	$(Q)$(CLANG) $(PRELOAD_CFLAGS) -Wno-unknown-warning-option -MF $@.d -shared $< \
-		-Wl,-z,defs -Wl,-z,now -ldl -lpthread -lm -o $@
+		-Wl,-z,defs -Wl,-z,now -Wl,--as-needed -ldl -lpthread -lm -o $@
+# test_preload runs preload_check under both libraries, and checks counts with libm
+$(BUILD)/tests/unit/test_preload $(BUILD)/tests/unit-san/test_preload: | $(PRELOADS) \
+	$(BUILD)/workloads/preload_check
+$(BUILD)/tests/unit/test_preload $(BUILD)/tests/unit-san/test_preload: LIBS += -lm
 
 # --- sanitizers --------------------------------------------------------------
 $(SAN_OBJ)/%.o: %.c | $(OBJ)

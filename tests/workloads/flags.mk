@@ -47,6 +47,8 @@ $(eval WORKLOAD_CC_cpu_leader_exit := $(CLANG))
 # alloc sampler (preload/): its cost on malloc/free loops, and its behaviour under test
 $(eval WORKLOAD_CC_alloc_bench := $(CLANG))
 WORKLOAD_CFLAGS_alloc_bench := -fno-omit-frame-pointer
+# it compares the addresses of blocks it reallocated and freed with the markers' log
+WORKLOAD_CFLAGS_preload_check := -fno-builtin -Ipreload -Wno-use-after-free -rdynamic
 WORKLOAD_LIBS_preload_check := -ldl -lpthread -lm
 # alloc_leak with jemalloc linked into the executable; threads for --threads
 $(eval WORKLOAD_CC_alloc_leak_jestatic := $(CLANG))
@@ -55,3 +57,6 @@ WORKLOAD_LIBS_alloc_leak_jestatic := -l:libjemalloc.a -lm -lpthread -ldl
 WORKLOAD_LIBS_alloc_leak := -lpthread
 WORKLOAD_LIBS_alloc_leak_je += -lpthread
 WORKLOAD_CFLAGS_alloc_cxx := $(CPU_WL_FLAGS)
+# test_sidecar runs sidecar_example --heap under libjemalloc (a host with jemalloc profiling)
+$(BUILD)/tests/unit/test_sidecar $(BUILD)/tests/unit-san/test_sidecar: | \
+	$(BUILD)/workloads/sidecar_example
