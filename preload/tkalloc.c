@@ -85,6 +85,11 @@ static struct {
 	void *(*valloc)(size_t);
 	void *(*pvalloc)(size_t);
 	size_t (*malloc_usable_size)(void *);
+	/* C++: only for what malloc cannot do (bad_alloc, the new-handler) */
+	void *(*new_)(size_t);
+	void *(*new_array)(size_t);
+	void *(*new_nothrow)(size_t, const void *);
+	void *(*new_array_nothrow)(size_t, const void *);
 } real = { .free = tk_free_boot };
 
 enum { TK_INIT_NONE, TK_INIT_BUSY, TK_INIT_DONE };
@@ -471,6 +476,10 @@ static bool tk_init(void)
 	RESOLVE(valloc, __libc_valloc);
 	RESOLVE(pvalloc, __libc_pvalloc);
 	RESOLVE(malloc_usable_size, NULL);
+	real.new_ = dlsym(RTLD_NEXT, "_Znwm");
+	real.new_array = dlsym(RTLD_NEXT, "_Znam");
+	real.new_nothrow = dlsym(RTLD_NEXT, "_ZnwmRKSt9nothrow_t");
+	real.new_array_nothrow = dlsym(RTLD_NEXT, "_ZnamRKSt9nothrow_t");
 	/* last: free() forwards as soon as this is set */
 	RESOLVE(free, __libc_free);
 	fix_strays();
@@ -821,4 +830,108 @@ TK_EXPORT size_t malloc_usable_size(void *ptr)
 	if (in_arena(ptr))
 		return arena_size(ptr);
 	return real.malloc_usable_size ? real.malloc_usable_size(ptr) : 0;
+}
+
+/*
+ * C++ operator new and delete (the replaceable global ones). libstdc++'s new
+ * calls malloc, which is interposed already; but libstdc++ keeps no frame
+ * pointer, so a walk from inside malloc would skip the function that said
+ * `new` and name its caller. Here new is served by the allocator's malloc
+ * directly, sampled as malloc is, so the frame above the marker's is the
+ * code that said `new`. Only a failure goes to the real operator new, for
+ * its new-handler loop and std::bad_alloc (it calls malloc again: the retry
+ * is counted once more, on a path that is failing anyway). Aligned new
+ * (C++17 align_val_t) is left to libstdc++, which calls aligned_alloc.
+ * A program whose own operator new does not call malloc (tcmalloc's) is
+ * not seen.
+ */
+static void *new_fwd(size_t size, void *(*fail)(size_t))
+{
+	void *p = real.malloc(size ? size : 1);
+
+	if (p || !fail)
+		return p;
+	return fail(size);
+}
+
+static void *new_nothrow_fwd(size_t size, const void *tag, void *(*fail)(size_t, const void *))
+{
+	void *p = real.malloc(size ? size : 1);
+
+	if (p || !fail)
+		return p;
+	return fail(size, tag);
+}
+
+static TK_SLOWPATH void *new_sampled(size_t size)
+{
+	TK_SLOW(size, new_fwd(size, real.new_), arena_alloc(size ? size : 1, 16));
+}
+
+TK_EXPORT void *_Znwm(size_t size)
+{
+	TK_FAST(size, new_fwd(size, real.new_), new_sampled, size);
+}
+
+static TK_SLOWPATH void *new_array_sampled(size_t size)
+{
+	TK_SLOW(size, new_fwd(size, real.new_array), arena_alloc(size ? size : 1, 16));
+}
+
+TK_EXPORT void *_Znam(size_t size)
+{
+	TK_FAST(size, new_fwd(size, real.new_array), new_array_sampled, size);
+}
+
+static TK_SLOWPATH void *new_nothrow_sampled(size_t size, const void *tag)
+{
+	TK_SLOW(size, new_nothrow_fwd(size, tag, real.new_nothrow),
+		arena_alloc(size ? size : 1, 16));
+}
+
+TK_EXPORT void *_ZnwmRKSt9nothrow_t(size_t size, const void *tag)
+{
+	TK_FAST(size, new_nothrow_fwd(size, tag, real.new_nothrow), new_nothrow_sampled, size,
+		tag);
+}
+
+static TK_SLOWPATH void *new_array_nothrow_sampled(size_t size, const void *tag)
+{
+	TK_SLOW(size, new_nothrow_fwd(size, tag, real.new_array_nothrow),
+		arena_alloc(size ? size : 1, 16));
+}
+
+TK_EXPORT void *_ZnamRKSt9nothrow_t(size_t size, const void *tag)
+{
+	TK_FAST(size, new_nothrow_fwd(size, tag, real.new_array_nothrow),
+		new_array_nothrow_sampled, size, tag);
+}
+
+/* delete, delete[], and their sized forms: free (blocks from new above are malloc's) */
+TK_EXPORT void _ZdlPv(void *ptr)
+{
+	if (likely(!filter_maybe(ptr)))
+		return real.free(ptr);
+	__attribute__((musttail)) return free_sampled(ptr);
+}
+
+TK_EXPORT void _ZdaPv(void *ptr)
+{
+	if (likely(!filter_maybe(ptr)))
+		return real.free(ptr);
+	__attribute__((musttail)) return free_sampled(ptr);
+}
+
+TK_EXPORT void _ZdlPvm(void *ptr, size_t size)
+{
+	if (likely(!filter_maybe(ptr)))
+		return real.free(ptr);
+	return free_sampled(ptr);
+}
+
+TK_EXPORT void _ZdaPvm(void *ptr, size_t size)
+{
+	if (likely(!filter_maybe(ptr)))
+		return real.free(ptr);
+	return free_sampled(ptr);
 }
