@@ -20,6 +20,7 @@ static const char usage_main[] =
 	"does not free, which pages the kernel moves between NUMA nodes.\n"
 	"\n"
 	"Commands:\n"
+	"  alloc       who allocates and does not free, what makes memory grow\n"
 	"  caps        what this machine lets tracekit do, and why\n"
 	"  cpu         where the CPU goes: sampled stacks to pprof, folded, SVG, JSON, text\n"
 	"\n"
@@ -44,6 +45,8 @@ int main(int argc, char **argv)
 		printf("tracekit %s\n", TRACEKIT_VERSION);
 		return EXIT_SUCCESS;
 	}
+	if (!strcmp(cmd, "alloc"))
+		return cmd_alloc(argc - 1, argv + 1);
 	if (!strcmp(cmd, "caps"))
 		return cmd_caps(argc - 1, argv + 1);
 	if (!strcmp(cmd, "cpu"))

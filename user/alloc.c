@@ -31,6 +31,7 @@
 
 #include "agent_proto.h"
 #include "alloc_int.h"
+#include "alloc_syms.h"
 #include "fsutil.h"
 #include "internal.h"
 #include "profile_locs.h"
@@ -509,6 +510,24 @@ static bool preload_present(const struct tk_alloc *a, const char *lib)
 	return !stat(path, &st) && S_ISREG(st.st_mode);
 }
 
+/*
+ * The executable defines an allocator itself (jemalloc linked in, with or
+ * without a prefix): its own calls bind to it, not to anything preloaded.
+ */
+static bool own_allocator(const char *exe)
+{
+	struct tk_alloc_syms *syms = calloc(1, sizeof(*syms));
+	char why[128];
+	bool own;
+
+	if (!syms)
+		return false;
+	own = !tk_alloc_syms__find_static(exe, syms, why, sizeof(why)) &&
+	      tk_alloc_syms__usable(syms);
+	free(syms);
+	return own;
+}
+
 static int choose(struct tk_alloc *a, const struct tk_caps *caps, char *why, size_t why_sz)
 {
 	enum tk_backend b = a->opts.backend;
@@ -528,9 +547,10 @@ static int choose(struct tk_alloc *a, const struct tk_caps *caps, char *why, siz
 		return -EINVAL;
 	}
 	if (a->opts.mode == TK_ALLOC_MODE_GROWTH && b != TK_BACKEND_BPF) {
-		snprintf(why, why_sz, "--mode growth traces page faults, brk and mmap with BPF; "
-			 "the jemalloc backend can only give its sampled heap profiles (%s)",
-			 caps->backends[TK_COLLECT_ALLOC].reason);
+		snprintf(why, why_sz, "--mode growth traces page faults, brk and mmap with BPF, "
+			 "which is %s; the jemalloc backend gives sampled heap profiles only",
+			 caps->backends[TK_COLLECT_ALLOC].backend == TK_BACKEND_BPF ?
+			 "not the backend asked for" : "not available here (see 'tracekit caps')");
 		return -ENOTSUP;
 	}
 	if (b == TK_BACKEND_JEMALLOC && a->opts.mode == TK_ALLOC_MODE_FULL) {
@@ -555,7 +575,8 @@ static int choose(struct tk_alloc *a, const struct tk_caps *caps, char *why, siz
 	if (b != TK_BACKEND_BPF || a->opts.mode == TK_ALLOC_MODE_GROWTH) {
 		a->hook = TK_ALLOC_HOOK_NONE;
 	} else if (a->opts.argv && dyn && a->opts.mode == TK_ALLOC_MODE_SAMPLED &&
-		   !a->opts.no_preload && preload_present(a, TK_PRELOAD_SAMPLER)) {
+		   !a->opts.no_preload && !own_allocator(exe) &&
+		   preload_present(a, TK_PRELOAD_SAMPLER)) {
 		a->hook = TK_ALLOC_HOOK_PRELOAD;
 	} else {
 		a->hook = TK_ALLOC_HOOK_UPROBES;

@@ -115,9 +115,14 @@ int tk_online_cpus(int *cpus, int max);
 int tk_cpu_profile__build(const struct tk_stacks *t, struct tk_symbolizer *s, struct tk_profile *p,
 			  uint64_t *unsymbolized);
 /*
+ * A C++ symbol demangled ("cxx_leak_site(std::vector<char*>&, unsigned long)"),
+ * malloc'ed; NULL when @name is not a mangled name or cannot be demangled.
+ */
+char *tk_demangle(const char *name);
+/*
  * Intern into @p the location of user address @addr, which was resolved at
  * @look (@addr, or @addr - 1 for a return address) into @f with the result
- * @err of tk_symbolizer__user(): its function; or "module+0xOFFSET" (the
+ * @err of tk_symbolizer__user(): its function (demangled); or "module+0xOFFSET" (the
  * offset of @addr) in its mapping; or "[unknown]". Also used by jeprof.c.
  * Returns 0 or -ENOMEM.
  */

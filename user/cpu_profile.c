@@ -97,6 +97,25 @@ static int cache_grow(struct loc_cache *c)
 	return 0;
 }
 
+/* libstdc++'s demangler (C linkage; the C++ ABI's) */
+extern char *__cxa_demangle(const char *mangled, char *buf, size_t *len, int *status);
+
+char *tk_demangle(const char *name)
+{
+	int status = 0;
+	char *plain;
+
+	/* Itanium C++ ABI names; "_ZL..." (internal linkage) too */
+	if (!name || name[0] != '_' || name[1] != 'Z')
+		return NULL;
+	plain = __cxa_demangle(name, NULL, NULL, &status);
+	if (status) {
+		free(plain);
+		return NULL;
+	}
+	return plain;
+}
+
 static int kernel_location(struct tk_locs *b, uint64_t addr, bool ret, uint64_t *loc,
 			   bool *unsym)
 {
@@ -135,7 +154,10 @@ int tk_cpu_profile__user_location(struct tk_profile *p, const struct tk_sym_fram
 			return -ENOMEM;
 	}
 	if (!err && f->function) {
-		fid = tk_profile__function(p, f->function, NULL);
+		char *plain = tk_demangle(f->function);
+
+		fid = tk_profile__function(p, plain ? plain : f->function, NULL);
+		free(plain);
 	} else if (f->module) {
 		/* the offset of the address itself, not of the byte looked up */
 		snprintf(name, sizeof(name), "%s+0x%" PRIx64, tk_path_basename(f->module),

@@ -23,6 +23,7 @@
 #include <unistd.h>
 
 #include "alloc_int.h"
+#include "cpu.h"
 #include "internal.h"
 
 static int fake_noop(struct tk_alloc *a, char *why, size_t why_sz)
@@ -322,6 +323,19 @@ static void test_setenv_merges_preload(void **state)
 	tk_alloc__free(a);
 }
 
+static void test_demangle(void **state)
+{
+	char *s = tk_demangle("_Z13cxx_leak_siteRSt6vectorIPcSaIS0_EEm");
+
+	assert_non_null(s);
+	assert_string_equal(s, "cxx_leak_site(std::vector<char*, std::allocator<char*> >&, "
+			       "unsigned long)");
+	free(s);
+	assert_null(tk_demangle("malloc"));
+	assert_null(tk_demangle("_Zbogus"));
+	assert_null(tk_demangle(NULL));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -331,6 +345,7 @@ int main(void)
 		cmocka_unit_test(test_profile_values_and_min_age),
 		cmocka_unit_test(test_growth),
 		cmocka_unit_test(test_setenv_merges_preload),
+		cmocka_unit_test(test_demangle),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1,0 +1,593 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
+/*
+ * Allocation tracing (tracekit alloc, the BPF backend).
+ *
+ * Sampled: uprobes on the allocator's functions run a byte-weighted sampler
+ * (a countdown of bytes per CPU, intervals drawn from a table of exponential
+ * quantiles that user space fills with mean sample_bytes, as jemalloc's prof
+ * sampling does). Only a sampled call needs its result: with uprobe sessions
+ * (Linux 6.13+) the entry returns 0 for it alone and its return runs; other
+ * calls cost one trap. Without sessions a uretprobe runs on every call.
+ * Full: every call is recorded. Sampled objects are remembered by (tgid, ptr)
+ * so that their free, and only theirs, reaches user space.
+ *
+ * Markers: libtkalloc.so samples in-process and calls two marker functions
+ * for sampled allocations and their frees; uprobes sit on those only.
+ *
+ * Growth: page faults, brk and mmap of the target processes, counted per
+ * stack in kernel maps (no allocator hook at all).
+ */
+#include "vmlinux.h"
+#include <bpf/bpf_core_read.h>
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_tracing.h>
+#include "alloc_trace.h"
+
+#define MAP_PRIVATE 0x02
+#define MAP_ANONYMOUS 0x20
+#define PROT_WRITE 0x2
+#define NR_MMAP 9
+#define NR_BRK 12
+
+const volatile bool sample_all = false;		/* full mode */
+const volatile bool track_live = true;		/* free only what BPF remembers */
+const volatile __u64 page_size = 4096;
+const volatile __u64 intervals[AT_RAND_ENTRIES] = {};
+
+/* Written by user space once the allocator is known (possibly after load) */
+struct at_range ranges[AT_MAX_RANGES] = {};
+__u32 nr_ranges = 0;
+__s64 countdown[AT_MAX_CPUS] = {};
+__u64 counters[AT_MAX_CPUS][AT_CNT__COUNT] = {};
+
+extern bool bpf_session_is_return(void) __ksym __weak;
+
+struct live_key {
+	__u32 pid;
+	__u32 pad;
+	__u64 ptr;
+};
+
+struct pending {
+	__u64 size;
+	__u64 outp;			/* posix_memalign's void ** */
+	__u64 sp;			/* at entry: the return sees sp + 8 */
+};
+
+/* The last realloc-family entry on this CPU: its tail call into malloc is not a new call */
+struct last_entry {
+	__u64 id;
+	__u64 sp;
+	__u64 size;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__uint(max_entries, 131072);		/* set by user space */
+	__type(key, struct live_key);
+	__type(value, __u64);
+} live SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 16384);
+	__type(key, __u32);
+	__type(value, struct pending);
+} pending SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct last_entry);
+} last SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct at_alloc);
+} scratch SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, 1024 * 1024);	/* set by user space */
+} events SEC(".maps");
+
+/* tgids traced by the raw tracepoints (growth, exec) */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 4096);
+	__type(key, __u32);
+	__type(value, __u8);
+} pids SEC(".maps");
+
+static __always_inline void count(enum at_counter c)
+{
+	__u32 cpu = bpf_get_smp_processor_id() & (AT_MAX_CPUS - 1);
+
+	__sync_fetch_and_add(&counters[cpu][c], 1);
+}
+
+/* a * b, saturating (in 32-bit halves: clang turns a division check into __multi3) */
+static __always_inline __u64 sat_mul(__u64 a, __u64 b)
+{
+	__u64 ah = a >> 32, al = a & 0xffffffff, bh = b >> 32, bl = b & 0xffffffff;
+	__u64 cross, lo, r;
+
+	if (ah && bh)
+		return ~0ULL;
+	cross = ah * bl + al * bh;
+	if (cross >> 32)
+		return ~0ULL;
+	lo = al * bl;
+	r = (cross << 32) + lo;
+	return r < lo ? ~0ULL : r;
+}
+
+/* ---- allocations: uprobes on the allocator -------------------------------------------- */
+
+/*
+ * A call made from inside a hooked function (glibc's realloc calls malloc and
+ * free) is part of the outer call: its return address, in the file's
+ * addresses, lies in a hooked function's body.
+ */
+static __always_inline bool nested(struct pt_regs *ctx, __u64 fvaddr)
+{
+	__u64 ret = 0, rv;
+	__u32 i, n = nr_ranges;
+
+	if (!n || bpf_probe_read_user(&ret, sizeof(ret), (void *)PT_REGS_SP(ctx)))
+		return false;
+	rv = ret - (PT_REGS_IP(ctx) - fvaddr);
+	for (i = 0; i < AT_MAX_RANGES; i++) {
+		if (i >= n)
+			break;
+		if (rv >= ranges[i].lo && rv < ranges[i].hi)
+			return true;
+	}
+	return false;
+}
+
+static __always_inline void emit_free(__u32 type, __u32 pid, __u64 ptr)
+{
+	struct at_free *e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
+
+	if (!e) {
+		count(AT_CNT_RINGBUF_FULL);
+		return;
+	}
+	e->type = type;
+	e->pid = pid;
+	e->ptr = ptr;
+	bpf_ringbuf_submit(e, 0);
+}
+
+/* A free of @ptr: reported when it is an object BPF remembers (or, for markers, always). */
+static __always_inline void on_free(__u32 tgid, __u64 ptr)
+{
+	struct live_key k = { .pid = tgid, .ptr = ptr };
+
+	if (!ptr)
+		return;
+	/* most frees are of objects never sampled: look before taking the bucket lock */
+	if (track_live && (!bpf_map_lookup_elem(&live, &k) || bpf_map_delete_elem(&live, &k)))
+		return;
+	emit_free(AT_REC_FREE, tgid, ptr);
+}
+
+/*
+ * Send one allocation with the user stack; @skip frames are dropped from its
+ * top, and one more when the next is @also (non-zero): see marker_alloc.
+ */
+static __always_inline void emit_alloc(void *ctx, __u64 ptr, __u64 size, __u64 skip, __u64 also)
+{
+	__u64 id = bpf_get_current_pid_tgid(), len;
+	struct live_key k = { .pid = id >> 32, .ptr = ptr };
+	__u32 zero = 0, nr;
+	struct at_alloc *r = bpf_map_lookup_elem(&scratch, &zero);
+	long n;
+
+	if (!r)
+		return;
+	if (track_live && bpf_map_update_elem(&live, &k, &size, BPF_ANY))
+		count(AT_CNT_LIVE_MAP_FULL);
+	r->type = AT_REC_ALLOC;
+	r->pid = id >> 32;
+	r->tid = (__u32)id;
+	r->flags = 0;
+	r->ptr = ptr;
+	r->size = size;
+	r->ts_ns = bpf_ktime_get_ns();
+	bpf_get_current_comm(r->comm, sizeof(r->comm));
+	n = bpf_get_stack(ctx, r->ips, sizeof(r->ips), BPF_F_USER_STACK | (skip & 0xff));
+	if (also && n >= (long)sizeof(__u64) && r->ips[0] == also) {
+		skip++;
+		n = bpf_get_stack(ctx, r->ips, sizeof(r->ips), BPF_F_USER_STACK | (skip & 0xff));
+	}
+	if (n < 0) {
+		count(AT_CNT_STACK_ERRORS);
+		r->flags |= AT_F_STACK_LOST;
+		n = 0;
+	}
+	nr = n / sizeof(__u64);
+	if (nr >= AT_MAX_FRAMES - skip) {
+		r->flags |= AT_F_TRUNCATED;
+		count(AT_CNT_TRUNCATED);
+	}
+	if (nr > AT_MAX_FRAMES)
+		nr = AT_MAX_FRAMES;
+	r->nr_ips = nr;
+	len = offsetof(struct at_alloc, ips) + nr * sizeof(__u64);
+	if (len > sizeof(*r))
+		len = sizeof(*r);
+	if (bpf_ringbuf_output(&events, r, len, 0))
+		count(AT_CNT_RINGBUF_FULL);
+	else
+		count(AT_CNT_SAMPLED);
+}
+
+/*
+ * The entry of an allocating function: count it, free the old object of a
+ * realloc, and decide whether this call is recorded. True: its return must
+ * run (pending[tid] holds what it needs).
+ */
+static __always_inline bool alloc_entry(struct pt_regs *ctx)
+{
+	__u64 cookie = bpf_get_attach_cookie(ctx), id = bpf_get_current_pid_tgid();
+	__u32 kind = cookie & 0xff, tid = (__u32)id, zero = 0, cpu;
+	__u64 sp = PT_REGS_SP(ctx), size, old = 0, outp = 0;
+	struct last_entry *le;
+	struct pending p;
+	__s64 *cd;
+
+	if (nested(ctx, cookie >> 8)) {
+		count(AT_CNT_NESTED);
+		return false;
+	}
+	switch (kind) {
+	case AT_CALLOC:
+		size = sat_mul(PT_REGS_PARM1(ctx), PT_REGS_PARM2(ctx));
+		break;
+	case AT_REALLOC:
+		old = PT_REGS_PARM1(ctx);
+		size = PT_REGS_PARM2(ctx);
+		break;
+	case AT_REALLOCARRAY:
+		old = PT_REGS_PARM1(ctx);
+		size = sat_mul(PT_REGS_PARM2(ctx), PT_REGS_PARM3(ctx));
+		break;
+	case AT_POSIX_MEMALIGN:
+		outp = PT_REGS_PARM1(ctx);
+		size = PT_REGS_PARM3(ctx);
+		break;
+	case AT_MEMALIGN:
+		size = PT_REGS_PARM2(ctx);
+		break;
+	case AT_PVALLOC:
+		size = (PT_REGS_PARM1(ctx) + page_size - 1) & ~(page_size - 1);
+		break;
+	default:
+		size = PT_REGS_PARM1(ctx);
+		break;
+	}
+	/*
+	 * realloc(NULL, n) jumps to malloc(n) and reallocarray to realloc (tail
+	 * calls: same thread, same stack pointer, same size): one call, not two.
+	 */
+	le = bpf_map_lookup_elem(&last, &zero);
+	if (le) {
+		if (le->id == id && le->sp == sp && le->size == size) {
+			count(AT_CNT_NESTED);
+			return false;
+		}
+		le->id = kind == AT_REALLOC || kind == AT_REALLOCARRAY ? id : 0;
+		le->sp = sp;
+		le->size = size;
+	}
+	count(AT_CNT_ALLOC_CALLS);
+	if (old)
+		on_free(id >> 32, old);
+	if (old && !size)
+		return false;		/* realloc(p, 0) frees */
+
+	if (!sample_all) {
+		cpu = bpf_get_smp_processor_id() & (AT_MAX_CPUS - 1);
+		cd = &countdown[cpu];
+		*cd -= size;
+		if (*cd > 0)
+			return false;
+		/* memoryless: a fresh interval after each sample */
+		*cd = intervals[bpf_get_prandom_u32() & (AT_RAND_ENTRIES - 1)];
+	}
+	p.size = size;
+	p.outp = outp;
+	p.sp = sp;
+	if (bpf_map_update_elem(&pending, &tid, &p, BPF_ANY)) {
+		count(AT_CNT_PENDING_MAP_FULL);
+		return false;
+	}
+	return true;
+}
+
+/*
+ * The return of a recorded call: at a return probe ip is the return address
+ * into the caller and rbp the caller's frame, so the user stack is whole.
+ */
+static __always_inline void alloc_return(struct pt_regs *ctx)
+{
+	__u32 tid = (__u32)bpf_get_current_pid_tgid();
+	struct pending *p = bpf_map_lookup_elem(&pending, &tid);
+	__u64 ptr = 0, size;
+
+	if (!p)
+		return;
+	/* the return of a nested call (uretprobes without sessions) is not ours */
+	if (PT_REGS_SP(ctx) != p->sp + 8)
+		return;
+	size = p->size;
+	if (p->outp) {
+		if (PT_REGS_RC(ctx) == 0)
+			bpf_probe_read_user(&ptr, sizeof(ptr), (void *)p->outp);
+	} else {
+		ptr = PT_REGS_RC(ctx);
+	}
+	bpf_map_delete_elem(&pending, &tid);
+	if (ptr)
+		emit_alloc(ctx, ptr, size, 0, 0);
+}
+
+/* uprobe session (BPF_TRACE_UPROBE_SESSION): 0 from the entry asks for the return */
+SEC("?uprobe")
+int alloc_session(struct pt_regs *ctx)
+{
+	if (bpf_session_is_return()) {
+		alloc_return(ctx);
+		return 0;
+	}
+	return alloc_entry(ctx) ? 0 : 1;
+}
+
+SEC("?uprobe")
+int alloc_enter(struct pt_regs *ctx)
+{
+	alloc_entry(ctx);
+	return 0;
+}
+
+SEC("?uretprobe")
+int alloc_exit(struct pt_regs *ctx)
+{
+	alloc_return(ctx);
+	return 0;
+}
+
+SEC("?uprobe")
+int free_enter(struct pt_regs *ctx)
+{
+	__u64 ptr = PT_REGS_PARM1(ctx);
+
+	if (!ptr)
+		return 0;
+	count(AT_CNT_FREE_CALLS);
+	on_free(bpf_get_current_pid_tgid() >> 32, ptr);
+	return 0;
+}
+
+/* ---- libtkalloc.so's markers --------------------------------------------------------- */
+
+/*
+ * tk_alloc_marker_alloc(ptr, size), called by libtkalloc.so's slow path with
+ * a frame pointer that stands where the interposed function's frame was: a
+ * walk from the marker's entry gives [marker, allocation's caller, ...], so
+ * frame 0 goes. Kernels since 6.16 add the return address at the stack
+ * pointer after frame 0 at the entry of a function that pushes %rbp
+ * ([marker, slow path, caller, ...]): then that one goes too.
+ */
+SEC("?uprobe")
+int marker_alloc(struct pt_regs *ctx)
+{
+	__u64 ptr = PT_REGS_PARM1(ctx), ret = 0;
+	__u32 tgid = bpf_get_current_pid_tgid() >> 32;
+	__u8 one = 1;
+
+	count(AT_CNT_ALLOC_CALLS);
+	/* its exec is then seen (fork+exec children of the command) */
+	if (!bpf_map_lookup_elem(&pids, &tgid))
+		bpf_map_update_elem(&pids, &tgid, &one, BPF_NOEXIST);
+	if (!ptr)
+		return 0;
+	bpf_probe_read_user(&ret, sizeof(ret), (void *)PT_REGS_SP(ctx));
+	emit_alloc(ctx, ptr, PT_REGS_PARM2(ctx), 1, ret);
+	return 0;
+}
+
+SEC("?uprobe")
+int marker_free(struct pt_regs *ctx)
+{
+	count(AT_CNT_FREE_CALLS);
+	on_free(bpf_get_current_pid_tgid() >> 32, PT_REGS_PARM1(ctx));
+	return 0;
+}
+
+/* Counting only (tk_alloc__measure_rate): one trap per call, nothing else. */
+SEC("?uprobe")
+int count_calls(struct pt_regs *ctx)
+{
+	count((bpf_get_attach_cookie(ctx) & 0xff) == AT_FREE ? AT_CNT_FREE_CALLS
+							      : AT_CNT_ALLOC_CALLS);
+	return 0;
+}
+
+/* ---- growth: page faults, brk, mmap --------------------------------------------------- */
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__uint(max_entries, 65536);
+	__type(key, struct at_growth_key);
+	__type(value, struct at_growth_val);
+} growth SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__uint(max_entries, 32768);
+	__type(key, __u64);
+	__type(value, struct at_stack);
+} stacks SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct at_stack);
+} gscratch SEC(".maps");
+
+/* brk in flight: the break before it, by thread */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 4096);
+	__type(key, __u32);
+	__type(value, __u64);
+} brk_old SEC(".maps");
+
+/* FNV-1a over the frames, 64 bits; never 0 */
+static __always_inline __u64 hash_stack(const struct at_stack *st)
+{
+	__u64 h = 0xcbf29ce484222325ULL ^ st->nr;
+	__u32 i;
+
+	for (i = 0; i < AT_MAX_FRAMES; i++) {
+		if (i >= st->nr)
+			break;
+		h ^= st->ips[i];
+		h *= 0x100000001b3ULL;
+	}
+	return h ? h : 1;
+}
+
+static __always_inline void add_growth(void *ctx, __u32 kind, __u64 bytes)
+{
+	__u64 id = bpf_get_current_pid_tgid();
+	struct at_growth_key key = { .pid = id >> 32, .tid = (__u32)id, .kind = kind };
+	struct at_growth_val one = { .count = 1, .bytes = bytes }, *v;
+	__u32 zero = 0;
+	struct at_stack *st = bpf_map_lookup_elem(&gscratch, &zero);
+	long n;
+
+	if (!st)
+		return;
+	count(AT_CNT_GROWTH);
+	n = bpf_get_stack(ctx, st->ips, sizeof(st->ips), BPF_F_USER_STACK);
+	if (n < 0) {
+		count(AT_CNT_STACK_ERRORS);
+		key.flags |= AT_F_STACK_LOST;
+		n = 0;
+	}
+	st->nr = n / sizeof(__u64);
+	st->pad = 0;
+	if (st->nr >= AT_MAX_FRAMES) {
+		key.flags |= AT_F_TRUNCATED;
+		count(AT_CNT_TRUNCATED);
+	}
+	if (st->nr) {
+		key.stack = hash_stack(st);
+		if (!bpf_map_lookup_elem(&stacks, &key.stack) &&
+		    bpf_map_update_elem(&stacks, &key.stack, st, BPF_NOEXIST) &&
+		    !bpf_map_lookup_elem(&stacks, &key.stack)) {
+			count(AT_CNT_STACK_MAP_FULL);
+			key.flags |= AT_F_STACK_LOST;
+			key.stack = 0;
+		}
+	}
+	bpf_get_current_comm(key.comm, sizeof(key.comm));
+	v = bpf_map_lookup_elem(&growth, &key);
+	if (v) {
+		__sync_fetch_and_add(&v->count, 1);
+		__sync_fetch_and_add(&v->bytes, bytes);
+		return;
+	}
+	if (bpf_map_update_elem(&growth, &key, &one, BPF_NOEXIST)) {
+		v = bpf_map_lookup_elem(&growth, &key);
+		if (v) {
+			__sync_fetch_and_add(&v->count, 1);
+			__sync_fetch_and_add(&v->bytes, bytes);
+		} else {
+			count(AT_CNT_STACK_MAP_FULL);
+		}
+	}
+}
+
+static __always_inline bool traced(void)
+{
+	__u32 tgid = bpf_get_current_pid_tgid() >> 32;
+
+	return bpf_map_lookup_elem(&pids, &tgid) != NULL;
+}
+
+/* exceptions:page_fault_user(address, regs, error_code): a page made present */
+SEC("?raw_tp/page_fault_user")
+int fault_user(void *ctx)
+{
+	if (traced())
+		add_growth(ctx, AT_GROWTH_FAULT, page_size);
+	return 0;
+}
+
+/* raw_syscalls:sys_enter(regs, id) */
+SEC("?raw_tp/sys_enter")
+int sys_enter(__u64 *ctx)
+{
+	struct pt_regs *regs = (struct pt_regs *)ctx[0];
+	__u64 nr = ctx[1], len, flags, prot, old;
+	__u32 tid;
+
+	if ((nr != NR_MMAP && nr != NR_BRK) || !traced())
+		return 0;
+	if (nr == NR_BRK) {
+		struct task_struct *task = (struct task_struct *)bpf_get_current_task();
+
+		old = BPF_CORE_READ(task, mm, brk);
+		tid = (__u32)bpf_get_current_pid_tgid();
+		bpf_map_update_elem(&brk_old, &tid, &old, BPF_ANY);
+		return 0;
+	}
+	len = BPF_CORE_READ(regs, si);
+	prot = BPF_CORE_READ(regs, dx);
+	flags = BPF_CORE_READ(regs, r10);
+	if (!(flags & MAP_ANONYMOUS) && !((flags & MAP_PRIVATE) && (prot & PROT_WRITE)))
+		return 0;
+	add_growth(ctx, AT_GROWTH_MMAP, (len + page_size - 1) & ~(page_size - 1));
+	return 0;
+}
+
+/* raw_syscalls:sys_exit(regs, ret): brk returns the new break */
+SEC("?raw_tp/sys_exit")
+int sys_exit(__u64 *ctx)
+{
+	__u32 tid = (__u32)bpf_get_current_pid_tgid();
+	__u64 *old = bpf_map_lookup_elem(&brk_old, &tid), brk = ctx[1], was;
+
+	if (!old)
+		return 0;
+	was = *old;
+	bpf_map_delete_elem(&brk_old, &tid);
+	if (was && brk > was)
+		add_growth(ctx, AT_GROWTH_BRK, brk - was);
+	return 0;
+}
+
+/* A traced process exec'd: its mappings are new */
+SEC("?raw_tp/sched_process_exec")
+int exec_raw(void *ctx)
+{
+	__u32 tgid = bpf_get_current_pid_tgid() >> 32;
+
+	if (bpf_map_lookup_elem(&pids, &tgid))
+		emit_free(AT_REC_EXEC, tgid, 0);
+	return 0;
+}
+
+char LICENSE[] SEC("license") = "Dual BSD/GPL";

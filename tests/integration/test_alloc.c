@@ -1,0 +1,434 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
+/*
+ * tracekit alloc end to end, as a user runs it, on the real kernel: workloads
+ * with a known answer (tests/workloads/alloc_leak*, alloc_cxx: a leak from a
+ * known call site beside churn that frees at once), every pprof read back by
+ * go tool pprof. Each mode and hook: sampled through the in-process sampler,
+ * sampled through uprobes (a command and a running process), full, growth;
+ * glibc, shared jemalloc, jemalloc linked into the executable, C++ new and
+ * delete, threads, a target that exits during the capture, and the jemalloc
+ * fallback under a seccomp filter that denies bpf(2).
+ *
+ * TK_TEST_FILTER="*full*" runs a subset (cmocka's glob).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <math.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <stdarg.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include "spawn.h"
+
+#define NEED_ROOT()                                                               \
+	do {                                                                      \
+		if (geteuid() != 0) {                                             \
+			print_message("skip: this test needs root\n");           \
+			skip();                                                   \
+		}                                                                 \
+	} while (0)
+
+static char tmpdir[] = "/tmp/tk-alloc-test.XXXXXX";
+static char out[1 << 20];
+
+static const char *path_in_tmp(const char *name)
+{
+	static char buf[8][512];
+	static int i;
+
+	i = (i + 1) % 8;
+	snprintf(buf[i], sizeof(buf[i]), "%s/%s", tmpdir, name);
+	return buf[i];
+}
+
+static const char *workload(const char *name)
+{
+	static char buf[4][512];
+	static int i;
+
+	i = (i + 1) % 4;
+	snprintf(buf[i], sizeof(buf[i]), "%s/workloads/%s", tk_test_build_dir(), name);
+	return buf[i];
+}
+
+struct pp_func {
+	double flat;
+	double cum;
+	bool found;
+};
+
+/*
+ * go tool pprof -top of @file for @index; the flat and cumulative values of
+ * @func (bytes with -unit=B, or counts). Also checks the file's type line.
+ */
+static struct pp_func pprof_func(const char *file, const char *index, const char *func)
+{
+	static char top[1 << 18];
+	char cmd[1024], *line, *save = NULL, type[64];
+	struct pp_func r = {};
+
+	snprintf(cmd, sizeof(cmd),
+		 "HOME=${HOME:-/tmp} PPROF_TMPDIR=%s go tool pprof -sample_index=%s -unit=B "
+		 "-top -nodecount=200 %s 2>&1", tmpdir, index, file);
+	assert_int_equal(tk_test_capture(cmd, top, sizeof(top)), 0);
+	snprintf(type, sizeof(type), "Type: %s", index);
+	assert_non_null(strstr(top, type));
+	for (line = strtok_r(top, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+		/* "  1073741824B 95.00% 95.00%  1073741824B 95.00%  leak_site" (0 has no unit) */
+		char *tok[6], *s2 = NULL, *t;
+		size_t n = strlen(func);
+		int k = 0;
+
+		for (t = strtok_r(line, " \t", &s2); t && k < 6; t = strtok_r(NULL, " \t", &s2))
+			tok[k++] = t;
+		if (k < 6 || !strchr(tok[1], '%') || !strchr(tok[4], '%'))
+			continue;
+		/* C++ names come demangled: "cxx_leak_site(std::vector<...>&, ...)" */
+		if (strncmp(tok[5], func, n) || (tok[5][n] && tok[5][n] != '('))
+			continue;
+		r.flat = strtod(tok[0], NULL);
+		r.cum = strtod(tok[3], NULL);
+		r.found = true;
+	}
+	return r;
+}
+
+/* "key=NUMBER" in the captured output of a workload */
+static unsigned long long field(const char *text, const char *key)
+{
+	char pat[64];
+	const char *p;
+
+	snprintf(pat, sizeof(pat), "%s=", key);
+	p = strstr(text, pat);
+	assert_non_null(p);
+	return strtoull(p + strlen(pat), NULL, 10);
+}
+
+static int run_alloc(bool deny_bpf, char **args)
+{
+	char *argv[40] = { "alloc" };
+	int i;
+
+	for (i = 0; args[i] && i < 38; i++)
+		argv[i + 1] = args[i];
+	argv[i + 1] = NULL;
+	return tk_test_run_tracekit(out, sizeof(out), deny_bpf, argv);
+}
+
+/* The leak lands on leak_site within @tol of the truth; churn keeps ~nothing in use. */
+static void check_leak(const char *pb, const char *site, const char *churn_site,
+		       unsigned long long leaked, double tol)
+{
+	struct pp_func leak = pprof_func(pb, "inuse_space", site);
+	struct pp_func churn = pprof_func(pb, "inuse_space", churn_site);
+	struct pp_func churn_alloc = pprof_func(pb, "alloc_space", churn_site);
+
+	print_message("  %s: in use %.1f MiB of %.1f MiB leaked (%+.2f %%); %s in use %.0f B, "
+		      "allocated %.1f MiB\n", site, leak.flat / 1048576.0, leaked / 1048576.0,
+		      100.0 * (leak.flat / leaked - 1), churn_site, churn.flat,
+		      churn_alloc.flat / 1048576.0);
+	assert_true(leak.found);
+	assert_true(fabs(leak.flat / leaked - 1) <= tol);
+	/* churn frees at once: whatever is in use is a few objects at the end */
+	assert_true(churn.flat < leaked * 0.01);
+	assert_true(churn_alloc.found && churn_alloc.flat > 0);
+}
+
+/*
+ * The default mean (512 KiB), a 1 GiB leak in 256 KiB blocks (4096 blocks,
+ * each sampled with p = 0.39): the estimate's standard error is 1.9 %, so
+ * 10 % is more than 5 standard errors. --no-touch keeps the test light.
+ */
+#define BIG_LEAK "1073741824"
+#define BIG_BLOCK "262144"
+
+static void check_sampled_command(const char *wl, bool preload, const char *site,
+				  const char *churn_site)
+{
+	const char *pb = path_in_tmp("sampled.pb.gz");
+	char *args[] = { "-o", (char *)pb, preload ? "-v" : "--no-preload", "--",
+			 (char *)workload(wl), "-d", "2", "--leak-bytes", BIG_LEAK, "--leak-block",
+			 BIG_BLOCK, "--no-touch", NULL };
+
+	assert_int_equal(run_alloc(false, args), 0);
+	check_leak(pb, site, churn_site, field(out, "leaked"), 0.10);
+}
+
+static void test_sampled_preload_glibc(void **state)
+{
+	NEED_ROOT();
+	check_sampled_command("alloc_leak", true, "leak_site", "churn");
+}
+
+static void test_sampled_uprobes_glibc(void **state)
+{
+	NEED_ROOT();
+	check_sampled_command("alloc_leak", false, "leak_site", "churn");
+}
+
+static void test_sampled_preload_jemalloc(void **state)
+{
+	NEED_ROOT();
+	check_sampled_command("alloc_leak_je", true, "leak_site", "churn");
+}
+
+static void test_sampled_uprobes_jemalloc(void **state)
+{
+	NEED_ROOT();
+	check_sampled_command("alloc_leak_je", false, "leak_site", "churn");
+}
+
+/* jemalloc linked into the executable: no LD_PRELOAD can interpose it; uprobes on the program */
+static void test_sampled_jemalloc_static(void **state)
+{
+	NEED_ROOT();
+	check_sampled_command("alloc_leak_jestatic", true, "leak_site", "churn");
+}
+
+static void test_threads(void **state)
+{
+	const char *pb = path_in_tmp("threads.pb.gz");
+	char *args[] = { "-o", (char *)pb, "--", (char *)workload("alloc_leak"), "-d", "2",
+			 "--threads", "4", "--leak-bytes", BIG_LEAK, "--leak-block", BIG_BLOCK,
+			 "--no-touch", NULL };
+
+	NEED_ROOT();
+	assert_int_equal(run_alloc(false, args), 0);
+	check_leak(pb, "leak_site", "churn", field(out, "leaked"), 0.10);
+}
+
+static void test_cxx_new_delete(void **state)
+{
+	const char *pb = path_in_tmp("cxx.pb.gz");
+	char *args[] = { "-o", (char *)pb, "--", (char *)workload("alloc_cxx"), "-d", "2",
+			 "--leak-bytes", BIG_LEAK, "--leak-block", BIG_BLOCK, NULL };
+
+	NEED_ROOT();
+	assert_int_equal(run_alloc(false, args), 0);
+	check_leak(pb, "cxx_leak_site", "cxx_churn", field(out, "leaked"), 0.10);
+}
+
+/* full: every allocation; the in-use figures are exact */
+static void test_full_exact(void **state)
+{
+	const char *pb = path_in_tmp("full.pb.gz");
+	char *args[] = { "--mode", "full", "-o", (char *)pb, "--", (char *)workload("alloc_leak"),
+			 "-d", "1", "--leak-bytes", "1048576", "--leak-block", "4096", NULL };
+	struct pp_func objs, bytes;
+
+	NEED_ROOT();
+	assert_int_equal(run_alloc(false, args), 0);
+	assert_int_equal(field(out, "leaked"), 1048576);
+	objs = pprof_func(pb, "inuse_objects", "leak_site");
+	bytes = pprof_func(pb, "inuse_space", "leak_site");
+	print_message("  full: leak_site %.0f objects, %.0f bytes in use\n", objs.flat, bytes.flat);
+	assert_true(objs.found && objs.flat == 256);
+	assert_true(bytes.flat == 1048576);
+	assert_true(pprof_func(pb, "inuse_objects", "churn").flat <= 1);
+}
+
+/* growth: no allocator hooks; the pages leak_site touches are its resident growth */
+static void test_growth(void **state)
+{
+	const char *pb = path_in_tmp("growth.pb.gz");
+	char *args[] = { "--mode", "growth", "-o", (char *)pb, "--", (char *)workload("alloc_leak"),
+			 "-d", "1", "--leak-bytes", "67108864", "--leak-block", "65536", NULL };
+	struct pp_func site, fault;
+
+	NEED_ROOT();
+	assert_int_equal(run_alloc(false, args), 0);
+	site = pprof_func(pb, "inuse_space", "leak_site");
+	fault = pprof_func(pb, "inuse_space", "[page");
+	print_message("  growth: leak_site %.1f MiB made resident (cum), all faults %.1f MiB\n",
+		      site.cum / 1048576.0, fault.flat / 1048576.0);
+	assert_true(site.found);
+	/*
+	 * Every leaked page is faulted in once: most by leak_site's writes, the
+	 * rest by malloc writing the header of the next chunk (glibc has no frame
+	 * pointers, so that caller is not named).
+	 */
+	assert_true(fault.flat >= 0.95 * 67108864 && fault.flat <= 1.1 * 67108864 + (4 << 20));
+	assert_true(site.cum >= 0.8 * 67108864 && site.cum <= 67108864 + (1 << 20));
+}
+
+/* A running process: -p; it exits during the capture, and its names survive. */
+static void test_pid_target_exits(void **state)
+{
+	const char *pb = path_in_tmp("pid.pb.gz"), *log = path_in_tmp("pid.log");
+	char pidbuf[16], *args[] = { "-p", pidbuf, "-d", "20", "-o", (char *)pb, NULL };
+	char text[512];
+	int status, fd;
+	pid_t wl;
+
+	NEED_ROOT();
+	wl = fork();
+	assert_true(wl >= 0);
+	if (wl == 0) {
+		fd = open(log, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+		dup2(fd, 1);
+		execl(workload("alloc_leak"), "alloc_leak", "-d", "6", "--leak-bytes", BIG_LEAK,
+		      "--leak-block", BIG_BLOCK, "--no-touch", (char *)NULL);
+		_exit(127);
+	}
+	usleep(300 * 1000);
+	snprintf(pidbuf, sizeof(pidbuf), "%d", wl);
+	/* ends when the process does, long before -d 20 */
+	assert_int_equal(run_alloc(false, args), 0);
+	assert_int_equal(waitpid(wl, &status, 0), wl);
+	assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	fd = open(log, O_RDONLY);
+	assert_true(fd >= 0);
+	memset(text, 0, sizeof(text));
+	assert_true(read(fd, text, sizeof(text) - 1) > 0);
+	close(fd);
+	{
+		/* it leaked before tracekit attached too: a lower bound, then most of it */
+		struct pp_func leak = pprof_func(pb, "inuse_space", "leak_site");
+		struct pp_func churn = pprof_func(pb, "inuse_space", "churn");
+		double leaked = field(text, "leaked");
+
+		print_message("  -p: leak_site %.1f MiB in use of %.1f MiB leaked in all\n",
+			      leak.flat / 1048576.0, leaked / 1048576.0);
+		assert_true(leak.found);
+		assert_true(leak.flat > 0.3 * leaked && leak.flat < 1.1 * leaked);
+		assert_true(churn.flat < leaked * 0.01);
+	}
+}
+
+/* --min-age hides what is younger: a leak that ends early stays, newer churn goes */
+static void test_min_age_and_interval(void **state)
+{
+	const char *txt = path_in_tmp("minage.txt");
+	char *args[] = { "--min-age", "0.5", "-i", "0.5", "-o", (char *)txt, "--mode", "full", "--",
+			 (char *)workload("alloc_leak"), "-d", "1.5", "--leak-bytes", "1048576",
+			 "--leak-block", "8192", NULL };
+
+	NEED_ROOT();
+	assert_int_equal(run_alloc(false, args), 0);
+	/* the interval reports went to stdout, with the text summary's header */
+	assert_non_null(strstr(out, "--- "));
+	assert_non_null(strstr(out, "leak_site"));
+}
+
+/* bpf(2) denied: jemalloc's own profiler, preloaded, gives the answer; the output says so */
+static void test_jemalloc_fallback_seccomp(void **state)
+{
+	const char *pb = path_in_tmp("je.pb.gz"), *json = path_in_tmp("je.json");
+	char *args[] = { "-o", (char *)pb, "-o", (char *)json, "--", (char *)workload("alloc_leak"),
+			 "-d", "1", "--leak-bytes", "268435456", "--leak-block", "262144",
+			 "--no-touch", NULL };
+	char buf[1 << 16];
+	FILE *f;
+	size_t n;
+
+	NEED_ROOT();
+	assert_int_equal(run_alloc(true, args), 0);
+	f = fopen(json, "r");
+	assert_non_null(f);
+	n = fread(buf, 1, sizeof(buf) - 1, f);
+	buf[n] = '\0';
+	fclose(f);
+	assert_non_null(strstr(buf, "\"backend\":\"jemalloc\""));
+	check_leak(pb, "leak_site", "churn", field(out, "leaked"), 0.15);
+	/* asking for bpf under the filter is a clear error */
+	{
+		char *bpf_args[] = { "--backend", "bpf", "--", "true", NULL };
+
+		assert_int_equal(run_alloc(true, bpf_args), 1);
+	}
+}
+
+/* Ctrl-C: the file is whole, and readable */
+static void test_sigint_writes_whole_output(void **state)
+{
+	const char *pb = path_in_tmp("sigint.pb.gz");
+	char *args[] = { "alloc", "-o", (char *)pb, "--", (char *)workload("alloc_leak"), "-d", "30",
+			 NULL };
+	int status;
+	pid_t tk;
+
+	NEED_ROOT();
+	tk = tk_test_start_tracekit(args);
+	assert_true(tk > 0);
+	usleep(1500 * 1000);
+	kill(tk, SIGINT);
+	assert_int_equal(waitpid(tk, &status, 0), tk);
+	assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	assert_true(pprof_func(pb, "alloc_space", "churn").found);
+}
+
+static void test_cli_errors(void **state)
+{
+	char *none[] = { "-d", "1", NULL };
+	char *both[] = { "-p", "1", "--", "true", NULL };
+	char *bad_mode[] = { "--mode", "bogus", "--", "true", NULL };
+	char *bad_bytes[] = { "--sample-bytes", "0", "--", "true", NULL };
+	char *bad_bytes2[] = { "--sample-bytes", "12Q", "--", "true", NULL };
+	char *bytes_full[] = { "--mode", "full", "--sample-bytes", "4K", "--", "true", NULL };
+	char *bad_age[] = { "--min-age", "-1", "--", "true", NULL };
+	char *bad_fmt[] = { "-o", "x.unknown", "--", "true", NULL };
+	char *no_pid[] = { "-p", "2147483646", "-d", "1", NULL };
+	char *no_cmd[] = { "--", "/nonexistent/command", NULL };
+	char *growth_je[] = { "--mode", "growth", "--backend", "jemalloc", "--", "true", NULL };
+
+	assert_int_equal(run_alloc(false, none), 2);
+	assert_int_equal(run_alloc(false, both), 2);
+	assert_int_equal(run_alloc(false, bad_mode), 2);
+	assert_int_equal(run_alloc(false, bad_bytes), 2);
+	assert_int_equal(run_alloc(false, bad_bytes2), 2);
+	assert_int_equal(run_alloc(false, bytes_full), 2);
+	assert_int_equal(run_alloc(false, bad_age), 2);
+	assert_int_equal(run_alloc(false, bad_fmt), 2);
+	assert_int_equal(run_alloc(false, no_pid), 1);
+	if (geteuid() == 0) {
+		assert_int_equal(run_alloc(false, no_cmd), 1);
+		assert_int_equal(run_alloc(false, growth_je), 1);
+	}
+}
+
+static int setup(void **state)
+{
+	return mkdtemp(tmpdir) ? 0 : -1;
+}
+
+static int teardown(void **state)
+{
+	char cmd[600];
+
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", tmpdir);
+	return system(cmd) == 0 ? 0 : -1;
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_cli_errors),
+		cmocka_unit_test(test_sampled_preload_glibc),
+		cmocka_unit_test(test_sampled_uprobes_glibc),
+		cmocka_unit_test(test_sampled_preload_jemalloc),
+		cmocka_unit_test(test_sampled_uprobes_jemalloc),
+		cmocka_unit_test(test_sampled_jemalloc_static),
+		cmocka_unit_test(test_threads),
+		cmocka_unit_test(test_cxx_new_delete),
+		cmocka_unit_test(test_full_exact),
+		cmocka_unit_test(test_growth),
+		cmocka_unit_test(test_pid_target_exits),
+		cmocka_unit_test(test_min_age_and_interval),
+		cmocka_unit_test(test_jemalloc_fallback_seccomp),
+		cmocka_unit_test(test_sigint_writes_whole_output),
+	};
+	const char *filter = getenv("TK_TEST_FILTER");
+
+	if (filter && *filter)
+		cmocka_set_test_filter(filter);
+	return cmocka_run_group_tests(tests, setup, teardown);
+}

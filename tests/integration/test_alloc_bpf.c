@@ -1,0 +1,228 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
+/*
+ * The BPF allocation backend on the real kernel, through the session API:
+ * alloc_leak (leak_site leaks, churn frees at once) is attached with -p, and
+ * the profile must put the bytes in use on leak_site, with frame 0 the
+ * leaking function itself (the return address into the allocator's caller).
+ * Also: full mode, growth mode, and the rate measurement before attaching.
+ * Skips with the reason when not root or when the kernel has no uprobes.
+ */
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <stdarg.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include "alloc_int.h"
+#include "alloc_rate.h"
+#include "profile.h"
+#include "spawn.h"
+#include "tracekit.h"
+
+static struct tk_caps caps;
+
+static void need(enum tk_cap_id id, bool root)
+{
+	if (root && geteuid() != 0) {
+		print_message("skip: this test needs root\n");
+		skip();
+	}
+	if (caps.caps[id].status != TK_SUPPORTED) {
+		print_message("skip: %s: %s\n", tk_cap__title(id), caps.caps[id].reason);
+		skip();
+	}
+}
+
+/* alloc_leak for @secs seconds leaking 32 MiB in 64 KiB blocks; its pid */
+static pid_t start_leak(int secs)
+{
+	char path[512], d[16];
+	pid_t pid;
+
+	snprintf(path, sizeof(path), "%s/workloads/alloc_leak", tk_test_build_dir());
+	snprintf(d, sizeof(d), "%d", secs);
+	if (access(path, X_OK))
+		fail_msg("%s missing: build it first", path);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (!pid) {
+		freopen("/dev/null", "w", stdout);
+		execl(path, path, "-d", d, "--leak-bytes", "33554432", "--leak-block", "65536",
+		      (char *)NULL);
+		_exit(127);
+	}
+	usleep(200000);	/* past ld.so */
+	return pid;
+}
+
+static void stop(pid_t pid)
+{
+	kill(pid, SIGKILL);
+	waitpid(pid, NULL, 0);
+}
+
+static double now_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+/* Run a session on @pid for @secs; the folded profile's text into @out. */
+static void run(pid_t pid, enum tk_alloc_mode mode, double secs, struct tk_alloc_stats *st,
+		char *out, size_t out_sz, char *describe, size_t describe_sz)
+{
+	struct tk_alloc_opts o = { .sz = sizeof(o), .mode = mode, .pid = pid,
+				   .backend = TK_BACKEND_BPF };
+	struct tk_caps_opts co = { .sz = sizeof(co), .pid = pid };
+	static struct tk_caps pcaps;
+	struct tk_profile *p = NULL;
+	struct tk_alloc *a;
+	char why[512] = "";
+	double t0;
+	FILE *f;
+
+	assert_int_equal(tk_caps__snapshot(&co, &pcaps), 0);
+	if (tk_alloc__open(&o, &pcaps, &a, why, sizeof(why)))
+		fail_msg("open: %s", why);
+	if (tk_alloc__start(a, why, sizeof(why)))
+		fail_msg("start: %s", why);
+	snprintf(describe, describe_sz, "%s", tk_alloc__describe(a));
+	for (t0 = now_s(); now_s() - t0 < secs;)
+		assert_int_equal(tk_alloc__poll(a, 100), 0);
+	assert_int_equal(tk_alloc__finish(a, 0, &p), 0);
+	tk_alloc__stats(a, st);
+	f = fmemopen(out, out_sz, "w");
+	assert_non_null(f);
+	assert_int_equal(tk_profile__write_folded(p, f), 0);
+	fclose(f);
+	tk_profile__free(p);
+	tk_alloc__free(a);
+}
+
+/* Sum of the folded lines whose last frame is @leaf. */
+static unsigned long leaf_sum(const char *folded, const char *leaf)
+{
+	const char *line = folded, *end, *sp, *semi;
+	unsigned long sum = 0;
+	size_t n = strlen(leaf);
+
+	for (; *line; line = *end ? end + 1 : end) {
+		end = strchrnul(line, '\n');
+		sp = memrchr(line, ' ', end - line);
+		if (!sp)
+			continue;
+		semi = memrchr(line, ';', sp - line);
+		semi = semi ? semi + 1 : line;
+		if ((size_t)(sp - semi) == n && !memcmp(semi, leaf, n))
+			sum += strtoul(sp + 1, NULL, 10);
+	}
+	return sum;
+}
+
+static char folded[1 << 20];
+
+static void test_sampled(void **state)
+{
+	struct tk_alloc_stats st;
+	char describe[512];
+	unsigned long leak;
+	pid_t pid;
+
+	need(TK_CAP_PROG_UPROBE, true);
+	pid = start_leak(5);
+	run(pid, TK_ALLOC_MODE_SAMPLED, 2.5, &st, folded, sizeof(folded), describe,
+	    sizeof(describe));
+	stop(pid);
+	print_message("%s\n", describe);
+	assert_non_null(strstr(describe, "malloc"));
+	assert_true(st.calls > 1000);
+	assert_true(st.allocs > 0);
+	leak = leaf_sum(folded, "leak_site");
+	/* ~16 MiB leaked in 2.5 s of 5: sampled at 512 KiB, allow a wide margin */
+	assert_true(leak > 4u << 20);
+	assert_true(leak < 40u << 20);
+	assert_true(leaf_sum(folded, "churn") < leak / 4);
+}
+
+static void test_full(void **state)
+{
+	struct tk_alloc_stats st;
+	char describe[512];
+	unsigned long leak;
+	pid_t pid;
+
+	need(TK_CAP_PROG_UPROBE, true);
+	pid = start_leak(4);
+	run(pid, TK_ALLOC_MODE_FULL, 1.5, &st, folded, sizeof(folded), describe,
+	    sizeof(describe));
+	stop(pid);
+	leak = leaf_sum(folded, "leak_site");
+	/* every block: whole multiples of 64 KiB */
+	assert_true(leak >= 64u << 10);
+	assert_int_equal(leak % (64u << 10), 0);
+	assert_int_equal(leaf_sum(folded, "churn"), 0);
+	assert_true(st.frees > 0);
+	assert_true(st.allocs >= st.frees);
+}
+
+static void test_growth(void **state)
+{
+	struct tk_alloc_stats st;
+	char describe[512];
+	pid_t pid;
+
+	need(TK_CAP_PROG_RAW_TP, true);
+	pid = start_leak(4);
+	run(pid, TK_ALLOC_MODE_GROWTH, 1.5, &st, folded, sizeof(folded), describe,
+	    sizeof(describe));
+	stop(pid);
+	/* leak_site's memset faults its blocks in */
+	assert_true(st.growth_events > 100);
+	assert_true(leaf_sum(folded, "[page fault]") > 1u << 20);
+}
+
+static void test_rate(void **state)
+{
+	struct tk_alloc_rate r;
+	char why[512] = "";
+	pid_t pid;
+
+	need(TK_CAP_PROG_UPROBE, true);
+	pid = start_leak(4);
+	if (tk_alloc__measure_rate(pid, NULL, 500, &r, why, sizeof(why)))
+		fail_msg("measure_rate: %s", why);
+	stop(pid);
+	print_message("allocs %.0f/s frees %.0f/s%s, uprobe %.0f ns, slowdown sampled %.2f "
+		      "full %.2f\n", r.alloc_per_s, r.free_per_s,
+		      r.lower_bound ? " (lower bounds)" : "", r.uprobe_ns,
+		      r.slowdown[TK_ALLOC_MODE_SAMPLED], r.slowdown[TK_ALLOC_MODE_FULL]);
+	assert_true(r.alloc_calls > 100);
+	assert_true(r.free_calls > 100);
+	assert_true(r.uprobe_ns > 50 && r.uprobe_ns < 1e6);
+	assert_true(r.slowdown[TK_ALLOC_MODE_FULL] > r.slowdown[TK_ALLOC_MODE_SAMPLED] * 0.99);
+	assert_true(r.slowdown[TK_ALLOC_MODE_GROWTH] == 0);
+}
+
+int main(void)
+{
+	struct tk_caps_opts co = { .sz = sizeof(co) };
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_sampled),
+		cmocka_unit_test(test_full),
+		cmocka_unit_test(test_growth),
+		cmocka_unit_test(test_rate),
+	};
+
+	if (tk_caps__snapshot(&co, &caps))
+		return 1;
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,90 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause */
+/*
+ * Finding an allocator's functions in an ELF object and the file offsets
+ * uprobes are placed at: glibc (libc.so.6 or linked statically), jemalloc
+ * (shared, static, or under a symbol prefix such as "je_" or "_rjem_"), and
+ * the two marker functions of libtkalloc.so.
+ */
+#ifndef __TK_ALLOC_SYMS_H
+#define __TK_ALLOC_SYMS_H
+
+#include <limits.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+/* What a function does with its arguments (the BPF side reads them by this). */
+enum tk_afn_kind {
+	TK_AFN_MALLOC = 0,	/* size: malloc, valloc, mallocx, operator new */
+	TK_AFN_CALLOC,		/* nmemb, size */
+	TK_AFN_REALLOC,		/* ptr, size: realloc, rallocx */
+	TK_AFN_REALLOCARRAY,	/* ptr, nmemb, size */
+	TK_AFN_POSIX_MEMALIGN,	/* void **out, alignment, size */
+	TK_AFN_MEMALIGN,	/* alignment, size: memalign, aligned_alloc */
+	TK_AFN_PVALLOC,		/* size, rounded up to a page */
+	TK_AFN_FREE,		/* ptr: free, cfree, sdallocx, dallocx, operator delete */
+	TK_AFN_MARKER_ALLOC,	/* libtkalloc.so: ptr, size */
+	TK_AFN_MARKER_FREE,	/* libtkalloc.so: ptr */
+	TK_AFN__COUNT,
+};
+
+#define TK_ALLOC_MAX_FNS 48
+
+struct tk_alloc_fn {
+	char name[64];		/* its symbol, the first of its names found (aliases
+				   share the address) */
+	enum tk_afn_kind kind;
+	uint64_t vaddr;		/* st_value */
+	uint64_t size;		/* st_size; 1 when the symbol has none */
+	uint64_t offset;	/* in the file: where the uprobe goes */
+};
+
+struct tk_alloc_syms {
+	char path[PATH_MAX];
+	struct tk_alloc_fn fns[TK_ALLOC_MAX_FNS];
+	int nr;			/* one per address */
+	int nr_ifunc;		/* wanted names that were IFUNC resolvers: skipped */
+};
+
+enum tk_alloc_syms_flags {
+	/* also C++ operator new/delete, when the object itself defines them (jemalloc) */
+	TK_ASYMS_CXX = 1 << 0,
+	/* libtkalloc.so's two markers instead of the allocator's functions */
+	TK_ASYMS_MARKERS = 1 << 1,
+};
+
+/*
+ * Add the functions of the allocator in the ELF file @path whose C names
+ * carry @prefix ("" for none) to @out (which the caller zeroes once; call
+ * again for another prefix of the same file). Every address is hooked once,
+ * under the first name found for it. Returns the number of functions added,
+ * 0 when none was found, or a negative errno (tk_elf__open's, -E2BIG when
+ * @out is full, -EINVAL when @path differs from @out->path).
+ */
+int tk_alloc_syms__find(const char *path, const char *prefix, unsigned int flags,
+			struct tk_alloc_syms *out);
+
+/* Does @out hook at least one allocating and one freeing function? */
+bool tk_alloc_syms__usable(const struct tk_alloc_syms *out);
+
+struct tk_proc_info;
+
+/*
+ * The allocator process @pid uses (procinfo's finding: @known, or read from
+ * @proc_root, NULL for "/proc"), hooked whole: its C functions under its
+ * prefix, and C++ operators unless it is glibc (libstdc++'s call malloc).
+ * Returns 0, or a negative errno with @why set (-ENOENT: nothing to hook).
+ */
+int tk_alloc_syms__find_process(const char *proc_root, int pid, const struct tk_proc_info *known,
+				struct tk_alloc_syms *out, char *why, size_t why_sz);
+
+/*
+ * A statically linked command @cmd (found as execvp would), before its exec:
+ * every allocator inside it, unprefixed, "je_" and "_rjem_".
+ */
+int tk_alloc_syms__find_static(const char *cmd, struct tk_alloc_syms *out, char *why,
+			       size_t why_sz);
+
+/* "malloc", "free", ... for messages. */
+const char *tk_afn_kind__name(enum tk_afn_kind k);
+
+#endif /* __TK_ALLOC_SYMS_H */
