@@ -49,10 +49,20 @@ NOINLINE void leak_site(struct leaks *l, size_t size)
 
 	if (!p)
 		abort();
-	if (touch)
-		memset(p, 0x5a, size);
-	else
+	if (touch) {
+		/*
+		 * Page by page, here: a page fault must happen in leak_site itself
+		 * (in a memset without a frame pointer, the walk would skip us).
+		 */
+		volatile char *v = p;
+		size_t i;
+
+		for (i = 0; i < size; i += 4096)
+			v[i] = 0x5a;
+		v[size - 1] = 0x5a;
+	} else {
 		p[0] = 1;
+	}
 	l->blocks[l->nr++] = p;
 	l->usable += malloc_usable_size(p);
 	sink++;
