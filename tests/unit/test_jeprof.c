@@ -736,13 +736,13 @@ static void check_leak(struct run *r, double tolerance, bool accum)
 		assert_int_equal(nr, 0);
 		assert_int_equal(total(r->p, V_ALLOC_SPACE), 0);
 	}
-	/* leak_site is under main */
+	/* leak_site is under work (the loop main runs) */
 	for (nr = 0; nr < (int)r->p->nr_samples; nr++) {
 		const struct tk_sample *s = &r->p->samples[nr];
 
 		if (!strcmp(leaf_name(r->p, s), "leak_site")) {
 			assert_true(s->nr_locations >= 2);
-			assert_string_equal(frame_name(r->p, s, 1), "main");
+			assert_string_equal(frame_name(r->p, s, 1), "work");
 		}
 	}
 }
