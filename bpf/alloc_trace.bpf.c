@@ -32,6 +32,7 @@
 const volatile bool sample_all = false;		/* full mode */
 const volatile bool track_live = true;		/* free only what BPF remembers */
 const volatile __u64 page_size = 4096;
+const volatile __u64 wake_bytes = 0;		/* wake the reader past this much; 0: always */
 const volatile __u64 intervals[AT_RAND_ENTRIES] = {};
 
 /* Written by user space once the allocator is known (possibly after load) */
@@ -150,6 +151,19 @@ static __always_inline bool nested(struct pt_regs *ctx, __u64 fvaddr)
 	return false;
 }
 
+/*
+ * Wake the reader only once a quarter of the ring waits: a wake-up per
+ * record costs an interrupt to the reader's CPU, microseconds per sample.
+ * The reader also wakes by itself every poll interval (100 ms).
+ */
+static __always_inline __u64 rb_flags(void)
+{
+	if (!wake_bytes)
+		return 0;
+	return bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA) >= wake_bytes ? BPF_RB_FORCE_WAKEUP
+									 : BPF_RB_NO_WAKEUP;
+}
+
 static __always_inline void emit_free(__u32 type, __u32 pid, __u64 ptr)
 {
 	struct at_free *e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
@@ -161,7 +175,7 @@ static __always_inline void emit_free(__u32 type, __u32 pid, __u64 ptr)
 	e->type = type;
 	e->pid = pid;
 	e->ptr = ptr;
-	bpf_ringbuf_submit(e, 0);
+	bpf_ringbuf_submit(e, rb_flags());
 }
 
 /* A free of @ptr: reported when it is an object BPF remembers (or, for markers, always). */
@@ -222,7 +236,7 @@ static __always_inline void emit_alloc(void *ctx, __u64 ptr, __u64 size, __u64 s
 	len = offsetof(struct at_alloc, ips) + nr * sizeof(__u64);
 	if (len > sizeof(*r))
 		len = sizeof(*r);
-	if (bpf_ringbuf_output(&events, r, len, 0))
+	if (bpf_ringbuf_output(&events, r, len, rb_flags()))
 		count(AT_CNT_RINGBUF_FULL);
 	else
 		count(AT_CNT_SAMPLED);

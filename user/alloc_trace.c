@@ -266,7 +266,8 @@ static struct alloc_trace_bpf *load(struct tk_alloc *a, enum load_kind k, int *e
 		fill_intervals(s->rodata->intervals, mean);
 	/* full mode remembers every live object and sends every call */
 	bpf_map__set_max_entries(s->maps.live, full ? 1 << 20 : 1 << 17);
-	bpf_map__set_max_entries(s->maps.events, full ? 16 << 20 : 2 << 20);
+	bpf_map__set_max_entries(s->maps.events, full ? 16 << 20 : 8 << 20);
+	s->rodata->wake_bytes = (full ? 16 << 20 : 8 << 20) / 4;
 	if (k != LOAD_GROWTH) {
 		bpf_map__set_max_entries(s->maps.growth, 1);
 		bpf_map__set_max_entries(s->maps.stacks, 1);

@@ -91,6 +91,32 @@ static double pct(int64_t v, int64_t total)
 	return total ? 100.0 * (double)v / (double)total : 0.0;
 }
 
+/* @v in at most COL_SELF columns: bytes as 512B, 12.3K, 1.0G (binary units) */
+static const char *cell_value(char *buf, size_t size, int64_t v, bool bytes)
+{
+	static const char units[] = "KMGTPE";
+	double x = (double)v;
+	int u = -1;
+
+	if (!bytes || (v < 10000 && v > -10000)) {
+		snprintf(buf, size, bytes ? "%" PRId64 "B" : "%" PRId64, v);
+		return buf;
+	}
+	while ((x >= 1024 || x <= -1024) && u < 5) {
+		x /= 1024;
+		u++;
+	}
+	snprintf(buf, size, "%.1f%c", x, units[u]);
+	return buf;
+}
+
+static bool in_bytes(const struct tk_profile *p)
+{
+	const struct tk_value_type *vt = &p->value_types[tk_profile__display_index(p)];
+
+	return p->nr_values && vt->unit && !strcmp(vt->unit, "bytes");
+}
+
 static void header(const struct tk_profile *p, FILE *f, int64_t total)
 {
 	int i, col;
@@ -99,9 +125,14 @@ static void header(const struct tk_profile *p, FILE *f, int64_t total)
 
 	if (p->nr_values && vt->type && strcmp(vt->type, "samples"))
 		/* a heap profile: what is counted is named, not called samples */
-		fprintf(f, "Profile: %" PRId64 " %.24s (%.16s) in %.2f s, backend %.20s\n", total,
-			vt->type, vt->unit ? vt->unit : "", (double)p->duration_nanos / 1e9,
-			p->backend ? p->backend : "unknown");
+	{
+		char human[32];
+
+		fprintf(f, "Profile: %" PRId64 " %.24s (%.16s%s%s) in %.2f s, backend %.20s\n",
+			total, vt->type, vt->unit ? vt->unit : "", in_bytes(p) ? ", " : "",
+			in_bytes(p) ? cell_value(human, sizeof(human), total, true) : "",
+			(double)p->duration_nanos / 1e9, p->backend ? p->backend : "unknown");
+	}
 	else
 		fprintf(f, "CPU profile: %" PRId64 " samples in %.2f s at %d Hz, backend %.20s\n",
 			total, (double)p->duration_nanos / 1e9, p->freq_hz,
@@ -135,6 +166,7 @@ int tk_profile__write_text(const struct tk_profile *p, FILE *f, int top)
 	size_t *stamp = NULL;
 	int64_t total;
 	size_t i, nr;
+	bool bytes;
 	int err;
 
 	err = tk_frames__build(p, TK_FRAMES_BY_FUNCTION, &fr);
@@ -168,6 +200,7 @@ int tk_profile__write_text(const struct tk_profile *p, FILE *f, int top)
 	qsort_r(rows, fr.nr, sizeof(*rows), row_cmp, &fr);
 
 	total = tk_profile__total(p);
+	bytes = in_bytes(p);
 	header(p, f, total);
 	fprintf(f, "%*s  %6s  %6s  ", COL_SELF, "self", "self%", "total%");
 	put_cell(f, "function", COL_FUNC, true);
@@ -178,7 +211,10 @@ int tk_profile__write_text(const struct tk_profile *p, FILE *f, int top)
 
 		if (!rows[i].self && !rows[i].total)
 			break;
-		fprintf(f, "%*" PRId64 "  %5.1f%%  %5.1f%%  ", COL_SELF, rows[i].self,
+		char cell[32];
+
+		fprintf(f, "%*s  %5.1f%%  %5.1f%%  ", COL_SELF,
+			cell_value(cell, sizeof(cell), rows[i].self, bytes),
 			pct(rows[i].self, total), pct(rows[i].total, total));
 		put_cell(f, fm->name, COL_FUNC, true);
 		fputs("  ", f);
