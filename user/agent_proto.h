@@ -8,12 +8,15 @@
  * reallocarray, posix_memalign, aligned_alloc, memalign, valloc, pvalloc and
  * free; counts allocated bytes down from a geometric draw with mean
  * TK_ENV_SAMPLE_BYTES (as jemalloc's prof sampling does) and, for a sampled
- * allocation only, calls TK_MARKER_ALLOC(ptr, size) directly from the
- * interposed function (which keeps a frame pointer, so the frame above the
- * marker's is the allocation's caller). It remembers sampled pointers and
- * calls TK_MARKER_FREE(ptr) when one is freed (or moved by realloc); other
- * frees cost a lookup in a small filter, not a trap. tracekit places uprobes
- * on the two markers only.
+ * allocation only, calls TK_MARKER_ALLOC(ptr, size) from a slow path that
+ * the interposed function jumps to (a tail call), so the slow path's frame
+ * stands where the interposed function's was and the frame above the
+ * marker's is the allocation's caller. C++ operator new and delete are
+ * served the same way (libstdc++ keeps no frame pointer). It remembers
+ * sampled pointers and calls TK_MARKER_FREE(ptr) when one is freed (or
+ * moved by realloc); other frees cost a lookup in a small filter, not a
+ * trap. The markers are a 5-byte nop and a return (the cheapest uprobe
+ * site); tracekit places uprobes on the two markers only.
  *
  * libtkagent.so, no interposition: with TK_ENV_AGENT_FD set it takes the
  * descriptor (and removes the variables from its environment, marking the
