@@ -669,6 +669,7 @@ int tk_alloc__new_bare(const struct tk_alloc_opts *opts, const struct tk_alloc_b
 int tk_alloc__open(const struct tk_alloc_opts *opts, const struct tk_caps *caps,
 		   struct tk_alloc **out, char *why, size_t why_sz)
 {
+	const char *step = "";
 	struct tk_alloc *a;
 	char dummy[8];
 	int err;
@@ -688,16 +689,20 @@ int tk_alloc__open(const struct tk_alloc_opts *opts, const struct tk_caps *caps,
 		return err;
 	a->caps = caps;
 	find_preload_dir(a);
+	step = "choosing a backend";
 	err = choose(a, caps, why, why_sz);
 	if (err)
 		goto fail;
 	if (a->opts.argv) {
+		step = "preparing the command's environment";
 		if (a->be->prepare_env && (err = a->be->prepare_env(a, why, why_sz)))
 			goto fail;
+		step = "starting the command";
 		err = start_command(a, why, why_sz);
 		if (err)
 			goto fail;
 	}
+	step = "opening the backend";
 	err = a->be->open(a, why, why_sz);
 	if (err)
 		goto fail;
@@ -705,7 +710,7 @@ int tk_alloc__open(const struct tk_alloc_opts *opts, const struct tk_caps *caps,
 	return 0;
 fail:
 	if (!why[0])
-		snprintf(why, why_sz, "%s", strerror(-err));
+		snprintf(why, why_sz, "%s %s: %s", step, a->be ? a->be->name : "", strerror(-err));
 	tk_alloc__free(a);
 	return err;
 }

@@ -706,6 +706,7 @@ static int bpf_open(struct tk_alloc *a, char *why, size_t why_sz)
 	}
 	libbpf_set_print(old);
 	st->sessions = st->skel != NULL;
+	err = 0;	/* a refused session is no error: the classic way follows */
 	if (!st->skel)
 		st->skel = load(a, LOAD_CLASSIC, &err);
 	if (!st->skel)

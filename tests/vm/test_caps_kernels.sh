@@ -2,7 +2,11 @@
 # SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
 # `tracekit caps --json` from the static binary (built against the host's BTF) inside
 # two-node QEMU guests on Debian's 6.1 and 6.12 cloud kernels: CO-RE must make the
-# probes work there, and the report must name what each kernel really has.
+# probes work there, and the report must name what each kernel really has. And
+# `tracekit alloc` there on a statically linked leak workload: these kernels have no
+# uprobe sessions (6.13+), so the entry/return fallback is what runs; full mode must
+# count the leak exactly, sampled mode (every 256 KiB block sampled) within 5 %, growth
+# mode must put the leak's page faults on leak_site.
 # One line per check, then "vm: N passed, N failed". Exit 0 all passed, 1 a check
 # failed, 77 QEMU, a kernel or jq cannot be had here (skip, with the reason).
 #   TK_VM_KERNELS   kernel series to test (default "6.1 6.12")
@@ -21,6 +25,7 @@ B=${TK_BUILD_DIR:-build}
 OUT=${TK_VM_OUT:-$B/vm}
 KERNELS=${TK_VM_KERNELS:-6.1 6.12}
 BIN=$B/tracekit-static
+LEAK=$B/workloads/alloc_leak_static
 
 # What each kernel has, measured in the guests themselves (/proc/kallsyms and
 # events/migrate/mm_migrate_pages/format). mm_migrate_pages: 6.1's record has
@@ -54,12 +59,14 @@ skip_all() {
 command -v jq >/dev/null || skip_all "no jq (tools/install-deps.sh installs it)"
 command -v "${TK_VM_QEMU:-qemu-system-x86_64}" >/dev/null ||
 	skip_all "no ${TK_VM_QEMU:-qemu-system-x86_64} (tools/install-deps.sh installs qemu-system-x86)"
-if [[ ! -x $BIN ]]; then
-	# the thing under test is missing: that is a failure, not a skip
-	fail "$BIN exists" "run: make static"
-	echo "vm: $passed passed, $failed failed"
-	exit 1
-fi
+for f in "$BIN" "$LEAK"; do
+	if [[ ! -x $f ]]; then
+		# the thing under test is missing: that is a failure, not a skip
+		fail "$f exists" "run: make static and make"
+		echo "vm: $passed passed, $failed failed"
+		exit 1
+	fi
+done
 
 payload=$(mktemp)
 trap 'rm -f "$payload"' EXIT
@@ -67,6 +74,9 @@ cat >"$payload" <<'EOF'
 tk_run caps tracekit caps --json
 tk_run kallsyms grep -E ' migrate_misplaced_(page|folio)$' /proc/kallsyms
 tk_run migrate_format cat /sys/kernel/tracing/events/migrate/mm_migrate_pages/format
+tk_run alloc_full tracekit alloc -v --mode full --format folded -- alloc_leak -d 1 --leak-bytes 1048576 --leak-block 4096
+tk_run alloc_sampled tracekit alloc -v --sample-bytes 4096 --format folded -- alloc_leak -d 1 --leak-bytes 16777216 --leak-block 262144 --no-touch
+tk_run alloc_growth tracekit alloc --mode growth --format folded -- alloc_leak -d 1 --leak-bytes 4194304 --leak-block 65536
 true
 EOF
 
@@ -78,7 +88,7 @@ check_kernel() {
 	local kver=$1
 	local dir=$OUT/caps-$kver rc t0 t1 caps s v r want field k
 	t0=$(date +%s.%N)
-	"$VM" run "$kver" --numa2 --out "$dir" "$payload" "$BIN:/bin/tracekit"
+	"$VM" run "$kver" --numa2 --out "$dir" "$payload" "$BIN:/bin/tracekit" "$LEAK:/bin/alloc_leak"
 	rc=$?
 	t1=$(date +%s.%N)
 	times+=("$(awk -v a="$t0" -v b="$t1" -v k="$kver" 'BEGIN { printf "vm: %s guest end to end: %.1f s", k, b - a }')")
@@ -126,6 +136,8 @@ check_kernel() {
 			"guest kallsyms: $(awk '{print $3}' "$dir/sections/kallsyms.out" | tr '\n' ' ')"
 	fi
 
+	check_alloc "$kver" "$dir"
+
 	# what the guest's own tracefs says the record holds
 	field=none
 	grep -q 'unsigned long nr_split;' "$dir/sections/migrate_format.out" && field=nr_split
@@ -145,6 +157,46 @@ check_kernel() {
 	else
 		fail "$kver tracepoint.mm_migrate_pages split field" "want $want; guest tracefs format has $field;" \
 			"tracekit: $(explain tracepoint.mm_migrate_pages "$caps")"
+	fi
+}
+
+# the sum of the folded counts of lines whose last frames are $2 (a regex), in section $1
+folded_sum() {
+	awk -v re="$2" '{ n = $NF; $NF = ""; sub(/ $/, ""); if ($0 ~ re) s += n } END { print s + 0 }' \
+		"$1"
+}
+
+# what `tracekit alloc` wrote in the guest: $1 kernel, $2 guest dir
+check_alloc() {
+	local kver=$1 dir=$2 v name
+	for name in alloc_full alloc_sampled alloc_growth; do
+		if [[ $(cat "$dir/sections/$name.rc" 2>/dev/null) != 0 ]]; then
+			fail "$kver $name exits 0" "exit $(cat "$dir/sections/$name.rc" 2>/dev/null)" \
+				"stderr: $(head -c 1500 "$dir/sections/$name.stderr.out" 2>/dev/null)"
+			return
+		fi
+	done
+	ok "$kver tracekit alloc (full, sampled, growth) exit 0"
+	v=$(folded_sum "$dir/sections/alloc_full.out" ';leak_site$')
+	if [[ $v == 1048576 ]]; then ok "$kver alloc full: leak_site 1048576 bytes in use"
+	else fail "$kver alloc full: leak_site 1048576 bytes in use" "got $v"; fi
+	v=$(folded_sum "$dir/sections/alloc_sampled.out" ';leak_site$')
+	if ((v >= 16777216 * 95 / 100 && v <= 16777216 * 105 / 100)); then
+		ok "$kver alloc sampled: leak_site within 5 % ($v of 16777216)"
+	else
+		fail "$kver alloc sampled: leak_site within 5 %" "got $v of 16777216"
+	fi
+	if grep -q 'uprobes and uretprobes' "$dir/sections/alloc_sampled.stderr.out"; then
+		ok "$kver alloc sampled: entry/return uprobes (no sessions before 6.13)"
+	else
+		fail "$kver alloc sampled: entry/return uprobes" \
+			"$(grep -i 'backend' "$dir/sections/alloc_sampled.stderr.out" | head -c 500)"
+	fi
+	v=$(folded_sum "$dir/sections/alloc_growth.out" ';leak_site;\\[page fault\\]$')
+	if ((v >= 4194304 * 75 / 100 && v <= 4194304 + 65536)); then
+		ok "$kver alloc growth: leak_site's page faults ($v of 4194304)"
+	else
+		fail "$kver alloc growth: leak_site's page faults" "got $v of 4194304"
 	fi
 }
 

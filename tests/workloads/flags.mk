@@ -60,3 +60,7 @@ WORKLOAD_CFLAGS_alloc_cxx := $(CPU_WL_FLAGS)
 # test_sidecar runs sidecar_example --heap under libjemalloc (a host with jemalloc profiling)
 $(BUILD)/tests/unit/test_sidecar $(BUILD)/tests/unit-san/test_sidecar: | \
 	$(BUILD)/workloads/sidecar_example
+# alloc_leak with everything linked in: runs in the QEMU guests, which have no libc
+$(eval WORKLOAD_CC_alloc_leak_static := $(CLANG))
+WORKLOAD_CFLAGS_alloc_leak_static := $(CPU_WL_FLAGS) -static
+WORKLOAD_LIBS_alloc_leak_static := -lpthread
