@@ -10,7 +10,7 @@
  * - locations without a function get one named as the other writers name
  *   them ("libx.so+0x1234"), so `go tool pprof -top` and the text summary list
  *   the same names;
- * - comments carry the backend, the frequency and every loss counter;
+ * - comments carry the backend, the frequency (of a CPU profile) and every loss counter;
  * - names pprof would rewrite (C++-looking) have no system name; see
  *   pprof_would_rewrite().
  */
@@ -420,7 +420,8 @@ static int comments(struct encoder *e)
 		return -ENOMEM;
 	err = add_comment(e, &e->comments[e->nr_comments], "backend: %s",
 			  p->backend ? p->backend : "unknown");
-	if (!err)
+	/* sampling in time (CPU profiles); a heap profile samples bytes: its period says so */
+	if (!err && p->freq_hz > 0)
 		err = add_comment(e, &e->comments[e->nr_comments], "frequency: %d Hz", p->freq_hz);
 	for (i = 0; !err && i < p->nr_losses && i < TK_PROFILE_MAX_LOSSES; i++)
 		err = add_comment(e, &e->comments[e->nr_comments], "lost: %s=%llu",

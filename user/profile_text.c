@@ -165,7 +165,7 @@ int tk_profile__write_text(const struct tk_profile *p, FILE *f, int top)
 	struct row *rows = NULL;
 	size_t *stamp = NULL;
 	int64_t total;
-	size_t i, nr;
+	size_t i, nr, shown;
 	bool bytes;
 	int err;
 
@@ -206,11 +206,13 @@ int tk_profile__write_text(const struct tk_profile *p, FILE *f, int top)
 	put_cell(f, "function", COL_FUNC, true);
 	fprintf(f, "  module\n");
 	nr = top > 0 && (size_t)top < fr.nr ? (size_t)top : fr.nr;
-	for (i = 0; i < nr; i++) {
+	for (i = 0, shown = 0; i < fr.nr && shown < nr; i++) {
 		const struct tk_frame *fm = &fr.frames[rows[i].frame];
 
+		/* a function only on stacks whose value is 0 (sorted among the others by name) */
 		if (!rows[i].self && !rows[i].total)
-			break;
+			continue;
+		shown++;
 		char cell[32];
 
 		fprintf(f, "%*s  %5.1f%%  %5.1f%%  ", COL_SELF,
