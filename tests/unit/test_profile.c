@@ -260,9 +260,9 @@ static void test_heap_profile_counts_inuse(void **state)
 	assert_string_equal(out, "app;main;leak_site 4096\n");
 	free(out);
 	out = render(p, write_text20);
-	assert_non_null(strstr(out, "Profile: 4096 inuse_space (bytes, 4.0K)"));
+	assert_non_null(strstr(out, "Profile: 4096 inuse_space (bytes, 4096B)"));
 	/* bytes in binary units in the self column, 8 wide */
-	assert_non_null(strstr(out, "    4.0K  100.0%"));
+	assert_non_null(strstr(out, "   4096B  100.0%"));
 	assert_null(strstr(out, "CPU profile"));
 	assert_within_80(out);
 	free(out);
