@@ -425,31 +425,6 @@ static bool env_preloads(const struct tk_alloc *a, const char *lib)
 
 /* ---- the command --------------------------------------------------------------------- */
 
-/* @cmd as execvp would find it, into @buf; -ENOENT. */
-static int find_command(const char *cmd, char *buf, size_t size)
-{
-	const char *path, *p;
-
-	if (strchr(cmd, '/')) {
-		if (snprintf(buf, size, "%s", cmd) >= (int)size)
-			return -ENAMETOOLONG;
-		return access(buf, X_OK) ? -errno : 0;
-	}
-	path = getenv("PATH");
-	if (!path || !*path)
-		path = "/usr/local/bin:/usr/bin:/bin";
-	for (p = path; *p;) {
-		const char *end = strchrnul(p, ':');
-		int n = (int)(end - p);
-
-		if (snprintf(buf, size, "%.*s/%s", n ? n : 1, n ? p : ".", cmd) < (int)size &&
-		    !access(buf, X_OK))
-			return 0;
-		p = *end ? end + 1 : end;
-	}
-	return -ENOENT;
-}
-
 /*
  * 1 when @path is an ELF executable with a program interpreter (ld.so loads it,
  * LD_PRELOAD works), 0 when it is a static ELF, 1 for a script (its
@@ -560,7 +535,7 @@ static int choose(struct tk_alloc *a, const struct tk_caps *caps, char *why, siz
 	a->be = b == TK_BACKEND_BPF ? &tk_alloc_backend_bpf : &tk_alloc_backend_jemalloc;
 
 	if (a->opts.argv) {
-		err = find_command(a->opts.argv[0], exe, sizeof(exe));
+		err = tk_find_command(a->opts.argv[0], exe, sizeof(exe));
 		if (err) {
 			snprintf(why, why_sz, "cannot run '%s': %s", a->opts.argv[0],
 				 strerror(-err));

@@ -80,33 +80,6 @@ static const char *proc_root(const struct tk_alloc *a)
 	return a->opts.proc_root && *a->opts.proc_root ? a->opts.proc_root : "/proc";
 }
 
-/* execvp's search for @cmd, in the PATH tracekit passes on. */
-static int which(const char *cmd, char *buf, size_t size)
-{
-	const char *path = getenv("PATH"), *p, *end;
-	char cand[PATH_MAX];
-	size_t len;
-
-	if (strchr(cmd, '/')) {
-		snprintf(buf, size, "%s", cmd);
-		return 0;
-	}
-	if (!path)
-		path = "/usr/local/bin:/usr/bin:/bin";
-	for (p = path; ; p = end + 1) {
-		end = strchr(p, ':');
-		len = end ? (size_t)(end - p) : strlen(p);
-		snprintf(cand, sizeof(cand), "%.*s/%s", (int)len, len ? p : ".", cmd);
-		if (!access(cand, X_OK)) {
-			snprintf(buf, size, "%s", cand);
-			return 0;
-		}
-		if (!end)
-			break;
-	}
-	return -ENOENT;
-}
-
 /* ---- -- CMD ----------------------------------------------------------------------- */
 
 static int prepare_cmd(struct tk_alloc *a, struct je_priv *p, char *why, size_t why_sz)
@@ -134,7 +107,7 @@ static int prepare_cmd(struct tk_alloc *a, struct je_priv *p, char *why, size_t 
 	}
 
 	/* the program's own jemalloc, if any: then no second one */
-	if (!which(a->opts.argv[0], prog_path, sizeof(prog_path)))
+	if (!tk_find_command(a->opts.argv[0], prog_path, sizeof(prog_path)))
 		tk_jedump__program(prog_path, &prog);
 	if (prog.linkage == TK_JEDUMP_STATIC && prog.prof_built == 0) {
 		snprintf(why, why_sz, "%s has jemalloc linked in statically, built without "

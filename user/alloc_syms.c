@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "alloc_syms.h"
+#include "fsutil.h"
 #include "elf_reader.h"
 #include "procinfo.h"
 
@@ -326,30 +327,6 @@ out:
 	return err;
 }
 
-/* argv[0] as execvp would find it */
-static int resolve_command(const char *cmd, char *out, size_t sz)
-{
-	const char *p, *e;
-	char buf[PATH_MAX];
-
-	if (strchr(cmd, '/')) {
-		snprintf(out, sz, "%s", cmd);
-		return access(out, X_OK) ? -errno : 0;
-	}
-	p = getenv("PATH");
-	if (!p)
-		p = "/usr/local/bin:/usr/bin:/bin";
-	for (; *p; p = *e ? e + 1 : e) {
-		e = strchrnul(p, ':');
-		snprintf(buf, sizeof(buf), "%.*s/%s", (int)(e - p), e == p ? "." : p, cmd);
-		if (!access(buf, X_OK)) {
-			snprintf(out, sz, "%s", buf);
-			return 0;
-		}
-	}
-	return -ENOENT;
-}
-
 int tk_alloc_syms__find_static(const char *cmd, struct tk_alloc_syms *syms, char *why,
 			       size_t why_sz)
 {
@@ -358,7 +335,7 @@ int tk_alloc_syms__find_static(const char *cmd, struct tk_alloc_syms *syms, char
 	size_t i;
 	int err;
 
-	err = resolve_command(cmd, exe, sizeof(exe));
+	err = tk_find_command(cmd, exe, sizeof(exe));
 	if (err) {
 		snprintf(why, why_sz, "cannot find '%s': %s", cmd, strerror(-err));
 		return err;

@@ -183,3 +183,28 @@ bool tk_status_field(const char *text, const char *name, char *out, size_t size)
 	}
 	return false;
 }
+
+int tk_find_command(const char *cmd, char *buf, size_t size)
+{
+	const char *path, *p;
+
+	if (strchr(cmd, '/')) {
+		if (snprintf(buf, size, "%s", cmd) >= (int)size)
+			return -ENAMETOOLONG;
+		return access(buf, X_OK) ? -errno : 0;
+	}
+	path = getenv("PATH");
+	if (!path || !*path)
+		path = "/usr/local/bin:/usr/bin:/bin";
+	for (p = path; *p;) {
+		const char *end = strchrnul(p, ':');
+		int n = (int)(end - p);
+
+		/* an empty entry is the current directory, as for execvp */
+		if (snprintf(buf, size, "%.*s/%s", n ? n : 1, n ? p : ".", cmd) < (int)size &&
+		    !access(buf, X_OK))
+			return 0;
+		p = *end ? end + 1 : end;
+	}
+	return -ENOENT;
+}

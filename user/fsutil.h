@@ -45,4 +45,10 @@ const char *tk_path_basename(const char *path);
 /* Strip trailing whitespace in place; return @s. */
 char *tk_rstrip(char *s);
 
+/*
+ * @cmd as execvp would find it (through $PATH, or as given when it holds a
+ * '/') into @buf. Returns 0, -ENOENT, -ENAMETOOLONG or access(2)'s errno.
+ */
+int tk_find_command(const char *cmd, char *buf, size_t size);
+
 #endif /* __TK_FSUTIL_H */
