@@ -819,6 +819,16 @@ static int bpf_poll(struct tk_alloc *a, int timeout_ms)
 		return 0;
 	}
 	err = ring_buffer__poll(st->rb, timeout_ms);
+	/*
+	 * BPF wakes us only once a quarter of the ring waits (rb_flags()): take
+	 * what came meanwhile too, so a process's maps are read while it lives.
+	 */
+	if (err >= 0 || err == -EINTR) {
+		int n = ring_buffer__consume(st->rb);
+
+		if (n < 0 && n != -EINTR)
+			err = n;
+	}
 	read_counters(a, st);
 	refresh_stale(a, st, false);
 	if (a->opts.mode == TK_ALLOC_MODE_GROWTH) {
