@@ -5,9 +5,11 @@
 #   tools/bench-alloc.sh [ROUNDS]        (default 5; as root; after `make`)
 # Workload: build/workloads/alloc_bench --loop tight (malloc+free at once) and --loop mixed
 # (a ring of live blocks, realloc, calloc); it prints its own ns per malloc/free pair.
-# Each round runs every configuration once, in a shuffled order; the table gives medians
-# (min max) of ns per pair, the slowdown (median over the untraced median) and the added
-# cost per intercepted call ((traced - untraced) / 2 calls per pair).
+# Each round runs every configuration once, in a shuffled order, each beside an untraced run
+# of the same size (before or after it, at random). The table gives medians (min max) of ns
+# per pair, the slowdown as the median (min max) of the traced/untraced ratios of those
+# pairs, and the added cost per intercepted call ((ratio - 1) x untraced median / 2 calls
+# per pair).
 # Configurations:
 #   untraced     the workload alone
 #   growth       tracekit alloc --mode growth -- CMD  (page faults, brk, mmap; no hooks)
@@ -61,15 +63,22 @@ run() {
 # median min max of the numbers on stdin
 stats() { sort -g | awk '{a[NR]=$1} END {printf "%s %s %s\n", a[int((NR+1)/2)], a[1], a[NR]}'; }
 
-declare -A NS
+declare -A NS RATIO
 echo "bench-alloc: $ROUNDS rounds, $(nproc) CPUs, kernel $(uname -r), libc $LIBC"
 for ((r = 1; r <= ROUNDS; r++)); do
 	for loop in tight mixed; do
-		mapfile -t order < <(printf '%s\n' "${CONFIGS[@]}" | shuf)
+		mapfile -t order < <(printf '%s\n' "${CONFIGS[@]:1}" | shuf)
 		for c in "${order[@]}"; do
-			v=$(run "$c" "$loop")
-			[[ -n $v ]] || { echo "bench-alloc: $c $loop printed no figure" >&2; exit 1; }
+			# each traced run beside an untraced one of the same size, in a random order
+			if ((RANDOM % 2)); then
+				base=$(run untraced "$loop"); v=$(run "$c" "$loop")
+			else
+				v=$(run "$c" "$loop"); base=$(run untraced "$loop")
+			fi
+			[[ -n $v && -n $base ]] || { echo "bench-alloc: $c $loop printed no figure" >&2; exit 1; }
 			NS[$c.$loop]+="$v "
+			NS[untraced.$loop]+="$base "
+			RATIO[$c.$loop]+="$(awk -v a="$v" -v b="$base" 'BEGIN { printf "%.4f", a / b }') "
 		done
 	done
 	printf '  round %d done\n' "$r"
@@ -79,16 +88,22 @@ echo
 for loop in tight mixed; do
 	read -r base _ _ < <(tr ' ' '\n' <<<"${NS[untraced.$loop]}" | grep . | stats)
 	echo "$loop loop (${N[$loop.fast]} pairs untraced/growth/preload, ${N[$loop.slow]} hooked)"
-	printf '  %-10s %-28s %-12s %s\n' config "ns per pair (median min max)" slowdown \
-		"added ns per call"
+	printf '  %-10s %-28s %-28s %s\n' config "ns per pair (median min max)" \
+		"slowdown (median of pairs)" "added ns per call"
 	for c in "${CONFIGS[@]}"; do
 		read -r m lo hi < <(tr ' ' '\n' <<<"${NS[$c.$loop]}" | grep . | stats)
-		awk -v c="$c" -v m="$m" -v lo="$lo" -v hi="$hi" -v b="$base" 'BEGIN {
-			slow = m / b; add = (m - b) / 2
+		q="1 1 1"
+		[[ $c != untraced ]] && q=$(tr ' ' '\n' <<<"${RATIO[$c.$loop]}" | grep . | stats)
+		awk -v c="$c" -v m="$m" -v lo="$lo" -v hi="$hi" -v b="$base" -v q="$q" 'BEGIN {
+			split(q, r, " ")
+			add = (r[1] - 1) * b / 2
 			if (c == "untraced") { s = "-"; a = "-" }
-			else if (slow < 10) { s = sprintf("%+.1f %%", (slow - 1) * 100); a = sprintf("%.1f", add) }
-			else { s = sprintf("%.0fx", slow); a = sprintf("%.0f", add) }
-			printf "  %-10s %-28s %-12s %s\n", c, sprintf("%.1f (%.1f %.1f)", m, lo, hi), s, a
+			else if (r[1] < 10) {
+				s = sprintf("%+.1f %% (%+.1f %+.1f)", (r[1] - 1) * 100, (r[2] - 1) * 100,
+					    (r[3] - 1) * 100)
+				a = sprintf("%.1f", add)
+			} else { s = sprintf("%.0fx (%.0f %.0f)", r[1], r[2], r[3]); a = sprintf("%.0f", add) }
+			printf "  %-10s %-28s %-28s %s\n", c, sprintf("%.1f (%.1f %.1f)", m, lo, hi), s, a
 		}'
 	done
 done
