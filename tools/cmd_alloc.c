@@ -139,9 +139,10 @@ static void print_expectation(int pid, const struct tk_caps *caps, enum tk_alloc
 		return;
 	}
 	fprintf(stderr, "tracekit: alloc: process %d calls malloc & co. %s%.0f times a second and free "
-		"%s%.0f (counted for %.0f ms); a uprobe costs %.1f us here\n", pid,
+		"%s%.0f (counted for %.0f ms); a uprobe hit costs %.2f us on its malloc, %.2f us "
+		"on its free (measured here)\n", pid,
 		r.lower_bound ? "at least " : "", r.alloc_per_s, r.lower_bound ? "at least " : "",
-		r.free_per_s, r.ms, r.uprobe_ns / 1000);
+		r.free_per_s, r.ms, r.alloc_hit_ns / 1000, r.free_hit_ns / 1000);
 	fprintf(stderr, "tracekit: alloc: expected slowdown of --mode %s: %s%.1f%% "
 		"(%.1f traps per allocation, %.1f per free)%s\n",
 		mode == TK_ALLOC_MODE_FULL ? "full" : mode == TK_ALLOC_MODE_GROWTH ? "growth" :

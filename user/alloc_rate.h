@@ -20,15 +20,19 @@ struct tk_alloc_rate {
 	uint64_t free_calls;		/* counted: free family */
 	double alloc_per_s;		/* estimated untraced rates (see lower_bound) */
 	double free_per_s;
-	double uprobe_ns;		/* one uprobe hit here */
+	double uprobe_ns;		/* one uprobe hit here: the mean of the two below */
+	double emulated_ns;		/* on an instruction the kernel emulates (a push) */
+	double stepped_ns;		/* on one it single-steps out of line */
+	double alloc_hit_ns;		/* what a hit costs on the allocating functions here */
+	double free_hit_ns;		/* ... and on free */
 	bool lower_bound;		/* counting took over half the process's time: rates
 					   are lower bounds, slowdowns too */
 	bool sessions;			/* uprobe sessions: sampled mode traps the return
 					   of sampled calls only */
 	/*
 	 * Expected extra CPU time per second of the process's run, by mode (0.25:
-	 * a quarter more), from uprobe_ns times the traps each mode places per
-	 * call: sampled (with uprobes) 1 per call, plus 1 per allocation without
+	 * a quarter more), from alloc_hit_ns and free_hit_ns times the traps each
+	 * mode places per call: sampled (with uprobes) 1 per call, plus 1 per allocation without
 	 * sessions; full 2 per allocation and 1 per free; growth ~0.
 	 */
 	double slowdown[TK_ALLOC_MODE_GROWTH + 1];

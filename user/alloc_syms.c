@@ -161,17 +161,20 @@ static bool is_push(const unsigned char *b)
  * not seen; it frees nothing). Registers and the stack pointer are as at
  * the entry there. Bytes from the file; 0 when unreadable.
  */
-static unsigned int probe_skip(struct tk_elf *elf, uint64_t vaddr)
+static unsigned int probe_skip(struct tk_elf *elf, uint64_t vaddr, bool *push)
 {
 	unsigned char b[24];
 	unsigned int i = 0, j;
 
+	*push = false;
 	if (tk_elf__read_vaddr(elf, vaddr, b, sizeof(b)) < (long)sizeof(b))
 		return 0;
 	if (b[0] == 0xf3 && b[1] == 0x0f && b[2] == 0x1e && b[3] == 0xfa)
 		i = 4;				/* endbr64 */
-	if (is_push(b + i))
+	if (is_push(b + i)) {
+		*push = true;
 		return i;
+	}
 	if (b[i] == 0x48 && b[i + 1] == 0x85 && b[i + 2] == 0xff) {	/* test %rdi,%rdi */
 		j = i + 3;
 		if (b[j] == 0x74)		/* je rel8 */
@@ -180,8 +183,10 @@ static unsigned int probe_skip(struct tk_elf *elf, uint64_t vaddr)
 			j += 6;
 		else
 			return i;
-		if (is_push(b + j))
+		if (is_push(b + j)) {
+			*push = true;
 			return j;
+		}
 	}
 	return i;
 }
@@ -206,8 +211,12 @@ static int add(struct tk_alloc_syms *out, struct tk_elf *elf, const struct found
 	fn->vaddr = f->vaddr;
 	fn->size = f->size;
 	/* markers are tracekit's own: probed where they begin (a nop, see tkalloc.c) */
-	fn->offset = off + (f->w->kind == TK_AFN_MARKER_ALLOC || f->w->kind == TK_AFN_MARKER_FREE ?
-			    0 : probe_skip(elf, f->vaddr));
+	if (f->w->kind == TK_AFN_MARKER_ALLOC || f->w->kind == TK_AFN_MARKER_FREE) {
+		fn->offset = off;
+		fn->emulated = true;
+	} else {
+		fn->offset = off + probe_skip(elf, f->vaddr, &fn->emulated);
+	}
 	return 1;
 }
 

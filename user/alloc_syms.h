@@ -36,6 +36,8 @@ struct tk_alloc_fn {
 	uint64_t vaddr;		/* st_value */
 	uint64_t size;		/* st_size; 1 when the symbol has none */
 	uint64_t offset;	/* in the file: where the uprobe goes */
+	bool emulated;		/* the probed instruction is a push, which the kernel
+				   emulates (one trap), not single-steps (two) */
 };
 
 struct tk_alloc_syms {

@@ -935,17 +935,26 @@ static int hit_cost(struct alloc_trace_bpf *s, void (*fn)(void), double *ns)
 	return 0;
 }
 
-/* The mean of an emulated and a single-stepped probe's hit. */
+/* What an emulated and a single-stepped probe's hit cost. */
+static int uprobe_costs(struct alloc_trace_bpf *s, double *emulated, double *stepped)
+{
+	int err;
+
+	if ((err = hit_cost(s, tk_alloc__calib_push, emulated)) ||
+	    (err = hit_cost(s, tk_alloc__calib_step, stepped)))
+		return err;
+	return 0;
+}
+
+/* The mean of the two. */
 static int uprobe_cost(struct alloc_trace_bpf *s, double *ns)
 {
 	double a, b;
-	int err;
+	int err = uprobe_costs(s, &a, &b);
 
-	if ((err = hit_cost(s, tk_alloc__calib_push, &a)) ||
-	    (err = hit_cost(s, tk_alloc__calib_step, &b)))
-		return err;
-	*ns = (a + b) / 2;
-	return 0;
+	if (!err)
+		*ns = (a + b) / 2;
+	return err;
 }
 
 int tk_alloc__uprobe_cost(double *ns)
@@ -967,7 +976,7 @@ int tk_alloc__measure_rate(int pid, const struct tk_caps *caps, int ms, struct t
 	struct at_state st = { .multi_fds = { -1, -1 } };
 	struct tk_alloc_syms *sy = NULL;
 	struct alloc_trace_bpf *s = NULL, *probe, *multi = NULL;
-	double t0, secs, c, r_a, r_f, load_frac;
+	double t0, secs, c, cf, r_a, r_f, load_frac;
 	uint64_t a0, f0;
 	libbpf_print_fn_t old;
 	int err = 0, i;
@@ -984,7 +993,8 @@ int tk_alloc__measure_rate(int pid, const struct tk_caps *caps, int ms, struct t
 		snprintf(why, why_sz, "cannot load the counting probe: %s", strerror(-err));
 		goto out;
 	}
-	err = uprobe_cost(s, &out->uprobe_ns);
+	err = uprobe_costs(s, &out->emulated_ns, &out->stepped_ns);
+	out->uprobe_ns = (out->emulated_ns + out->stepped_ns) / 2;
 	if (err) {
 		snprintf(why, why_sz, "cannot calibrate a uprobe on tracekit itself: %s",
 			 strerror(-err));
@@ -1048,10 +1058,23 @@ int tk_alloc__measure_rate(int pid, const struct tk_caps *caps, int ms, struct t
 	 * the true rate is unknown above a bound (and past a half, an error in c
 	 * already doubles the estimate).
 	 */
-	c = out->uprobe_ns * 1e-9;
+	/* malloc's and free's probes: on an emulated instruction or not (alloc_syms.c) */
+	out->alloc_hit_ns = out->free_hit_ns = out->stepped_ns;
+	for (i = 0; i < sy->nr; i++) {
+		const struct tk_alloc_fn *fn = &sy->fns[i];
+		size_t n = strlen(fn->name);
+		double hit = fn->emulated ? out->emulated_ns : out->stepped_ns;
+
+		if (fn->kind == TK_AFN_MALLOC && n >= 6 && !strcmp(fn->name + n - 6, "malloc"))
+			out->alloc_hit_ns = hit;
+		else if (fn->kind == TK_AFN_FREE && n >= 4 && !strcmp(fn->name + n - 4, "free"))
+			out->free_hit_ns = hit;
+	}
+	c = out->alloc_hit_ns * 1e-9;
+	cf = out->free_hit_ns * 1e-9;
 	r_a = out->alloc_calls / secs;
 	r_f = out->free_calls / secs;
-	load_frac = (r_a + r_f) * c;
+	load_frac = r_a * c + r_f * cf;
 	out->lower_bound = load_frac > 0.5;
 	if (load_frac > 0.9)
 		load_frac = 0.9;
@@ -1063,8 +1086,8 @@ int tk_alloc__measure_rate(int pid, const struct tk_caps *caps, int ms, struct t
 	out->traps_per_alloc[TK_ALLOC_MODE_FULL] = 2;
 	out->traps_per_free[TK_ALLOC_MODE_FULL] = 1;
 	for (i = 0; i <= TK_ALLOC_MODE_GROWTH; i++)
-		out->slowdown[i] = c * (out->traps_per_alloc[i] * out->alloc_per_s +
-					out->traps_per_free[i] * out->free_per_s);
+		out->slowdown[i] = c * out->traps_per_alloc[i] * out->alloc_per_s +
+				   cf * out->traps_per_free[i] * out->free_per_s;
 out:
 	alloc_trace_bpf__destroy(multi);
 	alloc_trace_bpf__destroy(s);
