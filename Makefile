@@ -8,7 +8,7 @@
 # A BPF capability NAME is bpf/NAME.bpf.c + user/NAME.c + bpf/NAME.h: add NAME to
 # BPF_APPS and the skeleton, its object and the dependency of user/NAME.o follow.
 
-BPF_APPS := core_probe cpu_sample cpu_follow alloc_trace
+BPF_APPS := core_probe cpu_sample cpu_follow alloc_trace numa_trace
 
 CC ?= gcc
 CLANG ?= clang
@@ -78,7 +78,7 @@ endif
 
 .DELETE_ON_ERROR:
 .SECONDARY:
-.PHONY: all static tests test check deps clean fuzz vmlinux run
+.PHONY: all static tests test check deps clean fuzz vmlinux run vmtest
 
 all: $(BUILD)/tracekit $(PRELOADS) tests
 
@@ -107,6 +107,14 @@ run: deps
 test check: deps
 	$(Q)$(MAKE) --no-print-directory all static
 	$(Q)tests/run.sh
+
+# The kernel matrix alone (tests/vm/matrix.sh; `make test` runs it as its vm tier): every
+# collector on this kernel, then in two-node QEMU guests on Debian's 6.1 and 6.12 kernels.
+VM_WORKLOADS := $(patsubst %,$(BUILD)/workloads/%,cpu_split alloc_leak cpu_split_static \
+	alloc_leak_static numa_balance $(if $(wildcard tests/workloads/numa_move.c),numa_move))
+vmtest: deps
+	$(Q)$(MAKE) --no-print-directory $(BUILD)/tracekit $(PRELOADS) static $(VM_WORKLOADS)
+	$(Q)TK_BUILD_DIR=$(BUILD) tests/vm/matrix.sh
 
 vmlinux:
 	$(Q)tools/gen-vmlinux-h.sh

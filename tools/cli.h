@@ -51,5 +51,6 @@ int outputs_write(const struct outputs *o, const char *cmd, const struct tk_prof
 int cmd_alloc(int argc, char **argv);
 int cmd_caps(int argc, char **argv);
 int cmd_cpu(int argc, char **argv);
+int cmd_numa(int argc, char **argv);
 
 #endif /* __TK_CLI_H */

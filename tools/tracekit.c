@@ -23,6 +23,7 @@ static const char usage_main[] =
 	"  alloc       who allocates and does not free, what makes memory grow\n"
 	"  caps        what this machine lets tracekit do, and why\n"
 	"  cpu         where the CPU goes: sampled stacks to pprof, folded, SVG, JSON, text\n"
+	"  numa        which pages the kernel moves between NUMA nodes, why, for whom\n"
 	"\n"
 	"Run 'tracekit COMMAND --help' for a command's options.\n"
 	"  -h, --help      this help\n"
@@ -51,5 +52,7 @@ int main(int argc, char **argv)
 		return cmd_caps(argc - 1, argv + 1);
 	if (!strcmp(cmd, "cpu"))
 		return cmd_cpu(argc - 1, argv + 1);
+	if (!strcmp(cmd, "numa"))
+		return cmd_numa(argc - 1, argv + 1);
 	return usage_error(NULL, "unknown command '%s'", cmd);
 }

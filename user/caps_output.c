@@ -92,7 +92,7 @@ static const char *balancing_mode(long v)
 	return "unknown";
 }
 
-static void json_numa(struct tk_json *j, const struct tk_numa *n)
+static void json_numa(struct tk_json *j, const struct tk_numa_topology *n)
 {
 	int i;
 
@@ -310,7 +310,7 @@ static void text_memory(FILE *f, const struct tk_caps *caps)
 
 static void text_numa(FILE *f, const struct tk_caps *caps)
 {
-	const struct tk_numa *n = &caps->numa;
+	const struct tk_numa_topology *n = &caps->numa;
 	char a[32], b[32];
 	int i;
 

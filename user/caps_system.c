@@ -204,7 +204,7 @@ void snap_memory(struct snap *s, struct tk_caps *caps)
 
 void snap_numa(struct snap *s, struct tk_caps *caps)
 {
-	struct tk_numa *n = &caps->numa;
+	struct tk_numa_topology *n = &caps->numa;
 	struct tk_cap *c;
 	long v;
 

@@ -56,7 +56,7 @@ int tk_memcg__read(const char *proc_root, const char *sys_root, const char *pid_
 		   struct tk_memory *mem);
 
 /* numa.c: nodes, their CPUs and memory from sys_root/devices/system/node. */
-int tk_numa__read(const char *sys_root, struct tk_numa *numa);
+int tk_numa__read(const char *sys_root, struct tk_numa_topology *numa);
 
 /* kconfig.c: look up CONFIG_NAME in proc_root/config.gz: 1 =y/=m, 0 not set, <0 unknown. */
 int tk_kconfig__lookup(const char *proc_root, const char *name);

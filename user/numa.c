@@ -34,7 +34,7 @@ static uint64_t meminfo_field(const char *text, const char *field)
 	return 0;
 }
 
-int tk_numa__read(const char *sys_root, struct tk_numa *numa)
+int tk_numa__read(const char *sys_root, struct tk_numa_topology *numa)
 {
 	char path[4096], rel[128], buf[4096];
 	struct dirent *de;

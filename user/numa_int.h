@@ -26,6 +26,18 @@ struct tk_numa_backend {
 	void (*free)(struct tk_numa *n);
 };
 
+/*
+ * @out = @total - @prev, field by field (counts, reasons, pairs, processes,
+ * latency buckets, sched, vmstat, numastat; a counter that went backwards
+ * gives 0), for the interval between two cumulative reports of one session.
+ * @out is initialized here; missing[] and attach come from @total. Returns 0
+ * or -ENOMEM.
+ */
+int tk_numa_report__diff(struct tk_numa_report *out, const struct tk_numa_report *total,
+			 const struct tk_numa_report *prev);
+/* A deep copy (its own procs); @dst initialized here. Returns 0 or -ENOMEM. */
+int tk_numa_report__copy(struct tk_numa_report *dst, const struct tk_numa_report *src);
+
 extern const struct tk_numa_backend tk_numa_backend_bpf;
 extern const struct tk_numa_backend tk_numa_backend_vmstat;
 

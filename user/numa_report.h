@@ -73,6 +73,18 @@ enum tk_numa_sched {
 	TK_NUMA_SCHED__COUNT,
 };
 
+/* One node's /sys/devices/system/node/nodeN/numastat (pages, as the kernel counts them). */
+struct tk_numa_nodestat {
+	int node;
+	uint64_t numa_hit;		/* allocated here as intended */
+	uint64_t numa_miss;		/* allocated here though another node was preferred */
+	uint64_t numa_foreign;		/* intended here, allocated elsewhere */
+	uint64_t interleave_hit;
+	uint64_t local_node;		/* allocated here by a task running here */
+	uint64_t other_node;		/* allocated here by a task running elsewhere */
+};
+
+#define TK_NUMA_MAX_NODESTAT 64
 #define TK_NUMA_MAX_PAIRS 256
 #define TK_NUMA_MAX_PROCS 1024
 #define TK_NUMA_MAX_MISSING 16
@@ -107,6 +119,10 @@ struct tk_numa_report {
 	uint64_t numa_pages_migrated, pgmigrate_success, pgmigrate_fail, numa_hint_faults,
 		numa_hint_faults_local, pgpromote_success, pgdemote_total, numa_pte_updates;
 	uint64_t vmstat_thp_migration_success, vmstat_thp_migration_fail;
+
+	bool have_numastat;		/* per-node numastat deltas below are filled */
+	struct tk_numa_nodestat numastat[TK_NUMA_MAX_NODESTAT];
+	int nr_numastat;
 
 	char missing[TK_NUMA_MAX_MISSING][160];	/* what could not be seen, and why */
 	int nr_missing;

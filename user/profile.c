@@ -4,10 +4,10 @@
  * hash indexes over their arrays (ids are array position + 1), samples,
  * losses and comments; the output format names; the writer dispatch.
  *
- * Building and tk_profile__free() need a profile made by tk_profile__new_cpu()
- * or tk_profile__new_heap() (its indexes live behind the public struct); the
- * writers take any profile whose ids are array position + 1 and refuse others
- * with -EINVAL.
+ * Building and tk_profile__free() need a profile made by tk_profile__new_cpu(),
+ * tk_profile__new_heap() or tk_profile__new_counts() (its indexes live behind
+ * the public struct); the writers take any profile whose ids are array
+ * position + 1 and refuse others with -EINVAL.
  */
 #include <errno.h>
 #include <stdarg.h>
@@ -200,6 +200,28 @@ struct tk_profile *tk_profile__new_heap(const char *backend)
 	p->nr_values = 4;
 	p->period_type = (struct tk_value_type){ "space", "bytes" };
 	p->default_sample_type = "inuse_space";
+	snprintf(pp->backend, sizeof(pp->backend), "%s", backend ? backend : "unknown");
+	p->backend = pp->backend;
+	return p;
+}
+
+struct tk_profile *tk_profile__new_counts(const char *backend, const char *type, const char *unit)
+{
+	struct profile_priv *pp;
+	struct tk_profile *p;
+
+	if (!type || !unit) {
+		errno = EINVAL;
+		return NULL;
+	}
+	pp = calloc(1, sizeof(*pp));
+	if (!pp)
+		return NULL;
+	p = &pp->p;
+	p->value_types[0] = (struct tk_value_type){ type, unit };
+	p->nr_values = 1;
+	p->period_type = (struct tk_value_type){ type, unit };
+	p->period = 1;
 	snprintf(pp->backend, sizeof(pp->backend), "%s", backend ? backend : "unknown");
 	p->backend = pp->backend;
 	return p;

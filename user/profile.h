@@ -100,6 +100,11 @@ struct tk_profile *tk_profile__new_cpu(const char *backend, int freq_hz);
  * default sample type inuse_space.
  */
 struct tk_profile *tk_profile__new_heap(const char *backend);
+/*
+ * An empty profile with one sample type @type/@unit ("pages"/"count"), also its
+ * period type, period 1. @type and @unit must outlive the profile (literals).
+ */
+struct tk_profile *tk_profile__new_counts(const char *backend, const char *type, const char *unit);
 void tk_profile__free(struct tk_profile *p);
 
 /* Interning: the same mapping/function/location key returns the same id. */

@@ -181,7 +181,7 @@ struct tk_memory {
 	char cgroup_files[256];		/* the accounting files found, space separated */
 };
 
-struct tk_numa {
+struct tk_numa_topology {	/* the machine's nodes (struct tk_numa is a NUMA session) */
 	int nr_nodes;
 	struct tk_numa_node nodes[TK_MAX_NUMA_NODES];
 	long balancing;			/* kernel.numa_balancing, -1 when absent */
@@ -193,7 +193,7 @@ struct tk_caps {
 	int pid;			/* -p PID, 0 for none */
 	struct tk_cap caps[TK_CAP__COUNT];
 	struct tk_memory memory;
-	struct tk_numa numa;
+	struct tk_numa_topology numa;
 	struct tk_proc_info proc;	/* valid when pid != 0 */
 	struct tk_core_facts core;
 	struct tk_backend_choice backends[TK_COLLECT__COUNT];

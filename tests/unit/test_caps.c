@@ -1165,7 +1165,7 @@ static void test_numa_two_nodes(void **state)
 {
 	struct t *t = *state;
 	struct tk_caps *caps;
-	const struct tk_numa *n;
+	const struct tk_numa_topology *n;
 
 	FX(fx_remove(t->fx, "sys/devices/system/node"));
 	/* node1 first: the order of readdir() must not matter */

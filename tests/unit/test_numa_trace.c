@@ -1,0 +1,438 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
+/*
+ * What the BPF NUMA backend reads from a kernel before it loads
+ * (user/numa_btf.c): tracepoint argument positions from BTF shaped like 6.1's,
+ * 6.12/6.18's and a kernel with nr_split; the migrate_reason table by name
+ * when values move; the misplaced-page function of either name and its node
+ * parameter; NODES_SHIFT from struct zonelist; NODES_PGSHIFT from config texts
+ * and the config files where the kernel keeps them. Then the same against
+ * this machine's own BTF, checked against what BTF says independently.
+ */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <bpf/btf.h>
+#include <cmocka.h>
+
+#include "../lib/fixture.h"
+#include "numa_btf.h"
+#include "numa_report.h"
+
+/* ---- a kernel's BTF, built here -------------------------------------------------- */
+
+struct kbtf {
+	struct btf *btf;
+	int t_int, t_ul, t_voidp, t_mode, t_task_ptr, t_entry, t_page_ptr;
+};
+
+static void kbtf_base(struct kbtf *k)
+{
+	int task, page;
+
+	k->btf = btf__new_empty();
+	assert_non_null(k->btf);
+	k->t_int = btf__add_int(k->btf, "int", 4, BTF_INT_SIGNED);
+	k->t_ul = btf__add_int(k->btf, "long unsigned int", 8, 0);
+	k->t_voidp = btf__add_ptr(k->btf, 0);
+	k->t_mode = btf__add_enum(k->btf, "migrate_mode", 4);
+	assert_int_equal(btf__add_enum_value(k->btf, "MIGRATE_ASYNC", 0), 0);
+	assert_int_equal(btf__add_enum_value(k->btf, "MIGRATE_SYNC", 1), 0);
+	task = btf__add_struct(k->btf, "task_struct", 8);
+	k->t_task_ptr = btf__add_ptr(k->btf, task);
+	page = btf__add_struct(k->btf, "folio", 8);
+	k->t_page_ptr = btf__add_ptr(k->btf, page);
+	k->t_entry = btf__add_struct(k->btf, "trace_entry", 8);
+	assert_true(k->t_int > 0 && k->t_ul > 0 && k->t_voidp > 0 && k->t_mode > 0 &&
+		    k->t_task_ptr > 0 && k->t_page_ptr > 0 && k->t_entry > 0);
+}
+
+/* typedef void (*btf_trace_@tp)(void *, @types...) */
+static void add_tp(struct kbtf *k, const char *tp, const int *types, int n)
+{
+	char name[128];
+	int proto, i;
+
+	proto = btf__add_func_proto(k->btf, 0);
+	assert_true(proto > 0);
+	assert_int_equal(btf__add_func_param(k->btf, "", k->t_voidp), 0);
+	for (i = 0; i < n; i++)
+		assert_int_equal(btf__add_func_param(k->btf, "", types[i]), 0);
+	snprintf(name, sizeof(name), "btf_trace_%s", tp);
+	assert_true(btf__add_typedef(k->btf, name, btf__add_ptr(k->btf, proto)) > 0);
+}
+
+/* struct trace_event_raw_@tp { ent; @fields (unsigned long, then mode, reason); __data } */
+static void add_record(struct kbtf *k, const char *tp, const char *const *counts)
+{
+	char name[128];
+	int n = 0, off = 64;
+
+	while (counts[n])
+		n++;
+	snprintf(name, sizeof(name), "trace_event_raw_%s", tp);
+	assert_true(btf__add_struct(k->btf, name, 8 + 8 * n + 8) > 0);
+	assert_int_equal(btf__add_field(k->btf, "ent", k->t_entry, 0, 0), 0);
+	for (n = 0; counts[n]; n++, off += 64)
+		assert_int_equal(btf__add_field(k->btf, counts[n], k->t_ul, off, 0), 0);
+	assert_int_equal(btf__add_field(k->btf, "mode", k->t_mode, off, 0), 0);
+	assert_int_equal(btf__add_field(k->btf, "reason", k->t_int, off + 32, 0), 0);
+}
+
+static const char *const counts_61[] = {
+	"succeeded", "failed", "thp_succeeded", "thp_failed", "thp_split", NULL,
+};
+static const char *const counts_618[] = {
+	"succeeded", "failed", "thp_succeeded", "thp_failed", "thp_split",
+	"large_folio_split", NULL,
+};
+static const char *const counts_nr_split[] = {
+	"succeeded", "failed", "thp_succeeded", "thp_failed", "thp_split", "nr_split", NULL,
+};
+
+static void add_migrate(struct kbtf *k, const char *const *counts)
+{
+	int types[12], n = 0;
+
+	while (counts[n])
+		types[n++] = k->t_ul;
+	types[n++] = k->t_mode;
+	types[n++] = k->t_int;
+	add_tp(k, "mm_migrate_pages", types, n);
+	add_record(k, "mm_migrate_pages", counts);
+}
+
+static void test_migrate_args_61(void **state)
+{
+	struct tk_numa_mig_args a;
+	struct kbtf k;
+
+	kbtf_base(&k);
+	add_migrate(&k, counts_61);
+	assert_int_equal(tk_numa_btf__migrate_args(k.btf, &a), 0);
+	assert_int_equal(a.nr, 7);
+	assert_int_equal(a.succeeded, 0);
+	assert_int_equal(a.thp_split, 4);
+	assert_int_equal(a.split, -1);
+	assert_string_equal(a.split_name, "");
+	assert_int_equal(a.mode, 5);
+	assert_int_equal(a.reason, 6);
+	btf__free(k.btf);
+}
+
+static void test_migrate_args_618(void **state)
+{
+	struct tk_numa_mig_args a;
+	struct kbtf k;
+
+	kbtf_base(&k);
+	add_migrate(&k, counts_618);
+	assert_int_equal(tk_numa_btf__migrate_args(k.btf, &a), 0);
+	assert_int_equal(a.nr, 8);
+	assert_int_equal(a.split, 5);
+	assert_string_equal(a.split_name, "large_folio_split");
+	assert_int_equal(a.mode, 6);
+	assert_int_equal(a.reason, 7);
+	btf__free(k.btf);
+}
+
+static void test_migrate_args_nr_split(void **state)
+{
+	struct tk_numa_mig_args a;
+	struct kbtf k;
+
+	kbtf_base(&k);
+	add_migrate(&k, counts_nr_split);
+	assert_int_equal(tk_numa_btf__migrate_args(k.btf, &a), 0);
+	assert_int_equal(a.split, 5);
+	assert_string_equal(a.split_name, "nr_split");
+	assert_int_equal(a.reason, 7);
+	btf__free(k.btf);
+}
+
+/* No tracepoint, or one whose mode is not where a migration count list ends. */
+static void test_migrate_args_absent_or_odd(void **state)
+{
+	int odd[] = { 0, 0, 0 };
+	struct tk_numa_mig_args a;
+	struct kbtf k;
+
+	kbtf_base(&k);
+	assert_int_equal(tk_numa_btf__migrate_args(k.btf, &a), -ENOENT);
+	odd[0] = k.t_ul;
+	odd[1] = k.t_mode;
+	odd[2] = k.t_int;
+	add_tp(&k, "mm_migrate_pages", odd, 3);
+	assert_int_equal(tk_numa_btf__migrate_args(k.btf, &a), -ENOENT);
+	btf__free(k.btf);
+}
+
+static void test_start_and_sched_args(void **state)
+{
+	struct kbtf k;
+	int start[2], move[3], swap[4], t, s, d;
+
+	kbtf_base(&k);
+	start[0] = k.t_mode;
+	start[1] = k.t_int;
+	add_tp(&k, "mm_migrate_pages_start", start, 2);
+	move[0] = k.t_task_ptr;
+	move[1] = move[2] = k.t_int;
+	add_tp(&k, "sched_move_numa", move, 3);
+	/* swap and stick since 5.6: (src_tsk, src_cpu, dst_tsk, dst_cpu) */
+	swap[0] = swap[2] = k.t_task_ptr;
+	swap[1] = swap[3] = k.t_int;
+	add_tp(&k, "sched_swap_numa", swap, 4);
+	/* stick before 5.6: (tsk, src_cpu, dst_cpu) */
+	add_tp(&k, "sched_stick_numa", move, 3);
+
+	assert_int_equal(tk_numa_btf__start_reason(k.btf), 1);
+	assert_int_equal(tk_numa_btf__sched_args(k.btf, "sched_move_numa", &t, &s, &d), 0);
+	assert_int_equal(t, 0);
+	assert_int_equal(s, 1);
+	assert_int_equal(d, 2);
+	assert_int_equal(tk_numa_btf__sched_args(k.btf, "sched_swap_numa", &t, &s, &d), 0);
+	assert_int_equal(t, 0);
+	assert_int_equal(s, 1);
+	assert_int_equal(d, 3);
+	assert_int_equal(tk_numa_btf__sched_args(k.btf, "sched_stick_numa", &t, &s, &d), 0);
+	assert_int_equal(d, 2);
+	assert_int_equal(tk_numa_btf__sched_args(k.btf, "sched_nope_numa", &t, &s, &d), -ENOENT);
+	btf__free(k.btf);
+}
+
+/* Values are the kernel's, names decide: a kernel with an enumerator inserted early. */
+static void test_reasons_by_name(void **state)
+{
+	static const char *const names[] = {
+		"MR_COMPACTION", "MR_MEMORY_FAILURE", "MR_SOMETHING_NEW", "MR_MEMORY_HOTPLUG",
+		"MR_SYSCALL", "MR_MEMPOLICY_MBIND", "MR_NUMA_MISPLACED", "MR_CONTIG_RANGE",
+		"MR_LONGTERM_PIN", "MR_DEMOTION", "MR_TYPES",
+	};
+	uint8_t map[32];
+	struct kbtf k;
+	size_t i;
+
+	kbtf_base(&k);
+	assert_int_equal(tk_numa_btf__reasons(k.btf, map, 32), -ENOENT);
+	assert_int_equal(map[0], TK_MR_UNKNOWN);
+	assert_true(btf__add_enum(k.btf, "migrate_reason", 4) > 0);
+	for (i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+		assert_int_equal(btf__add_enum_value(k.btf, names[i], i), 0);
+	assert_int_equal(tk_numa_btf__reasons(k.btf, map, 32), 10);
+	assert_int_equal(map[0], TK_MR_COMPACTION);
+	assert_int_equal(map[2], TK_MR_UNKNOWN);
+	assert_int_equal(map[3], TK_MR_MEMORY_HOTPLUG);
+	assert_int_equal(map[4], TK_MR_SYSCALL);
+	assert_int_equal(map[6], TK_MR_NUMA_MISPLACED);
+	assert_int_equal(map[9], TK_MR_DEMOTION);
+	assert_int_equal(map[10], TK_MR_UNKNOWN);	/* MR_TYPES */
+	assert_int_equal(map[31], TK_MR_UNKNOWN);
+	assert_int_equal(tk_numa_btf__reason_of("MR_DAMON"), TK_MR_DAMON);
+	assert_int_equal(tk_numa_btf__reason_of("MR_TYPES"), TK_MR_UNKNOWN);
+	btf__free(k.btf);
+}
+
+static void add_func(struct kbtf *k, const char *name, const char *const *params, int n)
+{
+	int proto = btf__add_func_proto(k->btf, k->t_int), i;
+
+	assert_true(proto > 0);
+	for (i = 0; i < n; i++)
+		assert_int_equal(btf__add_func_param(k->btf, params[i],
+						     i == n - 1 ? k->t_int : k->t_page_ptr), 0);
+	assert_true(btf__add_func(k->btf, name, BTF_FUNC_STATIC, proto) > 0);
+}
+
+static void test_misplaced_fn(void **state)
+{
+	static const char *const page_params[] = { "page", "vma", "node" };
+	static const char *const folio_params[] = { "folio", "nid" };
+	char name[64];
+	struct kbtf k;
+	int idx = -1;
+
+	kbtf_base(&k);
+	assert_int_equal(tk_numa_btf__misplaced_fn(k.btf, name, sizeof(name), &idx), -ENOENT);
+	add_func(&k, "migrate_misplaced_page", page_params, 3);
+	assert_int_equal(tk_numa_btf__misplaced_fn(k.btf, name, sizeof(name), &idx), 0);
+	assert_string_equal(name, "migrate_misplaced_page");
+	assert_int_equal(idx, 2);
+	btf__free(k.btf);
+
+	kbtf_base(&k);
+	add_func(&k, "migrate_misplaced_folio", folio_params, 2);
+	assert_int_equal(tk_numa_btf__misplaced_fn(k.btf, name, sizeof(name), &idx), 0);
+	assert_string_equal(name, "migrate_misplaced_folio");
+	assert_int_equal(idx, 1);
+	btf__free(k.btf);
+}
+
+static void test_max_numnodes(void **state)
+{
+	struct kbtf k;
+	int zoneref, arr;
+
+	kbtf_base(&k);
+	assert_int_equal(tk_numa_btf__max_numnodes(k.btf), -ENOENT);
+	assert_true(btf__add_enum(k.btf, "zone_type", 4) > 0);
+	assert_int_equal(btf__add_enum_value(k.btf, "ZONE_DMA", 0), 0);
+	assert_int_equal(btf__add_enum_value(k.btf, "__MAX_NR_ZONES", 5), 0);
+	zoneref = btf__add_struct(k.btf, "zoneref", 16);
+	arr = btf__add_array(k.btf, k.t_int, zoneref, 1024 * 5 + 1);
+	assert_true(btf__add_struct(k.btf, "zonelist", 16 * (1024 * 5 + 1)) > 0);
+	assert_int_equal(btf__add_field(k.btf, "_zonerefs", arr, 0, 0), 0);
+	assert_int_equal(tk_numa_btf__max_numnodes(k.btf), 1024);
+	btf__free(k.btf);
+}
+
+static void test_nodes_pgshift(void **state)
+{
+	int shift = -1, ns = -1;
+
+	assert_int_equal(tk_numa__nodes_pgshift("CONFIG_NUMA=y\nCONFIG_NODES_SHIFT=10\n"
+						"CONFIG_SPARSEMEM_VMEMMAP=y\n", &shift, &ns), 0);
+	assert_int_equal(shift, 54);
+	assert_int_equal(ns, 10);
+	assert_int_equal(tk_numa__nodes_pgshift("CONFIG_SPARSEMEM_VMEMMAP=y\nCONFIG_NODES_SHIFT=6",
+						&shift, &ns), 0);
+	assert_int_equal(shift, 58);
+	/* CONFIG_NODES_SHIFT_X is another option */
+	assert_int_equal(tk_numa__nodes_pgshift("CONFIG_NODES_SHIFT_X=3\n"
+						"CONFIG_SPARSEMEM_VMEMMAP=y\n", &shift, &ns),
+			 -ENOENT);
+	assert_int_equal(tk_numa__nodes_pgshift("# CONFIG_NUMA is not set\n", &shift, &ns),
+			 -ENOENT);
+	assert_int_equal(tk_numa__nodes_pgshift("CONFIG_NODES_SHIFT=10\n"
+						"# CONFIG_SPARSEMEM_VMEMMAP is not set\n", &shift,
+						&ns),
+			 -EOPNOTSUPP);
+}
+
+static void test_read_kconfig(void **state)
+{
+	struct fx *fx = fx_new();
+	char boot[4096], from[4096], *text = NULL;
+
+	assert_non_null(fx);
+	assert_int_equal(fx_path(fx, "boot", boot, sizeof(boot)), 0);
+	assert_int_equal(tk_numa__read_kconfig(fx->proc, boot, "6.12.0-test", &text, from,
+					       sizeof(from)),
+			 -ENOENT);
+	/* /boot/config-RELEASE, plain text */
+	assert_int_equal(fx_write(fx, "boot/config-6.12.0-test", "CONFIG_NODES_SHIFT=10\n"), 0);
+	assert_int_equal(tk_numa__read_kconfig(fx->proc, boot, "6.12.0-test", &text, from,
+					       sizeof(from)),
+			 0);
+	assert_non_null(strstr(from, "boot/config-6.12.0-test"));
+	assert_non_null(strstr(text, "CONFIG_NODES_SHIFT=10"));
+	free(text);
+	/* /proc/config.gz first */
+	assert_int_equal(fx_write_gz(fx, "proc/config.gz", "CONFIG_NODES_SHIFT=6\n"), 0);
+	assert_int_equal(tk_numa__read_kconfig(fx->proc, boot, "6.12.0-test", &text, from,
+					       sizeof(from)),
+			 0);
+	assert_non_null(strstr(from, "config.gz"));
+	assert_string_equal(text, "CONFIG_NODES_SHIFT=6\n");
+	free(text);
+	fx_free(fx);
+}
+
+/* ---- this machine's kernel ------------------------------------------------------------ */
+
+static bool has_member(const struct btf *btf, const char *st, const char *member)
+{
+	int id = btf__find_by_name_kind(btf, st, BTF_KIND_STRUCT), i;
+	const struct btf_type *t;
+
+	if (id <= 0)
+		return false;
+	t = btf__type_by_id(btf, id);
+	for (i = 0; i < btf_vlen(t); i++)
+		if (!strcmp(btf__name_by_offset(btf, btf_members(t)[i].name_off), member))
+			return true;
+	return false;
+}
+
+static void test_host_btf(void **state)
+{
+	struct btf *btf = btf__load_vmlinux_btf();
+	struct tk_numa_mig_args a;
+	uint8_t map[32];
+	char name[64], *config = NULL, from[4096];
+	int idx, t, s, d, i, kval = -1, shift, ns;
+
+	if (!btf) {
+		print_message("skip: this kernel has no BTF\n");
+		skip();
+	}
+	if (btf__find_by_name_kind(btf, "btf_trace_mm_migrate_pages", BTF_KIND_TYPEDEF) <= 0) {
+		btf__free(btf);
+		print_message("skip: this kernel has no migrate:mm_migrate_pages\n");
+		skip();
+	}
+	assert_int_equal(tk_numa_btf__migrate_args(btf, &a), 0);
+	assert_int_equal(a.reason, a.mode + 1);
+	assert_int_equal(a.nr, a.reason + 1);
+	if (has_member(btf, "trace_event_raw_mm_migrate_pages", "large_folio_split"))
+		assert_string_equal(a.split_name, "large_folio_split");
+	else if (has_member(btf, "trace_event_raw_mm_migrate_pages", "nr_split"))
+		assert_string_equal(a.split_name, "nr_split");
+	else
+		assert_int_equal(a.split, -1);
+
+	/* MR_NUMA_MISPLACED's value, whatever it is here, maps to numa_misplaced */
+	assert_true(tk_numa_btf__reasons(btf, map, 32) >= 8);
+	{
+		int id = btf__find_by_name_kind(btf, "migrate_reason", BTF_KIND_ENUM);
+		const struct btf_type *e = btf__type_by_id(btf, id);
+
+		for (i = 0; i < btf_vlen(e); i++)
+			if (!strcmp(btf__name_by_offset(btf, btf_enum(e)[i].name_off),
+				    "MR_NUMA_MISPLACED"))
+				kval = btf_enum(e)[i].val;
+	}
+	assert_true(kval >= 0 && kval < 32);
+	assert_int_equal(map[kval], TK_MR_NUMA_MISPLACED);
+
+	if (btf__find_by_name_kind(btf, "btf_trace_sched_move_numa", BTF_KIND_TYPEDEF) > 0) {
+		assert_int_equal(tk_numa_btf__sched_args(btf, "sched_move_numa", &t, &s, &d), 0);
+		assert_int_equal(t, 0);
+		assert_true(s > 0 && d > s);
+	}
+	if (!tk_numa_btf__misplaced_fn(btf, name, sizeof(name), &idx))
+		assert_true(idx >= 1);
+
+	/* NODES_SHIFT by BTF agrees with the config, where the config can be read */
+	if (!tk_numa__read_kconfig("/proc", "/boot", NULL, &config, from, sizeof(from))) {
+		if (!tk_numa__nodes_pgshift(config, &shift, &ns) &&
+		    tk_numa_btf__max_numnodes(btf) > 0)
+			assert_int_equal(tk_numa_btf__max_numnodes(btf), 1 << ns);
+		free(config);
+	}
+	btf__free(btf);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_migrate_args_61),
+		cmocka_unit_test(test_migrate_args_618),
+		cmocka_unit_test(test_migrate_args_nr_split),
+		cmocka_unit_test(test_migrate_args_absent_or_odd),
+		cmocka_unit_test(test_start_and_sched_args),
+		cmocka_unit_test(test_reasons_by_name),
+		cmocka_unit_test(test_misplaced_fn),
+		cmocka_unit_test(test_max_numnodes),
+		cmocka_unit_test(test_nodes_pgshift),
+		cmocka_unit_test(test_read_kconfig),
+		cmocka_unit_test(test_host_btf),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

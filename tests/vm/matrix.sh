@@ -1,0 +1,710 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
+# The kernel matrix: every collector on every kernel tracekit is tested on.
+#   host   this machine's kernel (6.18 here), build/tracekit and the dynamic workloads
+#   6.1    Debian's 6.1 cloud kernel in a two-node QEMU guest  } build/tracekit-static
+#   6.12   Debian's 6.12 cloud kernel in a two-node QEMU guest } and static workloads
+# One guest boot per kernel runs one payload that exercises every collector; the
+# checks run here, on the host, with jq and awk, on what the guest sent back:
+#   caps    `tracekit caps --json`: CO-RE works there, the report names what the
+#           kernel really has (fentry, kprobes, migrate_misplaced_*, the layout of
+#           mm_migrate_pages, two nodes)
+#   cpu     `tracekit cpu -F 499` on cpu_split (hot 75 % / cold 25 % under caller):
+#           hot within 10 points of 75 %, with the chosen backend and --backend perf
+#   alloc   `tracekit alloc` full (the leak exactly), sampled (within 5 %), growth
+#           (the leak's page faults) on alloc_leak; the guests (< 6.13) have no uprobe
+#           sessions, so entry/return uprobes must be what runs
+#   numa    (guests) `tracekit numa` while numa_move moves 64 MiB node 0 → 1 with
+#           move_pages: >= 16384 pages, reason syscall_or_cpuset, for its pid, and
+#           the total agrees with /proc/vmstat pgmigrate_success; and while NUMA
+#           balancing moves numa_balance's 64 MiB to the node its task runs on:
+#           numa_misplaced pages for its pid, timed, and agreeing with
+#           numa_pages_migrated. (host, one node) numa starts, says its backend
+#           and what it cannot see.
+# A check that cannot run says why (a SKIPPED line); nothing passes silently.
+# Output: one line per check, then a table kernel × test (pass, FAIL, skip with a
+# numbered reason) and the attach point each collector chose on each kernel, then
+# "vm: N passed, N failed, N skipped". Exit 0 no check failed, 1 a check failed,
+# 77 nothing could be tested (no QEMU, no kernel, no jq).
+#   TK_VM_KERNELS   guest kernel series (default "6.1 6.12"; "" for none)
+#   TK_MATRIX_HOST  1 (default) also the host column, 0 not
+#   TK_BUILD_DIR    where make put tracekit, tracekit-static, workloads/ (default build)
+#   TK_VM_OUT       folder for guest logs (default $TK_BUILD_DIR/vm)
+#   and vm.sh's TK_VM_* variables (cache, timeout, accelerator)
+#
+# jq, not python3, checks the JSON: jq is a Debian package listed in
+# tools/install-deps.sh, while python3 on these machines comes from outside the
+# Debian archive and so is not something CI can count on; awk cannot parse JSON.
+# expect() evals its condition: the single quotes are deliberate
+# shellcheck disable=SC2016,SC2317,SC2034
+set -uo pipefail
+
+cd "$(dirname "$0")/../.." || exit 1
+VM=tests/vm/vm.sh
+B=${TK_BUILD_DIR:-build}
+OUT=${TK_VM_OUT:-$B/vm}
+KERNELS=${TK_VM_KERNELS-6.1 6.12}
+HOST=${TK_MATRIX_HOST:-1}
+SBIN=$B/tracekit-static
+W=$B/workloads
+
+# What each kernel has, measured in the guests themselves (/proc/kallsyms and
+# events/migrate/mm_migrate_pages/format). mm_migrate_pages: 6.1's record has
+# neither nr_split nor large_folio_split (only thp_split); 6.12's has
+# large_folio_split, as 6.18's does. No Debian kernel tested here has nr_split.
+declare -A MISPLACED=([6.1]=migrate_misplaced_page [6.12]=migrate_misplaced_folio)
+declare -A MIGRATE_SPLIT=([6.1]=none [6.12]=large_folio_split)
+
+# needed on every kernel; the guests' kernels also have fentry and kprobes
+NEEDED=(bpf.syscall bpf.btf bpf.ringbuf bpf.core bpf.prog.tp_btf bpf.prog.uprobe bpf.prog.perf_event)
+GUEST_ALSO=(bpf.prog.fentry bpf.prog.kprobe)
+
+MOVE_PAGES=16384	# numa_move: 64 MiB of 4 KiB pages
+BAL_PAGES=16384		# numa_balance 15 64: the same
+
+# ---- results: check lines, and the table's cells ------------------------------------
+TESTS=(caps cpu cpu-perf alloc-full alloc-sampled alloc-growth numa-move numa-balance)
+ATTACH=(cpu cpu-perf alloc numa fentry kprobe "misplaced_*")
+declare -A CELL REASON_NO ATT
+REASONS=()
+passed=0 failed=0 skipped=0
+K="" T=""	# the kernel and test the next check lines belong to
+
+# a cell is the worst of its checks: fail > skip > pass
+mark() {
+	local key=$K/$T cur=${CELL[$K/$T]:-}
+	case $1 in
+	fail) CELL[$key]=FAIL ;;
+	skip)
+		[[ $cur == FAIL ]] && return
+		local n=${REASON_NO[$2]:-}
+		if [[ -z $n ]]; then
+			REASONS+=("$2")
+			n=${#REASONS[@]}
+			REASON_NO[$2]=$n
+		fi
+		CELL[$key]="skip ($n)"
+		;;
+	pass) [[ -z $cur ]] && CELL[$key]=pass ;;
+	esac
+}
+ok() {
+	echo "[       OK ] $K $1"
+	passed=$((passed + 1))
+	mark pass
+}
+fail() {
+	echo "[  FAILED  ] $K $1"
+	shift
+	local l
+	for l in "$@"; do echo "             $l"; done
+	failed=$((failed + 1))
+	mark fail
+}
+skip() {
+	echo "[ SKIPPED  ] $K $1: $2"
+	skipped=$((skipped + 1))
+	mark skip "$2"
+}
+# expect NAME COND DETAIL...: ok or fail by the exit status of COND (a string for eval)
+expect() {
+	local name=$1 cond=$2
+	shift 2
+	if eval "$cond"; then ok "$name"; else fail "$name" "$@"; fi
+}
+
+skip_all() {
+	echo "vm: skip: $*"
+	exit 77
+}
+
+# ---- shared checks: they read files, wherever the run happened -----------------------
+
+# the sum of the folded counts of lines whose frames match $2 (a regex), in file $1
+folded_sum() {
+	awk -v re="$2" '{ n = $NF; $NF = ""; sub(/ $/, ""); if ($0 ~ re) s += n } END { print s + 0 }' \
+		"$1" 2>/dev/null || echo 0
+}
+
+# field of one caps entry, or "<missing>"
+entry() { jq -r --arg k "$1" --arg f "$2" '.entries[$k][$f] // "<missing>"' "$3" 2>/dev/null; }
+explain() { jq -r --arg k "$1" '.entries[$k] | "status=\(.status) value=\(.value) reason=\(.reason)"' "$2"; }
+
+# $1 exit status file or number, $2 stderr file: "exit N; stderr: ..."
+why_rc() {
+	local rc=$1
+	[[ -f $rc ]] && rc=$(cat "$rc")
+	echo "exit ${rc:-<none>}; stderr: $(head -c 1500 "$2" 2>/dev/null | tr '\n' ' ')"
+}
+rc_of() { cat "$1" 2>/dev/null || echo "<none>"; }
+
+# caps: $1 caps JSON, $2 its rc, $3 its stderr, $4 the release it must report
+check_caps_common() {
+	local caps=$1 rc=$2 err=$3 release=$4 k s r
+	T=caps
+	[[ -f $rc ]] && rc=$(cat "$rc")
+	expect "tracekit caps --json exits 0" '[[ $rc == 0 ]]' "$(why_rc "$rc" "$err")"
+	if ! jq -e '.schema == "tracekit.caps/1"' "$caps" >/dev/null 2>&1; then
+		fail "caps output is tracekit.caps/1 JSON" "$(head -c 2000 "$caps" 2>/dev/null)"
+		return 1
+	fi
+	ok "caps output is tracekit.caps/1 JSON"
+	r=$(jq -r '.kernel.release' "$caps")
+	# a glob: the guests pass "6.1.*"
+	expect "kernel.release" '[[ $r == $release ]]' "got $r, want $release"
+	for k in "${NEEDED[@]}"; do
+		s=$(entry "$k" status "$caps")
+		expect "$k" '[[ $s == supported ]]' "$(explain "$k" "$caps")"
+	done
+	# the attach row: what caps chose and found
+	ATT[$K/cpu]=$(jq -r '.backends.cpu.backend // "?"' "$caps")
+	ATT[$K/alloc]=$(jq -r '.backends.alloc.backend // "?"' "$caps")
+	ATT[$K/numa]="$(jq -r '.backends.numa.backend // "?"' "$caps") (the caps choice; no report)"
+	ATT[$K/fentry]=$(entry bpf.prog.fentry status "$caps")
+	ATT[$K/kprobe]=$(entry bpf.prog.kprobe status "$caps")
+	ATT[$K/misplaced_*]=$(entry function.migrate_misplaced value "$caps" | sed s/^migrate_misplaced_//)
+	return 0
+}
+
+# cpu: $1 test name (cpu, cpu-perf), $2 folded file, $3 the profile's JSON, $4 rc, $5 stderr,
+# $6 the backend it must have used ("" any)
+check_cpu() {
+	local name=$1 folded=$2 json=$3 rc=$4 err=$5 want=$6 hot cold pct backend
+	T=$name
+	if [[ $rc != 0 ]]; then
+		fail "$name: tracekit cpu exits 0" "$(why_rc "$rc" "$err")"
+		return
+	fi
+	ok "$name: tracekit cpu exits 0"
+	backend=$(jq -r '.backend // "?"' "$json" 2>/dev/null || echo "?")
+	if [[ $name == cpu ]]; then ATT[$K/cpu]="$backend"; else ATT[$K/cpu-perf]="$backend"; fi
+	if [[ -n $want ]]; then
+		expect "$name: backend $want" '[[ $backend == "$want" ]]' "the profile says backend $backend"
+	fi
+	hot=$(folded_sum "$folded" ';caller;hot(;|$)')
+	cold=$(folded_sum "$folded" ';caller;cold(;|$)')
+	if ((hot + cold < 100)); then
+		fail "$name: hot and cold under caller" "only $hot + $cold samples under caller;" \
+			"top: $(sort -t' ' -k2 -n -r "$folded" 2>/dev/null | head -n3 | tr '\n' '|')"
+		return
+	fi
+	pct=$((100 * hot / (hot + cold)))
+	expect "$name: hot $pct % of hot+cold under caller ($hot/$((hot + cold)), want 75 ± 10)" \
+		'((pct >= 65 && pct <= 85))' "folded: $(tr '\n' '|' <"$folded" | head -c 800)"
+}
+
+# alloc: $1 dir with alloc_{full,sampled,growth}.{out,rc,stderr.out}, $2 1 when the kernel
+# has no uprobe sessions (must use entry/return uprobes)
+check_alloc() {
+	local dir=$1 nosess=$2 v name how
+	for name in full sampled growth; do
+		T=alloc-$name
+		if [[ $(rc_of "$dir/alloc_$name.rc") != 0 ]]; then
+			fail "alloc $name exits 0" "$(why_rc "$dir/alloc_$name.rc" "$dir/alloc_$name.stderr.out")"
+			continue
+		fi
+		ok "alloc $name exits 0"
+		case $name in
+		full)
+			v=$(folded_sum "$dir/alloc_full.out" ';leak_site$')
+			expect "alloc full: leak_site 1048576 bytes in use" '[[ $v == 1048576 ]]' "got $v"
+			;;
+		sampled)
+			v=$(folded_sum "$dir/alloc_sampled.out" ';leak_site$')
+			expect "alloc sampled: leak_site within 5 % ($v of 16777216)" \
+				'((v >= 16777216 * 95 / 100 && v <= 16777216 * 105 / 100))' "got $v of 16777216"
+			how=$(grep -o -m1 -E 'in-process sampler|uprobe sessions|uprobes and uretprobes' \
+				"$dir/alloc_sampled.stderr.out" 2>/dev/null || echo "?")
+			case $how in
+			"in-process sampler") ATT[$K/alloc]="${ATT[$K/alloc]:-?} preload" ;;
+			"uprobe sessions") ATT[$K/alloc]="${ATT[$K/alloc]:-?} sessions" ;;
+			"uprobes and uretprobes") ATT[$K/alloc]="${ATT[$K/alloc]:-?} u(ret)probes" ;;
+			esac
+			if ((nosess)); then
+				expect "alloc sampled: entry/return uprobes (no sessions before 6.13)" \
+					'[[ $how == "uprobes and uretprobes" ]]' \
+					"$(grep -i 'backend' "$dir/alloc_sampled.stderr.out" | head -c 500)"
+			fi
+			;;
+		growth)
+			v=$(folded_sum "$dir/alloc_growth.out" ';leak_site;\\[page fault\\]$')
+			expect "alloc growth: leak_site's page faults ($v of 4194304)" \
+				'((v >= 4194304 * 75 / 100 && v <= 4194304 + 65536))' "got $v of 4194304"
+			;;
+		esac
+	done
+}
+
+# ---- numa report (docs/numa-json.md) ------------------------------------------------
+# Pages of one reason in a "reasons"/"by_reason" object: a number, or an object with
+# pages (or succeeded).
+JQ_PAGES='def pages: if type == "number" then . elif type == "object" then (.pages // .succeeded // 0) else 0 end;'
+numa_reason() { jq -r --arg r "$2" "$JQ_PAGES"' .reasons[$r] | pages' "$1" 2>/dev/null || echo 0; }
+numa_proc_reason() {
+	jq -r --argjson p "$2" --arg r "$3" "$JQ_PAGES"' [.processes[]? | select(.pid == $p) |
+		.by_reason[$r] | pages] | add // 0' "$1" 2>/dev/null || echo 0
+}
+numa_pair() {
+	jq -r --argjson s "$2" --argjson d "$3" \
+		'[.pairs[]? | select(.src == $s and .dst == $d) | .pages] | add // 0' "$1" 2>/dev/null || echo 0
+}
+numa_total() {
+	jq -r "$JQ_PAGES"' [.reasons // {} | to_entries[] | .value | pages] | add // 0' "$1" 2>/dev/null ||
+		echo 0
+}
+# how many misplaced-page migrations were timed
+numa_latency_count() {
+	jq -r '(.latency // {}) | if type == "object" then (.count // 0) else 0 end' "$1" 2>/dev/null ||
+		echo 0
+}
+# a /proc/vmstat counter's growth between two files of "name value" lines
+vmstat_delta() {
+	awk -v k="$1" 'FNR == NR { if ($1 == k) a = $2; next } $1 == k { b = $2 } END { print b - a }' \
+		"$2" "$3" 2>/dev/null || echo 0
+}
+# |a - b| <= max(64, 2 % of b)
+close_to() { awk -v a="$1" -v b="$2" 'BEGIN { d = a - b; if (d < 0) d = -d; t = b * 0.02; if (t < 64) t = 64; exit !(d <= t) }'; }
+
+# the common part of a numa run: $1 JSON, $2 rc, $3 stderr; returns 1 when nothing to check
+check_numa_report() {
+	local json=$1 rc=$2 err=$3 backend
+	if [[ $rc != 0 ]]; then
+		fail "tracekit numa exits 0" "$(why_rc "$rc" "$err")"
+		return 1
+	fi
+	ok "tracekit numa exits 0"
+	if ! jq -e 'type == "object" and has("backend")' "$json" >/dev/null 2>&1; then
+		fail "numa report is JSON with a backend" "$(head -c 1500 "$json" 2>/dev/null)"
+		return 1
+	fi
+	backend=$(jq -r .backend "$json")
+	expect "numa backend bpf" '[[ $backend == bpf ]]' "backend $backend; missing: $(jq -c .missing "$json")"
+	ATT[$K/numa]="$backend: $(jq -r '.attach // "?"' "$json")"
+	return 0
+}
+
+# numa_move in a guest: $1 the guest's sections folder
+check_numa_move() {
+	local d=$1 json=$1/numa_move.json.out pid v tot mig
+	T=numa-move
+	if [[ -e $d/move_skip.out ]]; then
+		skip "numa move" "$(cat "$d/move_skip.out")"
+		return
+	fi
+	if [[ $(rc_of "$d/move.rc") != 0 ]]; then
+		fail "numa_move exits 0" "$(why_rc "$d/move.rc" "$d/move.stderr.out")"
+	else
+		ok "numa_move exits 0 ($(grep -o 'moved=[0-9]*' "$d/move.out" | head -n1))"
+	fi
+	check_numa_report "$json" "$(rc_of "$d/numa_move.rc")" "$d/numa_move.stderr.out" || return
+	pid=$(sed -n 's/^pid=\([0-9][0-9]*\).*/\1/p' "$d/move.out" | head -n1)
+	v=$(numa_proc_reason "$json" "${pid:-0}" syscall_or_cpuset)
+	expect "numa move: numa_move (pid $pid) syscall_or_cpuset $v pages >= $MOVE_PAGES" \
+		'((v >= MOVE_PAGES))' "processes: $(jq -c '.processes' "$json" | head -c 800)"
+	v=$(numa_pair "$json" 0 1)
+	if jq -e '(.pairs // []) | length > 0' "$json" >/dev/null 2>&1; then
+		expect "numa move: node 0 → 1 $v pages >= $MOVE_PAGES" '((v >= MOVE_PAGES))' \
+			"pairs: $(jq -c .pairs "$json")"
+	else
+		skip "numa move: node 0 → 1 pairs" "node pairs come from the misplaced-page probe only; move_pages is not traced page by page"
+	fi
+	tot=$(numa_total "$json")
+	mig=$(vmstat_delta pgmigrate_success "$d/vmstat_move0.out" "$d/vmstat_move1.out")
+	expect "numa move: all reasons $tot pages ≈ vmstat pgmigrate_success +$mig" \
+		'((mig >= MOVE_PAGES)) && close_to "$tot" "$mig"' "reasons: $(jq -c .reasons "$json")"
+}
+
+# numa_balance in a guest: $1 the guest's sections folder
+check_numa_balance() {
+	local d=$1 json=$1/numa_bal.json.out pid v n1 mig lat
+	T=numa-balance
+	if [[ $(rc_of "$d/balance.rc") != 0 ]]; then
+		fail "numa_balance exits 0" "$(why_rc "$d/balance.rc" "$d/balance.stderr.out")"
+		return
+	fi
+	# the truth first: did balancing move the pages at all (the guest, not tracekit)
+	n1=$(sed -n 's/.*node1_after=\([0-9][0-9]*\).*/\1/p' "$d/balance.out")
+	mig=$(vmstat_delta numa_pages_migrated "$d/vmstat_bal0.out" "$d/vmstat_bal1.out")
+	expect "numa balancing moved numa_balance's pages to node 1 (${n1:-?} of $BAL_PAGES, numa_pages_migrated +$mig)" \
+		'((${n1:-0} >= BAL_PAGES * 9 / 10 && mig >= BAL_PAGES * 9 / 10))' \
+		"$(tr '\n' ' ' <"$d/balance.out")"
+	if [[ -e $d/numa_skip.out ]]; then
+		skip "numa balancing report" "$(cat "$d/numa_skip.out")"
+		return
+	fi
+	check_numa_report "$json" "$(rc_of "$d/numa_bal.rc")" "$d/numa_bal.stderr.out" || return
+	pid=$(sed -n 's/^pid=\([0-9][0-9]*\).*/\1/p' "$d/balance.out" | head -n1)
+	v=$(numa_proc_reason "$json" "${pid:-0}" numa_misplaced)
+	expect "numa balance: numa_balance (pid $pid) numa_misplaced $v pages > 0" '((v > 0))' \
+		"processes: $(jq -c '.processes' "$json" | head -c 800)"
+	v=$(numa_reason "$json" numa_misplaced)
+	expect "numa balance: numa_misplaced $v pages ≈ vmstat numa_pages_migrated +$mig" \
+		'close_to "$v" "$mig"' "reasons: $(jq -c .reasons "$json")"
+	lat=$(numa_latency_count "$json")
+	expect "numa balance: misplaced-page migrations timed ($lat)" '((lat > 0))' \
+		"latency: $(jq -c '.latency' "$json" | head -c 500); missing: $(jq -c .missing "$json")"
+}
+
+# ---- the guests ---------------------------------------------------------------------
+guest_files=() NUMA_SKIP="" MOVE_SKIP="" CPU_SKIP="" BAL_SKIP=""
+# What goes into the guests, and what cannot be tested there and why.
+plan_guests() {
+	local f
+	for f in "$SBIN" "$W/alloc_leak_static"; do
+		if [[ ! -x $f ]]; then
+			# the thing under test or its fixture is missing: a failure, not a skip
+			K=all T=caps
+			fail "$f exists" "run: make static and make"
+			return 1
+		fi
+	done
+	guest_files=("$SBIN:/bin/tracekit" "$W/alloc_leak_static:/bin/alloc_leak")
+	# workloads newer than the build folder: those tests say so (make builds them)
+	if [[ -x $W/cpu_split_static ]]; then
+		guest_files+=("$W/cpu_split_static:/bin/cpu_split_static")
+	else
+		CPU_SKIP="no $W/cpu_split_static (make)"
+	fi
+	if [[ -x $W/numa_balance ]]; then
+		guest_files+=("$W/numa_balance:/bin/numa_balance")
+	else
+		BAL_SKIP="no $W/numa_balance (make)"
+	fi
+	if ! "$SBIN" numa --help >/dev/null 2>&1; then
+		NUMA_SKIP="tracekit numa not built"
+		MOVE_SKIP=$NUMA_SKIP
+	elif [[ ! -x $W/numa_move ]]; then
+		MOVE_SKIP="no $W/numa_move (make)"
+	elif ! file -L "$W/numa_move" | grep -q 'statically linked'; then
+		MOVE_SKIP="$W/numa_move is not statically linked (tests/workloads/flags.mk)"
+	else
+		guest_files+=("$W/numa_move:/bin/numa_move")
+	fi
+	return 0
+}
+
+write_payload() {
+	{
+		echo "NUMA_SKIP='$NUMA_SKIP' MOVE_SKIP='$MOVE_SKIP' CPU_SKIP='$CPU_SKIP' BAL_SKIP='$BAL_SKIP'"
+		cat <<'EOF'
+tk_run caps tracekit caps --json
+tk_run kallsyms grep -E ' migrate_misplaced_(page|folio)$' /proc/kallsyms
+tk_run migrate_format cat /sys/kernel/tracing/events/migrate/mm_migrate_pages/format
+
+# cpu: the chosen backend, then perf; the folded stacks, and the profile's backend
+for b in auto perf; do
+	[ -n "$CPU_SKIP" ] && break
+	tk_run cpu_$b tracekit cpu -F 499 -d 3 --backend $b -o /tmp/cpu_$b.folded -o /tmp/cpu_$b.json \
+		-- /bin/cpu_split_static 2
+	tk_run cpu_$b.folded cat /tmp/cpu_$b.folded
+	tk_run cpu_$b.json grep -o -m1 '"backend":"[a-z]*"' /tmp/cpu_$b.json
+	rm -f /tmp/cpu_$b.*
+done
+
+tk_run alloc_full tracekit alloc -v --mode full --format folded -- alloc_leak -d 1 --leak-bytes 1048576 --leak-block 4096
+tk_run alloc_sampled tracekit alloc -v --sample-bytes 4096 --format folded -- alloc_leak -d 1 --leak-bytes 16777216 --leak-block 262144 --no-touch
+tk_run alloc_growth tracekit alloc --mode growth --format folded -- alloc_leak -d 1 --leak-bytes 4194304 --leak-block 65536
+
+# Wait until tracer $1 (stderr in $2) has attached: with -v it says "backend X" once
+# its session started; else its BPF links and perf events stop growing. At most
+# 60 s, or until it has exited.
+tk_attached() {
+	local i=0 n=0 last=-1 same=0
+	while [ $i -lt 120 ] && [ -d /proc/$1 ]; do
+		grep -q '^tracekit: numa: backend ' $2 2>/dev/null && break
+		n=$(ls -l /proc/$1/fd 2>/dev/null | grep -c -e bpf_link -e perf_event)
+		if [ "$n" -gt 0 ] && [ "$n" = "$last" ]; then
+			same=$((same + 1))
+			[ $same -ge 2 ] && break
+		else
+			same=0
+		fi
+		last=$n
+		sleep 0.5
+		i=$((i + 1))
+	done
+	tk_say "tracer $1 attached: $n links after $i polls"
+}
+tk_vmstat() { grep -E '^(pgmigrate_success|pgmigrate_fail|numa_pages_migrated|numa_hint_faults) ' /proc/vmstat >$1; }
+# $1 name; the tracer's pid in $tp
+tk_tracer_done() {
+	wait $tp
+	echo $? >/tmp/$1.rc
+	tk_run $1.json cat /tmp/$1.json
+	echo "TKVM-BEGIN $1"; echo "TKVM-END $1 $(cat /tmp/$1.rc)"
+	# libbpf's messages (-v) only when they tell of a failure
+	awk '!/^libbpf: / || /fail|error|denied|invalid|refus/' /tmp/$1.err >/tmp/$1.err2
+	echo "TKVM-BEGIN $1.stderr"; tk_section /tmp/$1.err2; echo "TKVM-END $1.stderr 0"
+}
+
+if [ -n "$NUMA_SKIP" ]; then
+	echo "$NUMA_SKIP" >/tmp/skip
+	tk_run numa_skip cat /tmp/skip
+fi
+if [ -n "$MOVE_SKIP" ]; then
+	echo "$MOVE_SKIP" >/tmp/skip
+	tk_run move_skip cat /tmp/skip
+else
+	tracekit numa -v --json -o /tmp/numa_move.json -d 12 >/dev/null 2>/tmp/numa_move.err &
+	tp=$!
+	tk_attached $tp /tmp/numa_move.err
+	tk_vmstat /tmp/v0
+	tk_run move sh -c 'echo pid=$$; exec /bin/numa_move'
+	tk_vmstat /tmp/v1
+	tk_tracer_done numa_move
+	tk_run vmstat_move0 cat /tmp/v0
+	tk_run vmstat_move1 cat /tmp/v1
+fi
+
+# NUMA balancing, its scanner hurried
+[ -n "$BAL_SKIP" ] && return 0
+echo 1 >/proc/sys/kernel/numa_balancing
+echo 0 >/sys/kernel/debug/sched/numa_balancing/scan_delay_ms
+echo 100 >/sys/kernel/debug/sched/numa_balancing/scan_period_min_ms
+if [ -z "$NUMA_SKIP" ]; then
+	tracekit numa -v --json -o /tmp/numa_bal.json -d 25 >/dev/null 2>/tmp/numa_bal.err &
+	tp=$!
+	tk_attached $tp /tmp/numa_bal.err
+fi
+tk_vmstat /tmp/v0
+tk_run balance sh -c 'echo pid=$$; exec /bin/numa_balance 15 64'
+tk_vmstat /tmp/v1
+[ -z "$NUMA_SKIP" ] && tk_tracer_done numa_bal
+echo 0 >/proc/sys/kernel/numa_balancing
+tk_run vmstat_bal0 cat /tmp/v0
+tk_run vmstat_bal1 cat /tmp/v1
+true
+EOF
+	} >"$1"
+}
+
+check_guest() {
+	local kver=$1 payload=$2
+	local dir=$OUT/matrix-$kver rc t0 t1 s d field want r says v t
+	K=$kver
+	t0=$(date +%s.%N)
+	"$VM" run "$kver" --numa2 --out "$dir" "$payload" "${guest_files[@]}"
+	rc=$?
+	t1=$(date +%s.%N)
+	times+=("$(awk -v a="$t0" -v b="$t1" -v k="$kver" 'BEGIN { printf "vm: %s guest end to end: %.1f s", k, b - a }')")
+	if ((rc == 77)); then
+		for t in "${TESTS[@]}"; do T=$t; skip "$t" "QEMU or the $kver kernel cannot be had here (see above)"; done
+		guests_skipped=$((guests_skipped + 1))
+		return
+	fi
+	if ((rc == 2)) || [[ ! -s $dir/status ]]; then
+		for t in "${TESTS[@]}"; do
+			T=$t
+			fail "$t: the guest ran the payload" "vm.sh exit $rc, no TKVM-DONE; console: $dir/console.log"
+		done
+		return
+	fi
+	d=$dir/sections
+	T=caps
+	ok "guest ran the payload"
+
+	if check_caps_common "$d/caps.out" "$d/caps.rc" "$d/caps.stderr.out" \
+		"$kver.*"; then
+		for k in "${GUEST_ALSO[@]}"; do
+			s=$(entry "$k" status "$d/caps.out")
+			expect "$k" '[[ $s == supported ]]' "$(explain "$k" "$d/caps.out")"
+		done
+		v=$(entry numa.nodes value "$d/caps.out")
+		expect "numa.nodes" '[[ $v == "2 nodes" ]]' "$(explain numa.nodes "$d/caps.out")"
+		want=${MISPLACED[$kver]}
+		v=$(entry function.migrate_misplaced value "$d/caps.out")
+		expect "function.migrate_misplaced" '[[ $v == "$want" ]] && grep -q " $want\$" "$d/kallsyms.out"' \
+			"want $want" "$(explain function.migrate_misplaced "$d/caps.out")" \
+			"guest kallsyms: $(awk '{print $3}' "$d/kallsyms.out" | tr '\n' ' ')"
+		# what the guest's own tracefs says the record holds
+		field=none
+		grep -q 'unsigned long nr_split;' "$d/migrate_format.out" && field=nr_split
+		grep -q 'unsigned long large_folio_split;' "$d/migrate_format.out" && field=large_folio_split
+		want=${MIGRATE_SPLIT[$kver]}
+		r=$(entry tracepoint.mm_migrate_pages reason "$d/caps.out")
+		s=$(entry tracepoint.mm_migrate_pages status "$d/caps.out")
+		case $r in
+		*"has neither nr_split nor large_folio_split"*) says=none ;;
+		*"has large_folio_split"*) says=large_folio_split ;;
+		*"has nr_split"*) says=nr_split ;;
+		*) says="?" ;;
+		esac
+		expect "tracepoint.mm_migrate_pages split field ($want)" \
+			'[[ $s == supported && $field == "$want" && $says == "$want" ]]' \
+			"want $want; guest tracefs format has $field;" \
+			"tracekit: $(explain tracepoint.mm_migrate_pages "$d/caps.out")"
+	fi
+
+	# the profile's backend came back as one grep line: make it JSON for check_cpu
+	for b in auto perf; do
+		echo "{$(cat "$d/cpu_$b.json.out" 2>/dev/null)}" >"$d/cpu_$b.backend.json"
+	done
+	if [[ -n $CPU_SKIP ]]; then
+		T=cpu skip cpu "$CPU_SKIP"
+		T=cpu-perf skip cpu-perf "$CPU_SKIP"
+	else
+		check_cpu cpu "$d/cpu_auto.folded.out" "$d/cpu_auto.backend.json" "$(rc_of "$d/cpu_auto.rc")" \
+			"$d/cpu_auto.stderr.out" "$(jq -r '.backends.cpu.backend' "$d/caps.out" 2>/dev/null)"
+		check_cpu cpu-perf "$d/cpu_perf.folded.out" "$d/cpu_perf.backend.json" "$(rc_of "$d/cpu_perf.rc")" \
+			"$d/cpu_perf.stderr.out" perf
+	fi
+	check_alloc "$d" 1
+	check_numa_move "$d"
+	if [[ -n $BAL_SKIP ]]; then
+		T=numa-balance skip "numa balance" "$BAL_SKIP"
+	else
+		check_numa_balance "$d"
+	fi
+}
+
+# ---- the host -----------------------------------------------------------------------
+check_host() {
+	local tmp=$1 bin=$B/tracekit t rc
+	K=host
+	if [[ $(id -u) -ne 0 ]]; then
+		for t in "${TESTS[@]}"; do T=$t; skip "$t" "the host checks need root"; done
+		return
+	fi
+	for f in "$bin" "$W/cpu_split" "$W/alloc_leak"; do
+		if [[ ! -x $f ]]; then
+			T=caps
+			fail "$f exists" "run: make"
+			return
+		fi
+	done
+	"$bin" caps --json >"$tmp/caps.out" 2>"$tmp/caps.err"
+	echo $? >"$tmp/caps.rc"
+	if check_caps_common "$tmp/caps.out" "$tmp/caps.rc" "$tmp/caps.err" "$(uname -r)"; then
+		# what the host has: kallsyms is the oracle (names are readable even when addresses
+		# are hidden); the function is absent on a kernel without NUMA balancing
+		local v want
+		want=$(grep -o -m1 -E ' migrate_misplaced_(page|folio)$' /proc/kallsyms | tr -d ' ')
+		v=$(entry function.migrate_misplaced value "$tmp/caps.out")
+		if [[ -n $want ]]; then
+			expect "function.migrate_misplaced ($want)" '[[ $v == "$want" ]]' \
+				"$(explain function.migrate_misplaced "$tmp/caps.out")"
+		fi
+		local nodes=(/sys/devices/system/node/node[0-9]*)
+		v=${#nodes[@]}
+		want=$(entry numa.nodes value "$tmp/caps.out")
+		expect "numa.nodes ($want)" '[[ $want == "$v node"* ]]' "sysfs has $v nodes"
+	fi
+
+	for t in auto perf; do
+		"$bin" cpu -F 499 -d 3 --backend $t -o "$tmp/cpu_$t.folded" -o "$tmp/cpu_$t.json" \
+			-- "$W/cpu_split" 2 >/dev/null 2>"$tmp/cpu_$t.err"
+		echo $? >"$tmp/cpu_$t.rc"
+	done
+	check_cpu cpu "$tmp/cpu_auto.folded" "$tmp/cpu_auto.json" "$(rc_of "$tmp/cpu_auto.rc")" \
+		"$tmp/cpu_auto.err" "$(jq -r '.backends.cpu.backend' "$tmp/caps.out" 2>/dev/null)"
+	check_cpu cpu-perf "$tmp/cpu_perf.folded" "$tmp/cpu_perf.json" "$(rc_of "$tmp/cpu_perf.rc")" \
+		"$tmp/cpu_perf.err" perf
+
+	local leak=$W/alloc_leak
+	"$bin" alloc -v --mode full --format folded -- "$leak" -d 1 --leak-bytes 1048576 --leak-block 4096 \
+		>"$tmp/alloc_full.out" 2>"$tmp/alloc_full.stderr.out"
+	echo $? >"$tmp/alloc_full.rc"
+	"$bin" alloc -v --sample-bytes 4096 --format folded -- "$leak" -d 1 --leak-bytes 16777216 \
+		--leak-block 262144 --no-touch >"$tmp/alloc_sampled.out" 2>"$tmp/alloc_sampled.stderr.out"
+	echo $? >"$tmp/alloc_sampled.rc"
+	"$bin" alloc --mode growth --format folded -- "$leak" -d 1 --leak-bytes 4194304 --leak-block 65536 \
+		>"$tmp/alloc_growth.out" 2>"$tmp/alloc_growth.stderr.out"
+	echo $? >"$tmp/alloc_growth.rc"
+	check_alloc "$tmp" 0
+
+	# numa on one node: nothing to move; it must start, say its backend, and what it lacks
+	T=numa-move
+	if ! "$bin" numa --help >/dev/null 2>&1; then
+		skip "numa" "tracekit numa not built"
+	else
+		"$bin" numa --json -o "$tmp/numa.json" -d 3 >/dev/null 2>"$tmp/numa.err"
+		rc=$?
+		if check_numa_report "$tmp/numa.json" "$rc" "$tmp/numa.err"; then
+			t=$(jq -r '(.missing // []) | length' "$tmp/numa.json")
+			expect "numa lists what it cannot see here ($t lines)" '((t > 0))' \
+				"missing: $(jq -c .missing "$tmp/numa.json")"
+		fi
+	fi
+	T=numa-balance
+	skip "numa balance" "one NUMA node: balancing has nowhere to move pages"
+}
+
+# ---- the table ----------------------------------------------------------------------
+# one row: a label, then a cell per column, without trailing blanks
+row() {
+	local line
+	line=$(printf '%-16s' "$1")
+	shift
+	for c in "$@"; do line+=$(printf ' %-19s' "$c"); done
+	echo "${line%"${line##*[! ]}"}"
+}
+print_table() {
+	local cols=() labels=() cells c t i
+	((HOST)) && { cols+=(host); labels+=("$(uname -r | cut -d. -f1-2) host"); }
+	for c in $KERNELS; do cols+=("$c"); labels+=("$c guest"); done
+	echo
+	row kernel "${labels[@]}"
+	for t in "${TESTS[@]}"; do
+		cells=()
+		for c in "${cols[@]}"; do cells+=("${CELL[$c/$t]:--}"); done
+		row "$t" "${cells[@]}"
+	done
+	echo
+	row "attach point" "${labels[@]}"
+	for t in "${ATTACH[@]}"; do
+		[[ $t == numa ]] && continue
+		cells=()
+		for c in "${cols[@]}"; do cells+=("${ATT[$c/$t]:--}"); done
+		row "$t" "${cells[@]}"
+	done
+	for c in "${cols[@]}"; do
+		echo "numa ($c): ${ATT[$c/numa]:--}"
+	done
+	for i in "${!REASONS[@]}"; do
+		echo "($((i + 1))) ${REASONS[$i]}"
+	done
+}
+
+command -v jq >/dev/null || skip_all "no jq (tools/install-deps.sh installs it)"
+
+times=() guests_skipped=0 nguests=0
+t_start=$(date +%s.%N)
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+
+if ((HOST)); then
+	mkdir -p "$work/host"
+	t0=$(date +%s.%N)
+	check_host "$work/host"
+	times+=("$(awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN { printf "vm: host checks: %.1f s", b - a }')")
+fi
+
+if [[ -n ${KERNELS// /} ]]; then
+	if ! command -v "${TK_VM_QEMU:-qemu-system-x86_64}" >/dev/null; then
+		for kver in $KERNELS; do
+			K=$kver
+			for t in "${TESTS[@]}"; do
+				T=$t
+				skip "$t" "no ${TK_VM_QEMU:-qemu-system-x86_64} (tools/install-deps.sh installs qemu-system-x86)"
+			done
+			guests_skipped=$((guests_skipped + 1)) nguests=$((nguests + 1))
+		done
+	elif plan_guests; then
+		write_payload "$work/payload"
+		for kver in $KERNELS; do
+			nguests=$((nguests + 1))
+			check_guest "$kver" "$work/payload"
+		done
+	fi
+fi
+t_end=$(date +%s.%N)
+
+print_table
+echo
+printf '%s\n' "${times[@]}"
+awk -v a="$t_start" -v b="$t_end" 'BEGIN { printf "vm: total %.1f s\n", b - a }'
+echo "vm: $passed passed, $failed failed, $skipped skipped"
+((failed > 0)) && exit 1
+# a kernel that could not be tested must not let the run look like a pass
+((guests_skipped > 0 || passed == 0)) && exit 77
+exit 0

@@ -1,0 +1,62 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause */
+/*
+ * What the BPF NUMA backend reads from the kernel's BTF and config before it
+ * loads: tracepoint argument positions, the migrate_reason table, the
+ * misplaced-page function, and where a page's node sits in its flags. Pure
+ * functions over a struct btf or a config text, so unit tests feed fixtures.
+ */
+#ifndef __TK_NUMA_BTF_H
+#define __TK_NUMA_BTF_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+struct btf;
+
+/* Argument positions of migrate:mm_migrate_pages, 0 = the first after `void *`; -1 absent */
+struct tk_numa_mig_args {
+	int nr;				/* the tracepoint's arguments */
+	int succeeded, failed, thp_succeeded, thp_failed, thp_split;
+	int split;			/* large_folio_split or nr_split */
+	int mode, reason;
+	char split_name[32];		/* "large_folio_split", "nr_split", "" */
+};
+
+/* Returns 0, or -ENOENT when the kernel has no such tracepoint (or an unknown shape). */
+int tk_numa_btf__migrate_args(const struct btf *btf, struct tk_numa_mig_args *a);
+/* Position of the reason argument of mm_migrate_pages_start, or -ENOENT. */
+int tk_numa_btf__start_reason(const struct btf *btf);
+/* @tp "sched_move_numa" and the like: positions of the task, source and destination CPU. */
+int tk_numa_btf__sched_args(const struct btf *btf, const char *tp, int *task, int *src_cpu,
+			    int *dst_cpu);
+/* enum tk_mig_reason of a kernel enumerator ("MR_SYSCALL"); TK_MR_UNKNOWN for others. */
+int tk_numa_btf__reason_of(const char *name);
+/*
+ * Kernel enum migrate_reason value → enum tk_mig_reason into @map[0..@max);
+ * values without a known name become TK_MR_UNKNOWN. Returns how many
+ * enumerators were named (MR_TYPES excluded), or -ENOENT without the enum.
+ */
+int tk_numa_btf__reasons(const struct btf *btf, uint8_t *map, int max);
+/*
+ * The misplaced-page function the kernel has (migrate_misplaced_folio, or
+ * migrate_misplaced_page before 6.7) into @name, and the position of its
+ * node parameter (by name: "node" or "nid"). Returns 0 or -ENOENT.
+ */
+int tk_numa_btf__misplaced_fn(const struct btf *btf, char *name, size_t name_sz, int *node_idx);
+/* MAX_NUMNODES: struct zonelist has MAX_NUMNODES * __MAX_NR_ZONES + 1 zonerefs; or -ENOENT. */
+int tk_numa_btf__max_numnodes(const struct btf *btf);
+/*
+ * NODES_PGSHIFT of x86_64 from a kernel config text: 64 - SECTIONS_WIDTH -
+ * NODES_SHIFT, SECTIONS_WIDTH 0 with SPARSEMEM_VMEMMAP. Returns 0 with
+ * *shift and *nodes_shift set; -ENOENT without CONFIG_NODES_SHIFT;
+ * -EOPNOTSUPP when not SPARSEMEM_VMEMMAP (the section sits in the flags too).
+ */
+int tk_numa__nodes_pgshift(const char *config, int *shift, int *nodes_shift);
+/*
+ * The running kernel's config: @proc_root/config.gz, else
+ * @boot_root/config-@release. *@text is malloc'd; @from names the file read.
+ */
+int tk_numa__read_kconfig(const char *proc_root, const char *boot_root, const char *release,
+			  char **text, char *from, size_t from_sz);
+
+#endif /* __TK_NUMA_BTF_H */
