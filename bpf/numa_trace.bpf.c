@@ -16,6 +16,9 @@
  * The misplaced-page function (migrate_misplaced_folio, or _page before
  * 6.7), where fentry or kprobes are allowed, counts attempts and, through the
  * migrate_pages() call it makes, successes and (source, destination) nodes.
+ * Where the per-folio migration function (folio_migrate_flags and the like)
+ * can be probed, it gives those nodes for every migrated folio, whatever the
+ * reason: user space then reads its pairs instead.
  */
 #include "vmlinux.h"
 #include <bpf/bpf_core_read.h>
@@ -32,6 +35,10 @@ const volatile __u32 mig_reason_arg = 0;
 const volatile __u32 start_reason_arg = 0;
 const volatile __u32 sched_arg[NT_SCHED__COUNT][NT_SA__COUNT] = {};
 const volatile __u32 misplaced_node_arg = 0;
+/* The per-folio migration function: its folio parameters, its return value (NT_NO_ARG: void) */
+const volatile __u32 folio_dst_arg = 0;
+const volatile __u32 folio_src_arg = 1;
+const volatile __u32 folio_ret_arg = NT_NO_ARG;
 /* Node of a page: (page->flags >> nodes_pgshift) & nodes_mask; nodes_mask 0: unknown */
 const volatile __u32 nodes_pgshift = 0;
 const volatile __u64 nodes_mask = 0;
@@ -74,6 +81,13 @@ struct {
 	__type(key, struct nt_pair_key);
 	__type(value, __u64);
 } pairs SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 16384);
+	__type(key, struct nt_folio_pair_key);
+	__type(value, __u64);
+} folio_pairs SEC(".maps");
 
 /* Per thread: when its migrate_pages() started (ns), for the latency */
 struct {
@@ -429,23 +443,81 @@ int sched_stick(__u64 *ctx)
 	return sched_event(ctx, NT_SCHED_STICK);
 }
 
+/* ---- nodes and sizes of pages and folios ----------------------------------------------- */
+
+/*
+ * The flags of a page or folio: the first word of struct page and struct folio
+ * on every kernel (unsigned long, or 6.18's memdesc_flags_t), read by offset
+ * so neither type needs to match. 0 when unreadable.
+ */
+static __always_inline __u64 page_flags(const void *page)
+{
+	__u64 flags = 0;
+
+	if (bpf_probe_read_kernel(&flags, sizeof(flags), page))
+		return 0;
+	return flags;
+}
+
+/* The node in @flags (page_to_nid), or -1 when NODES_PGSHIFT is unknown. */
+static __always_inline __s32 flags_nid(__u64 flags)
+{
+	return nodes_mask ? (flags >> (nodes_pgshift & 63)) & nodes_mask : -1;
+}
+
+/* Where folio_nr_pages() reads a large folio's size (renames: 6.1 to 6.18) */
+struct folio___nr_pages {		/* _folio_nr_pages renamed _nr_pages (6.15) */
+	unsigned int _nr_pages;
+} __attribute__((preserve_access_index));
+
+struct folio___folio_nr_pages {		/* 64-bit kernels, 5.19 to 6.14 */
+	unsigned int _folio_nr_pages;
+} __attribute__((preserve_access_index));
+
+struct folio___flags_1 {		/* the order in the low byte (6.6+) */
+	unsigned long _flags_1;
+} __attribute__((preserve_access_index));
+
+struct folio___folio_order {		/* the order by itself (before 6.6) */
+	unsigned char _folio_order;
+} __attribute__((preserve_access_index));
+
+/* folio_nr_pages(): 1 unless PG_head, then the size its second page keeps. */
+static __always_inline __u64 folio_pages(const void *folio, __u64 flags)
+{
+	unsigned long flags_1 = 0;
+	unsigned char order = 0;
+	unsigned int nr = 0;
+
+	if (!bpf_core_enum_value_exists(enum pageflags, PG_head) ||
+	    !(flags & (1ULL << (bpf_core_enum_value(enum pageflags, PG_head) & 63))))
+		return 1;
+	if (bpf_core_field_exists(struct folio___nr_pages, _nr_pages)) {
+		BPF_CORE_READ_INTO(&nr, (struct folio___nr_pages *)folio, _nr_pages);
+	} else if (bpf_core_field_exists(struct folio___folio_nr_pages, _folio_nr_pages)) {
+		BPF_CORE_READ_INTO(&nr, (struct folio___folio_nr_pages *)folio, _folio_nr_pages);
+	} else if (bpf_core_field_exists(struct folio___flags_1, _flags_1)) {
+		BPF_CORE_READ_INTO(&flags_1, (struct folio___flags_1 *)folio, _flags_1);
+		nr = 1U << (flags_1 & 31);
+	} else if (bpf_core_field_exists(struct folio___folio_order, _folio_order)) {
+		BPF_CORE_READ_INTO(&order, (struct folio___folio_order *)folio, _folio_order);
+		nr = 1U << (order & 31);
+	}
+	return nr ? nr : 1;
+}
+
 /* ---- the misplaced-page function: fentry/fexit, or kprobe/kretprobe -------------------- */
 
 static __always_inline void misplaced_enter(void *page, __u64 node)
 {
-	__u64 id = bpf_get_current_pid_tgid(), flags = 0;
+	__u64 id = bpf_get_current_pid_tgid();
 	__u32 tid = (__u32)id;
 	struct misplaced_call mc = { .src = -1, .dst = (__s32)node };
 
 	if (!current_wanted(id >> 32))
 		return;
-	/*
-	 * The node sits in the page flags: flags is the first word of struct
-	 * page and struct folio on every kernel (unsigned long, or 6.18's
-	 * memdesc_flags_t), read by offset so neither type needs to match.
-	 */
-	if (nodes_mask && !bpf_probe_read_kernel(&flags, sizeof(flags), page))
-		mc.src = (flags >> (nodes_pgshift & 63)) & nodes_mask;
+	if (nodes_mask)
+		mc.src = flags_nid(page_flags(page));
 	bpf_map_update_elem(&misplaced_calls, &tid, &mc, BPF_ANY);
 }
 
@@ -518,6 +590,52 @@ SEC("?kretprobe")
 int misplaced_kretprobe(struct pt_regs *regs)
 {
 	misplaced_exit();
+	return 0;
+}
+
+/* ---- the per-folio migration function: fexit, or kprobe ------------------------------- */
+
+/* One folio moved from @src to @dst (their nodes from their flags). */
+static __always_inline void folio_moved(const void *dst, const void *src)
+{
+	__u64 sflags = page_flags(src), pages, *val;
+	struct nt_folio_pair_key key = { .tgid = bpf_get_current_pid_tgid() >> 32 };
+
+	if (!current_wanted(key.tgid))
+		return;
+	key.src = flags_nid(sflags);
+	key.dst = flags_nid(page_flags(dst));
+	pages = folio_pages(src, sflags);
+	val = bpf_map_lookup_elem(&folio_pairs, &key);
+	if (val) {
+		__sync_fetch_and_add(val, pages);
+		return;
+	}
+	if (bpf_map_update_elem(&folio_pairs, &key, &pages, BPF_NOEXIST)) {
+		val = bpf_map_lookup_elem(&folio_pairs, &key);
+		if (val)
+			__sync_fetch_and_add(val, pages);
+		else
+			count(NT_CNT_PAIR_MAP_FULL);
+	}
+}
+
+/* attach target set by user space: folio_migrate_flags or another (user/numa_btf.c) */
+SEC("?fexit/folio_migrate_flags")
+int folio_fexit(__u64 *ctx)
+{
+	/* an int function returns 0 (MIGRATEPAGE_SUCCESS) for a folio it moved */
+	if (folio_ret_arg != NT_NO_ARG && (int)arg(ctx, folio_ret_arg) != 0)
+		return 0;
+	folio_moved((void *)arg(ctx, folio_dst_arg), (void *)arg(ctx, folio_src_arg));
+	return 0;
+}
+
+SEC("?kprobe")
+int folio_kprobe(struct pt_regs *regs)
+{
+	folio_moved((void *)kprobe_arg(regs, folio_dst_arg),
+		    (void *)kprobe_arg(regs, folio_src_arg));
 	return 0;
 }
 

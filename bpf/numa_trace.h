@@ -66,6 +66,13 @@ struct nt_pair_key {
 	__s32 dst;
 };
 
+/* Pages of migrated folios by (process that migrated them, source node, destination node). */
+struct nt_folio_pair_key {
+	__u32 tgid;
+	__s32 src;
+	__s32 dst;
+};
+
 struct nt_stack {
 	__u32 nr;
 	__u32 pad;

@@ -8,7 +8,8 @@
  *   mm_migrate_pages are the arguments in order, so they name them;
  * - enum migrate_reason by enumerator name (its values moved when
  *   MR_DEMOTION and MR_DAMON came);
- * - the misplaced-page function and its node parameter by name.
+ * - the misplaced-page function and its node parameter by name;
+ * - the per-folio migration function and its folio parameters by name.
  * And NODES_PGSHIFT, which no BTF has, from the kernel config.
  */
 #include <errno.h>
@@ -254,6 +255,53 @@ int tk_numa_btf__misplaced_fn(const struct btf *btf, char *name, size_t name_sz,
 				return 0;
 			}
 		}
+	}
+	return -ENOENT;
+}
+
+static bool is_folio_ptr(const struct btf *btf, __u32 id)
+{
+	const struct btf_type *t = resolved(btf, id);
+
+	if (!t || !btf_is_ptr(t))
+		return false;
+	t = resolved(btf, t->type);
+	return t && btf_is_struct(t) && !strcmp(btf__name_by_offset(btf, t->name_off), "folio");
+}
+
+int tk_numa_btf__folio_fn(const struct btf *btf, struct tk_numa_folio_fn *f)
+{
+	static const char *const fns[] = { "folio_migrate_flags", "folio_migrate_mapping",
+					   "migrate_folio_move", "move_to_new_folio" };
+	const struct btf_type *t;
+	const struct btf_param *p;
+	size_t i;
+	int id, k;
+
+	for (i = 0; i < sizeof(fns) / sizeof(fns[0]); i++) {
+		id = btf__find_by_name_kind(btf, fns[i], BTF_KIND_FUNC);
+		if (id <= 0)
+			continue;
+		t = btf__type_by_id(btf, btf__type_by_id(btf, id)->type);
+		if (!t || !btf_is_func_proto(t))
+			continue;
+		f->dst = f->src = -1;
+		p = btf_params(t);
+		for (k = 0; k < btf_vlen(t); k++) {
+			const char *pn = btf__name_by_offset(btf, p[k].name_off);
+
+			if (!pn || !is_folio_ptr(btf, p[k].type))
+				continue;
+			if (!strcmp(pn, "newfolio") || !strcmp(pn, "dst"))
+				f->dst = k;
+			else if (!strcmp(pn, "folio") || !strcmp(pn, "src"))
+				f->src = k;
+		}
+		if (f->dst < 0 || f->src < 0)
+			continue;
+		f->ret = t->type ? btf_vlen(t) : -1;
+		snprintf(f->name, sizeof(f->name), "%s", fns[i]);
+		return 0;
 	}
 	return -ENOENT;
 }

@@ -43,6 +43,22 @@ int tk_numa_btf__reasons(const struct btf *btf, uint8_t *map, int max);
  * node parameter (by name: "node" or "nid"). Returns 0 or -ENOENT.
  */
 int tk_numa_btf__misplaced_fn(const struct btf *btf, char *name, size_t name_sz, int *node_idx);
+/*
+ * The function the migration path calls once per migrated folio with both
+ * folios, first of: folio_migrate_flags (void: called once the mapping has
+ * moved), folio_migrate_mapping, migrate_folio_move, move_to_new_folio (int:
+ * 0 is success), where BTF has it as FUNC and both its destination
+ * ("newfolio", "dst") and source ("folio", "src") parameters, found by name,
+ * are struct folio pointers.
+ */
+struct tk_numa_folio_fn {
+	char name[64];
+	int dst, src;			/* parameter positions */
+	int ret;			/* position of the return value for fexit; -1: void */
+};
+
+/* Returns 0, or -ENOENT when this kernel has none of them. */
+int tk_numa_btf__folio_fn(const struct btf *btf, struct tk_numa_folio_fn *f);
 /* MAX_NUMNODES: struct zonelist has MAX_NUMNODES * __MAX_NR_ZONES + 1 zonerefs; or -ENOENT. */
 int tk_numa_btf__max_numnodes(const struct btf *btf);
 /*

@@ -46,6 +46,13 @@ struct tk_numa {
 	const struct tk_caps *caps;
 	const struct tk_numa_backend *be;
 	void *priv;				/* the backend's */
+	/*
+	 * With the bpf backend, the vmstat backend runs beside it for the
+	 * machine's counters (hint faults, promotions, numastat): its state,
+	 * swapped into priv around its calls (numa_session.c).
+	 */
+	void *vmstat_priv;
+	bool with_vmstat;
 	struct tk_symbolizer *sym;		/* --stacks */
 	struct tk_numa_report last;		/* the total at the previous collect */
 	bool have_last;

@@ -54,6 +54,56 @@ static int cpulist_apply(const char *list, int node, int *map, int nr)
 	return 0;
 }
 
+/*
+ * Call one of the vmstat backend's open/start with its own state in priv
+ * (the bpf backend's is put back after).
+ */
+static int companion(struct tk_numa *n, int (*fn)(struct tk_numa *, char *, size_t), char *why,
+		     size_t why_sz)
+{
+	void *mine = n->priv;
+	int err;
+
+	n->priv = n->vmstat_priv;
+	err = fn(n, why, why_sz);
+	n->vmstat_priv = n->priv;
+	n->priv = mine;
+	return err;
+}
+
+/* The vmstat companion's counters, into @r's vmstat and numastat parts. */
+static void companion_collect(struct tk_numa *n, struct tk_numa_report *r)
+{
+	struct tk_numa_report v;
+	void *mine = n->priv;
+	int err;
+
+	tk_numa_report__init(&v, tk_numa_backend_vmstat.name, n->nr_nodes);
+	n->priv = n->vmstat_priv;
+	err = tk_numa_backend_vmstat.collect(n, &v);
+	n->vmstat_priv = n->priv;
+	n->priv = mine;
+	if (!err && v.have_vmstat) {
+		r->have_vmstat = true;
+		r->numa_pages_migrated = v.numa_pages_migrated;
+		r->pgmigrate_success = v.pgmigrate_success;
+		r->pgmigrate_fail = v.pgmigrate_fail;
+		r->numa_hint_faults = v.numa_hint_faults;
+		r->numa_hint_faults_local = v.numa_hint_faults_local;
+		r->pgpromote_success = v.pgpromote_success;
+		r->pgdemote_total = v.pgdemote_total;
+		r->numa_pte_updates = v.numa_pte_updates;
+		r->vmstat_thp_migration_success = v.vmstat_thp_migration_success;
+		r->vmstat_thp_migration_fail = v.vmstat_thp_migration_fail;
+	}
+	if (!err && v.have_numastat) {
+		r->have_numastat = true;
+		memcpy(r->numastat, v.numastat, sizeof(r->numastat));
+		r->nr_numastat = v.nr_numastat;
+	}
+	tk_numa_report__free(&v);
+}
+
 int tk_numa__open(const struct tk_numa_opts *opts, const struct tk_caps *caps,
 		  struct tk_numa **out, char *why, size_t why_sz)
 {
@@ -119,6 +169,12 @@ int tk_numa__open(const struct tk_numa_opts *opts, const struct tk_caps *caps,
 	err = be->open(n, why, why_sz);
 	if (err)
 		goto fail;
+	if (be != &tk_numa_backend_vmstat) {
+		char vwhy[64];
+
+		/* best effort: without them the report says what it lacks */
+		n->with_vmstat = !companion(n, tk_numa_backend_vmstat.open, vwhy, sizeof(vwhy));
+	}
 	*out = n;
 	return 0;
 fail:
@@ -137,6 +193,11 @@ int tk_numa__start(struct tk_numa *n, char *why, size_t why_sz)
 	err = n->be->start(n, why, why_sz);
 	if (err)
 		return err;
+	if (n->with_vmstat) {
+		char vwhy[64];
+
+		n->with_vmstat = !companion(n, tk_numa_backend_vmstat.start, vwhy, sizeof(vwhy));
+	}
 	/* the start of the counting, not of the attaching */
 	n->start_ns = clock_ns(CLOCK_REALTIME);
 	n->start_mono_ns = n->last_mono_ns = clock_ns(CLOCK_MONOTONIC);
@@ -165,6 +226,8 @@ int tk_numa__collect(struct tk_numa *n, struct tk_numa_report *interval,
 		tk_numa_report__free(&t);
 		return err;
 	}
+	if (n->with_vmstat)
+		companion_collect(n, &t);
 	t.backend = n->be->name;
 	t.nr_nodes = n->nr_nodes;
 	t.start_ns = n->start_ns;
@@ -220,6 +283,11 @@ void tk_numa__free(struct tk_numa *n)
 		return;
 	if (n->be && n->be->free)
 		n->be->free(n);
+	if (n->vmstat_priv) {
+		n->priv = n->vmstat_priv;
+		tk_numa_backend_vmstat.free(n);
+		n->vmstat_priv = NULL;
+	}
 	tk_symbolizer__free(n->sym);
 	tk_numa_report__free(&n->last);
 	free(n);

@@ -7,8 +7,11 @@
  * misplaced-page function and its node parameter; and from its config where
  * a page's node sits in its flags. Those go into .rodata, so one object
  * serves 6.1 to 6.18. The misplaced-page function is probed with fentry/fexit
- * first and kprobes second; what cannot be attached is a missing[] line, not
- * a failure. Everything is aggregated in kernel maps and .bss, read whole at
+ * first and kprobes second, and so is the per-folio migration function
+ * (folio_migrate_flags or another, by BTF), which gives node pairs for every
+ * migration: where it is attached the pairs are its, else the misplaced
+ * function's. What cannot be loaded or attached is a missing[] line, not a
+ * failure. Everything is aggregated in kernel maps and .bss, read whole at
  * every collect (cumulative; the session takes differences).
  */
 #include <errno.h>
@@ -61,6 +64,10 @@ struct nt_state {
 	enum mp_mode mp;		/* what loaded */
 	bool mp_attached;
 	int fentry_err;			/* fentry's load error, 0 none tried or fine */
+	struct tk_numa_folio_fn ff;	/* per-folio migration function; ff.name "" when none */
+	enum mp_mode fm;		/* what loaded for it: MP_FENTRY means fexit */
+	bool ff_attached;
+	int ff_err;			/* its first load error */
 
 	/* what start attached, for every report */
 	bool att_migrate, att_start, att_sched[NT_SCHED__COUNT];
@@ -154,8 +161,17 @@ static void probe_kernel(struct tk_numa *n, struct nt_state *st, const struct bt
 		st->mp_fn[0] = '\0';
 		missing(st, "no migrate_misplaced_folio or migrate_misplaced_page in BTF: no "
 			    "per-page misplaced counts or destination nodes");
-	} else {
+	}
+	if (tk_numa_btf__folio_fn(btf, &st->ff)) {
+		st->ff.name[0] = '\0';
+		missing(st, "no folio_migrate_flags (or like function) in BTF: node pairs of "
+			    "misplaced pages only");
+	}
+	if (st->mp_fn[0] || st->ff.name[0])
 		find_node_bits(n, st, btf);
+	if (st->ff.name[0] && st->nodes_shift < 0) {
+		st->ff.name[0] = '\0';	/* nodes unknown: nothing to count */
+		missing(st, "node bits of page flags unknown: no node pairs per migrated folio");
 	}
 }
 
@@ -170,8 +186,8 @@ static bool have_kprobes(const struct tk_numa *n)
 	       !access(path, F_OK);
 }
 
-/* Open, configure and load the object with the misplaced-page probe of @mp. */
-static int load(struct tk_numa *n, struct nt_state *st, enum mp_mode mp)
+/* Open, configure and load the object with the misplaced-page probe of @mp, folio probe of @fm. */
+static int load(struct tk_numa *n, struct nt_state *st, enum mp_mode mp, enum mp_mode fm)
 {
 	struct numa_trace_bpf *s;
 	int i, k, err;
@@ -225,6 +241,15 @@ static int load(struct tk_numa *n, struct nt_state *st, enum mp_mode mp)
 		bpf_program__set_autoload(s->progs.misplaced_kprobe, true);
 		bpf_program__set_autoload(s->progs.misplaced_kretprobe, true);
 	}
+	s->rodata->folio_dst_arg = st->ff.dst;
+	s->rodata->folio_src_arg = st->ff.src;
+	if (fm == MP_FENTRY) {
+		s->rodata->folio_ret_arg = st->ff.ret < 0 ? NT_NO_ARG : st->ff.ret;
+		bpf_program__set_autoload(s->progs.folio_fexit, true);
+		bpf_program__set_attach_target(s->progs.folio_fexit, 0, st->ff.name);
+	} else if (fm == MP_KPROBE) {
+		bpf_program__set_autoload(s->progs.folio_kprobe, true);
+	}
 	err = numa_trace_bpf__load(s);
 	if (err) {
 		numa_trace_bpf__destroy(s);
@@ -232,7 +257,27 @@ static int load(struct tk_numa *n, struct nt_state *st, enum mp_mode mp)
 	}
 	st->skel = s;
 	st->mp = mp;
+	st->fm = fm;
 	return 0;
+}
+
+/*
+ * Load with the function probes of @mode: both, else the misplaced one
+ * alone (the per-folio function may be one the kernel will not trace).
+ */
+static int load_probes(struct tk_numa *n, struct nt_state *st, enum mp_mode mode)
+{
+	enum mp_mode mp = st->mp_fn[0] ? mode : MP_NONE;
+	int err = -ENOENT;
+
+	if (st->ff.name[0]) {
+		err = load(n, st, mp, mode);
+		if (err && !st->ff_err)
+			st->ff_err = err;
+		if (!err || mp == MP_NONE)
+			return err;
+	}
+	return load(n, st, mp, MP_NONE);
 }
 
 static void bpf_free(struct tk_numa *n)
@@ -286,14 +331,14 @@ static int bpf_open(struct tk_numa *n, char *why, size_t why_sz)
 
 	old = libbpf_set_print(silent_print);
 	err = -ENOENT;
-	if (st->mp_fn[0]) {
-		err = load(n, st, MP_FENTRY);
+	if (st->mp_fn[0] || st->ff.name[0]) {
+		err = load_probes(n, st, MP_FENTRY);
 		st->fentry_err = err;
 		if (err && have_kprobes(n))
-			err = load(n, st, MP_KPROBE);
+			err = load_probes(n, st, MP_KPROBE);
 	}
 	if (err)
-		err = load(n, st, MP_NONE);
+		err = load(n, st, MP_NONE, MP_NONE);
 	libbpf_set_print(old);
 	if (err) {
 		snprintf(why, why_sz, "cannot load the BPF programs: %s", strerror(-err));
@@ -354,6 +399,32 @@ static void attach_misplaced(struct tk_numa *n, struct nt_state *st)
 			st->mp == MP_FENTRY ? "fentry" : "kprobe", st->mp_fn, strerror(-err));
 }
 
+static void attach_folio(struct tk_numa *n, struct nt_state *st)
+{
+	struct numa_trace_bpf *s = st->skel;
+	int err;
+
+	if (!st->ff.name[0])
+		return;
+	if (st->fm == MP_FENTRY)
+		err = add_link(st, bpf_program__attach(s->progs.folio_fexit));
+	else if (st->fm == MP_KPROBE)
+		err = add_link(st, bpf_program__attach_kprobe(s->progs.folio_kprobe, false,
+							      st->ff.name));
+	else
+		err = st->ff_err ? st->ff_err : -ENOENT;
+	st->ff_attached = !err;
+	if (!err)
+		return;
+	/* (within the report's 160 characters) */
+	if (st->fm == MP_NONE && !have_kprobes(n))
+		missing(st, "fexit on %s: refused (%s); no kprobes: no node pairs per migrated "
+			    "folio", st->ff.name, strerror(-err));
+	else
+		missing(st, "%s on %s: %s: no node pairs per migrated folio",
+			st->fm == MP_KPROBE ? "kprobe" : "fexit", st->ff.name, strerror(-err));
+}
+
 static void describe(struct nt_state *st)
 {
 	char *a = st->attach;
@@ -375,8 +446,14 @@ static void describe(struct nt_state *st)
 				len += snprintf(a + len, sz - len, "%s%s", len ? ", " : "raw_tp ",
 						sched_tps[i]);
 	if (len < sz && st->mp_attached)
-		len += snprintf(a + len, sz - len, "; %s: %s (source node: %s)", st->mp_fn,
-				st->mp == MP_FENTRY ? "fentry" : "kprobe",
+		len += snprintf(a + len, sz - len, "; %s: %s", st->mp_fn,
+				st->mp == MP_FENTRY ? "fentry" : "kprobe");
+	if (len < sz && st->ff_attached)
+		len += snprintf(a + len, sz - len, "; node pairs: %s %s per folio (%s)",
+				st->ff.name, st->fm == MP_FENTRY ? "fexit" : "kprobe",
+				st->nodes_from);
+	else if (len < sz && st->mp_attached)
+		len += snprintf(a + len, sz - len, "; node pairs: misplaced only (source: %s)",
 				st->nodes_shift < 0 ? "unknown" : st->nodes_from);
 }
 
@@ -440,6 +517,7 @@ static int bpf_start(struct tk_numa *n, char *why, size_t why_sz)
 	old = libbpf_set_print(silent_print);
 	/* the misplaced-page function first: its state must exist before the end event */
 	attach_misplaced(n, st);
+	attach_folio(n, st);
 	if (st->have_migrate) {
 		err = attach_tp(st, s->progs.migrate_end, "mm_migrate_pages");
 		st->att_migrate = !err;
@@ -590,7 +668,21 @@ static int bpf_collect(struct tk_numa *n, struct tk_numa_report *r)
 	if (err)
 		return err;
 
-	if (st->mp_attached) {
+	/* one source of pairs: every migrated folio where seen, else misplaced pages */
+	if (st->ff_attached) {
+		struct nt_folio_pair_key key, next;
+		bool first = true;
+		__u64 pages;
+
+		r->have_pairs = true;
+		fd = bpf_map__fd(s->maps.folio_pairs);
+		while (!bpf_map_get_next_key(fd, first ? NULL : &key, &next)) {
+			first = false;
+			key = next;
+			if (!bpf_map_lookup_elem(fd, &key, &pages))
+				tk_numa_report__add_pair(r, key.src, key.dst, pages);
+		}
+	} else if (st->mp_attached) {
 		struct nt_pair_key key, next;
 		bool first = true;
 		__u64 pages;
@@ -613,6 +705,9 @@ static int bpf_collect(struct tk_numa *n, struct tk_numa_report *r)
 					   "totals have them",
 					(unsigned long long)(cnt[NT_CNT_REASON_MAP_FULL] +
 							     cnt[NT_CNT_PROC_MAP_FULL]));
+	if (cnt[NT_CNT_PAIR_MAP_FULL])
+		tk_numa_report__missing(r, "%llu migrated folios not counted by node pair (map "
+					   "full)", (unsigned long long)cnt[NT_CNT_PAIR_MAP_FULL]);
 	if (cnt[NT_CNT_RINGBUF_FULL])
 		tk_numa_report__missing(r, "%llu new processes not announced (ring buffer full)",
 					(unsigned long long)cnt[NT_CNT_RINGBUF_FULL]);

@@ -4,12 +4,14 @@
  * (user/numa_btf.c): tracepoint argument positions from BTF shaped like 6.1's,
  * 6.12/6.18's and a kernel with nr_split; the migrate_reason table by name
  * when values move; the misplaced-page function of either name and its node
- * parameter; NODES_SHIFT from struct zonelist; NODES_PGSHIFT from config texts
+ * parameter; the per-folio migration function and its folio parameters;
+ * NODES_SHIFT from struct zonelist; NODES_PGSHIFT from config texts
  * and the config files where the kernel keeps them. Then the same against
  * this machine's own BTF, checked against what BTF says independently.
  */
 #include <errno.h>
 #include <setjmp.h>
+#include <stdbool.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -273,6 +275,65 @@ static void test_misplaced_fn(void **state)
 	btf__free(k.btf);
 }
 
+/* @name(@params...) returning int or void; @folio[i]: struct folio * or int */
+static void add_func_of(struct kbtf *k, const char *name, bool is_void, const char *const *params,
+			const bool *folio, int n)
+{
+	int proto = btf__add_func_proto(k->btf, is_void ? 0 : k->t_int), i;
+
+	assert_true(proto > 0);
+	for (i = 0; i < n; i++)
+		assert_int_equal(btf__add_func_param(k->btf, params[i],
+						     folio[i] ? k->t_page_ptr : k->t_int), 0);
+	assert_true(btf__add_func(k->btf, name, BTF_FUNC_STATIC, proto) > 0);
+}
+
+static void test_folio_fn(void **state)
+{
+	static const char *const flags_p[] = { "newfolio", "folio" };
+	static const char *const mapping_p[] = { "mapping", "newfolio", "folio", "extra_count" };
+	static const char *const move_p[] = { "put_new_folio", "private", "src", "dst", "mode",
+					      "reason", "ret" };
+	static const char *const odd_p[] = { "a", "b" };
+	static const bool both[] = { true, true }, mapping_f[] = { false, true, true, false },
+			  move_f[] = { false, false, true, true, false, false, false },
+			  ints[] = { false, false };
+	struct tk_numa_folio_fn f;
+	struct kbtf k;
+
+	/* none, or one with folio parameters of other names or types: none */
+	kbtf_base(&k);
+	assert_int_equal(tk_numa_btf__folio_fn(k.btf, &f), -ENOENT);
+	add_func_of(&k, "move_to_new_folio", false, odd_p, both, 2);
+	add_func_of(&k, "folio_migrate_mapping", false, flags_p, ints, 2);
+	assert_int_equal(tk_numa_btf__folio_fn(k.btf, &f), -ENOENT);
+	btf__free(k.btf);
+
+	/* the batched path's function (6.3+) when the others are inlined; fexit's ret */
+	kbtf_base(&k);
+	add_func_of(&k, "migrate_folio_move", false, move_p, move_f, 7);
+	assert_int_equal(tk_numa_btf__folio_fn(k.btf, &f), 0);
+	assert_string_equal(f.name, "migrate_folio_move");
+	assert_int_equal(f.src, 2);
+	assert_int_equal(f.dst, 3);
+	assert_int_equal(f.ret, 7);
+	/* folio_migrate_mapping before it */
+	add_func_of(&k, "folio_migrate_mapping", false, mapping_p, mapping_f, 4);
+	assert_int_equal(tk_numa_btf__folio_fn(k.btf, &f), 0);
+	assert_string_equal(f.name, "folio_migrate_mapping");
+	assert_int_equal(f.dst, 1);
+	assert_int_equal(f.src, 2);
+	assert_int_equal(f.ret, 4);
+	/* folio_migrate_flags first of all, void */
+	add_func_of(&k, "folio_migrate_flags", true, flags_p, both, 2);
+	assert_int_equal(tk_numa_btf__folio_fn(k.btf, &f), 0);
+	assert_string_equal(f.name, "folio_migrate_flags");
+	assert_int_equal(f.dst, 0);
+	assert_int_equal(f.src, 1);
+	assert_int_equal(f.ret, -1);
+	btf__free(k.btf);
+}
+
 static void test_max_numnodes(void **state)
 {
 	struct kbtf k;
@@ -365,6 +426,7 @@ static void test_host_btf(void **state)
 	struct tk_numa_mig_args a;
 	uint8_t map[32];
 	char name[64], *config = NULL, from[4096];
+	struct tk_numa_folio_fn ff;
 	int idx, t, s, d, i, kval = -1, shift, ns;
 
 	if (!btf) {
@@ -407,6 +469,8 @@ static void test_host_btf(void **state)
 	}
 	if (!tk_numa_btf__misplaced_fn(btf, name, sizeof(name), &idx))
 		assert_true(idx >= 1);
+	if (!tk_numa_btf__folio_fn(btf, &ff))
+		assert_true(ff.src >= 0 && ff.dst >= 0 && ff.src != ff.dst);
 
 	/* NODES_SHIFT by BTF agrees with the config, where the config can be read */
 	if (!tk_numa__read_kconfig("/proc", "/boot", NULL, &config, from, sizeof(from))) {
@@ -428,6 +492,7 @@ int main(void)
 		cmocka_unit_test(test_start_and_sched_args),
 		cmocka_unit_test(test_reasons_by_name),
 		cmocka_unit_test(test_misplaced_fn),
+		cmocka_unit_test(test_folio_fn),
 		cmocka_unit_test(test_max_numnodes),
 		cmocka_unit_test(test_nodes_pgshift),
 		cmocka_unit_test(test_read_kconfig),

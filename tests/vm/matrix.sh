@@ -306,7 +306,7 @@ check_numa_move() {
 		expect "numa move: node 0 → 1 $v pages >= $MOVE_PAGES" '((v >= MOVE_PAGES))' \
 			"pairs: $(jq -c .pairs "$json")"
 	else
-		skip "numa move: node 0 → 1 pairs" "node pairs come from the misplaced-page probe only; move_pages is not traced page by page"
+		skip "numa move: node 0 → 1 pairs" "no node pairs: $(jq -r '[.missing[]? | select(test("node pairs"))] | join("; ") | .[0:300]' "$json")"
 	fi
 	tot=$(numa_total "$json")
 	mig=$(vmstat_delta pgmigrate_success "$d/vmstat_move0.out" "$d/vmstat_move1.out")
