@@ -12,7 +12,9 @@
  *
  * mm_migrate_pages_start → mm_migrate_pages on one thread times a call; the
  * misplaced ones (NUMA balancing) go into a log2 histogram. The
- * sched_{move,swap,stick}_numa tracepoints count task placement decisions.
+ * sched_{move,swap,stick}_numa tracepoints count task placement decisions;
+ * sched_skip_vma_numa (6.7+) counts, by reason, the VMAs the NUMA balancing
+ * scan skipped, for the process whose task ran the scan.
  * The misplaced-page function (migrate_misplaced_folio, or _page before
  * 6.7), where fentry or kprobes are allowed, counts attempts and, through the
  * migrate_pages() call it makes, successes and (source, destination) nodes.
@@ -35,6 +37,7 @@ const volatile __u32 mig_reason_arg = 0;
 const volatile __u32 start_reason_arg = 0;
 const volatile __u32 sched_arg[NT_SCHED__COUNT][NT_SA__COUNT] = {};
 const volatile __u32 misplaced_node_arg = 0;
+const volatile __u32 skip_reason_arg = 2;	/* sched_skip_vma_numa's enum numa_vmaskip_reason */
 /* The per-folio migration function: its folio parameters, its return value (NT_NO_ARG: void) */
 const volatile __u32 folio_dst_arg = 0;
 const volatile __u32 folio_src_arg = 1;
@@ -143,6 +146,7 @@ __u64 counters[NT_MAX_CPUS][NT_CNT__COUNT] = {};
 struct nt_counts totals[NT_MAX_CPUS][NT_NR_REASONS] = {};
 __u64 sched_total[NT_MAX_CPUS][NT_SCHED__COUNT] = {};
 struct nt_lat lat[NT_MAX_CPUS] = {};
+__u64 skip_total[NT_MAX_CPUS][NT_MAX_SKIP] = {};	/* by kernel reason value */
 
 static __always_inline __u32 cpu_slot(void)
 {
@@ -441,6 +445,29 @@ SEC("?raw_tp/sched_stick_numa")
 int sched_stick(__u64 *ctx)
 {
 	return sched_event(ctx, NT_SCHED_STICK);
+}
+
+/* ---- sched:sched_skip_vma_numa (6.7+) ------------------------------------------------- */
+
+/* task_numa_work() runs as task work of the task being scanned: current is it */
+SEC("?raw_tp/sched_skip_vma_numa")
+int skip_vma(__u64 *ctx)
+{
+	__u32 tgid = bpf_get_current_pid_tgid() >> 32;
+	__u32 reason = (__u32)arg(ctx, skip_reason_arg);
+	struct nt_proc *p;
+
+	if (!current_wanted(tgid))
+		return 0;
+	if (reason >= NT_MAX_SKIP) {
+		count(NT_CNT_SKIP_UNKNOWN);
+		return 0;
+	}
+	__sync_fetch_and_add(&skip_total[cpu_slot()][reason], 1);
+	p = get_proc(tgid, NULL);
+	if (p)
+		__sync_fetch_and_add(&p->skip_vma[reason & (NT_MAX_SKIP - 1)], 1);
+	return 0;
 }
 
 /* ---- nodes and sizes of pages and folios ----------------------------------------------- */

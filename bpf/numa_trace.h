@@ -8,6 +8,7 @@
 #define NT_NR_REASONS 11		/* report reasons (TK_MR__COUNT; checked in user space) */
 #define NT_LAT_BUCKETS 40		/* log2 ns; TK_NUMA_LAT_BUCKETS */
 #define NT_MAX_FRAMES 127
+#define NT_MAX_SKIP 16			/* enum numa_vmaskip_reason values; TK_NUMA_MAX_SKIP */
 #define NT_NO_ARG 0xff			/* a tracepoint argument this kernel does not have */
 #define NT_NO_STACK 0
 
@@ -58,6 +59,7 @@ struct nt_proc {
 	__u64 sched[NT_SCHED__COUNT];
 	__u64 misplaced;		/* misplaced-page function calls */
 	__u64 misplaced_ok;		/* ... whose migrate_pages() moved pages */
+	__u64 skip_vma[NT_MAX_SKIP];	/* sched_skip_vma_numa by kernel reason value */
 };
 
 /* Pages the misplaced-page function moved, by (source node, destination node). */
@@ -119,6 +121,7 @@ enum nt_counter {
 	NT_CNT_UNPAIRED,		/* mm_migrate_pages without its _start on the thread */
 	NT_CNT_UNKNOWN_REASON,		/* a reason value past the table */
 	NT_CNT_SCHED,			/* sched_*_numa events, before filtering */
+	NT_CNT_SKIP_UNKNOWN,		/* sched_skip_vma_numa reason past NT_MAX_SKIP */
 	NT_CNT__COUNT,
 };
 

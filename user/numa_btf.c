@@ -7,7 +7,7 @@
  *   names there; trace_event_raw_NAME lists the record's fields, which for
  *   mm_migrate_pages are the arguments in order, so they name them;
  * - enum migrate_reason by enumerator name (its values moved when
- *   MR_DEMOTION and MR_DAMON came);
+ *   MR_DEMOTION and MR_DAMON came); enum numa_vmaskip_reason likewise;
  * - the misplaced-page function and its node parameter by name;
  * - the per-folio migration function and its folio parameters by name.
  * And NODES_PGSHIFT, which no BTF has, from the kernel config.
@@ -177,6 +177,48 @@ int tk_numa_btf__sched_args(const struct btf *btf, const char *tp, int *task, in
 			*dst_cpu = i;
 	}
 	return *src_cpu > 0 && *dst_cpu > 0 ? 0 : -ENOENT;
+}
+
+int tk_numa_btf__skip_vma_arg(const struct btf *btf)
+{
+	__u32 types[MAX_TP_ARGS];
+	int n = tp_args(btf, "sched_skip_vma_numa", types, MAX_TP_ARGS), i;
+
+	for (i = 0; i < n && i < MAX_TP_ARGS; i++)
+		if (is_enum_named(btf, types[i], "numa_vmaskip_reason"))
+			return i;
+	return -ENOENT;
+}
+
+int tk_numa_btf__skip_reasons(const struct btf *btf, char (*names)[24], int max)
+{
+	static const char prefix[] = "NUMAB_SKIP_";
+	const struct btf_type *t;
+	const struct btf_enum *e;
+	int id, i, k, used = 0;
+
+	for (i = 0; i < max; i++)
+		names[i][0] = '\0';
+	id = btf__find_by_name_kind(btf, "numa_vmaskip_reason", BTF_KIND_ENUM);
+	if (id <= 0)
+		return -ENOENT;
+	t = btf__type_by_id(btf, id);
+	e = btf_enum(t);
+	for (i = 0; i < btf_vlen(t); i++, e++) {
+		const char *name = btf__name_by_offset(btf, e->name_off);
+
+		if (e->val < 0 || e->val >= max || !name)
+			continue;
+		if (!strncmp(name, prefix, sizeof(prefix) - 1))
+			name += sizeof(prefix) - 1;
+		for (k = 0; name[k] && k < 23; k++)
+			names[e->val][k] = name[k] >= 'A' && name[k] <= 'Z' ? name[k] - 'A' + 'a' :
+									     name[k];
+		names[e->val][k] = '\0';
+		if (e->val + 1 > used)
+			used = e->val + 1;
+	}
+	return used;
 }
 
 static const struct {

@@ -29,6 +29,18 @@ int tk_numa_btf__start_reason(const struct btf *btf);
 /* @tp "sched_move_numa" and the like: positions of the task, source and destination CPU. */
 int tk_numa_btf__sched_args(const struct btf *btf, const char *tp, int *task, int *src_cpu,
 			    int *dst_cpu);
+/*
+ * sched:sched_skip_vma_numa (6.7+): the position of its argument typed enum
+ * numa_vmaskip_reason (6.7 to 6.18: 2, after mm and vma), or -ENOENT.
+ */
+int tk_numa_btf__skip_vma_arg(const struct btf *btf);
+/*
+ * enum numa_vmaskip_reason by value into @names[0..@max): each enumerator's
+ * name without "NUMAB_SKIP_", in lowercase ("NUMAB_SKIP_SHARED_RO" is
+ * "shared_ro"); "" for a value no enumerator has. Returns how many slots are
+ * used (the highest value below @max, plus one), or -ENOENT without the enum.
+ */
+int tk_numa_btf__skip_reasons(const struct btf *btf, char (*names)[24], int max);
 /* enum tk_mig_reason of a kernel enumerator ("MR_SYSCALL"); TK_MR_UNKNOWN for others. */
 int tk_numa_btf__reason_of(const char *name);
 /*

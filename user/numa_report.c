@@ -236,6 +236,8 @@ static void proc_sub(struct tk_numa_proc *o, const struct tk_numa_proc *t,
 	o->sched_swap = sub(t->sched_swap, p->sched_swap);
 	o->sched_stick = sub(t->sched_stick, p->sched_stick);
 	o->hint_faults = sub(t->hint_faults, p->hint_faults);
+	for (i = 0; i < TK_NUMA_MAX_SKIP; i++)
+		o->skip_vma[i] = sub(t->skip_vma[i], p->skip_vma[i]);
 }
 
 static bool proc_zero(const struct tk_numa_proc *p)
@@ -244,6 +246,9 @@ static bool proc_zero(const struct tk_numa_proc *p)
 
 	for (i = 0; i < TK_MR__COUNT; i++)
 		if (p->by_reason[i])
+			return false;
+	for (i = 0; i < TK_NUMA_MAX_SKIP; i++)
+		if (p->skip_vma[i])
 			return false;
 	return counts_zero(&p->total) && !(p->misplaced | p->misplaced_ok | p->sched_move |
 					  p->sched_swap | p->sched_stick | p->hint_faults);
@@ -266,6 +271,9 @@ int tk_numa_report__diff(struct tk_numa_report *out, const struct tk_numa_report
 	out->have_sched = t->have_sched;
 	out->have_vmstat = t->have_vmstat;
 	out->have_numastat = t->have_numastat;
+	out->have_skip_vma = t->have_skip_vma;
+	memcpy(out->skip_names, t->skip_names, sizeof(out->skip_names));
+	out->nr_skip = t->nr_skip;
 	memcpy(out->missing, t->missing, sizeof(out->missing));
 	out->nr_missing = t->nr_missing;
 	memcpy(out->attach, t->attach, sizeof(out->attach));
@@ -326,6 +334,9 @@ int tk_numa_report__diff(struct tk_numa_report *out, const struct tk_numa_report
 
 	for (i = 0; i < TK_NUMA_SCHED__COUNT; i++)
 		out->sched[i] = sub(t->sched[i], p->sched[i]);
+	/* one session, one kernel: the same reason in the same slot of both */
+	for (i = 0; i < TK_NUMA_MAX_SKIP; i++)
+		out->skip_vma[i] = sub(t->skip_vma[i], p->skip_vma[i]);
 
 	out->numa_pages_migrated = sub(t->numa_pages_migrated, p->numa_pages_migrated);
 	out->pgmigrate_success = sub(t->pgmigrate_success, p->pgmigrate_success);

@@ -36,6 +36,7 @@ enum tk_mig_reason {
 };
 const char *tk_mig_reason__name(enum tk_mig_reason r);
 
+#define TK_NUMA_MAX_SKIP 16		/* sched_skip_vma_numa reasons: enum numa_vmaskip_reason */
 #define TK_NUMA_LAT_BUCKETS 40		/* log2 ns: [2^i, 2^(i+1)) ns; bucket 0 is [0, 2) */
 
 struct tk_numa_counts {
@@ -64,6 +65,7 @@ struct tk_numa_proc {
 	uint64_t misplaced_ok;		/* ... that moved the page */
 	uint64_t sched_move, sched_swap, sched_stick;
 	uint64_t hint_faults;		/* where seen per process */
+	uint64_t skip_vma[TK_NUMA_MAX_SKIP];	/* VMAs its NUMA scan skipped, by skip_names[] */
 };
 
 enum tk_numa_sched {
@@ -114,7 +116,13 @@ struct tk_numa_report {
 
 	bool have_sched;
 	uint64_t sched[TK_NUMA_SCHED__COUNT];
-	/* task placement moves between nodes: [src node][dst node] for move and swap */
+
+	/* sched_skip_vma_numa (6.7+): why NUMA balancing skipped VMAs, by reason */
+	bool have_skip_vma;
+	char skip_names[TK_NUMA_MAX_SKIP][24];	/* by kernel value: "shared_ro"; "" unused */
+	uint64_t skip_vma[TK_NUMA_MAX_SKIP];
+	int nr_skip;			/* slots of skip_names[] used */
+
 	bool have_vmstat;		/* /proc/vmstat deltas below are filled */
 	uint64_t numa_pages_migrated, pgmigrate_success, pgmigrate_fail, numa_hint_faults,
 		numa_hint_faults_local, pgpromote_success, pgdemote_total, numa_pte_updates;

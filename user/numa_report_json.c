@@ -35,6 +35,26 @@ static void json_comm(struct tk_json *j, const char *comm)
 	tk_json__string(j, "comm", buf);
 }
 
+/* "skip_vma": { reason: count, ... } of @counts, by the report's names */
+static void json_skip_vma(struct tk_json *j, const struct tk_numa_report *r,
+			  const uint64_t *counts)
+{
+	char name[32];
+	int i;
+
+	tk_json__begin_object(j, "skip_vma");
+	for (i = 0; i < r->nr_skip && i < TK_NUMA_MAX_SKIP; i++) {
+		if (!r->skip_names[i][0] && !counts[i])
+			continue;
+		if (r->skip_names[i][0])
+			snprintf(name, sizeof(name), "%.24s", r->skip_names[i]);
+		else
+			snprintf(name, sizeof(name), "reason_%d", i);
+		tk_json__uint(j, name, counts[i]);
+	}
+	tk_json__end_object(j);
+}
+
 static void json_procs(struct tk_json *j, const struct tk_numa_report *r)
 {
 	size_t i;
@@ -62,6 +82,10 @@ static void json_procs(struct tk_json *j, const struct tk_numa_report *r)
 		tk_json__uint(j, "sched_swap", p->sched_swap);
 		tk_json__uint(j, "sched_stick", p->sched_stick);
 		tk_json__uint(j, "hint_faults", p->hint_faults);
+		if (r->have_skip_vma)
+			json_skip_vma(j, r, p->skip_vma);
+		else
+			tk_json__null(j, "skip_vma");
 		tk_json__end_object(j);
 	}
 	tk_json__end_array(j);
@@ -148,6 +172,7 @@ int tk_numa_report__write_json(const struct tk_numa_report *r, FILE *f)
 	tk_json__bool(&j, "sched", r->have_sched);
 	tk_json__bool(&j, "vmstat", r->have_vmstat);
 	tk_json__bool(&j, "numastat", r->have_numastat);
+	tk_json__bool(&j, "skip_vma", r->have_skip_vma);
 	tk_json__end_object(&j);
 
 	json_counts(&j, "pages", &r->total);
@@ -186,6 +211,10 @@ int tk_numa_report__write_json(const struct tk_numa_report *r, FILE *f)
 	} else {
 		tk_json__null(&j, "sched");
 	}
+	if (r->have_skip_vma)
+		json_skip_vma(&j, r, r->skip_vma);
+	else
+		tk_json__null(&j, "skip_vma");
 	if (r->have_vmstat)
 		json_vmstat(&j, r);
 	else

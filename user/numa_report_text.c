@@ -242,6 +242,24 @@ static void text_latency(const struct tk_numa_report *r, FILE *f)
 	}
 }
 
+/* every reason the kernel has, zeros too: a zero here was seen to be zero */
+static void text_skip_vma(const struct tk_numa_report *r, FILE *f)
+{
+	char name[32];
+	int i;
+
+	fprintf(f, "\n%-38s%12s\n", "NUMA balancing skipped VMAs: reason", "count");
+	for (i = 0; i < r->nr_skip && i < TK_NUMA_MAX_SKIP; i++) {
+		if (!r->skip_names[i][0] && !r->skip_vma[i])
+			continue;
+		if (r->skip_names[i][0])
+			snprintf(name, sizeof(name), "%.24s", r->skip_names[i]);
+		else
+			snprintf(name, sizeof(name), "reason %d", i);
+		fprintf(f, "  %-36s%12" PRIu64 "\n", name, r->skip_vma[i]);
+	}
+}
+
 static void vm_cell(FILE *f, const char *name, uint64_t v, bool end)
 {
 	fprintf(f, "  %-24s%12" PRIu64 "%s", name, v, end ? "\n" : " ");
@@ -299,6 +317,8 @@ int tk_numa_report__write_text(const struct tk_numa_report *r, FILE *f, int top)
 		fprintf(f, "  %-36s%12" PRIu64 "\n", "a move considered but not made",
 			r->sched[TK_NUMA_SCHED_STICK]);
 	}
+	if (r->have_skip_vma)
+		text_skip_vma(r, f);
 	if (r->have_vmstat)
 		text_vmstat(r, f);
 	if (r->nr_missing || r->attach[0])

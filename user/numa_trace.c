@@ -37,6 +37,7 @@
 
 _Static_assert(NT_NR_REASONS == TK_MR__COUNT, "bpf/numa_trace.h and the report disagree");
 _Static_assert(NT_LAT_BUCKETS == TK_NUMA_LAT_BUCKETS, "latency buckets disagree");
+_Static_assert(NT_MAX_SKIP == TK_NUMA_MAX_SKIP, "skip_vma reasons disagree");
 
 enum mp_mode { MP_NONE = 0, MP_FENTRY, MP_KPROBE };
 
@@ -46,7 +47,7 @@ static const char *const sched_tps[NT_SCHED__COUNT] = {
 
 struct nt_state {
 	struct numa_trace_bpf *skel;
-	struct bpf_link *links[10];
+	struct bpf_link *links[12];
 	int nr_links;
 	struct ring_buffer *rb;
 	int cgroup_fd;
@@ -56,6 +57,9 @@ struct nt_state {
 	bool have_migrate, have_start, have_sched[NT_SCHED__COUNT];
 	int start_reason;
 	int sched_args[NT_SCHED__COUNT][NT_SA__COUNT];
+	int skip_arg;			/* sched_skip_vma_numa's reason; -1: no such tracepoint */
+	char skip_names[NT_MAX_SKIP][24];
+	int nr_skip;
 	uint8_t reason_map[NT_MAX_KREASONS];
 	char mp_fn[64];			/* misplaced-page function, "" when none */
 	int mp_node_arg;
@@ -70,7 +74,7 @@ struct nt_state {
 	int ff_err;			/* its first load error */
 
 	/* what start attached, for every report */
-	bool att_migrate, att_start, att_sched[NT_SCHED__COUNT];
+	bool att_migrate, att_start, att_sched[NT_SCHED__COUNT], att_skip;
 	char missing[TK_NUMA_MAX_MISSING][160];
 	int nr_missing;
 	char attach[256];
@@ -154,6 +158,14 @@ static void probe_kernel(struct tk_numa *n, struct nt_state *st, const struct bt
 		if (!st->have_sched[i])
 			missing(st, "sched:%s: not in this kernel", sched_tps[i]);
 	}
+	st->skip_arg = tk_numa_btf__skip_vma_arg(btf);
+	if (st->skip_arg >= 0)
+		st->nr_skip = tk_numa_btf__skip_reasons(btf, st->skip_names, NT_MAX_SKIP);
+	if (st->skip_arg < 0 || st->nr_skip <= 0) {
+		st->skip_arg = -1;
+		missing(st, "sched_skip_vma_numa: not in this kernel (6.7+): why NUMA balancing "
+			    "skipped VMAs is not seen");
+	}
 	named = tk_numa_btf__reasons(btf, st->reason_map, NT_MAX_KREASONS);
 	if (named < 0)
 		missing(st, "enum migrate_reason: not in BTF: every reason is \"unknown\"");
@@ -219,6 +231,10 @@ static int load(struct tk_numa *n, struct nt_state *st, enum mp_mode mp, enum mp
 	bpf_program__set_autoload(s->progs.sched_move, st->have_sched[NT_SCHED_MOVE]);
 	bpf_program__set_autoload(s->progs.sched_swap, st->have_sched[NT_SCHED_SWAP]);
 	bpf_program__set_autoload(s->progs.sched_stick, st->have_sched[NT_SCHED_STICK]);
+	if (st->skip_arg >= 0) {
+		s->rodata->skip_reason_arg = st->skip_arg;
+		bpf_program__set_autoload(s->progs.skip_vma, true);
+	}
 	for (i = 0; i < NT_MAX_KREASONS; i++)
 		s->rodata->reason_map[i] = st->reason_map[i];
 	s->rodata->unknown_reason = TK_MR_UNKNOWN;
@@ -311,6 +327,7 @@ static int bpf_open(struct tk_numa *n, char *why, size_t why_sz)
 	}
 	st->cgroup_fd = -1;
 	st->nodes_shift = -1;
+	st->skip_arg = -1;
 	n->priv = st;
 
 	btf = btf__load_vmlinux_btf();
@@ -445,6 +462,8 @@ static void describe(struct nt_state *st)
 			if (st->att_sched[i])
 				len += snprintf(a + len, sz - len, "%s%s", len ? ", " : "raw_tp ",
 						sched_tps[i]);
+	if (len < sz && st->att_skip)
+		len += snprintf(a + len, sz - len, "%ssched_skip_vma_numa", len ? ", " : "raw_tp ");
 	if (len < sz && st->mp_attached)
 		len += snprintf(a + len, sz - len, "; %s: %s", st->mp_fn,
 				st->mp == MP_FENTRY ? "fentry" : "kprobe");
@@ -544,6 +563,13 @@ static int bpf_start(struct tk_numa *n, char *why, size_t why_sz)
 		if (err)
 			missing(st, "raw_tp %s: %s", sched_tps[i], strerror(-err));
 	}
+	if (st->skip_arg >= 0) {
+		err = attach_tp(st, s->progs.skip_vma, "sched_skip_vma_numa");
+		st->att_skip = !err;
+		if (err)
+			missing(st, "raw_tp sched_skip_vma_numa: %s: why NUMA balancing skipped VMAs "
+				    "is not seen", strerror(-err));
+	}
 	libbpf_set_print(old);
 	if (!st->att_migrate && !st->att_sched[0] && !st->att_sched[1] && !st->att_sched[2]) {
 		snprintf(why, why_sz, "no tracepoint could be attached (%s)",
@@ -611,6 +637,8 @@ static int collect_procs(struct nt_state *st, struct tk_numa_report *r)
 		p->sched_stick = np.sched[NT_SCHED_STICK];
 		p->misplaced = np.misplaced;
 		p->misplaced_ok = np.misplaced_ok;
+		if (st->att_skip)
+			memcpy(p->skip_vma, np.skip_vma, sizeof(p->skip_vma));
 	}
 	fd = bpf_map__fd(st->skel->maps.reasons);
 	first = true;
@@ -649,6 +677,8 @@ static int bpf_collect(struct tk_numa *n, struct tk_numa_report *r)
 		}
 		for (i = 0; i < NT_SCHED__COUNT; i++)
 			r->sched[i] += s->bss->sched_total[cpu][i];
+		for (i = 0; i < NT_MAX_SKIP && st->att_skip; i++)
+			r->skip_vma[i] += s->bss->skip_total[cpu][i];
 		if (st->att_start) {
 			const struct nt_lat *l = &s->bss->lat[cpu];
 
@@ -663,6 +693,11 @@ static int bpf_collect(struct tk_numa *n, struct tk_numa_report *r)
 	r->have_reasons = st->att_migrate;
 	r->have_latency = st->att_start;
 	r->have_sched = st->att_sched[0] || st->att_sched[1] || st->att_sched[2];
+	r->have_skip_vma = st->att_skip;
+	if (st->att_skip) {
+		memcpy(r->skip_names, st->skip_names, sizeof(r->skip_names));
+		r->nr_skip = st->nr_skip;
+	}
 	r->have_procs = true;
 	err = collect_procs(st, r);
 	if (err)
@@ -711,6 +746,9 @@ static int bpf_collect(struct tk_numa *n, struct tk_numa_report *r)
 	if (cnt[NT_CNT_RINGBUF_FULL])
 		tk_numa_report__missing(r, "%llu new processes not announced (ring buffer full)",
 					(unsigned long long)cnt[NT_CNT_RINGBUF_FULL]);
+	if (cnt[NT_CNT_SKIP_UNKNOWN])
+		tk_numa_report__missing(r, "%llu skipped VMAs with a reason value past %d",
+					(unsigned long long)cnt[NT_CNT_SKIP_UNKNOWN], NT_MAX_SKIP);
 	if (cnt[NT_CNT_UNKNOWN_REASON])
 		tk_numa_report__missing(r, "%llu migrations with a reason value past the table",
 					(unsigned long long)cnt[NT_CNT_UNKNOWN_REASON]);

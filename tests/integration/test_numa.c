@@ -167,12 +167,13 @@ static void test_host_json(void **state)
 			    ".backends.numa.backend == \"bpf\"" :
 			    ".backends.numa.backend == \"vmstat\""));
 	assert_true(jq_file(json, ".duration_ns >= 1900000000 and .duration_ns < 10000000000"));
-	assert_true(jq_file(json, "(.have | keys | length) == 7 and (.reasons | keys | length) "
+	assert_true(jq_file(json, "(.have | keys | length) == 8 and (.reasons | keys | length) "
 				  "== 11 and (.missing | type) == \"array\""));
 	/* a part not observed is null, never zeros */
 	assert_true(jq_file(json, "[.have.pairs, .pairs == null] | .[0] != .[1]"));
 	assert_true(jq_file(json, "[.have.processes, .processes == null] | .[0] != .[1]"));
 	assert_true(jq_file(json, "[.have.latency, .latency == null] | .[0] != .[1]"));
+	assert_true(jq_file(json, "[.have.skip_vma, .skip_vma == null] | .[0] != .[1]"));
 	if (!strstr(out, "\"backend\":\"bpf\"")) {
 		assert_true(jq_file(json, "any(.missing[]; test(\"need eBPF\"))"));
 		return;

@@ -350,6 +350,97 @@ static void test_diff(void **state)
 	tk_numa_report__free(&prev);
 }
 
+/* sched_skip_vma_numa as the bpf backend fills it: the kernel's names by value */
+static void fill_skip(struct tk_numa_report *r)
+{
+	static const char *const names[] = { "unsuitable", "shared_ro", "inaccessible",
+					     "scan_delay", "pid_inactive", "ignore_pid",
+					     "seq_completed" };
+	int i;
+
+	r->have_skip_vma = true;
+	r->nr_skip = 7;
+	for (i = 0; i < 7; i++)
+		snprintf(r->skip_names[i], sizeof(r->skip_names[i]), "%s", names[i]);
+}
+
+static void test_skip_vma(void **state)
+{
+	struct tk_numa_report prev, total, iv;
+	struct tk_numa_proc *p;
+	char *out;
+
+	fill_full(&prev);
+	fill_skip(&prev);
+	prev.skip_vma[1] = 40;		/* shared_ro */
+	prev.skip_vma[3] = 7;		/* scan_delay */
+	prev.procs[1].skip_vma[1] = 40;
+	assert_int_equal(tk_numa_report__copy(&total, &prev), 0);
+	assert_string_equal(total.skip_names[6], "seq_completed");
+
+	/* the next total: more skips, one process that only had its VMAs skipped */
+	total.skip_vma[1] = 45;
+	total.skip_vma[6] = 2;
+	p = tk_numa_report__proc(&total, 400, "scanned");
+	p->skip_vma[6] = 2;
+	p = tk_numa_report__proc(&total, 200, NULL);
+	p->skip_vma[1] = 45;
+
+	assert_int_equal(tk_numa_report__diff(&iv, &total, &prev), 0);
+	assert_true(iv.have_skip_vma);
+	assert_int_equal(iv.nr_skip, 7);
+	assert_string_equal(iv.skip_names[1], "shared_ro");
+	assert_int_equal(iv.skip_vma[1], 5);
+	assert_int_equal(iv.skip_vma[3], 0);
+	assert_int_equal(iv.skip_vma[6], 2);
+	/* skips alone keep a process in the interval */
+	assert_int_equal(iv.nr_procs, 2);
+	assert_int_equal(iv.procs[0].pid, 200);
+	assert_int_equal(iv.procs[0].skip_vma[1], 5);
+	assert_int_equal(iv.procs[1].pid, 400);
+	assert_int_equal(iv.procs[1].skip_vma[6], 2);
+
+	out = render(&iv, false, 0);
+	assert_within_80(out);
+	assert_non_null(strstr(out, "NUMA balancing skipped VMAs: reason"));
+	assert_non_null(strstr(out, "\n  shared_ro                                      5\n"));
+	assert_non_null(strstr(out, "\n  scan_delay                                     0\n"));
+	free(out);
+	out = render(&iv, true, 0);
+	assert_json_ok(out);
+	assert_non_null(strstr(out, "\"skip_vma\":{\"unsuitable\":0,\"shared_ro\":5,"));
+	if (have_jq()) {
+		assert_true(jq(out, ".have.skip_vma and (.skip_vma | keys | length) == 7 and "
+				    ".skip_vma.seq_completed == 2"));
+		assert_true(jq(out, ".processes[1].pid == 400 and "
+				    ".processes[1].skip_vma.seq_completed == 2"));
+	}
+	free(out);
+	tk_numa_report__free(&iv);
+
+	/* nothing new: zeros, the names still there */
+	assert_int_equal(tk_numa_report__diff(&iv, &prev, &prev), 0);
+	assert_int_equal(iv.skip_vma[1], 0);
+	assert_string_equal(iv.skip_names[0], "unsuitable");
+	assert_int_equal(iv.nr_procs, 0);
+	tk_numa_report__free(&iv);
+
+	/* a kernel without the tracepoint: null, even filled */
+	total.have_skip_vma = false;
+	out = render(&total, true, 0);
+	assert_json_ok(out);
+	assert_non_null(strstr(out, "\"skip_vma\":null"));
+	if (have_jq())
+		assert_true(jq(out, "(.have.skip_vma | not) and .processes[0].skip_vma == null"));
+	free(out);
+	out = render(&total, false, 0);
+	assert_null(strstr(out, "skipped VMAs"));
+	free(out);
+
+	tk_numa_report__free(&total);
+	tk_numa_report__free(&prev);
+}
+
 /* ---- text ------------------------------------------------------------------------- */
 
 static void test_text_full(void **state)
@@ -413,6 +504,12 @@ static void test_text_within_80(void **state)
 	for (i = 0; i < TK_NUMA_MAX_NODESTAT; i++)
 		r.numastat[i] = (struct tk_numa_nodestat){ i, big, 999999999, 99999999, 9999999999,
 							   999999999, 999999999 };
+	fill_skip(&r);
+	snprintf(r.skip_names[2], sizeof(r.skip_names[2]), "%s", "twenty-three-chars-long");
+	for (i = 0; i < 7; i++)
+		r.skip_vma[i] = big;
+	r.nr_skip = 9;			/* slot 7 unnamed but counted, slot 8 unused */
+	r.skip_vma[7] = big;
 	r.nr_missing = 0;
 	tk_numa_report__missing(&r, "%0159d", 7);	/* one word longer than a line */
 	tk_numa_report__missing(&r, "fentry on migrate_misplaced_folio: refused (EPERM): no "
@@ -771,6 +868,7 @@ int main(void)
 		cmocka_unit_test(test_latency),
 		cmocka_unit_test(test_missing),
 		cmocka_unit_test(test_diff),
+		cmocka_unit_test(test_skip_vma),
 		cmocka_unit_test(test_text_full),
 		cmocka_unit_test(test_text_within_80),
 		cmocka_unit_test(test_text_vmstat),

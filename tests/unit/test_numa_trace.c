@@ -208,6 +208,71 @@ static void test_start_and_sched_args(void **state)
 	btf__free(k.btf);
 }
 
+/*
+ * sched_skip_vma_numa (6.7+): (mm, vma, enum numa_vmaskip_reason); the
+ * reason found by its type, its names from the enum by value, whatever order
+ * the values come in.
+ */
+static void test_skip_vma(void **state)
+{
+	static const struct {
+		const char *name;
+		int val;
+	} reasons[] = {
+		{ "NUMAB_SKIP_UNSUITABLE", 0 },	{ "NUMAB_SKIP_SHARED_RO", 1 },
+		{ "NUMAB_SKIP_INACCESSIBLE", 2 },	{ "NUMAB_SKIP_SCAN_DELAY", 3 },
+		{ "NUMAB_SKIP_PID_INACTIVE", 4 },	{ "NUMAB_SKIP_IGNORE_PID", 5 },
+		/* a kernel that numbers one out of order, with a gap before it */
+		{ "NUMAB_SKIP_SEQ_COMPLETED", 7 },	{ "NUMAB_SKIP_SOMETHING_NEW", 6 },
+		{ "NUMAB_SKIP_TOO_FAR", 40 },
+	};
+	char names[16][24];
+	int args[3], mm, vma, reason;
+	struct kbtf k;
+	size_t i;
+
+	kbtf_base(&k);
+	/* 6.1: neither the tracepoint nor the enum */
+	assert_int_equal(tk_numa_btf__skip_vma_arg(k.btf), -ENOENT);
+	assert_int_equal(tk_numa_btf__skip_reasons(k.btf, names, 16), -ENOENT);
+	assert_string_equal(names[0], "");
+
+	mm = btf__add_ptr(k.btf, btf__add_struct(k.btf, "mm_struct", 8));
+	vma = btf__add_ptr(k.btf, btf__add_struct(k.btf, "vm_area_struct", 8));
+	reason = btf__add_enum(k.btf, "numa_vmaskip_reason", 4);
+	assert_true(mm > 0 && vma > 0 && reason > 0);
+	for (i = 0; i < sizeof(reasons) / sizeof(reasons[0]); i++)
+		assert_int_equal(btf__add_enum_value(k.btf, reasons[i].name, reasons[i].val), 0);
+	/* the enum alone is not the tracepoint */
+	assert_int_equal(tk_numa_btf__skip_vma_arg(k.btf), -ENOENT);
+	args[0] = mm;
+	args[1] = vma;
+	args[2] = reason;
+	add_tp(&k, "sched_skip_vma_numa", args, 3);
+	assert_int_equal(tk_numa_btf__skip_vma_arg(k.btf), 2);
+
+	assert_int_equal(tk_numa_btf__skip_reasons(k.btf, names, 16), 8);
+	assert_string_equal(names[0], "unsuitable");
+	assert_string_equal(names[1], "shared_ro");
+	assert_string_equal(names[2], "inaccessible");
+	assert_string_equal(names[3], "scan_delay");
+	assert_string_equal(names[4], "pid_inactive");
+	assert_string_equal(names[5], "ignore_pid");
+	assert_string_equal(names[6], "something_new");
+	assert_string_equal(names[7], "seq_completed");
+	assert_string_equal(names[8], "");	/* past the table: not named */
+	btf__free(k.btf);
+
+	/* an int reason is not the enum: an unknown shape */
+	kbtf_base(&k);
+	args[0] = k.t_voidp;
+	args[1] = k.t_voidp;
+	args[2] = k.t_int;
+	add_tp(&k, "sched_skip_vma_numa", args, 3);
+	assert_int_equal(tk_numa_btf__skip_vma_arg(k.btf), -ENOENT);
+	btf__free(k.btf);
+}
+
 /* Values are the kernel's, names decide: a kernel with an enumerator inserted early. */
 static void test_reasons_by_name(void **state)
 {
@@ -467,6 +532,18 @@ static void test_host_btf(void **state)
 		assert_int_equal(t, 0);
 		assert_true(s > 0 && d > s);
 	}
+	/* sched_skip_vma_numa where BTF has it: the reason third, and named */
+	if (btf__find_by_name_kind(btf, "btf_trace_sched_skip_vma_numa", BTF_KIND_TYPEDEF) > 0) {
+		char skip[16][24];
+
+		assert_int_equal(tk_numa_btf__skip_vma_arg(btf), 2);
+		assert_true(tk_numa_btf__skip_reasons(btf, skip, 16) >= 7);
+		assert_string_equal(skip[0], "unsuitable");
+		for (i = 0; i < 7; i++)
+			assert_true(skip[i][0]);
+	} else {
+		assert_int_equal(tk_numa_btf__skip_vma_arg(btf), -ENOENT);
+	}
 	if (!tk_numa_btf__misplaced_fn(btf, name, sizeof(name), &idx))
 		assert_true(idx >= 1);
 	if (!tk_numa_btf__folio_fn(btf, &ff))
@@ -490,6 +567,7 @@ int main(void)
 		cmocka_unit_test(test_migrate_args_nr_split),
 		cmocka_unit_test(test_migrate_args_absent_or_odd),
 		cmocka_unit_test(test_start_and_sched_args),
+		cmocka_unit_test(test_skip_vma),
 		cmocka_unit_test(test_reasons_by_name),
 		cmocka_unit_test(test_misplaced_fn),
 		cmocka_unit_test(test_folio_fn),

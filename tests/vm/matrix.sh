@@ -54,6 +54,8 @@ W=$B/workloads
 # large_folio_split, as 6.18's does. No Debian kernel tested here has nr_split.
 declare -A MISPLACED=([6.1]=migrate_misplaced_page [6.12]=migrate_misplaced_folio)
 declare -A MIGRATE_SPLIT=([6.1]=none [6.12]=large_folio_split)
+# sched:sched_skip_vma_numa came in 6.7: a "skip_vma" object, or a missing[] line
+declare -A SKIP_VMA=([6.1]=missing [6.12]=object)
 
 # needed on every kernel; the guests' kernels also have fentry and kprobes
 NEEDED=(bpf.syscall bpf.btf bpf.ringbuf bpf.core bpf.prog.tp_btf bpf.prog.uprobe bpf.prog.perf_event)
@@ -343,6 +345,16 @@ check_numa_balance() {
 	lat=$(numa_latency_count "$json")
 	expect "numa balance: misplaced-page migrations timed ($lat)" '((lat > 0))' \
 		"latency: $(jq -c '.latency' "$json" | head -c 500); missing: $(jq -c .missing "$json")"
+	case ${SKIP_VMA[$K]:-} in
+	object)
+		expect "numa balance: skip_vma is an object ($(jq -c .skip_vma "$json" | head -c 200))" \
+			'jq -e "(.skip_vma | type) == \"object\" and .have.skip_vma" "$json" >/dev/null' \
+			"missing: $(jq -c .missing "$json")" ;;
+	missing)
+		expect "numa balance: skip_vma null, missing names sched_skip_vma_numa" \
+			'jq -e ".skip_vma == null and any(.missing[]; startswith(\"sched_skip_vma_numa: not in this kernel\"))" "$json" >/dev/null' \
+			"skip_vma: $(jq -c .skip_vma "$json"); missing: $(jq -c .missing "$json")" ;;
+	esac
 }
 
 # ---- the guests ---------------------------------------------------------------------
