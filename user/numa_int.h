@@ -63,4 +63,13 @@ struct tk_numa {
 	int cpu_node[1024];			/* CPU → node, -1 unknown (from caps->numa) */
 };
 
+/*
+ * numa_vmstat.c's parsers, for tests and fuzzing: NUL-terminated /proc/vmstat
+ * and numastat texts (either may be NULL). Fills up to @nr counters into
+ * @vals (pgdemote_* summed) and @node's fields; returns how many of the
+ * counters tracekit reads the vmstat text had.
+ */
+int tk_numa_vmstat__parse(const char *vmstat, const char *numastat, uint64_t *vals, size_t nr,
+			  struct tk_numa_nodestat *node);
+
 #endif /* __TK_NUMA_INT_H */

@@ -269,6 +269,25 @@ static int vm_collect(struct tk_numa *n, struct tk_numa_report *r)
 	return 0;
 }
 
+int tk_numa_vmstat__parse(const char *vmstat, const char *numastat, uint64_t *vals, size_t nr,
+			  struct tk_numa_nodestat *node)
+{
+	struct vm_sample s;
+	int i, found = 0;
+
+	memset(&s, 0, sizeof(s));
+	if (vmstat)
+		parse_vmstat(vmstat, &s);
+	for (i = 0; i < VM__COUNT; i++) {
+		if ((size_t)i < nr)
+			vals[i] = s.v[i];
+		found += s.has[i];
+	}
+	if (numastat && node)
+		parse_numastat(numastat, node);
+	return found;
+}
+
 static void vm_free(struct tk_numa *n)
 {
 	free(n->priv);

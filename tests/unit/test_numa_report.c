@@ -859,6 +859,24 @@ static void test_vmstat_unreadable(void **state)
 	vm_teardown(&v);
 }
 
+/* The parsers alone: demotion counters summed, other lines ignored, truncated text fine */
+static void test_vmstat_parsers(void **state)
+{
+	struct tk_numa_nodestat node = { 0 };
+	uint64_t vals[32] = { 0 };
+	int n;
+
+	n = tk_numa_vmstat__parse("nr_free_pages 1\nnuma_pages_migrated 16384\n"
+				  "pgdemote_kswapd 5\npgdemote_direct 7\npgmigrate_success",
+				  "numa_hit 1000\nnuma_miss 3\nother_node 10", vals, 32, &node);
+	assert_int_equal(n, 2);
+	assert_int_equal(node.numa_hit, 1000);
+	assert_int_equal(node.numa_miss, 3);
+	assert_int_equal(node.other_node, 10);
+	assert_int_equal(tk_numa_vmstat__parse("", NULL, vals, 32, NULL), 0);
+	assert_int_equal(tk_numa_vmstat__parse(NULL, "numa_hit", vals, 0, &node), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -877,6 +895,7 @@ int main(void)
 		cmocka_unit_test(test_vmstat_two_nodes),
 		cmocka_unit_test(test_vmstat_absent),
 		cmocka_unit_test(test_vmstat_unreadable),
+		cmocka_unit_test(test_vmstat_parsers),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -25,8 +25,7 @@
 
 int main(int argc, char **argv)
 {
-	long mib = argc > 1 ? strtol(argv[1], NULL, 10) : 64;
-	long sleep_s = argc > 2 ? strtol(argv[2], NULL, 10) : 1;
+	long mib, sleep_s;
 	long page = sysconf(_SC_PAGESIZE);
 	unsigned long node0 = 1;
 	size_t len, n, i, moved = 0, failed = 0;
@@ -34,6 +33,14 @@ int main(int argc, char **argv)
 	int *nodes, *status;
 	char *buf;
 
+	if (argc > 1 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"))) {
+		printf("usage: %s [MIB [SLEEP]]\nMIB MiB (default 64) bound to node 0, then "
+		       "moved to node 1 with move_pages(2); prints pid=, pages=, moved=.\n",
+		       argv[0]);
+		return 0;
+	}
+	mib = argc > 1 ? strtol(argv[1], NULL, 10) : 64;
+	sleep_s = argc > 2 ? strtol(argv[2], NULL, 10) : 1;
 	if (mib <= 0 || sleep_s < 0) {
 		fprintf(stderr, "usage: %s [MIB [SLEEP]]\n", argv[0]);
 		return 2;
