@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
 /* Helpers shared by the tracekit subcommands. */
 #include <errno.h>
+#include <getopt.h>
 #include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -156,4 +157,39 @@ int outputs_write(const struct outputs *o, const char *cmd, const struct tk_prof
 				    strerror(-err));
 	}
 	return 0;
+}
+
+int common_option(const char *cmd, int c, char **argv, const char *usage, struct outputs *o,
+		  long *top)
+{
+	int err;
+
+	switch (c) {
+	case 'o':
+		return (err = outputs_add(o, cmd, optarg)) ? err : CLI_CONTINUE;
+	case CLI_OPT_FORMAT:
+		o->format = optarg;
+		return CLI_CONTINUE;
+	case CLI_OPT_JSON:
+		o->format = "json";
+		return CLI_CONTINUE;
+	case CLI_OPT_TOP:
+		if (parse_long(optarg, 1, 10000, top))
+			return usage_error(cmd, "invalid --top '%s' (1 to 10000)", optarg);
+		return CLI_CONTINUE;
+	case 'v':
+		env.verbose = true;
+		return CLI_CONTINUE;
+	case 'h':
+		fputs(usage, stdout);
+		return EXIT_SUCCESS;
+	case ':':
+		if (optopt && optopt < 256)
+			return usage_error(cmd, "option '-%c' needs an argument", optopt);
+		return usage_error(cmd, "option '%s' needs an argument", argv[optind - 1]);
+	default:
+		if (optopt && optopt < 256)
+			return usage_error(cmd, "unknown option '-%c'", optopt);
+		return usage_error(cmd, "unknown option '%s'", argv[optind - 1]);
+	}
 }

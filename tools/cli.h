@@ -48,6 +48,29 @@ int outputs_resolve(struct outputs *o, const char *cmd);
 /* Write every output whole or not at all; 0 or EXIT_FAILURE (after saying why). */
 int outputs_write(const struct outputs *o, const char *cmd, const struct tk_profile *p, int top);
 
+/*
+ * The options every collecting command (cpu, alloc, numa) shares, by these
+ * codes in its struct option table (CLI_OUTPUT_OPTIONS).
+ */
+enum { CLI_OPT_FORMAT = 1000, CLI_OPT_JSON, CLI_OPT_TOP };
+#define CLI_OUTPUT_OPTIONS                                                         \
+	{ "output", required_argument, NULL, 'o' },                                \
+	{ "format", required_argument, NULL, CLI_OPT_FORMAT },                     \
+	{ "json", no_argument, NULL, CLI_OPT_JSON },                               \
+	{ "top", required_argument, NULL, CLI_OPT_TOP },                           \
+	{ "verbose", no_argument, NULL, 'v' },                                     \
+	{ "help", no_argument, NULL, 'h' }
+#define CLI_CONTINUE (-1)
+/*
+ * Handle getopt_long's answer @c for command @cmd when it is a shared option
+ * (-o, --format, --json, --top, -v, -h) or getopt's complaint (':' a missing
+ * argument, '?' an unknown option): CLI_CONTINUE to go on, or the exit code
+ * to return (0 after printing @usage for -h; EXIT_USAGE after saying what
+ * was wrong).
+ */
+int common_option(const char *cmd, int c, char **argv, const char *usage, struct outputs *o,
+		  long *top);
+
 int cmd_alloc(int argc, char **argv);
 int cmd_caps(int argc, char **argv);
 int cmd_cpu(int argc, char **argv);

@@ -154,8 +154,7 @@ static void print_expectation(int pid, const struct tk_caps *caps, enum tk_alloc
 
 int cmd_alloc(int argc, char **argv)
 {
-	enum { OPT_MODE = 256, OPT_SAMPLE, OPT_MIN_AGE, OPT_FORMAT, OPT_JSON, OPT_BACKEND,
-	       OPT_NO_PRELOAD, OPT_TOP };
+	enum { OPT_MODE = 256, OPT_SAMPLE, OPT_MIN_AGE, OPT_BACKEND, OPT_NO_PRELOAD };
 	static const struct option opts[] = {
 		{ "pid", required_argument, NULL, 'p' },
 		{ "duration", required_argument, NULL, 'd' },
@@ -163,14 +162,9 @@ int cmd_alloc(int argc, char **argv)
 		{ "mode", required_argument, NULL, OPT_MODE },
 		{ "sample-bytes", required_argument, NULL, OPT_SAMPLE },
 		{ "min-age", required_argument, NULL, OPT_MIN_AGE },
-		{ "output", required_argument, NULL, 'o' },
-		{ "format", required_argument, NULL, OPT_FORMAT },
-		{ "json", no_argument, NULL, OPT_JSON },
 		{ "backend", required_argument, NULL, OPT_BACKEND },
 		{ "no-preload", no_argument, NULL, OPT_NO_PRELOAD },
-		{ "top", required_argument, NULL, OPT_TOP },
-		{ "verbose", no_argument, NULL, 'v' },
-		{ "help", no_argument, NULL, 'h' },
+		CLI_OUTPUT_OPTIONS,
 		{},
 	};
 	struct tk_alloc_opts aopts = { .sz = TK_OPTS_SZ(tk_alloc_opts) };
@@ -228,16 +222,6 @@ int cmd_alloc(int argc, char **argv)
 			if (parse_seconds(optarg, 0, 86400 * 365, &min_age))
 				return usage_error("alloc", "invalid --min-age '%s' (seconds)", optarg);
 			break;
-		case 'o':
-			if ((err = outputs_add(&outs, "alloc", optarg)))
-				return err;
-			break;
-		case OPT_FORMAT:
-			outs.format = optarg;
-			break;
-		case OPT_JSON:
-			outs.format = "json";
-			break;
 		case OPT_BACKEND:
 			if (!strcmp(optarg, "auto"))
 				aopts.backend = TK_BACKEND_NONE;
@@ -252,24 +236,11 @@ int cmd_alloc(int argc, char **argv)
 		case OPT_NO_PRELOAD:
 			aopts.no_preload = true;
 			break;
-		case OPT_TOP:
-			if (parse_long(optarg, 1, 10000, &top))
-				return usage_error("alloc", "invalid --top '%s'", optarg);
-			break;
-		case 'v':
-			env.verbose = true;
-			break;
-		case 'h':
-			fputs(usage_alloc, stdout);
-			return EXIT_SUCCESS;
-		case ':':
-			if (optopt && optopt < 256)
-				return usage_error("alloc", "option '-%c' needs an argument", optopt);
-			return usage_error("alloc", "option '%s' needs an argument", argv[optind - 1]);
 		default:
-			if (optopt)
-				return usage_error("alloc", "unknown option '-%c'", optopt);
-			return usage_error("alloc", "unknown option '%s'", argv[optind - 1]);
+			if ((err = common_option("alloc", c, argv, usage_alloc, &outs, &top)) !=
+			    CLI_CONTINUE)
+				return err;
+			break;
 		}
 	}
 	if ((err = outputs_resolve(&outs, "alloc")))

@@ -90,21 +90,16 @@ static void status_line(struct tk_cpu *c, double elapsed, bool final)
 
 int cmd_cpu(int argc, char **argv)
 {
-	enum { OPT_CGROUP = 256, OPT_FORMAT, OPT_JSON, OPT_BACKEND, OPT_KONLY, OPT_UONLY, OPT_TOP };
+	enum { OPT_CGROUP = 256, OPT_BACKEND, OPT_KONLY, OPT_UONLY };
 	static const struct option opts[] = {
 		{ "pid", required_argument, NULL, 'p' },
 		{ "cgroup", required_argument, NULL, OPT_CGROUP },
 		{ "freq", required_argument, NULL, 'F' },
 		{ "duration", required_argument, NULL, 'd' },
-		{ "output", required_argument, NULL, 'o' },
-		{ "format", required_argument, NULL, OPT_FORMAT },
-		{ "json", no_argument, NULL, OPT_JSON },
 		{ "backend", required_argument, NULL, OPT_BACKEND },
 		{ "kernel-only", no_argument, NULL, OPT_KONLY },
 		{ "user-only", no_argument, NULL, OPT_UONLY },
-		{ "top", required_argument, NULL, OPT_TOP },
-		{ "verbose", no_argument, NULL, 'v' },
-		{ "help", no_argument, NULL, 'h' },
+		CLI_OUTPUT_OPTIONS,
 		{},
 	};
 	struct tk_cpu_opts copts = { .sz = TK_OPTS_SZ(tk_cpu_opts), .freq_hz = 99 };
@@ -149,16 +144,6 @@ int cmd_cpu(int argc, char **argv)
 				return usage_error("cpu", "invalid duration '%s' (1 to 86400 s)",
 						   optarg);
 			break;
-		case 'o':
-			if ((err = outputs_add(&outs, "cpu", optarg)))
-				return err;
-			break;
-		case OPT_FORMAT:
-			outs.format = optarg;
-			break;
-		case OPT_JSON:
-			outs.format = "json";
-			break;
 		case OPT_BACKEND:
 			if (!strcmp(optarg, "auto"))
 				copts.backend = TK_BACKEND_NONE;
@@ -176,24 +161,11 @@ int cmd_cpu(int argc, char **argv)
 		case OPT_UONLY:
 			copts.user_only = true;
 			break;
-		case OPT_TOP:
-			if (parse_long(optarg, 1, 10000, &top))
-				return usage_error("cpu", "invalid --top '%s'", optarg);
-			break;
-		case 'v':
-			env.verbose = true;
-			break;
-		case 'h':
-			fputs(usage_cpu, stdout);
-			return EXIT_SUCCESS;
-		case ':':
-			if (optopt && optopt < 256)
-				return usage_error("cpu", "option '-%c' needs an argument", optopt);
-			return usage_error("cpu", "option '%s' needs an argument", argv[optind - 1]);
 		default:
-			if (optopt)
-				return usage_error("cpu", "unknown option '-%c'", optopt);
-			return usage_error("cpu", "unknown option '%s'", argv[optind - 1]);
+			if ((err = common_option("cpu", c, argv, usage_cpu, &outs, &top)) !=
+			    CLI_CONTINUE)
+				return err;
+			break;
 		}
 	}
 	if (copts.kernel_only && copts.user_only)

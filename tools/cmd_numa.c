@@ -199,20 +199,15 @@ static int open_session(struct tk_numa_opts *nopts, const struct tk_caps *caps,
 
 int cmd_numa(int argc, char **argv)
 {
-	enum { OPT_CGROUP = 256, OPT_STACKS, OPT_FORMAT, OPT_JSON, OPT_BACKEND, OPT_TOP };
+	enum { OPT_CGROUP = 256, OPT_STACKS, OPT_BACKEND };
 	static const struct option opts[] = {
 		{ "pid", required_argument, NULL, 'p' },
 		{ "cgroup", required_argument, NULL, OPT_CGROUP },
 		{ "duration", required_argument, NULL, 'd' },
 		{ "interval", required_argument, NULL, 'i' },
 		{ "stacks", no_argument, NULL, OPT_STACKS },
-		{ "output", required_argument, NULL, 'o' },
-		{ "format", required_argument, NULL, OPT_FORMAT },
-		{ "json", no_argument, NULL, OPT_JSON },
 		{ "backend", required_argument, NULL, OPT_BACKEND },
-		{ "top", required_argument, NULL, OPT_TOP },
-		{ "verbose", no_argument, NULL, 'v' },
-		{ "help", no_argument, NULL, 'h' },
+		CLI_OUTPUT_OPTIONS,
 		{},
 	};
 	struct tk_numa_opts nopts = { .sz = TK_OPTS_SZ(tk_numa_opts) };
@@ -256,16 +251,6 @@ int cmd_numa(int argc, char **argv)
 		case OPT_STACKS:
 			nopts.stacks = true;
 			break;
-		case 'o':
-			if ((err = outputs_add(&outs, "numa", optarg)))
-				return err;
-			break;
-		case OPT_FORMAT:
-			outs.format = optarg;
-			break;
-		case OPT_JSON:
-			outs.format = "json";
-			break;
 		case OPT_BACKEND:
 			if (!strcmp(optarg, "auto"))
 				nopts.backend = TK_BACKEND_NONE;
@@ -277,24 +262,11 @@ int cmd_numa(int argc, char **argv)
 				return usage_error("numa", "invalid backend '%s' (auto, bpf, vmstat)",
 						   optarg);
 			break;
-		case OPT_TOP:
-			if (parse_long(optarg, 1, 10000, &top))
-				return usage_error("numa", "invalid --top '%s' (1 to 10000)", optarg);
-			break;
-		case 'v':
-			env.verbose = true;
-			break;
-		case 'h':
-			fputs(usage_numa, stdout);
-			return EXIT_SUCCESS;
-		case ':':
-			if (optopt && optopt < 256)
-				return usage_error("numa", "option '-%c' needs an argument", optopt);
-			return usage_error("numa", "option '%s' needs an argument", argv[optind - 1]);
 		default:
-			if (optopt)
-				return usage_error("numa", "unknown option '-%c'", optopt);
-			return usage_error("numa", "unknown option '%s'", argv[optind - 1]);
+			if ((err = common_option("numa", c, argv, usage_numa, &outs, &top)) !=
+			    CLI_CONTINUE)
+				return err;
+			break;
 		}
 	}
 	if (optind < argc)

@@ -28,14 +28,6 @@
 
 #include "spawn.h"
 
-#define NEED_ROOT()                                                               \
-	do {                                                                      \
-		if (geteuid() != 0) {                                             \
-			print_message("skip: this test needs root\n");           \
-			skip();                                                   \
-		}                                                                 \
-	} while (0)
-
 static char tmpdir[] = "/tmp/tk-alloc-test.XXXXXX";
 static char out[1 << 20];
 
@@ -46,16 +38,6 @@ static const char *path_in_tmp(const char *name)
 
 	i = (i + 1) % 8;
 	snprintf(buf[i], sizeof(buf[i]), "%s/%s", tmpdir, name);
-	return buf[i];
-}
-
-static const char *workload(const char *name)
-{
-	static char buf[4][512];
-	static int i;
-
-	i = (i + 1) % 4;
-	snprintf(buf[i], sizeof(buf[i]), "%s/workloads/%s", tk_test_build_dir(), name);
 	return buf[i];
 }
 
@@ -156,7 +138,7 @@ static void check_sampled_command(const char *wl, bool preload, const char *site
 {
 	const char *pb = path_in_tmp("sampled.pb.gz");
 	char *args[] = { "-o", (char *)pb, preload ? "-v" : "--no-preload", "--",
-			 (char *)workload(wl), "-d", "2", "--leak-bytes", BIG_LEAK, "--leak-block",
+			 (char *)tk_test_workload(wl), "-d", "2", "--leak-bytes", BIG_LEAK, "--leak-block",
 			 BIG_BLOCK, "--no-touch", NULL };
 
 	assert_int_equal(run_alloc(false, args), 0);
@@ -197,7 +179,7 @@ static void test_sampled_jemalloc_static(void **state)
 static void test_threads(void **state)
 {
 	const char *pb = path_in_tmp("threads.pb.gz");
-	char *args[] = { "-o", (char *)pb, "--", (char *)workload("alloc_leak"), "-d", "2",
+	char *args[] = { "-o", (char *)pb, "--", (char *)tk_test_workload("alloc_leak"), "-d", "2",
 			 "--threads", "4", "--leak-bytes", BIG_LEAK, "--leak-block", BIG_BLOCK,
 			 "--no-touch", NULL };
 
@@ -209,7 +191,7 @@ static void test_threads(void **state)
 static void test_cxx_new_delete(void **state)
 {
 	const char *pb = path_in_tmp("cxx.pb.gz");
-	char *args[] = { "-o", (char *)pb, "--", (char *)workload("alloc_cxx"), "-d", "2",
+	char *args[] = { "-o", (char *)pb, "--", (char *)tk_test_workload("alloc_cxx"), "-d", "2",
 			 "--leak-bytes", BIG_LEAK, "--leak-block", BIG_BLOCK, NULL };
 
 	NEED_ROOT();
@@ -221,7 +203,7 @@ static void test_cxx_new_delete(void **state)
 static void test_full_exact(void **state)
 {
 	const char *pb = path_in_tmp("full.pb.gz");
-	char *args[] = { "--mode", "full", "-o", (char *)pb, "--", (char *)workload("alloc_leak"),
+	char *args[] = { "--mode", "full", "-o", (char *)pb, "--", (char *)tk_test_workload("alloc_leak"),
 			 "-d", "1", "--leak-bytes", "1048576", "--leak-block", "4096", NULL };
 	struct pp_func objs, bytes;
 
@@ -240,7 +222,7 @@ static void test_full_exact(void **state)
 static void test_growth(void **state)
 {
 	const char *pb = path_in_tmp("growth.pb.gz");
-	char *args[] = { "--mode", "growth", "-o", (char *)pb, "--", (char *)workload("alloc_leak"),
+	char *args[] = { "--mode", "growth", "-o", (char *)pb, "--", (char *)tk_test_workload("alloc_leak"),
 			 "-d", "1", "--leak-bytes", "67108864", "--leak-block", "65536", NULL };
 	struct pp_func site, fault;
 
@@ -275,7 +257,7 @@ static void test_pid_target_exits(void **state)
 	if (wl == 0) {
 		fd = open(log, O_WRONLY | O_CREAT | O_TRUNC, 0600);
 		dup2(fd, 1);
-		execl(workload("alloc_leak"), "alloc_leak", "-d", "6", "--leak-bytes", BIG_LEAK,
+		execl(tk_test_workload("alloc_leak"), "alloc_leak", "-d", "6", "--leak-bytes", BIG_LEAK,
 		      "--leak-block", BIG_BLOCK, "--no-touch", (char *)NULL);
 		_exit(127);
 	}
@@ -309,7 +291,7 @@ static void test_min_age_and_interval(void **state)
 {
 	const char *txt = path_in_tmp("minage.txt");
 	char *args[] = { "--min-age", "0.5", "-i", "0.5", "-o", (char *)txt, "--mode", "full", "--",
-			 (char *)workload("alloc_leak"), "-d", "1.5", "--leak-bytes", "1048576",
+			 (char *)tk_test_workload("alloc_leak"), "-d", "1.5", "--leak-bytes", "1048576",
 			 "--leak-block", "8192", NULL };
 
 	NEED_ROOT();
@@ -323,7 +305,7 @@ static void test_min_age_and_interval(void **state)
 static void test_jemalloc_fallback_seccomp(void **state)
 {
 	const char *pb = path_in_tmp("je.pb.gz"), *json = path_in_tmp("je.json");
-	char *args[] = { "-o", (char *)pb, "-o", (char *)json, "--", (char *)workload("alloc_leak"),
+	char *args[] = { "-o", (char *)pb, "-o", (char *)json, "--", (char *)tk_test_workload("alloc_leak"),
 			 "-d", "1", "--leak-bytes", "268435456", "--leak-block", "262144",
 			 "--no-touch", NULL };
 	char buf[1 << 16];
@@ -351,7 +333,7 @@ static void test_jemalloc_fallback_seccomp(void **state)
 static void test_sigint_writes_whole_output(void **state)
 {
 	const char *pb = path_in_tmp("sigint.pb.gz");
-	char *args[] = { "alloc", "-o", (char *)pb, "--", (char *)workload("alloc_leak"), "-d", "30",
+	char *args[] = { "alloc", "-o", (char *)pb, "--", (char *)tk_test_workload("alloc_leak"), "-d", "30",
 			 NULL };
 	int status;
 	pid_t tk;

@@ -32,14 +32,6 @@
 #include "tracekit.h"
 
 /* In the test body: cmocka 1.1 reports a skip() in a setup as an error. */
-#define NEED_ROOT()                                                               \
-	do {                                                                      \
-		if (geteuid() != 0) {                                             \
-			print_message("skip: this test needs root\n");           \
-			skip();                                                   \
-		}                                                                 \
-	} while (0)
-
 static struct tk_caps *snapshot(int pid)
 {
 	struct tk_caps_opts opts = { .sz = TK_OPTS_SZ(tk_caps_opts), .pid = pid };

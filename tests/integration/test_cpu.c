@@ -20,14 +20,6 @@
 
 #include "spawn.h"
 
-#define NEED_ROOT()                                                               \
-	do {                                                                      \
-		if (geteuid() != 0) {                                             \
-			print_message("skip: this test needs root\n");           \
-			skip();                                                   \
-		}                                                                 \
-	} while (0)
-
 static char tmpdir[] = "/tmp/tk-cpu-test.XXXXXX";
 static char out[1 << 20];
 
@@ -38,16 +30,6 @@ static const char *path_in_tmp(const char *name)
 
 	i = (i + 1) % 8;
 	snprintf(buf[i], sizeof(buf[i]), "%s/%s", tmpdir, name);
-	return buf[i];
-}
-
-static const char *workload(const char *name)
-{
-	static char buf[4][512];
-	static int i;
-
-	i = (i + 1) % 4;
-	snprintf(buf[i], sizeof(buf[i]), "%s/workloads/%s", tk_test_build_dir(), name);
 	return buf[i];
 }
 
@@ -107,7 +89,7 @@ static int run_cpu(const char *backend, bool deny_bpf, char **extra)
 static void check_split(const char *backend)
 {
 	const char *folded = path_in_tmp("split.folded");
-	char *extra[] = { "-o", (char *)folded, "--", (char *)workload("cpu_split"), "3", NULL };
+	char *extra[] = { "-o", (char *)folded, "--", (char *)tk_test_workload("cpu_split"), "3", NULL };
 	unsigned long total, hot, cold, chain;
 	double share;
 
@@ -182,12 +164,12 @@ static void check_cgroup(const char *backend)
 		if (fd < 0 || write(fd, pidbuf, strlen(pidbuf)) < 0)
 			_exit(125);
 		close(fd);
-		execl(workload("cpu_split"), "cpu_split", "4", (char *)NULL);
+		execl(tk_test_workload("cpu_split"), "cpu_split", "4", (char *)NULL);
 		_exit(126);
 	}
 	out_pid = fork();
 	if (out_pid == 0) {
-		execl(workload("cpu_shlib"), "cpu_shlib", "4", (char *)NULL);
+		execl(tk_test_workload("cpu_shlib"), "cpu_shlib", "4", (char *)NULL);
 		_exit(126);
 	}
 	usleep(300 * 1000);
@@ -217,7 +199,7 @@ static void test_cgroup_perf(void **state)
 static void check_leader_exit(const char *backend)
 {
 	const char *folded = path_in_tmp("leader.folded");
-	char *extra[] = { "-o", (char *)folded, "--", (char *)workload("cpu_leader_exit"), "2",
+	char *extra[] = { "-o", (char *)folded, "--", (char *)tk_test_workload("cpu_leader_exit"), "2",
 			  NULL };
 	unsigned long total, named;
 
@@ -247,7 +229,7 @@ static void check_follow(const char *backend)
 	char *extra[] = { "-o", (char *)folded, "--", "/bin/sh", "-c", cmd, NULL };
 	unsigned long total, hot;
 
-	snprintf(cmd, sizeof(cmd), "%s 2; true", workload("cpu_split"));
+	snprintf(cmd, sizeof(cmd), "%s 2; true", tk_test_workload("cpu_split"));
 	assert_int_equal(run_cpu(backend, false, extra), 0);
 	hot = folded_sum(folded, starts_with, "cpu_split;", &total);
 	print_message("%s: child cpu_split %lu of %lu\n", backend, hot, total);
@@ -270,7 +252,7 @@ static void test_follow_perf(void **state)
 static void check_pprof(const char *backend)
 {
 	const char *pb = path_in_tmp("split.pb.gz"), *txt = path_in_tmp("split.txt");
-	char *extra[] = { "-o", (char *)pb, "-o", (char *)txt, "--", (char *)workload("cpu_split"),
+	char *extra[] = { "-o", (char *)pb, "-o", (char *)txt, "--", (char *)tk_test_workload("cpu_split"),
 			  "2", NULL };
 	char cmd[1024], top[1 << 16], *line, *save = NULL;
 	unsigned long go_hot = 0, tk_hot = 0;
@@ -334,9 +316,9 @@ static void check_shapes(const char *backend)
 {
 	const char *f1 = path_in_tmp("shlib.folded"), *f2 = path_in_tmp("stripped.folded"),
 		   *f3 = path_in_tmp("sys.folded");
-	char *shlib[] = { "-o", (char *)f1, "--", (char *)workload("cpu_shlib"), "2", NULL };
-	char *stripped[] = { "-o", (char *)f2, "--", (char *)workload("cpu_stripped"), "2", NULL };
-	char *sys[] = { "-o", (char *)f3, "--", (char *)workload("cpu_syscalls"), "2", NULL };
+	char *shlib[] = { "-o", (char *)f1, "--", (char *)tk_test_workload("cpu_shlib"), "2", NULL };
+	char *stripped[] = { "-o", (char *)f2, "--", (char *)tk_test_workload("cpu_stripped"), "2", NULL };
+	char *sys[] = { "-o", (char *)f3, "--", (char *)tk_test_workload("cpu_syscalls"), "2", NULL };
 	unsigned long total, n;
 
 	assert_int_equal(run_cpu(backend, false, shlib), 0);
@@ -386,7 +368,7 @@ static void check_short_lived(const char *backend)
 	for (i = 0; i < 3; i++) {
 		char cmd[512];
 
-		snprintf(cmd, sizeof(cmd), "%s 200", workload("cpu_short"));
+		snprintf(cmd, sizeof(cmd), "%s 200", tk_test_workload("cpu_short"));
 		assert_int_equal(system(cmd), 0);
 	}
 	assert_int_equal(waitpid(tk, &status, 0), tk);
@@ -417,7 +399,7 @@ static void test_fallback_under_seccomp(void **state)
 {
 	const char *json = path_in_tmp("fallback.json"), *folded = path_in_tmp("fallback.folded");
 	char *args[] = { "cpu", "-F", "499", "-o", (char *)json, "-o", (char *)folded, "--",
-			 (char *)workload("cpu_split"), "2", NULL };
+			 (char *)tk_test_workload("cpu_split"), "2", NULL };
 	unsigned long total, hot;
 	char buf[256];
 	FILE *f;

@@ -32,30 +32,12 @@
 #include "spawn.h"
 #include "tracekit.h"
 
-#define NEED_ROOT()                                                               \
-	do {                                                                      \
-		if (geteuid() != 0) {                                             \
-			print_message("skip: this test needs root\n");           \
-			skip();                                                   \
-		}                                                                 \
-	} while (0)
-
 static struct tk_caps *caps;
-
-static const char *workload(const char *name)
-{
-	static char buf[4][512];
-	static int i;
-
-	i = (i + 1) % 4;
-	snprintf(buf[i], sizeof(buf[i]), "%s/workloads/%s", tk_test_build_dir(), name);
-	return buf[i];
-}
 
 /* Start build/workloads/perf_tasks ARGS... (NULL-terminated), stdout to /dev/null. */
 static pid_t spawn_tasks(const char *mode, ...)
 {
-	char *argv[16] = { (char *)workload("perf_tasks"), (char *)mode };
+	char *argv[16] = { (char *)tk_test_workload("perf_tasks"), (char *)mode };
 	va_list ap;
 	int n = 2;
 	pid_t pid;
@@ -323,7 +305,7 @@ static void test_exec_generation(void **state)
 	size_t i;
 
 	NEED_ROOT();
-	pid = spawn_tasks("exec", "0.7", workload("cpu_short"), "1000", NULL);
+	pid = spawn_tasks("exec", "0.7", tk_test_workload("cpu_short"), "1000", NULL);
 	usleep(50 * 1000);
 	opts_init(&o, 199);
 	o.pids[0] = pid;
@@ -463,7 +445,7 @@ static void check_sides(bool user_only)
 	assert_int_equal(tk_cpu__start(c), 0);
 	pid = fork();
 	if (pid == 0) {
-		execl(workload("cpu_syscalls"), "cpu_syscalls", "1", NULL);
+		execl(tk_test_workload("cpu_syscalls"), "cpu_syscalls", "1", NULL);
 		_exit(127);
 	}
 	p = run(c, 10, 200, pid);

@@ -23,14 +23,6 @@
 #include "fixture.h"
 #include "spawn.h"
 
-#define NEED_ROOT()                                                               \
-	do {                                                                      \
-		if (geteuid() != 0) {                                             \
-			print_message("skip: this test needs root\n");           \
-			skip();                                                   \
-		}                                                                 \
-	} while (0)
-
 static char tmpdir[] = "/tmp/tk-numa-test.XXXXXX";
 static char out[1 << 20];
 

@@ -28,16 +28,9 @@
 #include <setjmp.h>
 #include <cmocka.h>
 
+#include "../lib/spawn.h"
 #include "numa_report.h"
 #include "tracekit.h"
-
-#define NEED_ROOT()                                                               \
-	do {                                                                      \
-		if (geteuid() != 0) {                                             \
-			print_message("skip: this test needs root\n");           \
-			skip();                                                   \
-		}                                                                 \
-	} while (0)
 
 static struct tk_caps caps;
 

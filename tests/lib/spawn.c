@@ -157,3 +157,13 @@ int tk_test_capture(const char *cmdline, char *out, size_t out_sz)
 	status = pclose(p);
 	return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
 }
+
+const char *tk_test_workload(const char *name)
+{
+	static char buf[8][512];
+	static int i;
+
+	i = (i + 1) % 8;
+	snprintf(buf[i], sizeof(buf[i]), "%s/workloads/%s", tk_test_build_dir(), name);
+	return buf[i];
+}

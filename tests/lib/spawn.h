@@ -9,6 +9,17 @@
 
 /* $TK_BUILD_DIR, default "build" */
 const char *tk_test_build_dir(void);
+/* $TK_BUILD_DIR/workloads/NAME (from a ring of 8 static buffers). */
+const char *tk_test_workload(const char *name);
+
+/* In a cmocka test's body (not its setup: cmocka 1.1 counts that an error): root or skip. */
+#define NEED_ROOT()                                                               \
+	do {                                                                      \
+		if (geteuid() != 0) {                                             \
+			print_message("skip: this test needs root\n");           \
+			skip();                                                   \
+		}                                                                 \
+	} while (0)
 
 /*
  * Install a seccomp filter in the calling process that answers system call

@@ -252,6 +252,19 @@ static void test_unsupported_seccomp(void **state)
 
 /* ---- enabled ----------------------------------------------------------------------- */
 
+/* Stats once @n files are written, waiting up to 10 s (not a fixed sleep: no flake). */
+static void wait_for_files(struct tk_sidecar *s, struct tk_sidecar_stats *st, uint64_t n)
+{
+	int i;
+
+	for (i = 0; i < 100; i++) {
+		tk_sidecar__stats(s, st);
+		if (st->files >= n)
+			return;
+		usleep(100 * 1000);
+	}
+}
+
 /* Start with @period_s, or skip when this machine refuses self-sampling. */
 static struct tk_sidecar *start_or_skip(struct t *t, int period_s)
 {
@@ -399,7 +412,7 @@ static void test_enabled_writes_periods(void **state)
 	assert_int_equal(pthread_create(&th, NULL, burn_thread, &secs), 0);
 	sidecar_test_burn(2.3);
 	assert_int_equal(pthread_join(th, NULL), 0);
-	tk_sidecar__stats(s, &st);
+	wait_for_files(s, &st, 1);
 	assert_true(st.files >= 1);
 	tk_sidecar__stop(s);
 	assert_nothing_left(t);
@@ -598,7 +611,8 @@ static void test_heap_unsupported_without_jemalloc(void **state)
 	print_message("heap: %s: %s\n", tk_sidecar_heap__name(st.heap), st.heap_why);
 	assert_non_null(strstr(st.heap_why, "jemalloc"));
 	sidecar_test_burn(1.3);
-	tk_sidecar__stats(s, &st);
+	/* the first period's file, however long its writing takes on a busy machine */
+	wait_for_files(s, &st, 1);
 	assert_true(st.files >= 1);
 	assert_int_equal(st.heap_files, 0);
 	assert_int_equal(st.heap_last_error, 0);
