@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
 /* Helpers shared by the tracekit subcommands. */
 #include <errno.h>
+#include <time.h>
+#include <signal.h>
 #include <getopt.h>
 #include <limits.h>
 #include <stdarg.h>
@@ -192,4 +194,40 @@ int common_option(const char *cmd, int c, char **argv, const char *usage, struct
 			return usage_error(cmd, "unknown option '-%c'", optopt);
 		return usage_error(cmd, "unknown option '%s'", argv[optind - 1]);
 	}
+}
+
+volatile sig_atomic_t stop_requested;
+
+static void on_stop_signal(int sig)
+{
+	stop_requested = 1;
+}
+
+void catch_stop_signals(void)
+{
+	struct sigaction sa = { .sa_handler = on_stop_signal };
+
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+}
+
+double mono_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+int parse_seconds(const char *s, double min, double max, double *out)
+{
+	char *end;
+	double v;
+
+	errno = 0;
+	v = strtod(s, &end);
+	if (errno || end == s || *end || !(v >= min && v <= max))
+		return -EINVAL;
+	*out = v;
+	return 0;
 }

@@ -4,6 +4,7 @@
 #define __TK_CLI_H
 
 #include <stdarg.h>
+#include <signal.h>
 #include <stdbool.h>
 
 #include "profile.h"
@@ -29,6 +30,15 @@ int parse_long(const char *s, long min, long max, long *out);
 int libbpf_log(int level, const char *fmt, va_list ap);
 /* True when @argv (up to "--") contains @opt. */
 bool has_option(int argc, char **argv, const char *opt);
+
+/* Set by SIGINT or SIGTERM once catch_stop_signals() ran: the capture ends, output is written. */
+extern volatile sig_atomic_t stop_requested;
+/* Catch SIGINT and SIGTERM without SA_RESTART, so a signal ends a wait at once. */
+void catch_stop_signals(void);
+/* CLOCK_MONOTONIC in seconds. */
+double mono_s(void);
+/* A number of seconds (fractions allowed) in [@min, @max], or -EINVAL. */
+int parse_seconds(const char *s, double min, double max, double *out);
 
 /* Alive and not a zombie (a zombie does nothing and may never be reaped). */
 bool process_alive(int pid);

@@ -61,21 +61,6 @@ static const char usage_alloc[] =
 	"Without -o, the text summary goes to stdout.\n"
 	"Exit codes: 0 the profile was written, 1 it could not be, 2 bad usage.\n";
 
-static volatile sig_atomic_t stop_requested;
-
-static void on_signal(int sig)
-{
-	stop_requested = 1;
-}
-
-static double mono_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec + ts.tv_nsec / 1e9;
-}
-
 /* "512K", "1M", "4096" → bytes in [1, 1 TiB]; -EINVAL */
 static int parse_bytes(const char *s, uint64_t *out)
 {
@@ -99,19 +84,6 @@ static int parse_bytes(const char *s, uint64_t *out)
 	if (!v || v > (1ULL << 40) / mul)
 		return -EINVAL;
 	*out = v * mul;
-	return 0;
-}
-
-static int parse_seconds(const char *s, double min, double max, double *out)
-{
-	char *end;
-	double v;
-
-	errno = 0;
-	v = strtod(s, &end);
-	if (errno || end == s || *end || !(v >= min && v <= max))
-		return -EINVAL;
-	*out = v;
 	return 0;
 }
 
@@ -175,7 +147,6 @@ int cmd_alloc(int argc, char **argv)
 	struct tk_profile *prof = NULL;
 	struct tk_caps *caps = NULL;
 	struct tk_alloc *a = NULL;
-	struct sigaction sa = {};
 	int c, err, ret = EXIT_FAILURE, child_status = 0;
 	bool tty = isatty(2), child_done = false;
 	pid_t child = 0;
@@ -289,9 +260,7 @@ int cmd_alloc(int argc, char **argv)
 	if (min_age && !strcmp(tk_alloc__backend(a), "jemalloc"))
 		fprintf(stderr, "tracekit: alloc: --min-age is ignored: jemalloc's dumps do not "
 			"say when objects were allocated\n");
-	sa.sa_handler = on_signal;	/* no SA_RESTART: a signal ends the wait at once */
-	sigaction(SIGINT, &sa, NULL);
-	sigaction(SIGTERM, &sa, NULL);
+	catch_stop_signals();
 	err = tk_alloc__start(a, why, sizeof(why));
 	if (err) {
 		ret = fail(EXIT_FAILURE, "alloc: cannot start: %s%s", why[0] ? why : strerror(-err),

@@ -53,21 +53,6 @@ static const char usage_cpu[] =
 	"stderr while it runs on a terminal.\n"
 	"Exit codes: 0 the profile was written, 1 it could not be, 2 bad usage.\n";
 
-static volatile sig_atomic_t stop_requested;
-
-static void on_signal(int sig)
-{
-	stop_requested = 1;
-}
-
-static double mono_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec + ts.tv_nsec / 1e9;
-}
-
 static bool any_alive(const struct tk_cpu_opts *o)
 {
 	int i;
@@ -110,7 +95,6 @@ int cmd_cpu(int argc, char **argv)
 	struct tk_profile *prof = NULL;
 	struct tk_caps *caps = NULL;
 	struct tk_cpu *cpu = NULL;
-	struct sigaction sa = {};
 	int c, err, ret = EXIT_FAILURE, release_fd = -1, exec_err_fd = -1, child_status = 0;
 	bool tty = isatty(2), child_done = false;
 	pid_t child = 0;
@@ -220,9 +204,7 @@ int cmd_cpu(int argc, char **argv)
 		ret = fail(EXIT_FAILURE, "cpu: %s", why[0] ? why : strerror(-err));
 		goto out;
 	}
-	sa.sa_handler = on_signal;	/* no SA_RESTART: a signal ends the wait at once */
-	sigaction(SIGINT, &sa, NULL);
-	sigaction(SIGTERM, &sa, NULL);
+	catch_stop_signals();
 	err = tk_cpu__start(cpu);
 	if (err) {
 		ret = fail(EXIT_FAILURE, "cpu: cannot start %s sampling: %s%s", tk_cpu__backend(cpu),

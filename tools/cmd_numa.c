@@ -53,34 +53,6 @@ static const char usage_numa[] =
 	"and counts with vmstat instead. Without -o, the report goes to stdout.\n"
 	"Exit codes: 0 the report was written, 1 it could not be, 2 bad usage.\n";
 
-static volatile sig_atomic_t stop_requested;
-
-static void on_signal(int sig)
-{
-	stop_requested = 1;
-}
-
-static double mono_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec + ts.tv_nsec / 1e9;
-}
-
-static int parse_seconds(const char *s, double min, double max, double *out)
-{
-	char *end;
-	double v;
-
-	errno = 0;
-	v = strtod(s, &end);
-	if (errno || end == s || *end || !(v >= min && v <= max))
-		return -EINVAL;
-	*out = v;
-	return 0;
-}
-
 static bool is_stack_format(enum tk_format f)
 {
 	return f == TK_FORMAT_PPROF || f == TK_FORMAT_FOLDED || f == TK_FORMAT_SVG;
@@ -218,7 +190,6 @@ int cmd_numa(int argc, char **argv)
 	struct tk_profile *prof = NULL;
 	struct tk_caps *caps = NULL;
 	struct tk_numa *n = NULL;
-	struct sigaction sa = {};
 	bool tty = isatty(2), need_stacks = false, have_total = false;
 	char fallback[400];
 	int c, i, err, ret = EXIT_FAILURE;
@@ -309,9 +280,7 @@ int cmd_numa(int argc, char **argv)
 			   strerror(-err));
 		goto out;
 	}
-	sa.sa_handler = on_signal;	/* no SA_RESTART: a signal ends the wait at once */
-	sigaction(SIGINT, &sa, NULL);
-	sigaction(SIGTERM, &sa, NULL);
+	catch_stop_signals();
 	if (open_session(&nopts, caps, &n, fallback, sizeof(fallback))) {
 		ret = EXIT_FAILURE;
 		goto out;
