@@ -26,9 +26,12 @@ WARN := -Wall -Wextra -Wno-unused-parameter -Wno-missing-field-initializers \
 	-Wno-format-truncation -Werror
 CPPFLAGS := -D_GNU_SOURCE -DTRACEKIT_VERSION='"$(VERSION)"' -Iuser -I$(SKEL) -Ibpf -Itools -Itests/lib
 ALL_CFLAGS = -std=gnu11 $(CFLAGS) $(WARN) $(CPPFLAGS) -MMD -MP
-# libstdc++: its C++ ABI demangler names C++ functions
-LIBS := -lbpf -lelf -lz -lnuma -lm -lstdc++
-STATIC_LIBS := -l:libbpf.a -l:libelf.a -l:libz.a -l:libzstd.a -l:libnuma.a -lpthread -lm -lstdc++
+# libstdc++: its C++ ABI demangler names C++ functions. libdw (CFI for the unwind tables)
+# builds on libelf, so it comes first; statically it also needs what its decompressors use
+# (lzma, bz2; zlib and zstd libelf needs too).
+LIBS := -lbpf -ldw -lelf -lz -lnuma -lm -lstdc++
+STATIC_LIBS := -l:libbpf.a -l:libdw.a -l:libelf.a -l:liblzma.a -l:libbz2.a -l:libz.a \
+	-l:libzstd.a -l:libnuma.a -lpthread -lm -lstdc++
 
 BPF_CFLAGS := -g -O2 -target bpf -D__TARGET_ARCH_$(ARCH) -Ivmlinux/$(ARCH) -Ibpf \
 	-Wall -Werror -MMD -MP

@@ -22,6 +22,7 @@
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_tracing.h>
 #include "alloc_trace.h"
+#include "unwind.bpf.h"
 
 #define MAP_PRIVATE 0x02
 #define MAP_ANONYMOUS 0x20
@@ -215,10 +216,25 @@ static __always_inline void emit_alloc(void *ctx, __u64 ptr, __u64 size, __u64 s
 	r->size = size;
 	r->ts_ns = bpf_ktime_get_ns();
 	bpf_get_current_comm(r->comm, sizeof(r->comm));
-	n = bpf_get_stack(ctx, r->ips, sizeof(r->ips), BPF_F_USER_STACK | (skip & 0xff));
-	if (also && n >= (long)sizeof(__u64) && r->ips[0] == also) {
-		skip++;
+	if (unw_enabled) {
+		__u32 causes, miss;
+
+		/* the rows find every frame: [marker, slow path, caller] has 2 to skip */
+		n = unw_user_stack(ctx, true, skip + (also ? 1 : 0), r->ips, AT_MAX_FRAMES,
+				   &causes, &miss);
+		if (miss)
+			emit_free(AT_REC_UNWIND_MISS, id >> 32, 0);
+		if (n > 0)
+			n *= sizeof(__u64);
+		if (causes & UNW_C_DEPTH)
+			n = sizeof(r->ips);
+	} else {
 		n = bpf_get_stack(ctx, r->ips, sizeof(r->ips), BPF_F_USER_STACK | (skip & 0xff));
+		if (also && n >= (long)sizeof(__u64) && r->ips[0] == also) {
+			skip++;
+			n = bpf_get_stack(ctx, r->ips, sizeof(r->ips),
+					  BPF_F_USER_STACK | (skip & 0xff));
+		}
 	}
 	if (n < 0) {
 		count(AT_CNT_STACK_ERRORS);
@@ -494,7 +510,20 @@ static __always_inline void add_growth(void *ctx, __u32 kind, __u64 bytes)
 	if (!st)
 		return;
 	count(AT_CNT_GROWTH);
-	n = bpf_get_stack(ctx, st->ips, sizeof(st->ips), BPF_F_USER_STACK);
+	if (unw_enabled) {
+		__u32 causes, miss;
+
+		/* a fault or a syscall: the task's own user registers */
+		n = unw_user_stack(NULL, false, 0, st->ips, AT_MAX_FRAMES, &causes, &miss);
+		if (miss)
+			emit_free(AT_REC_UNWIND_MISS, id >> 32, 0);
+		if (n > 0)
+			n *= sizeof(__u64);
+		if (causes & UNW_C_DEPTH)
+			n = sizeof(st->ips);
+	} else {
+		n = bpf_get_stack(ctx, st->ips, sizeof(st->ips), BPF_F_USER_STACK);
+	}
 	if (n < 0) {
 		count(AT_CNT_STACK_ERRORS);
 		key.flags |= AT_F_STACK_LOST;
@@ -599,8 +628,12 @@ int exec_raw(void *ctx)
 {
 	__u32 tgid = bpf_get_current_pid_tgid() >> 32;
 
-	if (bpf_map_lookup_elem(&pids, &tgid))
+	if (bpf_map_lookup_elem(&pids, &tgid)) {
 		emit_free(AT_REC_EXEC, tgid, 0);
+		/* the new image's frames go by rbp until user space describes it */
+		if (unw_enabled)
+			bpf_map_delete_elem(&unw_procs, &tgid);
+	}
 	return 0;
 }
 

@@ -28,6 +28,8 @@ enum at_rec_type {
 	AT_REC_ALLOC = 1,		/* struct at_alloc */
 	AT_REC_FREE,			/* struct at_free */
 	AT_REC_EXEC,			/* struct at_free with ptr 0: a tracked process exec'd */
+	AT_REC_UNWIND_MISS,		/* struct at_free with ptr 0: an address in no mapping the
+					   unwinder knows (dlopen since the capture): capture again */
 };
 
 enum at_flags {

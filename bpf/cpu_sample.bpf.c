@@ -15,6 +15,7 @@
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
 #include "cpu_sample.h"
+#include "unwind.bpf.h"
 
 #define EFAULT 14
 
@@ -129,8 +130,9 @@ static __always_inline __u64 hash_stack(const struct cpu_stack *st)
 }
 
 /* Take one stack into the stacks map; its hash, or CPU_NO_STACK with *flags set. */
-static __always_inline __u64 take_stack(void *ctx, void *stacks, __u64 get_flags,
-					__u32 lost_flag, __u32 trunc_flag, __u32 *flags)
+static __always_inline __u64 take_stack(struct bpf_perf_event_data *ctx, void *stacks,
+					__u64 get_flags, __u32 lost_flag, __u32 trunc_flag,
+					__u32 *flags, __u32 gen)
 {
 	__u32 zero = 0;
 	struct cpu_stack *st = bpf_map_lookup_elem(&scratch, &zero);
@@ -139,7 +141,19 @@ static __always_inline __u64 take_stack(void *ctx, void *stacks, __u64 get_flags
 
 	if (!st)
 		return CPU_NO_STACK;
-	n = bpf_get_stack(ctx, st->ips, sizeof(st->ips), get_flags);
+	if (unw_enabled && (get_flags & BPF_F_USER_STACK)) {
+		__u32 causes, miss;
+
+		n = unw_user_stack(&ctx->regs, true, 0, st->ips, CPU_MAX_FRAMES, &causes, &miss);
+		if (miss)
+			emit(CPU_EV_UNWIND_MISS, bpf_get_current_pid_tgid() >> 32, gen);
+		if (n > 0)
+			n *= sizeof(__u64);
+		if (causes & UNW_C_DEPTH)
+			n = sizeof(st->ips);	/* counted as truncated below */
+	} else {
+		n = bpf_get_stack(ctx, st->ips, sizeof(st->ips), get_flags);
+	}
 	if (n < 0) {
 		/* (a kernel thread's user stack is 0 frames, not an error) */
 		count(CPU_CNT_STACK_ERRORS);
@@ -222,10 +236,10 @@ int cpu_sample(struct bpf_perf_event_data *ctx)
 	bpf_get_current_comm(key.comm, sizeof(key.comm));
 	if (kernel_stacks)
 		key.kstack = take_stack(ctx, &kstacks, 0, CPU_KSTACK_LOST, CPU_KSTACK_TRUNCATED,
-					&key.flags);
+					&key.flags, key.gen);
 	if (user_stacks)
 		key.ustack = take_stack(ctx, &ustacks, BPF_F_USER_STACK, CPU_USTACK_LOST,
-					CPU_USTACK_TRUNCATED, &key.flags);
+					CPU_USTACK_TRUNCATED, &key.flags, key.gen);
 
 	val = bpf_map_lookup_elem(&counts, &key);
 	if (val) {
@@ -274,8 +288,12 @@ int exec_raw(void *ctx)
 {
 	__u32 tgid = bpf_get_current_pid_tgid() >> 32;
 
-	if (tracked(tgid))
+	if (tracked(tgid)) {
 		next_gen(tgid);
+		/* the new image's frames go by rbp until user space describes it */
+		if (unw_enabled)
+			bpf_map_delete_elem(&unw_procs, &tgid);
+	}
 	return 0;
 }
 

@@ -42,6 +42,7 @@ enum cpu_event_type {
 	CPU_EV_SAMPLED = 1,		/* first sample of (pid, gen): capture its maps now */
 	CPU_EV_EXEC,
 	CPU_EV_EXIT,
+	CPU_EV_UNWIND_MISS,		/* an address in no mapping user space described: look again */
 };
 
 struct cpu_event {

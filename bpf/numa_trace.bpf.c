@@ -27,6 +27,7 @@
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_tracing.h>
 #include "numa_trace.h"
+#include "unwind.bpf.h"
 
 const volatile bool filter_pids = false;	/* only tgids in the pids map */
 const volatile bool filter_cgroup = false;	/* only tasks under cgroup_map[0] */
@@ -258,6 +259,21 @@ static __always_inline __u64 hash_stack(const struct nt_stack *st)
 	return h == NT_NO_STACK ? 1 : h;
 }
 
+/* An address of @tgid in no mapping the unwinder knows: user space captures it again. */
+static __always_inline void emit_unwind_miss(__u32 tgid)
+{
+	struct nt_event *e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
+
+	if (!e) {
+		count(NT_CNT_RINGBUF_FULL);
+		return;
+	}
+	e->type = NT_EV_UNWIND_MISS;
+	e->pid = tgid;
+	bpf_get_current_comm(e->comm, sizeof(e->comm));
+	bpf_ringbuf_submit(e, 0);
+}
+
 /* Pages succeeded by (process, user stack), the stack stored once under its hash. */
 static __always_inline void count_stack(void *ctx, __u32 tgid, __u64 pages)
 {
@@ -269,7 +285,20 @@ static __always_inline void count_stack(void *ctx, __u32 tgid, __u64 pages)
 
 	if (!st)
 		return;
-	n = bpf_get_stack(ctx, st->ips, sizeof(st->ips), BPF_F_USER_STACK);
+	if (unw_enabled) {
+		__u32 causes, miss;
+
+		/* in the kernel: the migrating task's own user registers */
+		n = unw_user_stack(NULL, false, 0, st->ips, NT_MAX_FRAMES, &causes, &miss);
+		if (miss)
+			emit_unwind_miss(tgid);
+		if (n > 0)
+			n *= sizeof(__u64);
+		if (causes & UNW_C_DEPTH)
+			n = sizeof(st->ips);
+	} else {
+		n = bpf_get_stack(ctx, st->ips, sizeof(st->ips), BPF_F_USER_STACK);
+	}
 	if (n < 0) {
 		count(NT_CNT_STACK_ERRORS);
 		key.flags |= NT_USTACK_LOST;

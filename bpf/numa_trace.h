@@ -102,6 +102,7 @@ struct nt_lat {
 
 enum nt_event_type {
 	NT_EV_PROC = 1,			/* first event of a process: capture its maps now */
+	NT_EV_UNWIND_MISS,		/* an address in no mapping the unwinder knows: again */
 };
 
 struct nt_event {

@@ -164,6 +164,7 @@ int outputs_write(const struct outputs *o, const char *cmd, const struct tk_prof
 int common_option(const char *cmd, int c, char **argv, const char *usage, struct outputs *o,
 		  long *top)
 {
+	long v;
 	int err;
 
 	switch (c) {
@@ -178,6 +179,15 @@ int common_option(const char *cmd, int c, char **argv, const char *usage, struct
 	case CLI_OPT_TOP:
 		if (parse_long(optarg, 1, 10000, top))
 			return usage_error(cmd, "invalid --top '%s' (1 to 10000)", optarg);
+		return CLI_CONTINUE;
+	case CLI_OPT_UNWIND:
+		if (tk_unwind_mode__parse(optarg, &env.unwind))
+			return usage_error(cmd, "invalid --unwind '%s' (auto, cfi, fp)", optarg);
+		return CLI_CONTINUE;
+	case CLI_OPT_UNWIND_MEM:
+		if (parse_long(optarg, 1, 4096, &v))
+			return usage_error(cmd, "invalid --unwind-mem '%s' (1 to 4096 MiB)", optarg);
+		env.unwind_rows = (size_t)v * 1048576 / sizeof(struct unw_row);
 		return CLI_CONTINUE;
 	case 'v':
 		env.verbose = true;

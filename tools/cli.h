@@ -8,12 +8,15 @@
 #include <stdbool.h>
 
 #include "profile.h"
+#include "unwind.h"
 
 #define EXIT_USAGE 2
 
 struct cli_env {
 	bool verbose;
 	bool json;		/* errors as JSON on stdout */
+	enum tk_unwind_mode unwind;	/* --unwind (collectors that take user stacks) */
+	size_t unwind_rows;	/* --unwind-mem, in rows; 0: the default */
 };
 
 extern struct cli_env env;
@@ -62,7 +65,7 @@ int outputs_write(const struct outputs *o, const char *cmd, const struct tk_prof
  * The options every collecting command (cpu, alloc, numa) shares, by these
  * codes in its struct option table (CLI_OUTPUT_OPTIONS).
  */
-enum { CLI_OPT_FORMAT = 1000, CLI_OPT_JSON, CLI_OPT_TOP };
+enum { CLI_OPT_FORMAT = 1000, CLI_OPT_JSON, CLI_OPT_TOP, CLI_OPT_UNWIND, CLI_OPT_UNWIND_MEM };
 #define CLI_OUTPUT_OPTIONS                                                         \
 	{ "output", required_argument, NULL, 'o' },                                \
 	{ "format", required_argument, NULL, CLI_OPT_FORMAT },                     \
@@ -70,6 +73,14 @@ enum { CLI_OPT_FORMAT = 1000, CLI_OPT_JSON, CLI_OPT_TOP };
 	{ "top", required_argument, NULL, CLI_OPT_TOP },                           \
 	{ "verbose", no_argument, NULL, 'v' },                                     \
 	{ "help", no_argument, NULL, 'h' }
+/* How user stacks are walked (env.unwind, env.unwind_rows), for commands that take them. */
+#define CLI_UNWIND_OPTIONS                                                         \
+	{ "unwind", required_argument, NULL, CLI_OPT_UNWIND },                     \
+	{ "unwind-mem", required_argument, NULL, CLI_OPT_UNWIND_MEM }
+#define CLI_UNWIND_USAGE                                                                 \
+	"      --unwind MODE    user stacks: auto (default: CFI from .eh_frame where\n"     \
+	"                       the kernel allows, else frame pointers), cfi, or fp\n"      \
+	"      --unwind-mem MIB memory for unwind tables (default 16, 1 to 4096)\n"
 #define CLI_CONTINUE (-1)
 /*
  * Handle getopt_long's answer @c for command @cmd when it is a shared option

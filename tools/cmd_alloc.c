@@ -49,6 +49,9 @@ static const char usage_alloc[] =
 	"                         sampled heap profiler, the fallback without eBPF)\n"
 	"      --no-preload       -- CMD: hook the allocator with uprobes instead of\n"
 	"                         the in-process sampler (libtkalloc.so)\n"
+	"      --unwind MODE      user stacks: auto (default: CFI from .eh_frame where\n"
+	"                         the kernel allows, else frame pointers), cfi, or fp\n"
+	"      --unwind-mem MIB   memory for unwind tables (default 16, 1 to 4096)\n"
 	"      --top N            stacks in the text summary (default 20)\n"
 	"  -v, --verbose          what is hooked, and libbpf's messages\n"
 	"  -h, --help             this help\n"
@@ -136,6 +139,7 @@ int cmd_alloc(int argc, char **argv)
 		{ "min-age", required_argument, NULL, OPT_MIN_AGE },
 		{ "backend", required_argument, NULL, OPT_BACKEND },
 		{ "no-preload", no_argument, NULL, OPT_NO_PRELOAD },
+		CLI_UNWIND_OPTIONS,
 		CLI_OUTPUT_OPTIONS,
 		{},
 	};
@@ -216,6 +220,8 @@ int cmd_alloc(int argc, char **argv)
 	}
 	if ((err = outputs_resolve(&outs, "alloc")))
 		return err;
+	aopts.unwind = env.unwind;
+	aopts.unwind_rows = env.unwind_rows;
 	if (optind < argc && aopts.pid)
 		return usage_error("alloc", "-p and a command exclude each other");
 	if (optind >= argc && !aopts.pid)

@@ -44,6 +44,7 @@ static const char usage_cpu[] =
 	"      --backend B      auto (default), bpf or perf\n"
 	"      --kernel-only    kernel stacks only\n"
 	"      --user-only      user stacks only\n"
+	CLI_UNWIND_USAGE
 	"      --top N          functions in the text summary (default 20)\n"
 	"  -v, --verbose        show libbpf's messages\n"
 	"  -h, --help           this help\n"
@@ -84,6 +85,7 @@ int cmd_cpu(int argc, char **argv)
 		{ "backend", required_argument, NULL, OPT_BACKEND },
 		{ "kernel-only", no_argument, NULL, OPT_KONLY },
 		{ "user-only", no_argument, NULL, OPT_UONLY },
+		CLI_UNWIND_OPTIONS,
 		CLI_OUTPUT_OPTIONS,
 		{},
 	};
@@ -154,6 +156,8 @@ int cmd_cpu(int argc, char **argv)
 	}
 	if (copts.kernel_only && copts.user_only)
 		return usage_error("cpu", "--kernel-only and --user-only exclude each other");
+	copts.unwind = env.unwind;
+	copts.unwind_rows = env.unwind_rows;
 	if ((err = outputs_resolve(&outs, "cpu")))
 		return err;
 	if (optind < argc && copts.nr_pids)

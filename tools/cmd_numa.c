@@ -34,6 +34,9 @@ static const char usage_numa[] =
 	"  -d, --duration SEC     stop after SEC seconds; otherwise at Ctrl-C\n"
 	"  -i, --interval SEC     print the text report of each SEC seconds to stdout\n"
 	"      --stacks           also record the user stacks of the tasks that migrate\n"
+	"      --unwind MODE      --stacks: auto (default: CFI from .eh_frame where the\n"
+	"                         kernel allows, else frame pointers), cfi, or fp\n"
+	"      --unwind-mem MIB   memory for unwind tables (default 16, 1 to 4096)\n"
 	"                         pages (bpf backend), for --format pprof\n"
 	"  -o, --output FILE      write FILE, whole or not at all; the format follows\n"
 	"                         the name: .txt (text), .json, .pb.gz (the --stacks\n"
@@ -179,6 +182,7 @@ int cmd_numa(int argc, char **argv)
 		{ "interval", required_argument, NULL, 'i' },
 		{ "stacks", no_argument, NULL, OPT_STACKS },
 		{ "backend", required_argument, NULL, OPT_BACKEND },
+		CLI_UNWIND_OPTIONS,
 		CLI_OUTPUT_OPTIONS,
 		{},
 	};
@@ -242,6 +246,8 @@ int cmd_numa(int argc, char **argv)
 	}
 	if (optind < argc)
 		return usage_error("numa", "unexpected argument '%s'", argv[optind]);
+	nopts.unwind = env.unwind;
+	nopts.unwind_rows = env.unwind_rows;
 	if ((err = resolve_outputs(&outs, nopts.stacks)))
 		return err;
 	if (nopts.stacks && nopts.backend == TK_BACKEND_VMSTAT)

@@ -282,10 +282,17 @@ static void live_free(struct tk_alloc_live *t)
 
 /* ---- records from the backends ------------------------------------------------------- */
 
+/* Capture @pid's maps now (again), and tell the backend (its unwinder). */
+static void capture(struct tk_alloc *a, uint32_t pid)
+{
+	if (!tk_symbolizer__capture(a->sym, pid, 0) && a->captured)
+		a->captured(a, pid);
+}
+
 static void capture_once(struct tk_alloc *a, uint32_t pid)
 {
 	if (!tk_symbolizer__has(a->sym, pid, 0))
-		tk_symbolizer__capture(a->sym, pid, 0);
+		capture(a, pid);
 }
 
 int tk_alloc__on_alloc(struct tk_alloc *a, const struct tk_alloc_rec *r)
@@ -358,7 +365,7 @@ void tk_alloc__add_loss(struct tk_alloc *a, enum tk_alloc_loss l, uint64_t n)
 
 void tk_alloc__refresh_maps(struct tk_alloc *a, uint32_t pid)
 {
-	tk_symbolizer__capture(a->sym, pid, 0);
+	capture(a, pid);
 }
 
 int tk_alloc__setenv(struct tk_alloc *a, const char *name, const char *fmt, ...)
@@ -630,6 +637,7 @@ int tk_alloc__new_bare(const struct tk_alloc_opts *opts, const struct tk_alloc_b
 		(a->opts.sample_bytes ? a->opts.sample_bytes : TK_ALLOC_DEFAULT_SAMPLE_BYTES) : 0;
 	a->live = calloc(1, sizeof(*a->live));
 	so.proc_root = a->opts.proc_root;
+	so.unwind_tables = a->opts.unwind != TK_UNWIND_FP;
 	if (!a->live || (err = tk_symbolizer__new(&so, &a->sym))) {
 		a->be = NULL;
 		tk_alloc__free(a);
@@ -726,7 +734,7 @@ int tk_alloc__start(struct tk_alloc *a, char *why, size_t why_sz)
 	if (a->started)
 		return -EALREADY;
 	if (a->pid && !a->child)
-		tk_symbolizer__capture(a->sym, a->pid, 0);
+		capture(a, a->pid);
 	a->start_ns = tk_now_ns(CLOCK_REALTIME);
 	a->start_mono_ns = tk_now_ns(CLOCK_MONOTONIC);
 	err = a->be->start(a, why, why_sz);
@@ -882,6 +890,10 @@ static int build_profile(struct tk_alloc *a, uint64_t min_age_ns, struct tk_prof
 	a->losses[TK_ALOSS_UNSYMBOLIZED] = tk_locs__unsymbolized(fr);
 	for (l = 0; l < TK_ALOSS__COUNT; l++)
 		tk_profile__set_loss(p, loss_names[l], a->losses[l]);
+	if (a->be && !strcmp(a->be->name, "bpf"))
+		tk_unw__report(p, a->unwind, a->unwinding ? &a->unw_info : NULL);
+	if (a->unwind_note[0])
+		tk_profile__add_comment(p, "%s", a->unwind_note);
 	tk_profile__add_comment(p, "tracekit alloc: mode %s, backend %s%s%s",
 				mode_name(a->opts.mode), a->be->name, a->describe[0] ? ": " : "",
 				a->describe);

@@ -16,6 +16,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "unwind.h"
 #include "profile.h"
 #include "symbolize.h"
 #include "tracekit.h"
@@ -48,6 +49,8 @@ struct tk_alloc_opts {
 	const char *preload_dir;	/* where libtkalloc.so and libtkagent.so are;
 					   NULL: the directory of /proc/self/exe */
 	const char *proc_root;		/* default "/proc" */
+	enum tk_unwind_mode unwind;	/* user stacks: CFI where possible (auto), fp, cfi */
+	size_t unwind_rows;		/* room for unwind rows; 0: the default (16 MiB) */
 };
 
 /* Growth records (growth mode) */

@@ -90,6 +90,13 @@ struct tk_alloc {
 	int64_t start_mono_ns;
 	bool started;
 	bool finished;
+
+	/* unwinding (the bpf backend) */
+	void (*captured)(struct tk_alloc *a, uint32_t pid);	/* after each capture */
+	uint64_t unwind[UNW_CNT__COUNT];	/* the unwinder's counters (enum unw_counter) */
+	struct tk_unw_info unw_info;
+	bool unwinding;				/* user stacks are walked with CFI rows */
+	char unwind_note[256];			/* why not, when CFI was wanted */
 };
 
 /*

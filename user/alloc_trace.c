@@ -34,6 +34,7 @@
 #include "alloc_syms.h"
 #include "alloc_trace.h"
 #include "alloc_trace.skel.h"
+#include "unwind_bpf.h"
 #include "internal.h"
 
 /* Not in the 6.1 uapi headers this builds against (include/uapi/linux/bpf.h) */
@@ -76,6 +77,7 @@ struct at_state {
 	} stale[MAX_STALE];		/* exec'd: capture their maps again soon */
 	int nr_stale;
 	int err;			/* from a ring callback */
+	struct tk_unw_bpf *unw;		/* NULL: user stacks by frame pointer */
 };
 
 /* ---- small helpers ------------------------------------------------------------------- */
@@ -215,7 +217,9 @@ enum load_kind {
 	LOAD_COUNT_MULTI,		/* count_calls on uprobe_multi: one link for all */
 };
 
-static struct alloc_trace_bpf *load(struct tk_alloc *a, enum load_kind k, int *errp)
+/* Open, configure and load the programs of @k, with the unwinder per @unwind. */
+static struct alloc_trace_bpf *load_as(struct tk_alloc *a, enum load_kind k,
+				       enum tk_unwind_mode unwind, int *errp)
 {
 	struct alloc_trace_bpf *s = alloc_trace_bpf__open();
 	uint64_t mean = a ? a->sample_bytes : 0;
@@ -272,7 +276,32 @@ static struct alloc_trace_bpf *load(struct tk_alloc *a, enum load_kind k, int *e
 		bpf_map__set_max_entries(s->maps.growth, 1);
 		bpf_map__set_max_entries(s->maps.stacks, 1);
 	}
-	err = alloc_trace_bpf__load(s);
+	{
+		struct tk_unw_bpf_vars v = TK_UNW_BPF_VARS(s);
+		struct tk_unw_bpf_opts uo = {
+			.mode = a && k != LOAD_COUNT && k != LOAD_COUNT_MULTI ? unwind :
+										TK_UNWIND_FP,
+			.rows = a ? a->opts.unwind_rows : 0,
+			.procs = 256,
+			.prog_type = k == LOAD_GROWTH ? BPF_PROG_TYPE_RAW_TRACEPOINT :
+							BPF_PROG_TYPE_KPROBE,
+		};
+		char why[200];
+
+		err = tk_unw_bpf__prepare(&v, &uo, why, sizeof(why));
+		if (a && why[0])
+			snprintf(a->unwind_note, sizeof(a->unwind_note), "unwinding: %s%s",
+				 err ? "" : "frame pointers only: ", why);
+		if (!err)
+			err = alloc_trace_bpf__load(s);
+	}
+	if (err && a && unwind == TK_UNWIND_AUTO && s->rodata->unw_enabled) {
+		/* a kernel that refuses the unwinder: the same programs without it */
+		snprintf(a->unwind_note, sizeof(a->unwind_note), "unwinding: frame pointers only: "
+			 "this kernel refused the CFI unwinder (%s)", strerror(-err));
+		alloc_trace_bpf__destroy(s);
+		return load_as(a, k, TK_UNWIND_FP, errp);
+	}
 	if (err) {
 		alloc_trace_bpf__destroy(s);
 		*errp = err;
@@ -286,6 +315,11 @@ static struct alloc_trace_bpf *load(struct tk_alloc *a, enum load_kind k, int *e
 				s->rodata->intervals[rand() & (AT_RAND_ENTRIES - 1)];
 	}
 	return s;
+}
+
+static struct alloc_trace_bpf *load(struct tk_alloc *a, enum load_kind k, int *errp)
+{
+	return load_as(a, k, a ? a->opts.unwind : TK_UNWIND_FP, errp);
 }
 
 /* Can a uprobe session link be made here? Tried on a function of our own. */
@@ -482,6 +516,10 @@ static int handle_event(void *ctx, void *data, size_t size)
 		if (size >= sizeof(*f))
 			err = tk_alloc__on_free(a, f->pid, f->ptr);
 		break;
+	case AT_REC_UNWIND_MISS:
+		if (size >= sizeof(*f))
+			tk_unw_bpf__miss(st->unw, f->pid, 0);
+		break;
 	case AT_REC_EXEC:
 		if (size < sizeof(*f))
 			break;
@@ -523,6 +561,10 @@ static void read_counters(struct tk_alloc *a, struct at_state *st)
 	for (i = 0; i < sizeof(losses) / sizeof(losses[0]); i++)
 		tk_alloc__add_loss(a, losses[i].l, sum[losses[i].c] - st->seen[losses[i].c]);
 	memcpy(st->seen, sum, sizeof(sum));
+	if (st->unw) {
+		tk_unw_bpf__sum(st->skel->bss->unw_counters, UNW_MAX_CPUS, a->unwind);
+		tk_unw_bpf__stats(st->unw, &a->unw_info);
+	}
 }
 
 /* ---- growth: deltas of the kernel's counts ------------------------------------------------ */
@@ -629,6 +671,8 @@ static void bpf_free(struct tk_alloc *a)
 		if (st->multi_fds[i] >= 0)
 			close(st->multi_fds[i]);
 	ring_buffer__free(st->rb);
+	tk_unw_bpf__free(st->unw);
+	a->captured = NULL;
 	alloc_trace_bpf__destroy(st->skel);
 	free(st->syms);
 	free(st->growth);
@@ -648,6 +692,32 @@ static void detach(struct at_state *st)
 			close(st->multi_fds[i]);
 		st->multi_fds[i] = -1;
 	}
+}
+
+/* A process's maps were captured: its unwinder entry follows. */
+static void on_captured(struct tk_alloc *a, uint32_t pid)
+{
+	struct at_state *st = a->priv;
+
+	if (st)
+		tk_unw_bpf__update(st->unw, a->sym, pid, 0);
+}
+
+static int open_unwinder(struct tk_alloc *a, struct at_state *st)
+{
+	struct tk_unw_bpf_vars v = TK_UNW_BPF_VARS(st->skel);
+	int err = tk_unw_bpf__open(&v, &st->unw);
+
+	if (err)
+		return err;
+	a->unwinding = st->unw != NULL;
+	if (st->unw) {
+		a->captured = on_captured;
+		/* what was captured before the programs were there */
+		if (a->pid && tk_symbolizer__has(a->sym, a->pid, 0))
+			on_captured(a, a->pid);
+	}
+	return 0;
 }
 
 static int bpf_open(struct tk_alloc *a, char *why, size_t why_sz)
@@ -712,6 +782,8 @@ static int bpf_open(struct tk_alloc *a, char *why, size_t why_sz)
 	if (!st->skel)
 		snprintf(why, why_sz, "cannot load the uprobe programs: %s", strerror(-err));
 out:
+	if (!err)
+		err = open_unwinder(a, st);
 	if (err)
 		bpf_free(a);
 	return err;
@@ -831,6 +903,7 @@ static int bpf_poll(struct tk_alloc *a, int timeout_ms)
 	}
 	read_counters(a, st);
 	refresh_stale(a, st, false);
+	tk_unw_bpf__retry(st->unw, a->sym);
 	if (a->opts.mode == TK_ALLOC_MODE_GROWTH) {
 		int gerr = deliver_growth(a, st);
 
@@ -1002,7 +1075,8 @@ int tk_alloc__measure_rate(int pid, const struct tk_caps *caps, int ms, struct t
 	}
 	old = libbpf_set_print(silent_print);
 	{
-		struct tk_alloc fake = { .sample_bytes = TK_ALLOC_DEFAULT_SAMPLE_BYTES };
+		struct tk_alloc fake = { .sample_bytes = TK_ALLOC_DEFAULT_SAMPLE_BYTES,
+					  .opts.unwind = TK_UNWIND_FP };
 
 		probe = load(&fake, LOAD_SESSION, &err);
 	}

@@ -88,6 +88,7 @@ int tk_cpu__open(const struct tk_cpu_opts *opts, const struct tk_caps *caps, str
 			    caps->caps[TK_CAP_BTF].status == TK_SUPPORTED;
 	c->stacks = tk_stacks__new();
 	sopts.proc_root = c->opts.proc_root;
+	sopts.unwind_tables = c->opts.unwind != TK_UNWIND_FP && !c->opts.kernel_only;
 	err = c->stacks ? tk_symbolizer__new(&sopts, &c->sym) : -ENOMEM;
 	if (err) {
 		tk_cpu__free(c);
@@ -155,6 +156,10 @@ int tk_cpu__build_profile(struct tk_cpu *c, int64_t start_real_ns, int64_t start
 		tk_profile__add_comment(p, "%s", tk_cpu_perf__note(c));
 	for (i = 0; i < TK_LOSS__COUNT; i++)
 		tk_profile__set_loss(p, tk_cpu_loss__name(i), c->losses[i]);
+	if (!c->opts.kernel_only)
+		tk_unw__report(p, c->unwind, c->unwinding ? &c->unw_info : NULL);
+	if (c->unwind_note[0])
+		tk_profile__add_comment(p, "%s", c->unwind_note);
 	*out = p;
 	return 0;
 }

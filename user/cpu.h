@@ -14,6 +14,7 @@
 #include "stacks.h"
 #include "symbolize.h"
 #include "tracekit.h"
+#include "unwind.h"
 
 #define TK_CPU_MAX_PIDS 64
 
@@ -28,6 +29,8 @@ struct tk_cpu_opts {
 	bool kernel_only;
 	enum tk_backend backend;	/* TK_BACKEND_NONE: choose from the snapshot */
 	const char *proc_root;		/* default "/proc" */
+	enum tk_unwind_mode unwind;	/* user stacks: CFI where possible (auto), fp, cfi */
+	size_t unwind_rows;		/* room for unwind rows; 0: the default (16 MiB) */
 };
 
 struct tk_cpu_stats {
@@ -102,6 +105,10 @@ struct tk_cpu {
 	int nr_cpus;
 	bool tp_btf;				/* tp_btf programs work (else raw_tp) */
 	uint64_t maps_missed;			/* bpf: captures that failed */
+	uint64_t unwind[UNW_CNT__COUNT];	/* the unwinder's counters (enum unw_counter) */
+	struct tk_unw_info unw_info;		/* filled by the backend that unwinds */
+	bool unwinding;				/* user stacks are walked with CFI rows */
+	char unwind_note[256];			/* why not, when CFI was wanted */
 };
 
 /* Online CPUs from /sys/devices/system/cpu/online into @cpus; the count or -errno. */

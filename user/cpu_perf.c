@@ -34,6 +34,16 @@
  * Truncation: sample_max_stack (127, or less if kernel.perf_event_max_stack
  * is lower) bounds kernel and user frames together; a chain that reaches it
  * is marked truncated and counted in TK_LOSS_TRUNCATED.
+ *
+ * User stacks: unless opts->unwind is TK_UNWIND_FP (or kernel_only), the
+ * kernel's frame-pointer callchain of user frames is not asked for; samples
+ * carry the user ip, sp and rbp and the top 16 KiB of the user stack
+ * instead, walked in user space with the rows of the CFI of each mapping
+ * (perf_ring.c, tk_unw__walk), as the BPF backend walks them in the kernel.
+ * Those samples are ~16.5 KiB, so the rings are 512 KiB per CPU unless the
+ * caller chose (the most perf_event_mlock_kb lets an unprivileged user lock
+ * per CPU). A kernel that refuses the fields gets the callchains of old in
+ * auto mode (and the profile says so), an error with TK_UNWIND_CFI.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -54,6 +64,8 @@
 #include "perf_ring.h"
 
 #define DEFAULT_RING_PAGES 64
+#define UNWIND_RING_PAGES 128		/* 512 KiB: 31 samples with their stacks */
+#define UNWIND_ROWS (2u << 20)		/* 16 MiB of rows, as the BPF backend's default */
 #define MAX_CPUS 4096
 #define REORDER_NS 2000000ULL		/* records younger than this wait a poll */
 #define RESCAN_ROUNDS 8			/* /proc/PID/task passes */
@@ -66,9 +78,11 @@ struct perf_state {
 	int nr_cpus;
 	struct tk_perf_ring *rings;	/* one per CPU, by index into cpus */
 	struct tk_perf_records *records;
+	struct tk_unw_store *unw;	/* rows for the user stacks samples copy; NULL: none */
 	int epfd;
 	int cgroup_fd;
 	unsigned int ring_pages;
+	bool ring_pages_asked;		/* the caller's: never made smaller */
 	struct perf_event_attr attr;
 	bool attr_settled;		/* the first event opened: attr is final */
 	bool clock_mono;
@@ -120,6 +134,20 @@ static int open_event(struct tk_cpu *c, struct perf_state *st, pid_t pid, int cp
 			st->filter.only_pids = true;
 			continue;
 		}
+		if ((fd == -EINVAL || fd == -ENOSYS || fd == -EOPNOTSUPP) &&
+		    (a->sample_type & PERF_SAMPLE_STACK_USER)) {
+			snprintf(c->unwind_note, sizeof(c->unwind_note),
+				 "unwinding: %sthis kernel gives no user registers and stack in "
+				 "perf samples (%s)", c->opts.unwind == TK_UNWIND_CFI ? "" :
+				 "frame pointers only: ", strerror(-fd));
+			if (c->opts.unwind == TK_UNWIND_CFI)
+				break;
+			a->sample_type &= ~(uint64_t)TK_PERF_SAMPLE_UNWIND;
+			a->sample_regs_user = 0;
+			a->sample_stack_user = 0;
+			a->exclude_callchain_user = 0;
+			continue;
+		}
 		break;
 	}
 	if (fd < 0)
@@ -154,6 +182,11 @@ static int open_on_cpu(struct tk_cpu *c, struct perf_state *st, pid_t pid, int c
 	if (r->page)
 		return ioctl(fd, PERF_EVENT_IOC_SET_OUTPUT, r->fd) ? -errno : 0;
 	err = tk_perf_ring__map(r, fd, st->ring_pages);
+	if (err == -EPERM && !st->ring_pages_asked && st->ring_pages > DEFAULT_RING_PAGES) {
+		/* over the locked-memory budget of an unprivileged user: the usual size */
+		st->ring_pages = DEFAULT_RING_PAGES;
+		err = tk_perf_ring__map(r, fd, st->ring_pages);
+	}
 	if (err)
 		return err;
 	ev.data.u64 = ci;
@@ -301,6 +334,7 @@ static void perf_free(struct tk_cpu *c)
 	free(st->fds);
 	free(st->rings);
 	tk_perf_records__free(st->records);
+	tk_unw_store__free(st->unw);
 	free(st);
 	c->priv = NULL;
 }
@@ -318,6 +352,7 @@ static unsigned int max_stack(const char *root)
 int tk_cpu_perf__start(struct tk_cpu *c, const struct tk_cpu_perf_opts *o)
 {
 	const struct tk_cpu_opts *opts = &c->opts;
+	bool unwind = opts->unwind != TK_UNWIND_FP && !opts->kernel_only;
 	struct perf_event_attr *a;
 	struct perf_state *st;
 	int i, err;
@@ -333,7 +368,9 @@ int tk_cpu_perf__start(struct tk_cpu *c, const struct tk_cpu_perf_opts *o)
 	st->cgroup_fd = -1;
 	c->priv = st;
 	st->proc_root = c->opts.proc_root && *c->opts.proc_root ? c->opts.proc_root : "/proc";
-	st->ring_pages = o && o->ring_pages ? o->ring_pages : DEFAULT_RING_PAGES;
+	st->ring_pages_asked = o && o->ring_pages;
+	st->ring_pages = st->ring_pages_asked ? o->ring_pages :
+			 unwind ? UNWIND_RING_PAGES : DEFAULT_RING_PAGES;
 	st->filter.max_stack = max_stack(st->proc_root);
 
 	err = tk_online_cpus(st->cpus, MAX_CPUS);
@@ -375,6 +412,12 @@ int tk_cpu_perf__start(struct tk_cpu *c, const struct tk_cpu_perf_opts *o)
 	a->sample_max_stack = st->filter.max_stack;
 	a->exclude_callchain_kernel = opts->user_only;
 	a->exclude_callchain_user = opts->kernel_only;
+	if (unwind) {
+		a->sample_type |= TK_PERF_SAMPLE_UNWIND;
+		a->sample_regs_user = TK_PERF_REGS_USER;
+		a->sample_stack_user = TK_PERF_STACK_USER;
+		a->exclude_callchain_user = 1;	/* walked here instead */
+	}
 	a->exclude_hv = 1;
 	a->exclude_idle = 1;
 	a->disabled = 1;
@@ -413,6 +456,13 @@ int tk_cpu_perf__start(struct tk_cpu *c, const struct tk_cpu_perf_opts *o)
 	if (!st->records) {
 		err = -ENOMEM;
 		goto fail;
+	}
+	if (a->sample_type & PERF_SAMPLE_STACK_USER) {
+		err = tk_unw_store__new(NULL, opts->unwind_rows ? opts->unwind_rows : UNWIND_ROWS,
+					&st->unw);
+		if (err)
+			goto fail;
+		tk_perf_records__set_unwind(st->records, st->unw);
 	}
 	for (i = 0; i < st->nr_fds; i++) {
 		if (ioctl(st->fds[i], PERF_EVENT_IOC_ENABLE, 0)) {

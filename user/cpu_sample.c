@@ -23,6 +23,7 @@
 #include "cpu_sample.skel.h"
 #include "fsutil.h"
 #include "internal.h"
+#include "unwind_bpf.h"
 
 struct bpf_state {
 	struct cpu_sample_bpf *skel;
@@ -31,6 +32,7 @@ struct bpf_state {
 	struct ring_buffer *rb;
 	struct cpu_follow_bpf *follow;	/* only with follow_children */
 	int cgroup_fd;
+	struct tk_unw_bpf *unw;		/* NULL: user stacks by frame pointer */
 };
 
 /* Online CPUs from a cpulist like "0-3,8"; fills @cpus, returns the count or -errno. */
@@ -65,17 +67,24 @@ int tk_online_cpus(int *cpus, int max)
 static int handle_event(void *ctx, void *data, size_t size)
 {
 	struct tk_cpu *c = ctx;
+	struct bpf_state *st = c->priv;
 	const struct cpu_event *e = data;
 	int err;
 
 	if (size < sizeof(*e))
 		return 0;
+	if (e->type == CPU_EV_UNWIND_MISS) {
+		tk_unw_bpf__miss(st->unw, e->pid, e->gen);
+		return 0;
+	}
 	if (e->type != CPU_EV_SAMPLED)
 		return 0;
 	c->processes++;
 	err = tk_symbolizer__capture(c->sym, e->pid, e->gen);
 	if (err)
 		c->maps_missed++;
+	else
+		tk_unw_bpf__update(st->unw, c->sym, e->pid, e->gen);
 	return 0;
 }
 
@@ -95,6 +104,10 @@ static void read_counters(struct tk_cpu *c, struct bpf_state *st)
 	c->losses[TK_LOSS_MAPS_MISSED] = c->maps_missed + sum[CPU_CNT_PROC_MAP_FULL];
 	c->losses[TK_LOSS_STACK_ERRORS] = sum[CPU_CNT_STACK_ERRORS];
 	c->losses[TK_LOSS_TRUNCATED] = sum[CPU_CNT_TRUNCATED];
+	if (st->unw) {
+		tk_unw_bpf__sum(st->skel->bss->unw_counters, UNW_MAX_CPUS, c->unwind);
+		tk_unw_bpf__stats(st->unw, &c->unw_info);
+	}
 }
 
 static int open_cpu_clock(int cpu, int freq)
@@ -120,12 +133,70 @@ static void bpf_free(struct tk_cpu *c)
 		bpf_link__destroy(st->links[i]);
 	free(st->links);
 	ring_buffer__free(st->rb);
+	tk_unw_bpf__free(st->unw);
 	tk_cpu_follow__destroy(st->follow);
 	cpu_sample_bpf__destroy(st->skel);
 	if (st->cgroup_fd >= 0)
 		close(st->cgroup_fd);
 	free(st);
 	c->priv = NULL;
+}
+
+/*
+ * Open and load the sampler; with @mode not fp, with the CFI unwinder. In
+ * auto mode a kernel that refuses the unwinder gets the sampler without it,
+ * and the profile says why.
+ */
+static int load_sampler(struct tk_cpu *c, struct bpf_state *st, enum tk_unwind_mode mode)
+{
+	const struct tk_cpu_opts *o = &c->opts;
+	struct tk_unw_bpf_opts uo = {
+		.mode = o->kernel_only ? TK_UNWIND_FP : mode,
+		.rows = o->unwind_rows,
+		.procs = o->nr_pids ? 64 + 4 * o->nr_pids : 1024,
+		.prog_type = BPF_PROG_TYPE_PERF_EVENT,
+	};
+	char why[200];
+	int err;
+
+	st->skel = cpu_sample_bpf__open();
+	if (!st->skel)
+		return -errno;
+	st->skel->rodata->filter_pids = o->nr_pids > 0;
+	st->skel->rodata->filter_cgroup = o->cgroup != NULL;
+	st->skel->rodata->kernel_stacks = !o->user_only;
+	st->skel->rodata->user_stacks = !o->kernel_only;
+	st->skel->rodata->self_tgid = getpid();
+	{
+		struct tk_unw_bpf_vars v = TK_UNW_BPF_VARS(st->skel);
+
+		err = tk_unw_bpf__prepare(&v, &uo, why, sizeof(why));
+		if (err) {
+			snprintf(c->unwind_note, sizeof(c->unwind_note), "unwinding: %s", why);
+			return err;
+		}
+		if (why[0])
+			snprintf(c->unwind_note, sizeof(c->unwind_note),
+				 "unwinding: frame pointers only: %s", why);
+		err = cpu_sample_bpf__load(st->skel);
+		if (!err)
+			err = tk_unw_bpf__open(&v, &st->unw);
+	}
+	if (err && mode == TK_UNWIND_AUTO && st->skel->rodata->unw_enabled) {
+		snprintf(c->unwind_note, sizeof(c->unwind_note),
+			 "unwinding: frame pointers only: this kernel refused the CFI unwinder (%s)",
+			 strerror(-err));
+		tk_unw_bpf__free(st->unw);
+		st->unw = NULL;
+		cpu_sample_bpf__destroy(st->skel);
+		st->skel = NULL;
+		return load_sampler(c, st, TK_UNWIND_FP);
+	}
+	if (err && mode == TK_UNWIND_CFI)
+		snprintf(c->unwind_note, sizeof(c->unwind_note),
+			 "unwinding: this kernel refused the CFI unwinder (%s)", strerror(-err));
+	c->unwinding = st->unw != NULL;
+	return err;
 }
 
 static int bpf_start(struct tk_cpu *c)
@@ -141,17 +212,7 @@ static int bpf_start(struct tk_cpu *c)
 	st->cgroup_fd = -1;
 	c->priv = st;
 
-	st->skel = cpu_sample_bpf__open();
-	if (!st->skel) {
-		err = -errno;
-		goto fail;
-	}
-	st->skel->rodata->filter_pids = o->nr_pids > 0;
-	st->skel->rodata->filter_cgroup = o->cgroup != NULL;
-	st->skel->rodata->kernel_stacks = !o->user_only;
-	st->skel->rodata->user_stacks = !o->kernel_only;
-	st->skel->rodata->self_tgid = getpid();
-	err = cpu_sample_bpf__load(st->skel);
+	err = load_sampler(c, st, o->unwind);
 	if (err)
 		goto fail;
 	if (o->follow_children && o->nr_pids) {
@@ -220,6 +281,14 @@ static int bpf_start(struct tk_cpu *c)
 		st->nr_links++;
 	}
 	c->nr_cpus = nr_cpus;
+	/*
+	 * The -p processes are known: their unwind entries now, sampling already
+	 * running, rather than at their first sample's event (their first
+	 * samples would go by the frame pointer meanwhile).
+	 */
+	for (i = 0; st->unw && i < o->nr_pids; i++)
+		if (!tk_symbolizer__capture(c->sym, o->pids[i], 0))
+			tk_unw_bpf__update(st->unw, c->sym, o->pids[i], 0);
 	return 0;
 fail:
 	bpf_free(c);
@@ -231,6 +300,7 @@ static int bpf_poll(struct tk_cpu *c, int timeout_ms)
 	struct bpf_state *st = c->priv;
 	int err = ring_buffer__poll(st->rb, timeout_ms);
 
+	tk_unw_bpf__retry(st->unw, c->sym);
 	read_counters(c, st);
 	return err < 0 && err != -EINTR ? err : 0;
 }

@@ -161,6 +161,11 @@ void tk_elf__free(struct tk_elf *elf)
 	free(elf);
 }
 
+Elf *tk_elf__libelf(struct tk_elf *elf)
+{
+	return elf->e;
+}
+
 unsigned int tk_elf__type(const struct tk_elf *elf)
 {
 	return elf->ehdr.e_type;

@@ -14,6 +14,7 @@
 #include <stdint.h>
 
 struct tk_elf;
+struct Elf;	/* libelf's Elf, without including <libelf.h> here */
 
 enum tk_elf_sym_type {
 	TK_ELF_SYM_FUNC,	/* STT_FUNC or STT_GNU_IFUNC */
@@ -50,6 +51,12 @@ int tk_elf__open(const char *path, struct tk_elf **elf);
 int tk_elf__open_mem(const void *buf, size_t len, struct tk_elf **elf);
 
 void tk_elf__free(struct tk_elf *elf);
+
+/*
+ * The libelf handle of @elf, for readers that build on libelf (libdw's CFI). It stays owned
+ * by @elf and lives as long as it does; never elf_end() it.
+ */
+struct Elf *tk_elf__libelf(struct tk_elf *elf);
 
 /* ET_EXEC, ET_DYN, ... of the header. */
 unsigned int tk_elf__type(const struct tk_elf *elf);

@@ -159,6 +159,7 @@ int tk_numa_report__write_json(const struct tk_numa_report *r, FILE *f);
 /* ---- sessions (numa_session.c) ------------------------------------------------------ */
 
 #include "tracekit.h"
+#include "unwind.h"
 
 #define TK_NUMA_MAX_PIDS 64
 
@@ -171,6 +172,8 @@ struct tk_numa_opts {
 	enum tk_backend backend;	/* TK_BACKEND_NONE: the snapshot's choice (bpf, vmstat) */
 	const char *proc_root;		/* default "/proc" */
 	const char *sys_root;		/* default "/sys" */
+	enum tk_unwind_mode unwind;	/* --stacks: CFI where possible (auto), fp, cfi */
+	size_t unwind_rows;		/* room for unwind rows; 0: the default (16 MiB) */
 };
 
 struct tk_numa;

@@ -157,6 +157,7 @@ int tk_numa__open(const struct tk_numa_opts *opts, const struct tk_caps *caps,
 		struct tk_symbolizer_opts so = {
 			.sz = sizeof(so),
 			.proc_root = opts->proc_root,
+			.unwind_tables = opts->unwind != TK_UNWIND_FP,
 		};
 
 		err = tk_symbolizer__new(&so, &n->sym);

@@ -33,6 +33,7 @@
 #include "numa_int.h"
 #include "numa_trace.h"
 #include "numa_trace.skel.h"
+#include "unwind_bpf.h"
 #include "profile_locs.h"
 
 _Static_assert(NT_NR_REASONS == TK_MR__COUNT, "bpf/numa_trace.h and the report disagree");
@@ -79,6 +80,8 @@ struct nt_state {
 	int nr_missing;
 	char attach[256];
 	uint64_t maps_missed;
+	struct tk_unw_bpf *unw;		/* --stacks by CFI; NULL: by frame pointer */
+	char unwind_note[256];
 };
 
 static int silent_print(enum libbpf_print_level level, const char *fmt, va_list ap)
@@ -198,8 +201,12 @@ static bool have_kprobes(const struct tk_numa *n)
 	       !access(path, F_OK);
 }
 
-/* Open, configure and load the object with the misplaced-page probe of @mp, folio probe of @fm. */
-static int load(struct tk_numa *n, struct nt_state *st, enum mp_mode mp, enum mp_mode fm)
+/*
+ * Open, configure and load the object with the misplaced-page probe of @mp,
+ * folio probe of @fm, and --stacks unwound per @unwind.
+ */
+static int load_as(struct tk_numa *n, struct nt_state *st, enum mp_mode mp, enum mp_mode fm,
+		   enum tk_unwind_mode unwind)
 {
 	struct numa_trace_bpf *s;
 	int i, k, err;
@@ -266,8 +273,37 @@ static int load(struct tk_numa *n, struct nt_state *st, enum mp_mode mp, enum mp
 	} else if (fm == MP_KPROBE) {
 		bpf_program__set_autoload(s->progs.folio_kprobe, true);
 	}
-	err = numa_trace_bpf__load(s);
+	{
+		struct tk_unw_bpf_vars v = TK_UNW_BPF_VARS(s);
+		struct tk_unw_bpf_opts uo = {
+			.mode = n->opts.stacks ? unwind : TK_UNWIND_FP,
+			.rows = n->opts.unwind_rows,
+			.procs = 1024,
+			.prog_type = BPF_PROG_TYPE_RAW_TRACEPOINT,
+		};
+		char why[200];
+
+		err = tk_unw_bpf__prepare(&v, &uo, why, sizeof(why));
+		if (why[0])
+			snprintf(st->unwind_note, sizeof(st->unwind_note), "unwinding: %s%s",
+				 err ? "" : "frame pointers only: ", why);
+		if (!err)
+			err = numa_trace_bpf__load(s);
+		if (!err)
+			err = tk_unw_bpf__open(&v, &st->unw);
+	}
+	if (err && unwind == TK_UNWIND_AUTO && s->rodata->unw_enabled) {
+		/* a kernel that refuses the unwinder: the same programs without it */
+		snprintf(st->unwind_note, sizeof(st->unwind_note), "unwinding: frame pointers "
+			 "only: this kernel refused the CFI unwinder (%s)", strerror(-err));
+		tk_unw_bpf__free(st->unw);
+		st->unw = NULL;
+		numa_trace_bpf__destroy(s);
+		return load_as(n, st, mp, fm, TK_UNWIND_FP);
+	}
 	if (err) {
+		tk_unw_bpf__free(st->unw);
+		st->unw = NULL;
 		numa_trace_bpf__destroy(s);
 		return err;
 	}
@@ -275,6 +311,11 @@ static int load(struct tk_numa *n, struct nt_state *st, enum mp_mode mp, enum mp
 	st->mp = mp;
 	st->fm = fm;
 	return 0;
+}
+
+static int load(struct tk_numa *n, struct nt_state *st, enum mp_mode mp, enum mp_mode fm)
+{
+	return load_as(n, st, mp, fm, n->opts.unwind);
 }
 
 /*
@@ -306,6 +347,7 @@ static void bpf_free(struct tk_numa *n)
 	for (i = st->nr_links - 1; i >= 0; i--)
 		bpf_link__destroy(st->links[i]);
 	ring_buffer__free(st->rb);
+	tk_unw_bpf__free(st->unw);
 	numa_trace_bpf__destroy(st->skel);
 	if (st->cgroup_fd >= 0)
 		close(st->cgroup_fd);
@@ -482,12 +524,21 @@ static int handle_event(void *ctx, void *data, size_t size)
 	struct nt_state *st = n->priv;
 	const struct nt_event *e = data;
 
-	if (size < sizeof(*e) || e->type != NT_EV_PROC)
+	if (size < sizeof(*e))
+		return 0;
+	if (e->type == NT_EV_UNWIND_MISS) {
+		tk_unw_bpf__miss(st->unw, e->pid, 0);
+		return 0;
+	}
+	if (e->type != NT_EV_PROC)
 		return 0;
 	/* the process may be gone by the end: its maps now, for --stacks */
-	if (n->opts.stacks && n->sym && !tk_symbolizer__has(n->sym, e->pid, 0) &&
-	    tk_symbolizer__capture(n->sym, e->pid, 0))
-		st->maps_missed++;
+	if (n->opts.stacks && n->sym && !tk_symbolizer__has(n->sym, e->pid, 0)) {
+		if (tk_symbolizer__capture(n->sym, e->pid, 0))
+			st->maps_missed++;
+		else
+			tk_unw_bpf__update(st->unw, n->sym, e->pid, 0);
+	}
 	return 0;
 }
 
@@ -585,6 +636,7 @@ static int bpf_poll(struct tk_numa *n, int timeout_ms)
 	struct nt_state *st = n->priv;
 	int err = ring_buffer__poll(st->rb, timeout_ms);
 
+	tk_unw_bpf__retry(st->unw, n->sym);
 	return err < 0 && err != -EINTR ? err : 0;
 }
 
@@ -818,6 +870,16 @@ static int bpf_stacks(struct tk_numa *n, struct tk_profile **out)
 	tk_profile__set_loss(p, "stack_errors", cnt[NT_CNT_STACK_ERRORS]);
 	tk_profile__set_loss(p, "truncated_stacks", cnt[NT_CNT_TRUNCATED]);
 	tk_profile__set_loss(p, "maps_missed", st->maps_missed);
+	{
+		uint64_t unw[UNW_CNT__COUNT];
+		struct tk_unw_info info;
+
+		tk_unw_bpf__sum(s->bss->unw_counters, UNW_MAX_CPUS, unw);
+		tk_unw_bpf__stats(st->unw, &info);
+		tk_unw__report(p, unw, st->unw ? &info : NULL);
+		if (st->unwind_note[0])
+			tk_profile__add_comment(p, "%s", st->unwind_note);
+	}
 	tk_profile__set_loss(p, "unsymbolized_frames", tk_locs__unsymbolized(fr));
 	tk_profile__add_comment(p, "tracekit numa: pages migrated (mm_migrate_pages succeeded) "
 				   "by the user stack of the task that caused it");

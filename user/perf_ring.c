@@ -107,10 +107,11 @@ void tk_perf_ring__end(struct tk_perf_ring *r)
 		__atomic_store_n(&r->page->data_tail, r->tail, __ATOMIC_RELEASE);
 }
 
-int tk_perf_sample__parse(const struct perf_event_header *h, struct tk_perf_sample *s)
+int tk_perf_sample__parse(const struct perf_event_header *h, bool unwind,
+			  struct tk_perf_sample *s)
 {
 	const uint64_t *p = (const uint64_t *)(h + 1);
-	size_t words = (h->size - sizeof(*h)) / sizeof(uint64_t);
+	size_t words = (h->size - sizeof(*h)) / sizeof(uint64_t), size;
 
 	/* ip, pid/tid, time, cpu/res, period, nr, then nr entries */
 	if (h->type != PERF_RECORD_SAMPLE || words < 6)
@@ -125,6 +126,38 @@ int tk_perf_sample__parse(const struct perf_event_header *h, struct tk_perf_samp
 	if (s->nr > words - 6)
 		return -EINVAL;
 	s->ips = p + 6;
+	s->regs_abi = PERF_SAMPLE_REGS_ABI_NONE;
+	s->stack = NULL;
+	s->stack_size = 0;
+	if (!unwind)
+		return 0;
+	p += 6 + s->nr;
+	words -= 6 + s->nr;
+	/* regs abi, then (unless NONE: a kernel thread) one word per bit of the mask */
+	if (words < 1)
+		return -EINVAL;
+	s->regs_abi = *p++;
+	words--;
+	if (s->regs_abi != PERF_SAMPLE_REGS_ABI_NONE) {
+		if (words < 3)
+			return -EINVAL;
+		s->regs.bp = p[0];
+		s->regs.sp = p[1];
+		s->regs.ip = p[2];
+		p += 3;
+		words -= 3;
+	}
+	/* stack size, then (unless 0) that many bytes and what of them was copied */
+	if (words < 1)
+		return -EINVAL;
+	size = *p++;
+	words--;
+	if (!size)
+		return 0;
+	if (size % 8 || size / 8 >= words || p[size / 8] > size)
+		return -EINVAL;
+	s->stack = (const uint8_t *)p;
+	s->stack_size = p[size / 8];
 	return 0;
 }
 
@@ -351,6 +384,7 @@ enum {
 	P_SEEN = 1,		/* counted in c->processes */
 	P_RESOLVED = 2,		/* the symbolizer has this gen's mappings */
 	P_EVER = 4,		/* the symbolizer has some gen of this pid: keep the entry */
+	P_UNW = 8,		/* unw describes this gen's mappings as the symbolizer has them */
 };
 
 struct proc {
@@ -358,6 +392,7 @@ struct proc {
 	uint32_t gen;
 	uint32_t flags;
 	struct maplist *maps;	/* NULL: none known */
+	struct unw_proc *unw;	/* for the walk, with P_UNW; NULL: no entry (UNW_C_NO_PROC) */
 };
 
 struct thread {
@@ -374,6 +409,9 @@ struct tk_perf_records {
 	struct tab threads;
 	struct strset paths;
 	uint64_t lost;			/* LOST records so far, all periods */
+	struct tk_unw_store *unw;	/* user stacks are walked here with its rows; NULL: not */
+	uint64_t unw_procs;		/* process entries made */
+	uint64_t unw_live;		/* process entries held now */
 	uint64_t kbuf[TK_MAX_FRAMES];
 	uint64_t ubuf[TK_MAX_FRAMES];
 };
@@ -429,6 +467,7 @@ static int maplist_add(struct proc *p, const struct map_rec *m)
 static void proc_free(void *e)
 {
 	maplist_put(((struct proc *)e)->maps);
+	free(((struct proc *)e)->unw);
 }
 
 static void tab_free(struct tab *t, void (*fn)(void *e))
@@ -451,7 +490,12 @@ static void resolve(struct tk_perf_records *st, struct proc *p)
 	int err = 0;
 
 	p->flags |= P_RESOLVED | P_EVER;
-	if (!l || !l->complete || !l->nr)
+	/*
+	 * The unwinder describes only captured processes (tk_unw_store__proc):
+	 * when unwinding, a process with a complete list is captured too, and
+	 * the list then laid over what /proc said.
+	 */
+	if (!l || !l->complete || !l->nr || st->unw)
 		err = tk_symbolizer__capture(c->sym, p->pid, p->gen);
 	if (l && (l->complete || err)) {
 		for (i = 0; i < l->nr; i++)
@@ -480,6 +524,101 @@ static struct thread *thread_of(struct tk_perf_records *st, uint32_t pid, uint32
 	return t;
 }
 
+/* ---- user stacks unwound here ---------------------------------------------------- */
+
+static void unw_info_update(struct tk_perf_records *st)
+{
+	struct tk_unw_info *info = &st->c->unw_info;
+
+	info->in_kernel = false;
+	tk_unw_store__stats(st->unw, &info->store);
+	info->procs = st->unw_procs;
+	info->memory = info->store.cap * sizeof(struct unw_row) +
+		       st->unw_live * sizeof(struct unw_proc);
+}
+
+/* The walk's entry of @p's generation, made again after its mappings changed; NULL: none. */
+static const struct unw_proc *unw_proc_of(struct tk_perf_records *st, struct proc *p)
+{
+	if (p->flags & P_UNW)
+		return p->unw;
+	p->flags |= P_UNW;
+	if (!p->unw) {
+		p->unw = malloc(sizeof(*p->unw));
+		if (!p->unw)
+			return NULL;
+		st->unw_live++;
+	}
+	if (tk_unw_store__proc(st->unw, st->c->sym, p->pid, p->gen, p->unw)) {
+		free(p->unw);
+		p->unw = NULL;
+		st->unw_live--;
+	} else {
+		st->unw_procs++;
+	}
+	unw_info_update(st);
+	return p->unw;
+}
+
+static void unw_proc_drop(struct tk_perf_records *st, struct proc *p)
+{
+	if (p->unw)
+		st->unw_live--;
+	free(p->unw);
+	p->unw = NULL;
+	p->flags &= ~P_UNW;
+}
+
+struct ustack {
+	uint64_t sp;
+	uint64_t len;
+	const uint8_t *data;
+};
+
+/* The sample's copy of the user stack: the bytes from sp up that the kernel could read. */
+static int ustack_read(void *ctx, uint64_t addr, void *buf, size_t len)
+{
+	const struct ustack *u = ctx;
+
+	if (addr < u->sp || addr - u->sp > u->len || len > u->len - (addr - u->sp))
+		return -EFAULT;
+	memcpy(buf, u->data + (addr - u->sp), len);
+	return 0;
+}
+
+/* Walk the sample's user stack into st->ubuf and count how; the frame count. */
+static uint32_t unwind_sample(struct tk_perf_records *st, struct proc *p,
+			      const struct tk_perf_sample *s, bool *trunc)
+{
+	struct ustack u = { s->regs.sp, s->stack_size, s->stack };
+	uint64_t *cnt = st->c->unwind;
+	uint32_t causes, frames[2], i;
+	const struct unw_row *rows;
+	size_t nr_rows;
+	int n;
+
+	rows = tk_unw_store__rows(st->unw, &nr_rows);
+	n = tk_unw__walk(unw_proc_of(st, p), rows, nr_rows, &s->regs, ustack_read, &u, st->ubuf,
+			 TK_MAX_FRAMES, &causes, frames);
+	cnt[UNW_CNT_STACKS]++;
+	cnt[UNW_CNT_CFI_FRAMES] += frames[0];
+	cnt[UNW_CNT_FP_FRAMES] += frames[1];
+	for (i = 0; i < UNW_CNT__COUNT - UNW_CNT_FP; i++)
+		if (causes & (1u << i))
+			cnt[UNW_CNT_FP + i]++;
+	if (causes & UNW_C_DEPTH)
+		*trunc = true;
+	return n;
+}
+
+void tk_perf_records__set_unwind(struct tk_perf_records *r, struct tk_unw_store *store)
+{
+	r->unw = store;
+	r->c->unwinding = store != NULL;
+	if (store)
+		unw_info_update(r);
+}
+
 static bool wanted_pid(const struct tk_cpu *c, uint32_t pid)
 {
 	int i;
@@ -499,7 +638,7 @@ static int on_sample(struct tk_perf_records *st, const struct perf_event_header 
 	struct proc *p;
 	bool fresh, trunc;
 
-	if (tk_perf_sample__parse(h, &s)) {
+	if (tk_perf_sample__parse(h, st->unw != NULL, &s)) {
 		c->losses[TK_LOSS_STACK_ERRORS]++;
 		return 0;
 	}
@@ -514,8 +653,6 @@ static int on_sample(struct tk_perf_records *st, const struct perf_event_header 
 
 	frames = tk_perf_callchain__split(s.ips, s.nr, st->kbuf, &nk, st->ubuf, &nu);
 	trunc = frames >= st->f.max_stack;
-	if (trunc)
-		c->losses[TK_LOSS_TRUNCATED]++;
 
 	t = thread_of(st, s.pid, s.tid);
 	p = tab_get(&st->procs, s.pid, &fresh);
@@ -525,8 +662,16 @@ static int on_sample(struct tk_perf_records *st, const struct perf_event_header 
 		p->flags |= P_SEEN;
 		c->processes++;
 	}
+	/* unwinding here: no user callchain, but registers (none for a kernel thread) */
+	if (s.regs_abi == PERF_SAMPLE_REGS_ABI_64 && s.regs.ip) {
+		if (!(p->flags & P_RESOLVED))
+			resolve(st, p);
+		nu = unwind_sample(st, p, &s, &trunc);
+	}
 	if (nu && !(p->flags & P_RESOLVED))
 		resolve(st, p);
+	if (trunc)
+		c->losses[TK_LOSS_TRUNCATED]++;
 	c->samples++;
 	return tk_stacks__add(c->stacks, s.pid, s.tid, p->gen, t ? t->comm : NULL, st->kbuf, nk,
 			      st->ubuf, nu, 1, trunc);
@@ -568,8 +713,10 @@ static int on_mmap2(struct tk_perf_records *st, const struct perf_event_header *
 		return -ENOMEM;
 	if (maplist_add(p, &m))
 		return -ENOMEM;
-	if (p->flags & P_RESOLVED)
+	if (p->flags & P_RESOLVED) {
 		tk_symbolizer__add_mapping(c->sym, p->pid, p->gen, m.start, m.end, m.pgoff, m.path);
+		p->flags &= ~P_UNW;	/* described again at its next sample */
+	}
 	return 0;
 }
 
@@ -601,7 +748,7 @@ static int on_comm(struct tk_perf_records *st, const struct perf_event_header *h
 		return -ENOMEM;
 	if (!fresh)
 		p->gen++;
-	p->flags &= ~P_RESOLVED;
+	p->flags &= ~(P_RESOLVED | P_UNW);
 	maplist_put(p->maps);
 	p->maps = maplist_new(true);
 	return p->maps ? 0 : -ENOMEM;
@@ -672,6 +819,7 @@ static int on_exit_rec(struct tk_perf_records *st, const struct perf_event_heade
 		return 0;
 	maplist_put(p->maps);
 	p->maps = NULL;
+	unw_proc_drop(st, p);
 	/* keep the entry (and its gen) only when a reuse of the pid must not collide */
 	if (!(p->flags & P_EVER))
 		tab_del(&st->procs, b->pid);

@@ -14,7 +14,13 @@
  * - SAMPLE: the callchain split at its context markers into kernel and user
  *   frames, under the (pid, gen) of the process and the comm of the thread.
  *   A chain of sample_max_stack frames or more is marked truncated
- *   (TK_LOSS_TRUNCATED): the limit bounds both sides together.
+ *   (TK_LOSS_TRUNCATED): the limit bounds both sides together. When user
+ *   stacks are unwound here (tk_perf_records__set_unwind), samples carry no
+ *   user callchain but the user registers and a copy of the user stack
+ *   (TK_PERF_SAMPLE_UNWIND), walked with the rows of the process's mappings
+ *   (tk_unw__walk over a unw_proc made once per (pid, gen), again after
+ *   each MMAP2 of it); the walk's causes go to c->unwind, and a walk cut at
+ *   UNW_MAX_FRAMES is truncated too.
  * - COMM with PERF_RECORD_MISC_COMM_EXEC: the next generation of the pid;
  *   FORK of a new process: also the next generation when the pid was used
  *   before, so a (pid, gen) never names two address spaces. gen counts from 0.
@@ -35,6 +41,7 @@
 #ifndef __TK_PERF_RING_H
 #define __TK_PERF_RING_H
 
+#include <asm/perf_regs.h>
 #include <linux/perf_event.h>
 #include <stdbool.h>
 #include <stddef.h>
@@ -77,6 +84,15 @@ void tk_perf_ring__end(struct tk_perf_ring *r);
 	(PERF_SAMPLE_IP | PERF_SAMPLE_TID | PERF_SAMPLE_TIME | PERF_SAMPLE_CPU |      \
 	 PERF_SAMPLE_PERIOD | PERF_SAMPLE_CALLCHAIN)
 
+/*
+ * What user-space unwinding adds: the user registers the rows need (ABI order,
+ * by bit number: bp, sp, ip) and a copy of the user stack from sp up.
+ */
+#define TK_PERF_SAMPLE_UNWIND (PERF_SAMPLE_REGS_USER | PERF_SAMPLE_STACK_USER)
+#define TK_PERF_REGS_USER                                                            \
+	((1ULL << PERF_REG_X86_BP) | (1ULL << PERF_REG_X86_SP) | (1ULL << PERF_REG_X86_IP))
+#define TK_PERF_STACK_USER 16384	/* bytes of user stack per sample */
+
 struct tk_perf_sample {
 	uint32_t pid;
 	uint32_t tid;
@@ -86,10 +102,19 @@ struct tk_perf_sample {
 	uint64_t ip;
 	uint64_t nr;		/* callchain entries, context markers included */
 	const uint64_t *ips;
+	/* with TK_PERF_SAMPLE_UNWIND only */
+	uint64_t regs_abi;	/* PERF_SAMPLE_REGS_ABI_*: NONE for a kernel thread */
+	struct tk_unw_regs regs;	/* when regs_abi is not NONE */
+	const uint8_t *stack;	/* the user stack from regs.sp, stack_size bytes */
+	uint64_t stack_size;	/* what the kernel could copy (dyn_size) */
 };
 
-/* Decode a PERF_RECORD_SAMPLE of TK_PERF_SAMPLE_TYPE. Returns 0 or -EINVAL. */
-int tk_perf_sample__parse(const struct perf_event_header *h, struct tk_perf_sample *s);
+/*
+ * Decode a PERF_RECORD_SAMPLE of TK_PERF_SAMPLE_TYPE, or of that and
+ * TK_PERF_SAMPLE_UNWIND when @unwind. Returns 0 or -EINVAL.
+ */
+int tk_perf_sample__parse(const struct perf_event_header *h, bool unwind,
+			  struct tk_perf_sample *s);
 /* The time of any record of that layout; 0 when it has none. */
 uint64_t tk_perf_record__time(const struct perf_event_header *h);
 
@@ -113,6 +138,12 @@ struct tk_perf_records;
 /* What records say, kept for @c (its stacks, symbolizer, counters, opts.proc_root). */
 struct tk_perf_records *tk_perf_records__new(struct tk_cpu *c, const struct tk_perf_filter *f);
 void tk_perf_records__free(struct tk_perf_records *r);
+/*
+ * Samples carry TK_PERF_SAMPLE_UNWIND, and their user stacks are walked with
+ * the rows of @store (which must outlive @r); c->unwinding is set and
+ * c->unw_info kept up to date.
+ */
+void tk_perf_records__set_unwind(struct tk_perf_records *r, struct tk_unw_store *store);
 /* Records lost according to the LOST records read so far (not reset with c->losses). */
 uint64_t tk_perf_records__lost(const struct tk_perf_records *r);
 /*
@@ -126,7 +157,8 @@ int tk_perf_rings__consume(struct tk_perf_ring *rings, int nr, uint64_t limit,
 /* ---- the perf backend's own entry, for the sidecar ----------------------------- */
 
 struct tk_cpu_perf_opts {
-	unsigned int ring_pages;	/* per CPU, a power of two; 0: 64 (256 KiB) */
+	/* per CPU, a power of two; 0: 64 (256 KiB), 128 (512 KiB) when user stacks are copied */
+	unsigned int ring_pages;
 	int wake_fd;			/* also wake poll() when readable; -1: none */
 };
 

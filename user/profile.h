@@ -60,7 +60,7 @@ struct tk_loss {
 	uint64_t count;
 };
 
-#define TK_PROFILE_MAX_LOSSES 16
+#define TK_PROFILE_MAX_LOSSES 32
 
 struct tk_profile {
 	struct tk_value_type value_types[TK_PROFILE_MAX_VALUES];

@@ -22,6 +22,8 @@
 #include "maps.h"
 #include "symbolize.h"
 #include "symbolize_int.h"
+#include "elf_reader.h"
+#include "unwind.h"
 
 #define MAPS_LIMIT (64u << 20)	/* the largest PID/maps text read */
 #define VDSO_MAX (1u << 20)
@@ -169,6 +171,7 @@ struct tk_symbolizer {
 	struct tk_ksyms *ksyms;
 	int ksyms_err;
 	bool ksyms_tried;
+	bool unwind;			/* build unwind rows with each index */
 	struct tk_symbolizer_stats st;
 };
 
@@ -223,6 +226,8 @@ int tk_symbolizer__new(const struct tk_symbolizer_opts *opts, struct tk_symboliz
 		return -ENOMEM;
 	strcpy(s->proc_root, proc_root);
 	strcpy(s->debug_root, debug_root);
+	s->unwind = opts && opts->sz >= offsetof(struct tk_symbolizer_opts, unwind_tables) +
+					sizeof(opts->unwind_tables) && opts->unwind_tables;
 	*out = s;
 	return 0;
 }
@@ -333,6 +338,30 @@ static bool build_id_eq(const void *v, const void *key)
 }
 
 /*
+ * The unwind rows of @f, when asked for: from its own CFI, or from its debug
+ * file's .debug_frame when it has no .eh_frame. A file whose CFI cannot be
+ * read keeps no table (its frames go by the frame pointer) and is counted.
+ */
+static void add_unwind(struct tk_symbolizer *s, struct tk_elf_file *f, struct tk_elf_index *idx)
+{
+	struct tk_elf *debug = NULL;
+
+	if (!s->unwind || idx->unw)
+		return;
+	if (idx->debug_path && tk_elf__open(idx->debug_path, &debug))
+		debug = NULL;
+	if (tk_unw_table__build(f->elf, debug, &idx->unw)) {
+		idx->unw = NULL;
+		s->st.unwind_failed++;
+	} else {
+		s->st.unwind_tables++;
+		s->st.unwind_rows += idx->unw->nr;
+		s->st.unwind_ns += idx->unw->st.build_ns;
+	}
+	tk_elf__free(debug);
+}
+
+/*
  * The index of a new file: one already parsed under the same build-id if it
  * has names as good as this file can give, else a fresh parse.
  */
@@ -357,6 +386,7 @@ static int index_file(struct tk_symbolizer *s, struct tk_elf_file *f,
 	err = tk_elf_index__build(f, ds, &idx);
 	if (err)
 		return err;
+	add_unwind(s, f, idx);
 	err = own_index(s, idx);
 	if (err) {
 		tk_elf_index__free(idx);
@@ -497,6 +527,8 @@ static struct tk_elf_index *index_vdso(struct tk_symbolizer *s, uint32_t pid, ui
 	if (n == (ssize_t)size && !tk_elf_file__open_mem(&f, buf, size)) {
 		if (tk_elf_index__build(&f, NULL, &idx))
 			idx = NULL;
+		else
+			add_unwind(s, &f, idx);
 		tk_elf_file__close(&f);
 	}
 	free(buf);
@@ -773,6 +805,35 @@ int tk_symbolizer__user(struct tk_symbolizer *s, uint32_t pid, uint32_t gen, uin
 		return -ENOENT;
 	out->function = tk_elf_index__find(m->idx, vaddr);
 	return out->function ? 0 : -ENOENT;
+}
+
+int tk_symbolizer__for_each_map(struct tk_symbolizer *s, uint32_t pid, uint32_t gen,
+				int (*cb)(const struct tk_sym_map_info *m, void *ctx), void *ctx)
+{
+	struct sym_proc *p = find_proc(s, pid, gen);
+	size_t i;
+	int err;
+
+	if (!p || !p->captured)
+		return -ESRCH;
+	for (i = 0; i < p->nr; i++) {
+		const struct sym_map *m = &p->maps[i];
+		struct tk_sym_map_info mi = {
+			.start = m->start,
+			.end = m->end,
+			.offset = m->offset,
+			.module = m->module,
+		};
+
+		if (m->idx) {
+			mi.have_vaddr = tk_elf_index__vaddr(m->idx, m->offset, &mi.vaddr);
+			mi.unw = m->idx->unw;
+		}
+		err = cb(&mi, ctx);
+		if (err)
+			return err;
+	}
+	return 0;
 }
 
 static int load_ksyms(struct tk_symbolizer *s)

@@ -23,6 +23,7 @@ struct tk_symbolizer_opts {
 	size_t sz;
 	const char *proc_root;	/* default "/proc" */
 	const char *debug_root;	/* default "/usr/lib/debug" */
+	bool unwind_tables;	/* also build each object's unwind rows from its CFI */
 };
 
 int tk_symbolizer__new(const struct tk_symbolizer_opts *opts, struct tk_symbolizer **out);
@@ -64,11 +65,35 @@ int tk_symbolizer__user(struct tk_symbolizer *s, uint32_t pid, uint32_t gen, uin
 /* Resolve a kernel address from kallsyms (loaded on first use); same returns. */
 int tk_symbolizer__kernel(struct tk_symbolizer *s, uint64_t addr, struct tk_sym_frame *out);
 
+struct tk_unw_table;
+
+/* One executable mapping of a captured process, for unwinding. */
+struct tk_sym_map_info {
+	uint64_t start;
+	uint64_t end;
+	uint64_t offset;		/* file offset of start */
+	const char *module;
+	bool have_vaddr;		/* the file's segments say where start is: */
+	uint64_t vaddr;			/* the ELF virtual address at start */
+	const struct tk_unw_table *unw;	/* NULL: none (not asked for, or the file unreadable) */
+};
+
+/*
+ * Call @cb for each executable mapping of (@pid, @gen) in address order; a
+ * non-zero return stops the walk and is returned. -ESRCH when not captured.
+ */
+int tk_symbolizer__for_each_map(struct tk_symbolizer *s, uint32_t pid, uint32_t gen,
+				int (*cb)(const struct tk_sym_map_info *m, void *ctx), void *ctx);
+
 struct tk_symbolizer_stats {
 	uint64_t elf_opened;	/* distinct files parsed */
 	uint64_t elf_cache_hits;
 	uint64_t processes;	/* (pid, gen) pairs captured */
 	uint64_t capture_failed;	/* processes gone before capture */
+	uint64_t unwind_tables;		/* unwind tables built */
+	uint64_t unwind_rows;		/* their rows */
+	uint64_t unwind_ns;		/* time spent building them */
+	uint64_t unwind_failed;		/* objects whose CFI could not be read */
 };
 void tk_symbolizer__stats(const struct tk_symbolizer *s, struct tk_symbolizer_stats *st);
 

@@ -19,6 +19,7 @@
 
 #include "elf_reader.h"
 #include "symbolize_int.h"
+#include "unwind.h"
 
 int tk_elf_file__open(struct tk_elf_file *f, const char *path)
 {
@@ -523,6 +524,7 @@ void tk_elf_index__free(struct tk_elf_index *idx)
 {
 	if (!idx)
 		return;
+	tk_unw_table__free(idx->unw);
 	free(idx->build_id);
 	free(idx->segs);
 	free(idx->syms);

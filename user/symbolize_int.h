@@ -14,6 +14,7 @@
 #include <stdint.h>
 
 struct tk_elf;
+struct tk_unw_table;
 
 #define TK_BUILD_ID_HEX 129	/* 64 bytes of build-id as hex, and the NUL */
 
@@ -46,6 +47,7 @@ struct tk_elf_index {
 	char *names;
 	enum tk_elf_syms_from from;
 	char *debug_path;	/* the debug file used, or NULL */
+	struct tk_unw_table *unw;	/* unwind rows from its CFI, when asked for; or NULL */
 };
 
 /* An ELF file opened for indexing: what decides whether the cache already has it. */

@@ -71,3 +71,22 @@ WORKLOAD_CFLAGS_cpu_split_static := $(CPU_WL_FLAGS) -static
 WORKLOAD_CFLAGS_numa_balance := -static
 # move_pages(2) of 64 MiB to node 1 in the two-node guests (tests/workloads/numa_move.c)
 WORKLOAD_CFLAGS_numa_move := -static
+# unwinding by CFI (user/unwind.h): known call chains in code WITHOUT frame pointers (gcc's
+# x86-64 default, said explicitly) and without sibling calls, so that every frame named in a
+# chain is a real one (shared/notes/stacks.md). unw_mixed runs through libunwfp.so, the one
+# object built with frame pointers; unw_dlopen dlopen()s libunwlate.so from its own directory
+# after a first phase (built first, never linked); unw_chain_stripped is unw_chain with -s.
+UNW_WL_FLAGS := -fomit-frame-pointer -fno-optimize-sibling-calls
+WORKLOAD_CFLAGS_unw_chain := $(UNW_WL_FLAGS)
+WORKLOAD_CFLAGS_unw_chain_stripped := $(UNW_WL_FLAGS) -s
+WORKLOAD_CFLAGS_libunwfp := -fno-omit-frame-pointer -fno-optimize-sibling-calls
+WORKLOAD_CFLAGS_unw_mixed := $(UNW_WL_FLAGS)
+WORKLOAD_LIBS_unw_mixed := -L$(BUILD)/workloads -lunwfp -Wl,-rpath,'$$ORIGIN'
+$(BUILD)/workloads/unw_mixed: $(BUILD)/workloads/libunwfp.so
+WORKLOAD_CFLAGS_libunwlate := $(UNW_WL_FLAGS)
+WORKLOAD_CFLAGS_unw_dlopen := $(UNW_WL_FLAGS)
+WORKLOAD_LIBS_unw_dlopen := -ldl
+$(BUILD)/workloads/unw_dlopen: | $(BUILD)/workloads/libunwlate.so
+WORKLOAD_CFLAGS_unw_jit := $(UNW_WL_FLAGS)
+# alloc_libc_touch: the leak's page faults happen in glibc's _int_malloc, under leak_4k
+WORKLOAD_CFLAGS_alloc_libc_touch := $(UNW_WL_FLAGS)

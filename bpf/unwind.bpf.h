@@ -1,0 +1,375 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause */
+/*
+ * The BPF evaluator of unwind rows (bpf/unwind.h): walks a user stack in the
+ * kernel with the tables user space built from each object's CFI, so stacks
+ * of code without frame pointers stay whole and stay in kernel maps. Every
+ * collector that takes user stacks includes this header once and calls
+ * unw_user_stack() where it called bpf_get_stack(..., BPF_F_USER_STACK).
+ *
+ * One frame is one call of the global function unw_step(): the verifier
+ * checks a global function once, on its own, whatever the number of calls,
+ * so 127 frames of two binary searches each stay far inside the verifier's
+ * limits on every kernel from 5.10 on (no tail calls, no bpf_loop). The
+ * walk's state lives in a per-CPU array; the same algorithm, step for step,
+ * is user/unwind_eval.c's.
+ *
+ * Until user space has written a process's entry (its first sample or exec
+ * reaches user space through the collector's ring buffer; tables are built
+ * then), frames are taken by the frame pointer and counted as such. An
+ * address in no known mapping (a library dlopen'ed since the capture) asks
+ * user space, once, to capture the process again (unw_state.miss).
+ */
+#ifndef __UNWIND_BPF_H
+#define __UNWIND_BPF_H
+
+#include "unwind.h"
+
+/* 0: rows unused, bpf_get_stack's frame-pointer walk; 1: unwind with the rows */
+const volatile bool unw_enabled = false;
+/*
+ * How to find a task's user registers when the program runs in the kernel:
+ * 1: bpf_task_pt_regs() (5.15+); 2: task->stack + unw_thread_size, at the
+ * task_struct offset unw_task_stack_off user space found in BTF (older).
+ */
+const volatile __u32 unw_task_regs = 1;
+const volatile __u32 unw_task_stack_off = 0;
+const volatile __u32 unw_thread_size = 16384;
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(map_flags, BPF_F_MMAPABLE);
+	__uint(max_entries, 1);		/* sized by user space */
+	__type(key, __u32);
+	__type(value, struct unw_row);
+} unw_rows SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 1);		/* sized by user space */
+	__type(key, __u32);		/* tgid */
+	__type(value, struct unw_proc);
+} unw_procs SEC(".maps");
+
+struct unw_state {
+	__u64 ip;
+	__u64 sp;
+	__u64 bp;
+	__u32 tgid;
+	__u32 nr;
+	__u32 causes;			/* enum unw_cause */
+	__u32 miss;			/* ask user space to capture tgid again */
+	__u32 cfi_frames;
+	__u32 fp_frames;
+	__u64 ips[UNW_MAX_FRAMES];
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct unw_state);
+} unw_scratch SEC(".maps");
+
+__u64 unw_counters[UNW_MAX_CPUS][UNW_CNT__COUNT] = {};
+
+static __always_inline void unw_count(__u32 c, __u64 n)
+{
+	__u32 cpu = bpf_get_smp_processor_id() & (UNW_MAX_CPUS - 1);
+
+	if (c < UNW_CNT__COUNT)
+		__sync_fetch_and_add(&unw_counters[cpu][c], n);
+}
+
+static __always_inline int unw_read(__u64 *dst, __u64 addr)
+{
+	return bpf_probe_read_user(dst, sizeof(*dst), (const void *)addr);
+}
+
+/* The mapping of @p holding @addr, or NULL. */
+static __always_inline struct unw_map *unw_find_map(struct unw_proc *p, __u64 addr)
+{
+	__u32 lo = 0, hi = p->nr, i, mid;
+	struct unw_map *m;
+
+	if (hi > UNW_MAX_MAPS)
+		hi = UNW_MAX_MAPS;
+	for (i = 0; i < UNW_MAP_SEARCH && lo < hi; i++) {
+		mid = (lo + hi) / 2;
+		m = &p->maps[mid & (UNW_MAX_MAPS - 1)];
+		if (addr < m->start)
+			hi = mid;
+		else if (addr >= m->end)
+			lo = mid + 1;
+		else
+			return m;
+	}
+	return NULL;
+}
+
+/* The row of @m covering @addr, or NULL. */
+static __always_inline struct unw_row *unw_find_row(const struct unw_map *m, __u64 addr)
+{
+	__u64 rel = addr - m->bias;
+	__u32 lo = m->row_start, hi = m->row_start + m->row_count, i, mid;
+	struct unw_row *r, *found = NULL;
+
+	if (addr < m->bias || rel > 0xffffffffULL || hi < lo)
+		return NULL;
+	for (i = 0; i < UNW_ROW_SEARCH && lo < hi; i++) {
+		mid = lo + (hi - lo) / 2;
+		r = bpf_map_lookup_elem(&unw_rows, &mid);
+		if (!r)
+			return NULL;
+		if (r->pc <= rel) {
+			found = r;
+			lo = mid + 1;
+		} else {
+			hi = mid;
+		}
+	}
+	return found;
+}
+
+/*
+ * One frame: record the current ip, find the caller's registers. Returns 0
+ * to go on, 1 when the walk ends. A global function: verified once.
+ */
+__noinline int unw_step(__u32 unused)
+{
+	__u64 ip, sp, bp, look, cfa, ra, nbp;
+	struct unw_state *s;
+	struct unw_proc *p;
+	struct unw_map *m;
+	struct unw_row *r;
+	__u32 zero = 0, nr;
+
+	s = bpf_map_lookup_elem(&unw_scratch, &zero);
+	if (!s)
+		return 1;
+	nr = s->nr;
+	if (nr >= UNW_MAX_FRAMES) {
+		s->causes |= UNW_C_DEPTH;
+		return 1;
+	}
+	ip = s->ip;
+	sp = s->sp;
+	bp = s->bp;
+	s->ips[nr] = ip;
+	s->nr = nr + 1;
+	look = nr ? ip - 1 : ip;
+
+	p = bpf_map_lookup_elem(&unw_procs, &s->tgid);
+	if (!p)
+		goto fp;
+	m = unw_find_map(p, look);
+	if (!m) {
+		s->causes |= UNW_C_NO_MAPPING;
+		if (!p->miss_sent) {
+			p->miss_sent = 1;
+			s->miss = 1;
+		}
+		return 1;
+	}
+	if (m->flags & UNW_MAP_PENDING) {
+		s->causes |= UNW_C_NOT_LOADED;
+		goto fp;
+	}
+	if ((m->flags & UNW_MAP_NO_CFI) || !m->row_count) {
+		s->causes |= UNW_C_FP;
+		goto fp;
+	}
+	r = unw_find_row(m, look);
+	if (!r || r->kind == UNW_ROW_INVALID) {
+		s->causes |= UNW_C_NO_ROW;
+		goto fp;
+	}
+	switch (r->kind) {
+	case UNW_ROW_END:
+		s->causes |= UNW_C_END;
+		return 1;
+	case UNW_ROW_SIGNAL:
+		if (unw_read(&ra, sp + UNW_SC_RIP) || unw_read(&cfa, sp + UNW_SC_RSP) ||
+		    unw_read(&nbp, sp + UNW_SC_RBP))
+			goto fault;
+		goto cfi_done;
+	case UNW_ROW_SP:
+		cfa = sp + r->cfa_off;
+		break;
+	case UNW_ROW_FP:
+		cfa = bp + r->cfa_off;
+		break;
+	case UNW_ROW_DEREF_FP:
+		if (unw_read(&cfa, bp + r->cfa_off))
+			goto fault;
+		break;
+	case UNW_ROW_PLT:
+		cfa = sp + 8 + ((__s64)(ip & 15) >= r->cfa_off ? 8 : 0);
+		break;
+	default:
+		s->causes |= UNW_C_UNSUPPORTED;
+		goto fp;
+	}
+	if (cfa <= sp) {
+		s->causes |= UNW_C_BAD_FRAME;
+		return 1;
+	}
+	if (unw_read(&ra, cfa - 8))
+		goto fault;
+	if (r->rbp_off == 0)
+		nbp = bp;
+	else if (r->rbp_off == UNW_RBP_LOST)
+		nbp = 0;
+	else if (unw_read(&nbp, cfa + 8 * (__s64)r->rbp_off))
+		goto fault;
+cfi_done:
+	s->cfi_frames++;
+	s->ip = ra;
+	s->sp = cfa;
+	s->bp = nbp;
+	return ra == 0;
+
+fp:
+	if (!bp)
+		return 1;
+	if (bp < sp || (bp & 7)) {
+		s->causes |= UNW_C_BAD_FRAME;
+		return 1;
+	}
+	if (unw_read(&ra, bp + 8) || unw_read(&nbp, bp))
+		goto fault;
+	s->fp_frames++;
+	s->ip = ra;
+	s->sp = bp + 16;
+	s->bp = nbp;
+	return ra == 0;
+
+fault:
+	s->causes |= UNW_C_READ_FAULT;
+	return 1;
+}
+
+/* x86-64 struct pt_regs, by 8-byte slots (its layout is ABI) */
+#define UNW_REG_BP 4
+#define UNW_REG_IP 16
+#define UNW_REG_CS 17
+#define UNW_REG_SP 19
+#define UNW_REGS_SIZE (21 * 8)
+
+/*
+ * The user registers of the current task when the program runs in the
+ * kernel (a syscall, a fault, an interrupt of user code): 0 or -1.
+ */
+static __always_inline int unw_task_user_regs(__u64 *ip, __u64 *sp, __u64 *bp)
+{
+	__u64 regs = 0, v[3];
+
+	if (unw_task_regs == 1) {
+		regs = bpf_task_pt_regs(bpf_get_current_task_btf());
+	} else {
+		__u64 task = bpf_get_current_task(), stack = 0;
+
+		if (bpf_probe_read_kernel(&stack, sizeof(stack),
+					  (const void *)(task + unw_task_stack_off)) || !stack)
+			return -1;
+		regs = stack + unw_thread_size - UNW_REGS_SIZE;
+	}
+	if (!regs || bpf_probe_read_kernel(&v[0], 8, (const void *)(regs + 8 * UNW_REG_IP)) ||
+	    bpf_probe_read_kernel(&v[1], 8, (const void *)(regs + 8 * UNW_REG_SP)) ||
+	    bpf_probe_read_kernel(&v[2], 8, (const void *)(regs + 8 * UNW_REG_BP)))
+		return -1;
+	*ip = v[0];
+	*sp = v[1];
+	*bp = v[2];
+	return 0;
+}
+
+/*
+ * Walk the user stack of the current task from (@ip, @sp, @bp) into @ips (up
+ * to @max frames, the first @skip left out). Returns the frame count; *causes
+ * gets the walk's enum unw_cause bits, *miss whether user space should
+ * capture the process's mappings again.
+ */
+static __always_inline int unw_walk(__u64 ip, __u64 sp, __u64 bp, __u32 skip, __u64 *ips,
+				    __u32 max, __u32 *causes, __u32 *miss)
+{
+	__u32 zero = 0, i, n, nr, c, at;
+	struct unw_state *s = bpf_map_lookup_elem(&unw_scratch, &zero);
+
+	*causes = 0;
+	*miss = 0;
+	if (!s)
+		return 0;
+	s->ip = ip;
+	s->sp = sp;
+	s->bp = bp;
+	s->tgid = bpf_get_current_pid_tgid() >> 32;
+	s->nr = 0;
+	s->causes = bpf_map_lookup_elem(&unw_procs, &s->tgid) ? 0 : UNW_C_NO_PROC;
+	s->miss = 0;
+	s->cfi_frames = 0;
+	s->fp_frames = 0;
+	for (i = 0; i < UNW_MAX_FRAMES + 1; i++) {
+		if (unw_step(0))
+			break;
+	}
+	nr = s->nr;
+	for (n = 0; n < UNW_MAX_FRAMES; n++) {
+		at = n + skip;
+		if (at >= nr || at >= UNW_MAX_FRAMES || n >= max)
+			break;
+		ips[n] = s->ips[at];
+	}
+	c = s->causes;
+	unw_count(UNW_CNT_STACKS, 1);
+	unw_count(UNW_CNT_CFI_FRAMES, s->cfi_frames);
+	unw_count(UNW_CNT_FP_FRAMES, s->fp_frames);
+	for (i = 0; i < UNW_CNT__COUNT - UNW_CNT_FP; i++) {
+		if (c & (1u << i))
+			unw_count(UNW_CNT_FP + i, 1);
+	}
+	*causes = c;
+	*miss = s->miss;
+	return n;
+}
+
+/*
+ * The user stack of the current task: from @regs (a pointer to its user
+ * pt_regs, or NULL to find them), like bpf_get_stack(BPF_F_USER_STACK) but
+ * through the rows. @in_ctx: @regs is the program's context (a uprobe's, a
+ * perf_event's), read directly; else a kernel pointer. @skip: frames left
+ * out at the top (a probe's own function). Returns the frame
+ * count, or a negative value when no registers could be had.
+ */
+static __always_inline int unw_user_stack(const void *regs, bool in_ctx, __u32 skip, __u64 *ips,
+					  __u32 max, __u32 *causes, __u32 *miss)
+{
+	__u64 ip = 0, sp = 0, bp = 0, cs = 0;
+
+	if (regs && in_ctx) {
+		const __u64 *r = regs;
+
+		ip = r[UNW_REG_IP];
+		sp = r[UNW_REG_SP];
+		bp = r[UNW_REG_BP];
+		cs = r[UNW_REG_CS];
+	} else if (regs) {
+		if (bpf_probe_read_kernel(&ip, 8, (const char *)regs + 8 * UNW_REG_IP) ||
+		    bpf_probe_read_kernel(&sp, 8, (const char *)regs + 8 * UNW_REG_SP) ||
+		    bpf_probe_read_kernel(&bp, 8, (const char *)regs + 8 * UNW_REG_BP) ||
+		    bpf_probe_read_kernel(&cs, 8, (const char *)regs + 8 * UNW_REG_CS))
+			return -1;
+	}
+	/* interrupted in the kernel (or no regs given): the task's own user registers */
+	if (!regs || (cs & 3) != 3) {
+		if (unw_task_user_regs(&ip, &sp, &bp))
+			return -1;
+	}
+	if (!ip) {
+		*causes = 0;
+		*miss = 0;
+		return 0;	/* a kernel thread: no user stack */
+	}
+	return unw_walk(ip, sp, bp, skip, ips, max, causes, miss);
+}
+
+#endif /* __UNWIND_BPF_H */

@@ -1,0 +1,117 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause */
+/*
+ * Unwind rows: the one table format that both evaluators read — the BPF one
+ * (bpf/unwind.bpf.h, in every collector that takes user stacks) and the
+ * user-space one (user/unwind_eval.c, for the perf_event fallback).
+ *
+ * User space turns each ELF object's CFI (.eh_frame, or .debug_frame of its
+ * debug file) into rows sorted by address (user/unwind_table.c). A row says,
+ * from its address up to the next row's, how to find the caller on x86-64:
+ *
+ *   CFA  = rsp + cfa_off | rbp + cfa_off | *(rbp + cfa_off) | the PLT rule
+ *   return address at CFA - 8 (the only rule x86-64 compilers emit)
+ *   caller's rbp  = *(CFA + 8 * rbp_off), or unchanged when rbp_off is 0
+ *   caller's rsp  = CFA
+ *
+ * plus the signal trampoline (registers from the ucontext at rsp), the
+ * outermost frame (return address undefined: _start, a thread's start), and
+ * rows that say "no CFI here" or "CFI the rows cannot express": the walk then
+ * takes that one frame by the frame pointer, and counts it.
+ */
+#ifndef __UNWIND_H
+#define __UNWIND_H
+
+#define UNW_MAX_FRAMES 127	/* frames of one stack, the leaf first */
+#define UNW_MAX_MAPS 128	/* executable mappings of one process */
+#define UNW_MAP_SEARCH 8	/* log2(UNW_MAX_MAPS) + 1 steps of binary search */
+#define UNW_ROW_SEARCH 24	/* steps of binary search in one table: 16M rows */
+#define UNW_MAX_CPUS 256	/* slots of the per-CPU counters (cpu & (UNW_MAX_CPUS - 1)) */
+
+enum unw_row_kind {
+	UNW_ROW_SP = 1,		/* CFA = rsp + cfa_off */
+	UNW_ROW_FP,		/* CFA = rbp + cfa_off */
+	UNW_ROW_DEREF_FP,	/* CFA = *(rbp + cfa_off): gcc's stack realignment (DRAP) */
+	UNW_ROW_PLT,		/* CFA = rsp + 8 + ((rip & 15) >= cfa_off ? 8 : 0): PLT stubs */
+	UNW_ROW_SIGNAL,		/* a signal trampoline: rip, rsp, rbp from the ucontext at rsp */
+	UNW_ROW_END,		/* the outermost frame: return address undefined */
+	UNW_ROW_INVALID,	/* no CFI covers this address (a gap between FDEs) */
+	UNW_ROW_UNSUPPORTED,	/* CFI the rows cannot express: take this frame by rbp */
+};
+
+/* rbp_off: 0 = rbp unchanged; UNW_RBP_LOST = rbp is not recoverable (set to 0) */
+#define UNW_RBP_LOST (-128)
+
+/* 8 bytes; rows of one table are sorted by pc, one row per pc. */
+struct unw_row {
+	__u32 pc;		/* ELF virtual address - the table's base */
+	__s16 cfa_off;		/* bytes (for UNW_ROW_PLT: the threshold of rip & 15) */
+	__s8 rbp_off;		/* caller's rbp at CFA + 8 * rbp_off; see UNW_RBP_LOST */
+	__u8 kind;		/* enum unw_row_kind */
+};
+
+enum unw_map_flags {
+	UNW_MAP_PENDING = 1 << 0,	/* the table is not loaded yet: by frame pointer */
+	UNW_MAP_NO_CFI = 1 << 1,	/* the object has no CFI at all: by frame pointer */
+};
+
+/* One executable mapping of a process; maps of a unw_proc are sorted by start. */
+struct unw_map {
+	__u64 start;
+	__u64 end;		/* exclusive */
+	__u64 bias;		/* address - bias = row pc */
+	__u32 row_start;	/* index of the table's first row in the rows array */
+	__u32 row_count;	/* 0 with UNW_MAP_PENDING or UNW_MAP_NO_CFI */
+	__u32 flags;		/* enum unw_map_flags */
+	__u32 pad;
+};
+
+/* A process's executable mappings, as user space last captured them. */
+struct unw_proc {
+	__u32 nr;		/* maps in use */
+	__u32 gen;		/* the capture's exec generation */
+	__u32 miss_sent;	/* a miss was reported since user space wrote this entry */
+	__u32 pad;
+	struct unw_map maps[UNW_MAX_MAPS];
+};
+
+/*
+ * Why a stack is not whole, or how it was walked: each is counted once per
+ * stack (UNW_CNT_*_FRAMES count frames).
+ */
+enum unw_cause {
+	UNW_C_FP = 1 << 0,		/* a frame of an object without CFI, by rbp */
+	UNW_C_NOT_LOADED = 1 << 1,	/* a frame whose table was not loaded yet, by rbp */
+	UNW_C_NO_ROW = 1 << 2,		/* CFI does not cover the address, by rbp */
+	UNW_C_UNSUPPORTED = 1 << 3,	/* a row the evaluator cannot express, by rbp */
+	UNW_C_NO_MAPPING = 1 << 4,	/* address in no file mapping (JIT, anonymous): stopped */
+	UNW_C_NO_PROC = 1 << 5,		/* the process has no unwind entry: rbp all the way */
+	UNW_C_READ_FAULT = 1 << 6,	/* a stack read failed: stopped */
+	UNW_C_DEPTH = 1 << 7,		/* UNW_MAX_FRAMES reached: truncated */
+	UNW_C_END = 1 << 8,		/* reached the outermost frame: the stack is whole */
+	UNW_C_BAD_FRAME = 1 << 9,	/* the frame pointer or CFA went nowhere: stopped */
+};
+
+enum unw_counter {
+	UNW_CNT_STACKS = 0,		/* stacks walked */
+	UNW_CNT_CFI_FRAMES,		/* frames found by a row */
+	UNW_CNT_FP_FRAMES,		/* frames found by rbp (any cause) */
+	UNW_CNT_FP,			/* stacks with UNW_C_FP; and so on, in enum unw_cause order */
+	UNW_CNT_NOT_LOADED,
+	UNW_CNT_NO_ROW,
+	UNW_CNT_UNSUPPORTED,
+	UNW_CNT_NO_MAPPING,
+	UNW_CNT_NO_PROC,
+	UNW_CNT_READ_FAULT,
+	UNW_CNT_DEPTH,
+	UNW_CNT_END,
+	UNW_CNT_BAD_FRAME,
+	UNW_CNT__COUNT,
+};
+
+/* Byte offsets in the signal frame at rsp when __restore_rt runs (struct ucontext). */
+#define UNW_UC_MCONTEXT 40		/* uc_flags, uc_link, uc_stack */
+#define UNW_SC_RBP (UNW_UC_MCONTEXT + 10 * 8)
+#define UNW_SC_RSP (UNW_UC_MCONTEXT + 15 * 8)
+#define UNW_SC_RIP (UNW_UC_MCONTEXT + 16 * 8)
+
+#endif /* __UNWIND_H */

@@ -1,0 +1,431 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
+/*
+ * Whole stacks through code without frame pointers, as a user sees them:
+ * tracekit cpu and alloc on workloads built without frame pointers whose
+ * call chains are known (tests/workloads/unw_*), a chain through glibc
+ * (qsort calling back), frames with and without frame pointers on one
+ * stack, a library dlopen'ed after the start, code of no file (JIT), a
+ * process in another mount namespace, and real programs nobody here wrote
+ * (Debian's redis-server under redis-benchmark, python3). Both CPU backends:
+ * the BPF evaluator in the kernel and the perf_event fallback's in user space.
+ * --unwind fp on the same workloads shows what the tests would see without
+ * the tables (they must fail there).
+ */
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <stdarg.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include "spawn.h"
+
+static char tmpdir[] = "/tmp/tk-unwind-test.XXXXXX";
+static char out[1 << 20];
+
+static const char *path_in_tmp(const char *name)
+{
+	static char buf[8][512];
+	static int i;
+
+	i = (i + 1) % 8;
+	snprintf(buf[i], sizeof(buf[i]), "%s/%s", tmpdir, name);
+	return buf[i];
+}
+
+/*
+ * Samples of a folded file whose stack contains @leaf, and of those the ones
+ * that also contain @chain; the total in *total.
+ */
+static unsigned long folded_share(const char *file, const char *leaf, const char *chain,
+				  unsigned long *with_leaf, unsigned long *total)
+{
+	static char line[1 << 16];
+	unsigned long ok = 0;
+	FILE *f = fopen(file, "r");
+
+	assert_non_null(f);
+	*with_leaf = *total = 0;
+	while (fgets(line, sizeof(line), f)) {
+		char *sp = strrchr(line, ' ');
+		unsigned long n;
+
+		assert_non_null(sp);
+		n = strtoul(sp + 1, NULL, 10);
+		*sp = '\0';
+		*total += n;
+		if (!strstr(line, leaf))
+			continue;
+		*with_leaf += n;
+		if (strstr(line, chain))
+			ok += n;
+	}
+	fclose(f);
+	return ok;
+}
+
+/* The value of loss counter @name in the pprof comments of @pb ("lost: NAME=N"). */
+static long pprof_loss(const char *pb, const char *name)
+{
+	char cmd[1024], want[128], *p;
+	long v = -1;
+
+	snprintf(cmd, sizeof(cmd), "HOME=${HOME:-/tmp} go tool pprof -comments %s 2>&1", pb);
+	assert_int_equal(tk_test_capture(cmd, out, sizeof(out)), 0);
+	snprintf(want, sizeof(want), "lost: %s=", name);
+	p = strstr(out, want);
+	if (p)
+		v = strtol(p + strlen(want), NULL, 10);
+	return v;
+}
+
+static int run(char **args)
+{
+	return tk_test_run_tracekit(out, sizeof(out), false, args);
+}
+
+/*
+ * tracekit cpu with @backend and --unwind @mode on `-- @workload ARGS`: the
+ * share of @leaf's samples that carry @chain.
+ */
+static double cpu_share(const char *backend, const char *mode, const char *workload,
+			const char *arg, const char *leaf, const char *chain, const char *pb)
+{
+	const char *folded = path_in_tmp("cpu.folded");
+	char *args[] = { "cpu", "--backend", (char *)backend, "--unwind", (char *)mode, "-F",
+			 "499", "-o", (char *)folded, "-o", (char *)(pb ? pb : path_in_tmp("x.pb.gz")),
+			 "--", (char *)tk_test_workload(workload), (char *)arg, NULL };
+	unsigned long ok, with_leaf, total;
+
+	assert_int_equal(run(args), 0);
+	ok = folded_share(folded, leaf, chain, &with_leaf, &total);
+	print_message("%s --unwind %s %s: %lu samples, %lu with %s, %lu of them with %s\n",
+		      backend, mode, workload, total, with_leaf, leaf, ok, chain);
+	assert_true(total > 300);
+	assert_true(with_leaf > total / 3);
+	return (double)ok / with_leaf;
+}
+
+#define QSORT_CHAIN ";main;run;stage_a;stage_b;qsort_r;"
+
+/* main → run → stage_a → stage_b → qsort (glibc) → compare → burn, no frame pointers */
+static void check_chain(const char *backend, const char *workload)
+{
+	const char *pb = path_in_tmp("chain.pb.gz");
+	double share = cpu_share(backend, "auto", workload, "3", ";burn", QSORT_CHAIN, pb);
+
+	assert_true(share >= 0.97);
+	/* the whole chain starts at _start: the outermost frame CFI marks */
+	share = cpu_share(backend, "auto", workload, "3", ";burn", "_start;__libc_start_main;",
+			  pb);
+	assert_true(share >= 0.97);
+	assert_int_equal(pprof_loss(pb, "unwind_unsupported_cfi"), 0);
+	assert_true(pprof_loss(pb, "unwind_depth_limit") == 0);
+	/* the profile says how it unwound */
+	assert_non_null(strstr(out, "unwinding: CFI in "));
+	assert_non_null(strstr(out, "unwind tables: "));
+}
+
+static void test_chain_bpf(void **state)
+{
+	NEED_ROOT();
+	check_chain("bpf", "unw_chain");
+}
+
+static void test_chain_perf(void **state)
+{
+	NEED_ROOT();
+	check_chain("perf", "unw_chain");
+}
+
+/* a stripped copy: no .symtab, CFI all the same (names from .dynsym where there are any) */
+static void test_chain_stripped_bpf(void **state)
+{
+	NEED_ROOT();
+	/* its own functions are unnamed (module+offset), glibc's are: the chain is whole */
+	assert_true(cpu_share("bpf", "auto", "unw_chain_stripped", "3", ";qsort_r;",
+			      "__libc_start_main;__libc_start_call_main;unw_chain_stripped+", NULL) >=
+		    0.97);
+}
+
+/* The same workload with frame pointers only: the chain breaks (the tests above can fail). */
+static void test_chain_fp_only(void **state)
+{
+	NEED_ROOT();
+	assert_true(cpu_share("bpf", "fp", "unw_chain", "3", ";burn", QSORT_CHAIN, NULL) < 0.5);
+}
+
+/* main → outer (no fp) → lib_middle (fp, libunwfp.so) → callback_inner (no fp) → burn */
+static void test_mixed_bpf(void **state)
+{
+	NEED_ROOT();
+	assert_true(cpu_share("bpf", "auto", "unw_mixed", "3", ";burn",
+			      ";main;outer;lib_middle;callback_inner;burn", NULL) >= 0.97);
+}
+
+static void test_mixed_perf(void **state)
+{
+	NEED_ROOT();
+	assert_true(cpu_share("perf", "auto", "unw_mixed", "3", ";burn",
+			      ";main;outer;lib_middle;callback_inner;burn", NULL) >= 0.97);
+}
+
+/* a library dlopen'ed after the first samples: its table loads on the first miss */
+static void check_dlopen(const char *backend)
+{
+	const char *folded = path_in_tmp("dl.folded");
+	char *args[] = { "cpu", "--backend", (char *)backend, "-F", "499", "-o", (char *)folded,
+			 "--", (char *)tk_test_workload("unw_dlopen"), "1", "3", NULL };
+	unsigned long ok, with_leaf, total;
+
+	assert_int_equal(run(args), 0);
+	ok = folded_share(folded, ";late_hot", ";main;late_caller;late_outer;late_hot", &with_leaf,
+			  &total);
+	print_message("%s dlopen: %lu samples, %lu in late_hot, %lu whole\n", backend, total,
+		      with_leaf, ok);
+	assert_true(with_leaf > 500);
+	/* at most the first second after the dlopen may be lost: one capture a second */
+	assert_true(ok >= with_leaf * 0.6);
+}
+
+static void test_dlopen_bpf(void **state)
+{
+	NEED_ROOT();
+	check_dlopen("bpf");
+}
+
+static void test_dlopen_perf(void **state)
+{
+	NEED_ROOT();
+	check_dlopen("perf");
+}
+
+/* code of no file: the walk stops at the anonymous frame, and says so */
+static void test_jit_bpf(void **state)
+{
+	const char *folded = path_in_tmp("jit.folded"), *pb = path_in_tmp("jit.pb.gz");
+	char *args[] = { "cpu", "--backend", "bpf", "-F", "499", "-o", (char *)folded, "-o",
+			 (char *)pb, "--", (char *)tk_test_workload("unw_jit"), "3", NULL };
+	unsigned long ok, with_leaf, total;
+
+	NEED_ROOT();
+	assert_int_equal(run(args), 0);
+	/* after_jit → burn, then the anonymous frame ([unknown]), then nothing */
+	ok = folded_share(folded, ";after_jit;burn", "[unknown];after_jit;burn", &with_leaf,
+			  &total);
+	print_message("jit: %lu samples, %lu in after_jit→burn, %lu stop at the JIT frame\n",
+		      total, with_leaf, ok);
+	assert_true(with_leaf > total / 2);
+	assert_true(ok >= with_leaf * 0.97);
+	assert_true(pprof_loss(pb, "unwind_no_mapping") >= (long)(with_leaf * 0.9));
+}
+
+/*
+ * A process in another mount namespace whose program exists only there (a
+ * tmpfs of its own): its objects are read through /proc/PID/map_files.
+ */
+static void test_other_mount_namespace(void **state)
+{
+	const char *folded = path_in_tmp("ns.folded");
+	char cmd[2048];
+	unsigned long ok, with_leaf, total;
+	pid_t pid;
+	int i;
+
+	NEED_ROOT();
+	snprintf(cmd, sizeof(cmd),
+		 "unshare --mount --propagation private sh -c 'd=$(mktemp -d) && "
+		 "mount -t tmpfs none $d && cp %s $d/unw_chain_ns && exec $d/unw_chain_ns 6' "
+		 ">/dev/null 2>&1 & echo $!", tk_test_workload("unw_chain"));
+	assert_int_equal(tk_test_capture(cmd, out, sizeof(out)), 0);
+	/* the workload's own pid: the first child of the shell that became it */
+	pid = atoi(out);
+	assert_true(pid > 0);
+	for (i = 0; i < 50; i++) {
+		char link[64], target[512];
+		ssize_t n;
+
+		snprintf(link, sizeof(link), "/proc/%d/exe", pid);
+		n = readlink(link, target, sizeof(target) - 1);
+		if (n > 0 && (target[n] = '\0', strstr(target, "unw_chain_ns")))
+			break;
+		usleep(20000);
+	}
+	assert_true(i < 50);
+	{
+		char spid[16];
+		char *args[] = { "cpu", "--backend", "bpf", "-p", spid, "-d", "3", "-F", "499",
+				 "-o", (char *)folded, NULL };
+
+		snprintf(spid, sizeof(spid), "%d", pid);
+		assert_int_equal(run(args), 0);
+	}
+	kill(pid, SIGKILL);
+	waitpid(pid, NULL, 0);
+	ok = folded_share(folded, ";burn", QSORT_CHAIN, &with_leaf, &total);
+	print_message("mount namespace: %lu samples, %lu in burn, %lu whole\n", total, with_leaf,
+		      ok);
+	assert_true(with_leaf > 300);
+	assert_true(ok >= with_leaf * 0.97);
+}
+
+/* ---- programs nobody here wrote ------------------------------------------------------ */
+
+/*
+ * Debian's redis-server (no frame pointers, no .symtab) under redis-benchmark:
+ * nearly every sample reaches main (the event loop) or a thread's start.
+ */
+static void test_redis_bpf(void **state)
+{
+	const char *folded = path_in_tmp("redis.folded");
+	char cmd[1024], spid[16];
+	unsigned long ok, with_leaf, total;
+	int port = 20000 + getpid() % 20000;
+	pid_t rpid, bench;
+
+	NEED_ROOT();
+	if (access("/usr/bin/redis-server", X_OK) || access("/usr/bin/redis-benchmark", X_OK)) {
+		print_message("redis-server or redis-benchmark missing (tools/install-deps.sh)\n");
+		if (getenv("CI"))
+			fail();
+		skip();
+	}
+	snprintf(cmd, sizeof(cmd),
+		 "/usr/bin/redis-server --port %d --bind 127.0.0.1 --save '' --appendonly no "
+		 ">/dev/null 2>&1 & echo $!", port);
+	assert_int_equal(tk_test_capture(cmd, out, sizeof(out)), 0);
+	rpid = atoi(out);
+	usleep(300000);
+	snprintf(cmd, sizeof(cmd),
+		 "/usr/bin/redis-benchmark -h 127.0.0.1 -p %d -n 100000000 -c 20 -q -t set,get,incr "
+		 ">/dev/null 2>&1 & echo $!", port);
+	assert_int_equal(tk_test_capture(cmd, out, sizeof(out)), 0);
+	bench = atoi(out);
+	usleep(300000);
+	snprintf(spid, sizeof(spid), "%d", rpid);
+	{
+		char *args[] = { "cpu", "--backend", "bpf", "-p", spid, "-d", "3", "-F", "499",
+				 "-o", (char *)folded, NULL };
+
+		assert_int_equal(run(args), 0);
+	}
+	kill(bench, SIGKILL);
+	kill(rpid, SIGTERM);
+	waitpid(bench, NULL, 0);
+	waitpid(rpid, NULL, 0);
+	ok = folded_share(folded, "redis-server", ";main;", &with_leaf, &total);
+	ok += folded_share(folded, "redis-server", ";start_thread;", &with_leaf, &total);
+	print_message("redis: %lu samples, %lu reach main or start_thread\n", total, ok);
+	assert_true(total > 300);
+	assert_true(ok >= total * 0.95);
+	/* the event loop's chain, as perf --call-graph dwarf shows it */
+	ok = folded_share(folded, "redis-server", ";main;aeMain;", &with_leaf, &total);
+	assert_true(ok >= total / 2);
+}
+
+/* Debian's python3 on a pure-Python loop: the interpreter's frames reach Py_BytesMain. */
+static void test_python_bpf(void **state)
+{
+	const char *folded = path_in_tmp("py.folded"), *script = path_in_tmp("loop.py");
+	unsigned long ok, with_leaf, total;
+	FILE *f;
+
+	NEED_ROOT();
+	if (access("/usr/bin/python3", X_OK)) {
+		print_message("/usr/bin/python3 missing\n");
+		if (getenv("CI"))
+			fail();
+		skip();
+	}
+	f = fopen(script, "w");
+	assert_non_null(f);
+	fputs("import time\nt = time.time() + 3\nn = 0\nwhile time.time() < t:\n"
+	      "    n = sum(i * i for i in range(1000))\n", f);
+	fclose(f);
+	{
+		char *args[] = { "cpu", "--backend", "bpf", "-F", "499", "-o", (char *)folded, "--",
+				 "/usr/bin/python3", (char *)script, NULL };
+
+		assert_int_equal(run(args), 0);
+	}
+	ok = folded_share(folded, "_PyEval_EvalFrameDefault", ";Py_BytesMain;", &with_leaf,
+			  &total);
+	print_message("python3: %lu samples, %lu in the interpreter, %lu reach Py_BytesMain\n",
+		      total, with_leaf, ok);
+	assert_true(with_leaf > total / 2);
+	assert_true(ok >= with_leaf * 0.95);
+}
+
+/* ---- allocations ---------------------------------------------------------------------- */
+
+/*
+ * growth mode on a leak whose pages malloc itself touches first (inside
+ * glibc's _int_malloc): the bytes land under the leaking function.
+ */
+static void check_growth(const char *mode, double *share)
+{
+	const char *folded = path_in_tmp("growth.folded");
+	char *args[] = { "alloc", "--mode", "growth", "--unwind", (char *)mode, "-o",
+			 (char *)folded, "--", (char *)tk_test_workload("alloc_libc_touch"), "-d",
+			 "2", "--leak-bytes", "33554432", NULL };
+	unsigned long ok, with_leaf, total;
+
+	assert_int_equal(run(args), 0);
+	ok = folded_share(folded, "[page fault]", ";main;grow;leak_4k;", &with_leaf, &total);
+	print_message("growth --unwind %s: %lu bytes faulted, %lu under main;grow;leak_4k\n",
+		      mode, with_leaf, ok);
+	assert_true(with_leaf > 0);
+	*share = (double)ok / with_leaf;
+}
+
+static void test_growth_through_libc(void **state)
+{
+	double cfi, fp;
+
+	NEED_ROOT();
+	check_growth("auto", &cfi);
+	check_growth("fp", &fp);
+	print_message("growth: %.3f of the faulted bytes under leak_4k with CFI, %.3f without\n",
+		      cfi, fp);
+	/* 32 MiB leaked in 4 KiB blocks beside churn: most faults are the leak's */
+	assert_true(cfi >= 0.8);
+	assert_true(fp < cfi / 2);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_chain_bpf),
+		cmocka_unit_test(test_chain_perf),
+		cmocka_unit_test(test_chain_stripped_bpf),
+		cmocka_unit_test(test_chain_fp_only),
+		cmocka_unit_test(test_mixed_bpf),
+		cmocka_unit_test(test_mixed_perf),
+		cmocka_unit_test(test_dlopen_bpf),
+		cmocka_unit_test(test_dlopen_perf),
+		cmocka_unit_test(test_jit_bpf),
+		cmocka_unit_test(test_other_mount_namespace),
+		cmocka_unit_test(test_redis_bpf),
+		cmocka_unit_test(test_python_bpf),
+		cmocka_unit_test(test_growth_through_libc),
+	};
+	int ret;
+
+	if (!mkdtemp(tmpdir))
+		return 1;
+	ret = cmocka_run_group_tests(tests, NULL, NULL);
+	if (!getenv("TK_KEEP_TMP")) {
+		char cmd[600];
+
+		snprintf(cmd, sizeof(cmd), "rm -rf %s", tmpdir);
+		if (system(cmd))
+			ret = ret ? ret : 1;
+	}
+	return ret;
+}
