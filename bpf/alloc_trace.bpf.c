@@ -219,9 +219,14 @@ static __always_inline void emit_alloc(void *ctx, __u64 ptr, __u64 size, __u64 s
 	if (unw_enabled) {
 		__u32 causes, miss;
 
-		/* the rows find every frame: [marker, slow path, caller] has 2 to skip */
-		n = unw_user_stack(ctx, true, skip + (also ? 1 : 0), r->ips, AT_MAX_FRAMES,
-				   &causes, &miss);
+		n = unw_user_stack(ctx, true, skip, r->ips, AT_MAX_FRAMES, &causes, &miss);
+		/*
+		 * By the rows the marker's caller, the slow path, is a frame of its
+		 * own ([marker, slow path, caller]); by the frame pointer (no table
+		 * yet) it is not: it goes when it is there, as below.
+		 */
+		if (also && n > 0 && r->ips[0] == also)
+			n = unw_recopy(skip + 1, r->ips, AT_MAX_FRAMES);
 		if (miss)
 			emit_free(AT_REC_UNWIND_MISS, id >> 32, 0);
 		if (n > 0)

@@ -85,12 +85,22 @@ static __always_inline int unw_read(__u64 *dst, __u64 addr)
 	return bpf_probe_read_user(dst, sizeof(*dst), (const void *)addr);
 }
 
-/* The mapping of @p holding @addr, or NULL. */
-static __always_inline struct unw_map *unw_find_map(struct unw_proc *p, __u64 addr)
+/*
+ * The two searches are global functions too: each is verified once, and
+ * returns a plain index, so the step that calls them is one straight path
+ * for the verifier instead of one path per way out of each loop.
+ */
+
+/* The index of the mapping of @tgid's entry holding @addr, or -1. */
+__noinline int unw_map_index(__u32 tgid, __u64 addr)
 {
-	__u32 lo = 0, hi = p->nr, i, mid;
+	struct unw_proc *p = bpf_map_lookup_elem(&unw_procs, &tgid);
+	__u32 lo = 0, hi, i, mid;
 	struct unw_map *m;
 
+	if (!p)
+		return -1;
+	hi = p->nr;
 	if (hi > UNW_MAX_MAPS)
 		hi = UNW_MAX_MAPS;
 	for (i = 0; i < UNW_MAP_SEARCH && lo < hi; i++) {
@@ -101,27 +111,27 @@ static __always_inline struct unw_map *unw_find_map(struct unw_proc *p, __u64 ad
 		else if (addr >= m->end)
 			lo = mid + 1;
 		else
-			return m;
+			return mid & (UNW_MAX_MAPS - 1);
 	}
-	return NULL;
+	return -1;
 }
 
-/* The row of @m covering @addr, or NULL. */
-static __always_inline struct unw_row *unw_find_row(const struct unw_map *m, __u64 addr)
+/* The index of the last row in [@start, @start + @count) with pc <= @rel, or -1. */
+__noinline int unw_row_index(__u32 start, __u32 count, __u32 rel)
 {
-	__u64 rel = addr - m->bias;
-	__u32 lo = m->row_start, hi = m->row_start + m->row_count, i, mid;
-	struct unw_row *r, *found = NULL;
+	__u32 lo = start, hi = start + count, i, mid;
+	struct unw_row *r;
+	int found = -1;
 
-	if (addr < m->bias || rel > 0xffffffffULL || hi < lo)
-		return NULL;
+	if (hi < lo)
+		return -1;
 	for (i = 0; i < UNW_ROW_SEARCH && lo < hi; i++) {
 		mid = lo + (hi - lo) / 2;
 		r = bpf_map_lookup_elem(&unw_rows, &mid);
 		if (!r)
-			return NULL;
+			return -1;
 		if (r->pc <= rel) {
-			found = r;
+			found = mid;
 			lo = mid + 1;
 		} else {
 			hi = mid;
@@ -142,6 +152,7 @@ __noinline int unw_step(__u32 unused)
 	struct unw_map *m;
 	struct unw_row *r;
 	__u32 zero = 0, nr;
+	int idx;
 
 	s = bpf_map_lookup_elem(&unw_scratch, &zero);
 	if (!s)
@@ -161,8 +172,8 @@ __noinline int unw_step(__u32 unused)
 	p = bpf_map_lookup_elem(&unw_procs, &s->tgid);
 	if (!p)
 		goto fp;
-	m = unw_find_map(p, look);
-	if (!m) {
+	idx = unw_map_index(s->tgid, look);
+	if (idx < 0) {
 		s->causes |= UNW_C_NO_MAPPING;
 		if (!p->miss_sent) {
 			p->miss_sent = 1;
@@ -170,6 +181,7 @@ __noinline int unw_step(__u32 unused)
 		}
 		return 1;
 	}
+	m = &p->maps[idx & (UNW_MAX_MAPS - 1)];
 	if (m->flags & UNW_MAP_PENDING) {
 		s->causes |= UNW_C_NOT_LOADED;
 		goto fp;
@@ -178,7 +190,14 @@ __noinline int unw_step(__u32 unused)
 		s->causes |= UNW_C_FP;
 		goto fp;
 	}
-	r = unw_find_row(m, look);
+	r = NULL;
+	if (look >= m->bias && look - m->bias <= 0xffffffffULL) {
+		idx = unw_row_index(m->row_start, m->row_count, look - m->bias);
+		if (idx >= 0) {
+			zero = idx;
+			r = bpf_map_lookup_elem(&unw_rows, &zero);
+		}
+	}
 	if (!r || r->kind == UNW_ROW_INVALID) {
 		s->causes |= UNW_C_NO_ROW;
 		goto fp;
@@ -283,6 +302,38 @@ static __always_inline int unw_task_user_regs(__u64 *ip, __u64 *sp, __u64 *bp)
 	return 0;
 }
 
+/* Copy the frames of the last walk from the @skip-th on into @ips (at most @max). */
+static __always_inline __u32 unw_copy(struct unw_state *s, __u32 skip, __u64 *ips, __u32 max)
+{
+	__u32 n = 0, nr = s->nr, at, sz;
+
+	if (nr > skip) {
+		n = nr - skip;
+		if (n > max)
+			n = max;
+		at = skip & UNW_MAX_FRAMES;	/* 0x7f */
+		if (at + n > UNW_MAX_FRAMES)
+			n = 0;
+		/* one copy, bounded for the verifier: no loop, no path per frame count */
+		sz = n * sizeof(__u64);
+		barrier_var(sz);
+		sz &= 1023;
+		if (sz && sz <= (UNW_MAX_FRAMES - at) * sizeof(__u64) &&
+		    bpf_probe_read_kernel(ips, sz, &s->ips[at]))
+			n = 0;
+	}
+	return n;
+}
+
+/* The same, for the caller of unw_user_stack: the walk of this CPU's last call. */
+static __always_inline __u32 unw_recopy(__u32 skip, __u64 *ips, __u32 max)
+{
+	__u32 zero = 0;
+	struct unw_state *s = bpf_map_lookup_elem(&unw_scratch, &zero);
+
+	return s ? unw_copy(s, skip, ips, max) : 0;
+}
+
 /*
  * Walk the user stack of the current task from (@ip, @sp, @bp) into @ips (up
  * to @max frames, the first @skip left out). Returns the frame count; *causes
@@ -292,7 +343,7 @@ static __always_inline int unw_task_user_regs(__u64 *ip, __u64 *sp, __u64 *bp)
 static __always_inline int unw_walk(__u64 ip, __u64 sp, __u64 bp, __u32 skip, __u64 *ips,
 				    __u32 max, __u32 *causes, __u32 *miss)
 {
-	__u32 zero = 0, i, n, nr, c, at;
+	__u32 zero = 0, i, n, c;
 	struct unw_state *s = bpf_map_lookup_elem(&unw_scratch, &zero);
 
 	*causes = 0;
@@ -312,13 +363,7 @@ static __always_inline int unw_walk(__u64 ip, __u64 sp, __u64 bp, __u32 skip, __
 		if (unw_step(0))
 			break;
 	}
-	nr = s->nr;
-	for (n = 0; n < UNW_MAX_FRAMES; n++) {
-		at = n + skip;
-		if (at >= nr || at >= UNW_MAX_FRAMES || n >= max)
-			break;
-		ips[n] = s->ips[at];
-	}
+	n = unw_copy(s, skip, ips, max);
 	c = s->causes;
 	unw_count(UNW_CNT_STACKS, 1);
 	unw_count(UNW_CNT_CFI_FRAMES, s->cfi_frames);

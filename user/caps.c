@@ -47,6 +47,7 @@ static const struct {
 	[TK_CAP_PROG_FENTRY] = { "bpf.prog.fentry", "fentry/fexit programs" },
 	[TK_CAP_PROG_UPROBE] = { "bpf.prog.uprobe", "uprobe programs" },
 	[TK_CAP_PROG_KPROBE] = { "bpf.prog.kprobe", "kprobe programs" },
+	[TK_CAP_BPF_UNWIND] = { "bpf.unwind", "in-kernel CFI unwinding" },
 	[TK_CAP_PERF_CPU_CLOCK] = { "perf.cpu_clock", "perf cpu-clock sampling" },
 	[TK_CAP_PERF_HARDWARE] = { "perf.hardware", "hardware PMU counters" },
 	[TK_CAP_TRACEFS] = { "kernel.tracefs", "tracefs" },

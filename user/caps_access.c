@@ -275,6 +275,7 @@ void snap_bpf(struct snap *s, struct tk_caps *caps)
 			TK_CAP_RINGBUF,		TK_CAP_CORE,	      TK_CAP_PROG_PERF_EVENT,
 			TK_CAP_PROG_TRACEPOINT, TK_CAP_PROG_RAW_TP,   TK_CAP_PROG_TP_BTF,
 			TK_CAP_PROG_FENTRY,	TK_CAP_PROG_UPROBE,   TK_CAP_PROG_KPROBE,
+			TK_CAP_BPF_UNWIND,
 		};
 
 		for (i = 0; i < sizeof(rest) / sizeof(rest[0]); i++) {
@@ -312,6 +313,16 @@ void snap_bpf(struct snap *s, struct tk_caps *caps)
 			continue;
 		}
 		snap_probe_entry(s, caps, progs[i].id, progs[i].probe, true, &ctx);
+	}
+	if (ok(caps, TK_CAP_PROG_PERF_EVENT)) {
+		if (snap_probe_entry(s, caps, TK_CAP_BPF_UNWIND, TK_PROBE_UNWIND, true, &ctx))
+			REMEDY(&caps->caps[TK_CAP_BPF_UNWIND],
+			       "none needed to profile: user stacks then go by frame pointer in "
+			       "the kernel; --backend perf walks them with CFI in user space");
+	} else {
+		c = set(caps, TK_CAP_BPF_UNWIND, TK_UNSUPPORTED);
+		VALUE(c, "no");
+		REASON(c, "needs perf_event programs (see bpf.prog.perf_event)");
 	}
 	if (!ok(caps, TK_CAP_PROG_KPROBE))
 		kconfig_note(s, &caps->caps[TK_CAP_PROG_KPROBE], "CONFIG_KPROBES");

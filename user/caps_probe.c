@@ -414,6 +414,9 @@ int tk_probe_kernel(enum tk_probe which, struct tk_probe_ctx *ctx)
 	case TK_PROBE_PERF_HARDWARE:
 		err = probe_perf(ctx, true);
 		break;
+	case TK_PROBE_UNWIND:
+		err = tk_cpu_sample__probe_unwind(ctx->msg, sizeof(ctx->msg));
+		break;
 	default:
 		err = -EINVAL;
 		break;

@@ -49,6 +49,7 @@ enum tk_cap_id {
 	TK_CAP_PROG_FENTRY,
 	TK_CAP_PROG_UPROBE,
 	TK_CAP_PROG_KPROBE,
+	TK_CAP_BPF_UNWIND,
 	/* perf_event_open */
 	TK_CAP_PERF_CPU_CLOCK,
 	TK_CAP_PERF_HARDWARE,
@@ -100,6 +101,7 @@ enum tk_probe {
 	TK_PROBE_PROG_KPROBE,
 	TK_PROBE_PERF_CPU_CLOCK,
 	TK_PROBE_PERF_HARDWARE,
+	TK_PROBE_UNWIND,	/* the CFI unwinder loads into a perf_event program */
 	TK_PROBE__COUNT,
 };
 

@@ -445,6 +445,7 @@ static const char *const probe_names[TK_PROBE__COUNT] = {
 	[TK_PROBE_PROG_KPROBE] = "prog_kprobe",
 	[TK_PROBE_PERF_CPU_CLOCK] = "perf_cpu_clock",
 	[TK_PROBE_PERF_HARDWARE] = "perf_hardware",
+	[TK_PROBE_UNWIND] = "unwind",
 };
 
 const char *fx_probe_name(enum tk_probe which)

@@ -1376,8 +1376,8 @@ static void test_json_baseline(void **state)
 	assert_non_null(strstr(out, "\"release\": \"" FX_RELEASE "\""));
 	assert_non_null(strstr(out, "\"pid\": null"));
 	assert_non_null(strstr(out, "\"process\": null"));
-	/* 34 entries: all probes answer yes; no tracefs, no NUMA balancing */
-	assert_non_null(strstr(out, "\"supported\": 32,\n    \"unsupported\": 0,\n"
+	/* 35 entries: all probes answer yes; no tracefs, no NUMA balancing */
+	assert_non_null(strstr(out, "\"supported\": 33,\n    \"unsupported\": 0,\n"
 				    "    \"disabled\": 2"));
 	assert_non_null(strstr(out, "\"version\": \"v1\""));
 	assert_non_null(strstr(out, "\"limit_bytes\": null"));
@@ -1441,13 +1441,13 @@ static void test_text_baseline(void **state)
 	snap(t);
 	expect_good_text(t);
 	out = t->out;
-	snprintf(head, sizeof(head), "tracekit caps: Linux %s %s, 34 checks in ", FX_RELEASE,
+	snprintf(head, sizeof(head), "tracekit caps: Linux %s %s, 35 checks in ", FX_RELEASE,
 		 t->caps.machine);
 	assert_int_equal(strncmp(out, head, strlen(head)), 0);
 	/* tracefs and balancing on one node: shown, but under "not needed" */
 	attention = strstr(out, "\nNeeds attention (0)\n  nothing\n");
 	not_needed = strstr(out, "\nNot available, and not needed here (2)\n");
-	works = strstr(out, "\nWorks (32)\n");
+	works = strstr(out, "\nWorks (33)\n");
 	assert_non_null(attention);
 	assert_non_null(not_needed);
 	assert_non_null(works);
