@@ -8,7 +8,7 @@
 # A BPF capability NAME is bpf/NAME.bpf.c + user/NAME.c + bpf/NAME.h: add NAME to
 # BPF_APPS and the skeleton, its object and the dependency of user/NAME.o follow.
 
-BPF_APPS := core_probe cpu_sample cpu_follow alloc_trace numa_trace
+BPF_APPS := core_probe cpu_sample cpu_follow alloc_trace numa_trace unwind_check
 
 CC ?= gcc
 CLANG ?= clang

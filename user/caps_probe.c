@@ -22,6 +22,7 @@
 
 #include "fsutil.h"
 #include "internal.h"
+#include "unwind_bpf.h"
 #include "tracekit.h"
 
 #define setmsg(ctx, ...) snprintf((ctx)->msg, sizeof((ctx)->msg), __VA_ARGS__)
@@ -415,7 +416,10 @@ int tk_probe_kernel(enum tk_probe which, struct tk_probe_ctx *ctx)
 		err = probe_perf(ctx, true);
 		break;
 	case TK_PROBE_UNWIND:
-		err = tk_cpu_sample__probe_unwind(ctx->msg, sizeof(ctx->msg));
+		err = tk_unw_check__selftest(ctx->msg, sizeof(ctx->msg));
+		if (!err)
+			setmsg(ctx, "walked a known stack in the kernel (rsp, rbp, PLT rules, a "
+			       "frame by rbp, the outermost frame)");
 		break;
 	default:
 		err = -EINVAL;

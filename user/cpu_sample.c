@@ -199,44 +199,6 @@ static int load_sampler(struct tk_cpu *c, struct bpf_state *st, enum tk_unwind_m
 	return err;
 }
 
-int tk_cpu_sample__probe_unwind(char *msg, size_t msg_sz)
-{
-	struct tk_unw_bpf_opts uo = {
-		.mode = TK_UNWIND_CFI,
-		.rows = 64,
-		.procs = 1,
-		.prog_type = BPF_PROG_TYPE_PERF_EVENT,
-	};
-	struct cpu_sample_bpf *skel = cpu_sample_bpf__open();
-	libbpf_print_fn_t old;
-	int err;
-
-	if (!skel) {
-		err = -errno;
-		snprintf(msg, msg_sz, "cannot open the sampler: %s", strerror(-err));
-		return err;
-	}
-	{
-		struct tk_unw_bpf_vars v = TK_UNW_BPF_VARS(skel);
-
-		err = tk_unw_bpf__prepare(&v, &uo, msg, msg_sz);
-		if (!err) {
-			old = libbpf_set_print(NULL);
-			err = cpu_sample_bpf__load(skel);
-			libbpf_set_print(old);
-			if (err)
-				snprintf(msg, msg_sz, "the kernel refused the unwinder: %s",
-					 strerror(-err));
-			else
-				snprintf(msg, msg_sz, "the unwinder loaded (user registers in the "
-					 "kernel: %s)", skel->rodata->unw_task_regs == 1 ?
-					 "bpf_task_pt_regs" : "task_struct.stack from BTF");
-		}
-	}
-	cpu_sample_bpf__destroy(skel);
-	return err;
-}
-
 static int bpf_start(struct tk_cpu *c)
 {
 	const struct tk_cpu_opts *o = &c->opts;

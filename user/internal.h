@@ -61,12 +61,6 @@ int tk_numa__read(const char *sys_root, struct tk_numa_topology *numa);
 /* kconfig.c: look up CONFIG_NAME in proc_root/config.gz: 1 =y/=m, 0 not set, <0 unknown. */
 int tk_kconfig__lookup(const char *proc_root, const char *name);
 
-/*
- * cpu_sample.c: load the CPU sampler with the CFI unwinder (tiny maps) and
- * unload it: 0, or the negative errno, and in @msg what happened.
- */
-int tk_cpu_sample__probe_unwind(char *msg, size_t msg_sz);
-
 /* cpu_follow.c: children of profiled processes join cpu_sample's pids map */
 struct cpu_follow_bpf;
 struct cpu_follow_bpf *tk_cpu_follow__attach(int pids_fd, bool tp_btf);

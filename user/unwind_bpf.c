@@ -221,6 +221,12 @@ void tk_unw_bpf__retry(struct tk_unw_bpf *u, struct tk_symbolizer *sym)
 	}
 }
 
+struct unw_row *tk_unw_bpf__rows(struct tk_unw_bpf *u, size_t *cap)
+{
+	*cap = u->rows_cap;
+	return u->rows;
+}
+
 void tk_unw_bpf__forget(struct tk_unw_bpf *u, uint32_t pid)
 {
 	if (u)

@@ -64,4 +64,27 @@ void tk_unw_bpf__sum(const __u64 (*counters)[UNW_CNT__COUNT], int nr_cpus,
 		     uint64_t out[UNW_CNT__COUNT]);
 void tk_unw_bpf__stats(const struct tk_unw_bpf *u, struct tk_unw_info *info);
 
+/* The rows array as mapped, and its capacity. */
+struct unw_row *tk_unw_bpf__rows(struct tk_unw_bpf *u, size_t *cap);
+
+/* ---- the BPF evaluator run on demand (unwind_check.c) ----------------------------------- */
+
+struct tk_unw_check;
+
+/* Load the evaluator with room for @rows rows; @why says what failed. */
+int tk_unw_check__open(size_t rows, struct tk_unw_check **out, char *why, size_t why_sz);
+void tk_unw_check__free(struct tk_unw_check *c);
+/* Its rows array, to fill (mapped: what is written is what BPF reads). */
+struct unw_row *tk_unw_check__rows(struct tk_unw_check *c, size_t *cap);
+/*
+ * Walk, in the kernel, the stack image in this process's memory from @regs
+ * with @proc as this process's entry (NULL: none): tk_unw__walk's contract,
+ * plus @skip. Returns the frame count or a negative errno.
+ */
+int tk_unw_check__walk(struct tk_unw_check *c, const struct unw_proc *proc,
+		       const struct tk_unw_regs *regs, uint32_t skip, uint64_t *ips, int max,
+		       uint32_t *causes, uint32_t frames[2]);
+/* Walk a stack whose frames are known: 0 when the kernel walked it right; @msg says. */
+int tk_unw_check__selftest(char *msg, size_t msg_sz);
+
 #endif /* __TK_UNWIND_BPF_H */

@@ -1,0 +1,340 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
+/*
+ * One table format, two evaluators: the same stack images through the BPF
+ * evaluator (bpf/unwind.bpf.h, run in the kernel by BPF_PROG_TEST_RUN over
+ * this process's memory) and the user-space one (tk_unw__walk, the perf
+ * fallback's), which must give the same frames, the same causes and the same
+ * frame counts. Images: hand-made ones for every row kind and every cause,
+ * and this process's own live stack with the real tables of this binary and
+ * of Debian's libc (built without frame pointers), whose frames must also be
+ * the known chain up to _start.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <stdarg.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include "spawn.h"
+#include "symbolize.h"
+#include "unwind.h"
+#include "unwind_bpf.h"
+
+#define BASE 0x100000ULL	/* where the hand-made tables' object is "mapped" */
+
+static struct tk_unw_check *chk;
+static struct unw_row *krows;	/* the BPF rows array, mapped */
+static size_t kcap;
+
+/* The user-space evaluator's reader: this process's memory, inside [lo, hi). */
+struct image {
+	uint64_t lo, hi;
+};
+
+static int read_image(void *ctx, uint64_t addr, void *buf, size_t len)
+{
+	const struct image *im = ctx;
+
+	if (addr < im->lo || addr + len > im->hi || addr + len < addr)
+		return -EFAULT;
+	memcpy(buf, (const void *)(uintptr_t)addr, len);
+	return 0;
+}
+
+struct walk {
+	uint64_t ips[UNW_MAX_FRAMES];
+	int n;
+	uint32_t causes;
+	uint32_t frames[2];
+};
+
+/* Both evaluators on one image; they must agree in everything. */
+static void both(const struct unw_proc *proc, const struct unw_row *rows, size_t nr_rows,
+		 const struct tk_unw_regs *regs, const struct image *im, struct walk *k)
+{
+	struct walk u = {};
+	int i;
+
+	if (rows != krows)
+		memcpy(krows, rows, nr_rows * sizeof(*rows));
+	k->n = tk_unw_check__walk(chk, proc, regs, 0, k->ips, UNW_MAX_FRAMES, &k->causes,
+				  k->frames);
+	assert_true(k->n >= 0);
+	u.n = tk_unw__walk(proc, rows, nr_rows, regs, read_image, (void *)im, u.ips,
+			   UNW_MAX_FRAMES, &u.causes, u.frames);
+	print_message("  kernel: %d frames, causes 0x%x, %u by CFI, %u by rbp; user space: %d, "
+		      "0x%x, %u, %u\n", k->n, k->causes, k->frames[0], k->frames[1], u.n, u.causes,
+		      u.frames[0], u.frames[1]);
+	assert_int_equal(k->n, u.n);
+	for (i = 0; i < k->n; i++)
+		assert_int_equal(k->ips[i], u.ips[i]);
+	assert_int_equal(k->causes, u.causes);
+	assert_int_equal(k->frames[0], u.frames[0]);
+	assert_int_equal(k->frames[1], u.frames[1]);
+}
+
+/* ---- hand-made images ------------------------------------------------------------------- */
+
+static uint64_t stk[64];
+
+static const struct unw_row rows[] = {
+	{ .pc = 0x000, .cfa_off = 16, .kind = UNW_ROW_SP },			/* 0 */
+	{ .pc = 0x100, .cfa_off = 16, .rbp_off = -2, .kind = UNW_ROW_FP },	/* 1 */
+	{ .pc = 0x200, .cfa_off = 11, .kind = UNW_ROW_PLT },			/* 2 */
+	{ .pc = 0x300, .cfa_off = -8, .rbp_off = -2, .kind = UNW_ROW_DEREF_FP },	/* 3 */
+	{ .pc = 0x400, .kind = UNW_ROW_SIGNAL },				/* 4 */
+	{ .pc = 0x500, .kind = UNW_ROW_INVALID },				/* 5: a gap */
+	{ .pc = 0x600, .kind = UNW_ROW_UNSUPPORTED },				/* 6 */
+	{ .pc = 0x700, .cfa_off = 8, .rbp_off = UNW_RBP_LOST, .kind = UNW_ROW_SP }, /* 7 */
+	{ .pc = 0xf00, .kind = UNW_ROW_END },					/* 8 */
+};
+#define NR_ROWS (sizeof(rows) / sizeof(rows[0]))
+
+static struct unw_proc *proc_of(uint32_t extra_flags)
+{
+	static struct unw_proc p;
+
+	memset(&p, 0, sizeof(p));
+	p.nr = 3;
+	p.maps[0] = (struct unw_map){ .start = BASE, .end = BASE + 0x1000, .bias = BASE,
+				      .row_start = 0, .row_count = NR_ROWS };
+	p.maps[1] = (struct unw_map){ .start = BASE + 0x10000, .end = BASE + 0x11000,
+				      .flags = UNW_MAP_NO_CFI };
+	p.maps[2] = (struct unw_map){ .start = BASE + 0x20000, .end = BASE + 0x21000,
+				      .flags = UNW_MAP_PENDING | extra_flags };
+	return &p;
+}
+
+#define A(i) ((uint64_t)(uintptr_t)&stk[i])
+static const struct image stk_image = { (uintptr_t)&stk[0], (uintptr_t)&stk[64] };
+
+/* SP → FP (rbp saved) → PLT (rip & 15 >= 11) → an object without CFI (rbp) → END */
+static void test_kinds_and_fp(void **state)
+{
+	struct tk_unw_regs r = { .ip = BASE + 0x10, .sp = A(0), .bp = A(4) };
+	struct walk k;
+
+	NEED_ROOT();
+	memset(stk, 0, sizeof(stk));
+	stk[1] = BASE + 0x110;
+	stk[5] = BASE + 0x20b;
+	stk[4] = A(12);
+	stk[7] = BASE + 0x10010;
+	stk[13] = BASE + 0xf01;
+	both(proc_of(0), rows, NR_ROWS, &r, &stk_image, &k);
+	assert_int_equal(k.n, 5);
+	assert_true(k.causes & UNW_C_END);
+	assert_true(k.causes & UNW_C_FP);
+}
+
+/* PLT below its threshold, DEREF_FP (realigned stack), then a signal frame, then a pending table */
+static void test_plt_deref_signal_pending(void **state)
+{
+	struct tk_unw_regs r = { .ip = BASE + 0x205, .sp = A(0), .bp = A(10) };
+	struct walk k;
+
+	NEED_ROOT();
+	memset(stk, 0, sizeof(stk));
+	/* PLT, rip & 15 == 5 < 11: CFA = sp + 8, ra at stk[0] */
+	stk[0] = BASE + 0x310;
+	/* DEREF_FP: CFA = *(rbp - 8) = A(16); ra at stk[15]; rbp at CFA - 16 = stk[14] */
+	stk[9] = A(16);
+	stk[15] = BASE + 0x401;
+	stk[14] = A(40);
+	/* SIGNAL at sp = A(16): the ucontext's rip, rsp, rbp */
+	stk[16 + UNW_SC_RIP / 8] = BASE + 0x20010;
+	stk[16 + UNW_SC_RSP / 8] = A(44);
+	stk[16 + UNW_SC_RBP / 8] = A(46);
+	/* PENDING: by rbp = A(46) */
+	stk[47] = BASE + 0x10;
+	stk[46] = A(50);
+	/* then SP: ra at A(45)? sp is now A(48): CFA = A(50), ra at stk[49] */
+	stk[49] = 0;
+	both(proc_of(0), rows, NR_ROWS, &r, &stk_image, &k);
+	assert_true(k.causes & UNW_C_NOT_LOADED);
+	assert_true(k.n >= 5);
+}
+
+/* a gap (INVALID), an unsupported row, rbp lost, no mapping */
+static void test_gap_unsupported_lost_nomap(void **state)
+{
+	struct tk_unw_regs r = { .ip = BASE + 0x510, .sp = A(0), .bp = A(2) };
+	struct walk k;
+
+	NEED_ROOT();
+	memset(stk, 0, sizeof(stk));
+	/* INVALID → by rbp = A(2): ra stk[3], next rbp stk[2] */
+	stk[3] = BASE + 0x611;
+	stk[2] = A(6);
+	/* UNSUPPORTED → by rbp = A(6): ra stk[7], rbp stk[6] */
+	stk[7] = BASE + 0x711;
+	stk[6] = A(20);
+	/* SP + 8 with rbp lost: sp = A(8); ra at stk[8] */
+	stk[8] = 0x7000;	/* in no mapping: stop */
+	both(proc_of(0), rows, NR_ROWS, &r, &stk_image, &k);
+	assert_int_equal(k.n, 4);
+	assert_true(k.causes & UNW_C_NO_ROW);
+	assert_true(k.causes & UNW_C_UNSUPPORTED);
+	assert_true(k.causes & UNW_C_NO_MAPPING);
+}
+
+/* no entry for the process: frame pointers all the way; a read fault; a bad frame */
+static void test_no_proc_fault_bad(void **state)
+{
+	struct tk_unw_regs r = { .ip = BASE + 0x10, .sp = A(0), .bp = A(2) };
+	struct walk k;
+
+	NEED_ROOT();
+	memset(stk, 0, sizeof(stk));
+	stk[3] = BASE + 0x20;
+	stk[2] = A(62);		/* ra at A(63), then rbp outside the image (a fault in user space) */
+	stk[63] = BASE + 0x30;
+	stk[62] = 8;		/* an address nothing maps: the kernel faults too */
+	both(NULL, rows, NR_ROWS, &r, &stk_image, &k);
+	assert_true(k.causes & UNW_C_NO_PROC);
+	assert_true(k.causes & (UNW_C_READ_FAULT | UNW_C_BAD_FRAME));
+	/* a CFA that does not go up: stopped */
+	memset(stk, 0, sizeof(stk));
+	r = (struct tk_unw_regs){ .ip = BASE + 0x110, .sp = A(10), .bp = A(2) };
+	both(proc_of(0), rows, NR_ROWS, &r, &stk_image, &k);
+	assert_true(k.causes & UNW_C_BAD_FRAME);
+}
+
+/* a loop of frames by rbp that never ends: the depth limit */
+static void test_depth(void **state)
+{
+	static uint64_t deep[2 * UNW_MAX_FRAMES + 8];
+	struct image im = { (uintptr_t)&deep[0], (uintptr_t)&deep[2 * UNW_MAX_FRAMES + 8] };
+	struct tk_unw_regs r = { .ip = BASE + 0x10010, .sp = (uintptr_t)&deep[0],
+				 .bp = (uintptr_t)&deep[0] };
+	struct walk k;
+	int i;
+
+	NEED_ROOT();
+	for (i = 0; i < UNW_MAX_FRAMES + 3; i++) {
+		deep[2 * i] = (uintptr_t)&deep[2 * i + 2];
+		deep[2 * i + 1] = BASE + 0x10010 + i;
+	}
+	both(proc_of(0), rows, NR_ROWS, &r, &im, &k);
+	assert_int_equal(k.n, UNW_MAX_FRAMES);
+	assert_true(k.causes & UNW_C_DEPTH);
+}
+
+/* ---- this process's own stack, real tables ------------------------------------------------ */
+
+static struct tk_symbolizer *sym;
+static struct tk_unw_store *store;
+
+#define NOINLINE __attribute__((noinline, noclone, optimize("omit-frame-pointer")))
+
+static struct walk live;
+static struct unw_proc self;
+volatile int sink;
+
+/* The leaf: its registers here, the frames above it live while both evaluators walk. */
+NOINLINE void live_leaf(void)
+{
+	struct tk_unw_regs r;
+	struct image im;
+	size_t nr;
+	const struct unw_row *all = tk_unw_store__rows(store, &nr);
+
+	__asm__ volatile("lea 0(%%rip), %0\n\tmov %%rsp, %1\n\tmov %%rbp, %2"
+			 : "=r"(r.ip), "=r"(r.sp), "=r"(r.bp));
+	im.lo = r.sp;
+	im.hi = r.sp + (1 << 20);	/* the rest of the main thread's stack */
+	both(&self, all, nr, &r, &im, &live);
+	sink++;
+}
+
+NOINLINE void live_mid(int n)
+{
+	if (n)
+		live_mid(n - 1);
+	else
+		live_leaf();
+	sink++;
+}
+
+NOINLINE void live_top(void)
+{
+	live_mid(2);
+	sink++;
+}
+
+static void test_live_stack(void **state)
+{
+	const char *want[] = { "live_leaf", "live_mid", "live_mid", "live_mid", "live_top",
+			       "test_live_stack" };
+	struct tk_symbolizer_opts so = { .sz = sizeof(so), .unwind_tables = true };
+	struct tk_sym_frame f;
+	bool have_main = false, have_start = false;
+	size_t i;
+
+	NEED_ROOT();
+	assert_int_equal(tk_symbolizer__new(&so, &sym), 0);
+	assert_int_equal(tk_symbolizer__capture(sym, getpid(), 0), 0);
+	assert_int_equal(tk_unw_store__new(krows, kcap, &store), 0);
+	assert_int_equal(tk_unw_store__proc(store, sym, getpid(), 0, &self), 0);
+	live_top();
+	for (i = 0; i < (size_t)live.n; i++) {
+		int err = tk_symbolizer__user(sym, getpid(), 0, i ? live.ips[i] - 1 : live.ips[i],
+					      &f);
+
+		print_message("  #%zu %#llx %s (%s)\n", i, (unsigned long long)live.ips[i],
+			      err ? "?" : f.function, f.module ? f.module : "?");
+		if (i < sizeof(want) / sizeof(want[0])) {
+			assert_int_equal(err, 0);
+			assert_string_equal(f.function, want[i]);
+		}
+		if (!err && !strcmp(f.function, "main"))
+			have_main = true;
+		if (!err && !strcmp(f.function, "_start"))
+			have_start = true;
+	}
+	/* through cmocka's and libc's frames (no frame pointers) to main and _start */
+	assert_true(have_main);
+	assert_true(have_start);
+	assert_true(live.causes & UNW_C_END);
+	assert_int_equal(live.frames[1], 0);	/* every frame by a row */
+	tk_unw_store__free(store);
+	tk_symbolizer__free(sym);
+}
+
+static int setup(void **state)
+{
+	char why[256];
+
+	if (geteuid() != 0)
+		return 0;
+	if (tk_unw_check__open(1 << 20, &chk, why, sizeof(why))) {
+		fprintf(stderr, "cannot load the BPF evaluator: %s\n", why);
+		return -1;
+	}
+	krows = tk_unw_check__rows(chk, &kcap);
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	tk_unw_check__free(chk);
+	return 0;
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_kinds_and_fp),
+		cmocka_unit_test(test_plt_deref_signal_pending),
+		cmocka_unit_test(test_gap_unsupported_lost_nomap),
+		cmocka_unit_test(test_no_proc_fault_bad),
+		cmocka_unit_test(test_depth),
+		cmocka_unit_test(test_live_stack),
+	};
+
+	return cmocka_run_group_tests(tests, setup, teardown);
+}
