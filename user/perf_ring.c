@@ -487,22 +487,24 @@ static void resolve(struct tk_perf_records *st, struct proc *p)
 	struct tk_cpu *c = st->c;
 	struct maplist *l = p->maps;
 	uint32_t i;
+	bool whole;
 	int err = 0;
 
 	p->flags |= P_RESOLVED | P_EVER;
 	/*
 	 * The unwinder describes only captured processes (tk_unw_store__proc):
-	 * when unwinding, a process with a complete list is captured too, and
-	 * the list then laid over what /proc said.
+	 * when unwinding, a process with a complete list is captured too (the
+	 * list then laid over what /proc said), and missed only without it.
 	 */
-	if (!l || !l->complete || !l->nr || st->unw)
+	whole = l && l->complete && l->nr;
+	if (!whole || st->unw)
 		err = tk_symbolizer__capture(c->sym, p->pid, p->gen);
 	if (l && (l->complete || err)) {
 		for (i = 0; i < l->nr; i++)
 			tk_symbolizer__add_mapping(c->sym, p->pid, p->gen, l->m[i].start,
 						   l->m[i].end, l->m[i].pgoff, l->m[i].path);
 	}
-	if (err)
+	if (err && !whole)
 		c->losses[TK_LOSS_MAPS_MISSED]++;
 }
 
@@ -590,6 +592,8 @@ static int ustack_read(void *ctx, uint64_t addr, void *buf, size_t len)
 static uint32_t unwind_sample(struct tk_perf_records *st, struct proc *p,
 			      const struct tk_perf_sample *s, bool *trunc)
 {
+	/* the entry first: making it may lay new tables out in the store */
+	const struct unw_proc *proc = unw_proc_of(st, p);
 	struct ustack u = { s->regs.sp, s->stack_size, s->stack };
 	uint64_t *cnt = st->c->unwind;
 	uint32_t causes, frames[2], i;
@@ -598,8 +602,8 @@ static uint32_t unwind_sample(struct tk_perf_records *st, struct proc *p,
 	int n;
 
 	rows = tk_unw_store__rows(st->unw, &nr_rows);
-	n = tk_unw__walk(unw_proc_of(st, p), rows, nr_rows, &s->regs, ustack_read, &u, st->ubuf,
-			 TK_MAX_FRAMES, &causes, frames);
+	n = tk_unw__walk(proc, rows, nr_rows, &s->regs, ustack_read, &u, st->ubuf, TK_MAX_FRAMES,
+			 &causes, frames);
 	cnt[UNW_CNT_STACKS]++;
 	cnt[UNW_CNT_CFI_FRAMES] += frames[0];
 	cnt[UNW_CNT_FP_FRAMES] += frames[1];

@@ -9,7 +9,10 @@
  * mappings came from MMAP2 records); truncated stacks and lost records
  * counted; user-only and kernel-only; kernel sampling refused to an
  * unprivileged user and said so; this process never sampled in whole-system
- * mode; nothing left open after free. Workloads: tests/workloads/perf_tasks.c.
+ * mode; nothing left open after free. User stacks of code without frame
+ * pointers unwound from CFI in user space: the leaf's samples carry the whole
+ * chain up to main (and, with frame pointers only, they do not). Workloads:
+ * tests/workloads/perf_tasks.c, unw_chain.c.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -342,6 +345,8 @@ static bool other_task_fn(const struct tk_profile *p, const struct tk_sample *s,
  * Whole system: a process started during the capture forks children that
  * live 150 ms each and are gone long before the next poll reads their
  * samples; their names come from the MMAP2 records of their parent's exec.
+ * Frame pointers: samples that carry 16 KiB of stack for unwinding would
+ * overflow rings not read for 600 ms (test_lost_records counts that).
  */
 static void test_forked_children_named_after_exit(void **state)
 {
@@ -354,6 +359,7 @@ static void test_forked_children_named_after_exit(void **state)
 
 	NEED_ROOT();
 	opts_init(&o, 499);
+	o.unwind = TK_UNWIND_FP;
 	c = open_session(&o);
 	assert_int_equal(tk_cpu__start(c), 0);
 	pid = spawn_tasks("forkshort", "150", "4", NULL);
@@ -486,6 +492,115 @@ static void test_kernel_only(void **state)
 	check_sides(false);
 }
 
+/* ---- user stacks unwound from CFI ---------------------------------------------------- */
+
+/* The function of the first user frame of @s (its leaf), "" when it has none. */
+static const char *user_leaf(const struct tk_profile *p, const struct tk_sample *s)
+{
+	uint32_t i;
+
+	for (i = 0; i < s->nr_locations; i++)
+		if (!p->locations[s->location_ids[i] - 1].kernel)
+			return fn_name(p, s->location_ids[i]);
+	return "";
+}
+
+static const char *const unw_chain[] = { "burn", "compare", "stage_b", "stage_a", "run", "main" };
+
+/* Whether @s holds unw_chain's functions in chain order, leaf first. */
+static bool whole_chain(const struct tk_profile *p, const struct tk_sample *s)
+{
+	uint32_t i, k = 0;
+
+	for (i = 0; i < s->nr_locations && k < sizeof(unw_chain) / sizeof(unw_chain[0]); i++)
+		if (!strcmp(fn_name(p, s->location_ids[i]), unw_chain[k]))
+			k++;
+	return k == sizeof(unw_chain) / sizeof(unw_chain[0]);
+}
+
+/*
+ * unw_chain (no frame pointers, glibc's qsort in the middle) profiled by pid;
+ * the samples whose user leaf is burn: *@leaf of them, *@whole with the chain
+ * burn → compare → … → stage_b → stage_a → run → main in order.
+ */
+static struct tk_profile *profile_unw_chain(enum tk_unwind_mode mode, uint64_t *leaf,
+					    uint64_t *whole)
+{
+	struct tk_cpu_opts o;
+	struct tk_profile *p;
+	pid_t pid;
+	size_t i;
+
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		execl(tk_test_workload("unw_chain"), "unw_chain", "1.5", NULL);
+		_exit(127);
+	}
+	usleep(50 * 1000);
+	opts_init(&o, 299);
+	o.pids[0] = pid;
+	o.nr_pids = 1;
+	o.unwind = mode;
+	p = run_free(start_session(&o), 10, 200, pid);
+	*leaf = *whole = 0;
+	for (i = 0; i < p->nr_samples; i++) {
+		const struct tk_sample *s = &p->samples[i];
+
+		if (s->pid != (uint32_t)pid || strcmp(user_leaf(p, s), "burn"))
+			continue;
+		*leaf += s->values[0];
+		if (whole_chain(p, s))
+			*whole += s->values[0];
+	}
+	return p;
+}
+
+static void test_unwind_cfi_whole_chain(void **state)
+{
+	uint64_t leaf, whole, stacks;
+	struct tk_profile *p;
+	bool said = false;
+	int i;
+
+	NEED_ROOT();
+	p = profile_unw_chain(TK_UNWIND_AUTO, &leaf, &whole);
+	for (i = 0; i < p->nr_comments; i++) {
+		if (!strncmp(p->comments[i], "unwinding: frame pointers only", 30)) {
+			print_message("skip: %s\n", p->comments[i]);
+			tk_profile__free(p);
+			skip();
+		}
+	}
+	stacks = count(p, 0, "");
+	print_message("cfi: %lu samples, %lu with burn as leaf, %lu of them whole to main\n",
+		      (unsigned long)stacks, (unsigned long)leaf, (unsigned long)whole);
+	for (i = 0; i < p->nr_comments; i++)
+		print_message("  %s\n", p->comments[i]);
+	for (i = 0; i < p->nr_losses; i++)
+		if (!strncmp(p->losses[i].name, "unwind_", 7) && p->losses[i].count)
+			print_message("  %s %lu\n", p->losses[i].name,
+				      (unsigned long)p->losses[i].count);
+	assert_true(leaf > 100);
+	assert_int_equal(whole, leaf);
+	/* walked here, each stack with the process's entry, none gone astray */
+	for (i = 0; i < p->nr_comments; i++)
+		said |= strstr(p->comments[i], "unwinding: CFI in user space") != NULL;
+	assert_true(said);
+	assert_int_equal(loss(p, "unwind_process_unknown"), 0);
+	assert_int_equal(loss(p, "unwind_stack_read_fault"), 0);
+	assert_int_equal(loss(p, "unwind_bad_frame"), 0);
+	tk_profile__free(p);
+
+	/* the same by frame pointers, as the kernel walks them: the chain breaks */
+	p = profile_unw_chain(TK_UNWIND_FP, &leaf, &whole);
+	print_message("fp: %lu with burn as leaf, %lu of them whole to main\n",
+		      (unsigned long)leaf, (unsigned long)whole);
+	assert_true(leaf > 100);
+	assert_true(whole < leaf / 2);
+	tk_profile__free(p);
+}
+
 /* ---- privileges and hygiene --------------------------------------------------------- */
 
 /*
@@ -514,6 +629,8 @@ static int unprivileged_child(void)
 		return 12;
 
 	pid = spawn_tasks("fork", "1.5", NULL);
+	/* until its exec, the child of a process that changed its uids is not ptraceable */
+	usleep(50 * 1000);
 	o.pids[0] = pid;
 	o.nr_pids = 1;
 	if (tk_cpu__open(&o, caps, &c, why, sizeof(why)) || tk_cpu__start(c))
@@ -627,6 +744,7 @@ int main(void)
 		cmocka_unit_test(test_lost_records),
 		cmocka_unit_test(test_user_only),
 		cmocka_unit_test(test_kernel_only),
+		cmocka_unit_test(test_unwind_cfi_whole_chain),
 		cmocka_unit_test(test_unprivileged_user_only),
 		cmocka_unit_test(test_self_excluded_nothing_left),
 	};

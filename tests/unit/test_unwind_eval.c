@@ -6,8 +6,8 @@
  * then frames by row and by frame pointer mixed on one stack; and a real
  * stack: a known chain of functions of this very program, captured in its
  * leaf and walked with the rows tk_unw_table__build makes of the .eh_frame
- * of every object mapped here, up to the outermost frame. Its cost is
- * printed, not asserted.
+ * of every object mapped here, up to the outermost frame, and the same
+ * through a signal handler. The cost of a walk is printed, not asserted.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -19,6 +19,7 @@
 #include <errno.h>
 #include <link.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -651,6 +652,21 @@ __attribute__((noinline)) static void real_top(void)
 	real_sink++;
 }
 
+/* The same through a signal: real_sig_top → raise → (signal) → real_handler → real_leaf. */
+__attribute__((noinline)) static void real_handler(int sig)
+{
+	cap.ret[1] = (uint64_t)__builtin_return_address(0);	/* __restore_rt */
+	real_leaf();
+	real_sink++;
+}
+
+__attribute__((noinline)) static void real_sig_top(void)
+{
+	cap.ret[2] = (uint64_t)__builtin_return_address(0);
+	raise(SIGUSR1);
+	real_sink++;
+}
+
 /* The executable mappings of this process and their tables, as a store would lay them out. */
 struct real_tables {
 	struct unw_proc proc;
@@ -731,30 +747,45 @@ static double now_ns(void)
 	return ts.tv_sec * 1e9 + ts.tv_nsec;
 }
 
+static struct real_tables *real_tables(void)
+{
+	struct real_tables *rt = calloc(1, sizeof(*rt));
+
+	assert_non_null(rt);
+	cap.mem = malloc(1 << 20);
+	assert_non_null(cap.mem);
+	dl_iterate_phdr(add_object, rt);
+	qsort(rt->proc.maps, rt->proc.nr, sizeof(rt->proc.maps[0]), cmp_map);
+	assert_true(rt->with_cfi >= 2);		/* this program and libc at least */
+	return rt;
+}
+
+static void real_tables_free(struct real_tables *rt)
+{
+	free(rt->rows);
+	free(rt);
+	free(cap.mem);
+	cap.mem = NULL;
+}
+
 static void test_real_stack(void **state)
 {
-	struct real_tables rt = {};
+	struct real_tables *rt = real_tables();
 	struct tk_unw_regs regs;
 	uint64_t ips[UNW_MAX_FRAMES];
 	uint32_t causes = 0, frames[2] = {}, c2, f2[2];
 	double t0, dt;
 	int nr, i, n, rounds = 20000;
 
-	cap.mem = malloc(1 << 20);
-	assert_non_null(cap.mem);
-	dl_iterate_phdr(add_object, &rt);
-	qsort(rt.proc.maps, rt.proc.nr, sizeof(rt.proc.maps[0]), cmp_map);
-	assert_true(rt.with_cfi >= 2);		/* this program and libc at least */
-
 	real_top();
 	real_sink++;
 	assert_true(cap.len > 64 && cap.len <= (1 << 20));
 	regs = (struct tk_unw_regs){ cap.ip, cap.sp, cap.bp };
-	nr = tk_unw__walk(&rt.proc, rt.rows, rt.nr_rows, &regs, cap_read, &cap, ips,
+	nr = tk_unw__walk(&rt->proc, rt->rows, rt->nr_rows, &regs, cap_read, &cap, ips,
 			  UNW_MAX_FRAMES, &causes, frames);
 	print_message("real stack: %d frames (%u by rows, %u by rbp), causes 0x%x; %d objects, "
 		      "%zu rows, %zu bytes of stack\n", nr, frames[0], frames[1], causes,
-		      rt.objects, rt.nr_rows, cap.len);
+		      rt->objects, rt->nr_rows, cap.len);
 	assert_true(nr >= 5);
 	assert_true(ips[0] == cap.ip);
 	for (i = 0; i < 3; i++)
@@ -768,13 +799,45 @@ static void test_real_stack(void **state)
 	/* the cost of one walk, printed */
 	t0 = now_ns();
 	for (n = 0; n < rounds; n++)
-		tk_unw__walk(&rt.proc, rt.rows, rt.nr_rows, &regs, cap_read, &cap, ips,
+		tk_unw__walk(&rt->proc, rt->rows, rt->nr_rows, &regs, cap_read, &cap, ips,
 			     UNW_MAX_FRAMES, &c2, f2);
 	dt = now_ns() - t0;
 	print_message("walk of %d frames: %.0f ns (%.1f ns a frame)\n", nr, dt / rounds,
 		      dt / rounds / nr);
-	free(rt.rows);
-	free(cap.mem);
+	real_tables_free(rt);
+}
+
+/*
+ * A stack captured in a signal handler: through glibc's __restore_rt (its
+ * SIGNAL row) to the registers the signal interrupted in raise(), and on
+ * up to the outermost frame.
+ */
+static void test_real_signal_stack(void **state)
+{
+	struct real_tables *rt = real_tables();
+	struct sigaction sa = { .sa_handler = real_handler }, old;
+	uint64_t ips[UNW_MAX_FRAMES];
+	uint32_t causes = 0, frames[2] = {};
+	struct tk_unw_regs regs;
+	int nr, i, top = -1;
+
+	assert_int_equal(sigaction(SIGUSR1, &sa, &old), 0);
+	real_sig_top();
+	real_sink++;
+	assert_int_equal(sigaction(SIGUSR1, &old, NULL), 0);
+	regs = (struct tk_unw_regs){ cap.ip, cap.sp, cap.bp };
+	nr = tk_unw__walk(&rt->proc, rt->rows, rt->nr_rows, &regs, cap_read, &cap, ips,
+			  UNW_MAX_FRAMES, &causes, frames);
+	for (i = 0; i < nr; i++)
+		if (ips[i] == cap.ret[2])
+			top = i;
+	print_message("signal stack: %d frames (%u by rows, %u by rbp), causes 0x%x; "
+		      "real_sig_top's caller at frame %d\n", nr, frames[0], frames[1], causes, top);
+	assert_true(ips[0] == cap.ip && ips[1] == cap.ret[0]);
+	assert_true(ips[2] == cap.ret[1]);	/* __restore_rt: its row takes the ucontext */
+	assert_true(top > 3);			/* raise's frames, real_sig_top, its caller */
+	assert_int_equal(causes, UNW_C_END);
+	real_tables_free(rt);
 }
 
 int main(void)
@@ -802,6 +865,7 @@ int main(void)
 		cmocka_unit_test_setup(test_zero_return_address, setup),
 		cmocka_unit_test_setup(test_mixed_stack, setup),
 		cmocka_unit_test(test_real_stack),
+		cmocka_unit_test(test_real_signal_stack),
 	};
 
 	return cmocka_run_group_tests_name("unwind_eval", tests, NULL, NULL);

@@ -58,14 +58,16 @@ declare -A MIGRATE_SPLIT=([6.1]=none [6.12]=large_folio_split)
 declare -A SKIP_VMA=([6.1]=missing [6.12]=object)
 
 # needed on every kernel; the guests' kernels also have fentry and kprobes
-NEEDED=(bpf.syscall bpf.btf bpf.ringbuf bpf.core bpf.prog.tp_btf bpf.prog.uprobe bpf.prog.perf_event)
+NEEDED=(bpf.syscall bpf.btf bpf.ringbuf bpf.core bpf.prog.tp_btf bpf.prog.uprobe bpf.prog.perf_event
+	bpf.unwind)
 GUEST_ALSO=(bpf.prog.fentry bpf.prog.kprobe)
 
 MOVE_PAGES=16384	# numa_move: 64 MiB of 4 KiB pages
 BAL_PAGES=16384		# numa_balance 15 64: the same
 
 # ---- results: check lines, and the table's cells ------------------------------------
-TESTS=(caps cpu cpu-perf alloc-full alloc-sampled alloc-growth numa-move numa-balance)
+TESTS=(caps cpu cpu-perf unwind unwind-perf alloc-full alloc-sampled alloc-growth numa-move
+	numa-balance)
 ATTACH=(cpu cpu-perf alloc numa fentry kprobe "misplaced_*")
 declare -A CELL REASON_NO ATT
 REASONS=()
@@ -193,6 +195,22 @@ check_cpu() {
 	pct=$((100 * hot / (hot + cold)))
 	expect "$name: hot $pct % of hot+cold under caller ($hot/$((hot + cold)), want 75 ± 10)" \
 		'((pct >= 65 && pct <= 85))' "folded: $(tr '\n' '|' <"$folded" | head -c 800)"
+}
+
+# unwinding without frame pointers: $1 test name (unwind, unwind-perf), $2 folded file, $3 rc,
+# $4 stderr. unw_chain burns under main → run → stage_a → stage_b → qsort_r (glibc) → compare.
+check_unwind() {
+	local name=$1 folded=$2 rc=$3 err=$4 burn whole
+	T=$name
+	if [[ $rc != 0 ]]; then
+		fail "$name: tracekit cpu exits 0" "$(why_rc "$rc" "$err")"
+		return
+	fi
+	burn=$(folded_sum "$folded" ';burn$')
+	whole=$(folded_sum "$folded" ';main;run;stage_a;stage_b;qsort_r;.*;burn$')
+	expect "$name: $whole of $burn samples in burn carry the chain to main (want >= 97 %)" \
+		'((burn >= 100 && whole * 100 >= burn * 97))' \
+		"top: $(sort -t' ' -k2 -n -r "$folded" 2>/dev/null | head -n3 | tr '\n' '|')"
 }
 
 # alloc: $1 dir with alloc_{full,sampled,growth}.{out,rc,stderr.out}, $2 1 when the kernel
@@ -358,7 +376,7 @@ check_numa_balance() {
 }
 
 # ---- the guests ---------------------------------------------------------------------
-guest_files=() NUMA_SKIP="" MOVE_SKIP="" CPU_SKIP="" BAL_SKIP=""
+guest_files=() NUMA_SKIP="" MOVE_SKIP="" CPU_SKIP="" BAL_SKIP="" UNW_SKIP=""
 # What goes into the guests, and what cannot be tested there and why.
 plan_guests() {
 	local f
@@ -376,6 +394,11 @@ plan_guests() {
 		guest_files+=("$W/cpu_split_static:/bin/cpu_split_static")
 	else
 		CPU_SKIP="no $W/cpu_split_static (make)"
+	fi
+	if [[ -x $W/unw_chain_static ]]; then
+		guest_files+=("$W/unw_chain_static:/bin/unw_chain_static")
+	else
+		UNW_SKIP="no $W/unw_chain_static (make)"
 	fi
 	if [[ -x $W/numa_balance ]]; then
 		guest_files+=("$W/numa_balance:/bin/numa_balance")
@@ -398,6 +421,7 @@ plan_guests() {
 write_payload() {
 	{
 		echo "NUMA_SKIP='$NUMA_SKIP' MOVE_SKIP='$MOVE_SKIP' CPU_SKIP='$CPU_SKIP' BAL_SKIP='$BAL_SKIP'"
+		echo "UNW_SKIP='$UNW_SKIP'"
 		cat <<'EOF'
 tk_run caps tracekit caps --json
 tk_run kallsyms grep -E ' migrate_misplaced_(page|folio)$' /proc/kallsyms
@@ -411,6 +435,15 @@ for b in auto perf; do
 	tk_run cpu_$b.folded cat /tmp/cpu_$b.folded
 	tk_run cpu_$b.json grep -o -m1 '"backend":"[a-z]*"' /tmp/cpu_$b.json
 	rm -f /tmp/cpu_$b.*
+done
+
+# unwinding from CFI: a chain through static glibc's qsort, no frame pointers, both backends
+for b in auto perf; do
+	[ -n "$UNW_SKIP" ] && break
+	tk_run unw_$b tracekit cpu -F 499 -d 3 --backend $b -o /tmp/unw_$b.folded \
+		-- /bin/unw_chain_static 2
+	tk_run unw_$b.folded cat /tmp/unw_$b.folded
+	rm -f /tmp/unw_$b.*
 done
 
 tk_run alloc_full tracekit alloc -v --mode full --format folded -- alloc_leak -d 1 --leak-bytes 1048576 --leak-block 4096
@@ -560,6 +593,15 @@ check_guest() {
 		check_cpu cpu-perf "$d/cpu_perf.folded.out" "$d/cpu_perf.backend.json" "$(rc_of "$d/cpu_perf.rc")" \
 			"$d/cpu_perf.stderr.out" perf
 	fi
+	if [[ -n $UNW_SKIP ]]; then
+		T=unwind skip unwind "$UNW_SKIP"
+		T=unwind-perf skip unwind-perf "$UNW_SKIP"
+	else
+		check_unwind unwind "$d/unw_auto.folded.out" "$(rc_of "$d/unw_auto.rc")" \
+			"$d/unw_auto.stderr.out"
+		check_unwind unwind-perf "$d/unw_perf.folded.out" "$(rc_of "$d/unw_perf.rc")" \
+			"$d/unw_perf.stderr.out"
+	fi
 	check_alloc "$d" 1
 	check_numa_move "$d"
 	if [[ -n $BAL_SKIP ]]; then
@@ -577,7 +619,7 @@ check_host() {
 		for t in "${TESTS[@]}"; do T=$t; skip "$t" "the host checks need root"; done
 		return
 	fi
-	for f in "$bin" "$W/cpu_split" "$W/alloc_leak"; do
+	for f in "$bin" "$W/cpu_split" "$W/alloc_leak" "$W/unw_chain"; do
 		if [[ ! -x $f ]]; then
 			T=caps
 			fail "$f exists" "run: make"
@@ -611,6 +653,15 @@ check_host() {
 		"$tmp/cpu_auto.err" "$(jq -r '.backends.cpu.backend' "$tmp/caps.out" 2>/dev/null)"
 	check_cpu cpu-perf "$tmp/cpu_perf.folded" "$tmp/cpu_perf.json" "$(rc_of "$tmp/cpu_perf.rc")" \
 		"$tmp/cpu_perf.err" perf
+
+	for t in auto perf; do
+		"$bin" cpu -F 499 -d 3 --backend $t -o "$tmp/unw_$t.folded" -- "$W/unw_chain" 2 \
+			>/dev/null 2>"$tmp/unw_$t.err"
+		echo $? >"$tmp/unw_$t.rc"
+	done
+	check_unwind unwind "$tmp/unw_auto.folded" "$(rc_of "$tmp/unw_auto.rc")" "$tmp/unw_auto.err"
+	check_unwind unwind-perf "$tmp/unw_perf.folded" "$(rc_of "$tmp/unw_perf.rc")" \
+		"$tmp/unw_perf.err"
 
 	local leak=$W/alloc_leak
 	"$bin" alloc -v --mode full --format folded -- "$leak" -d 1 --leak-bytes 1048576 --leak-block 4096 \

@@ -90,3 +90,5 @@ $(BUILD)/workloads/unw_dlopen: | $(BUILD)/workloads/libunwlate.so
 WORKLOAD_CFLAGS_unw_jit := $(UNW_WL_FLAGS)
 # alloc_libc_touch: the leak's page faults happen in glibc's _int_malloc, under leak_4k
 WORKLOAD_CFLAGS_alloc_libc_touch := $(UNW_WL_FLAGS)
+# unw_chain linked statically, for the unwinding checks in the QEMU guests (tests/vm/matrix.sh)
+WORKLOAD_CFLAGS_unw_chain_static := $(UNW_WL_FLAGS) -static
