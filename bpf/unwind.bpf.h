@@ -60,6 +60,8 @@ struct unw_state {
 	__u32 miss;			/* ask user space to capture tgid again */
 	__u32 cfi_frames;
 	__u32 fp_frames;
+	__u32 interrupted;		/* ip is where a signal interrupted the code */
+	__u32 pad;
 	__u64 ips[UNW_MAX_FRAMES];
 };
 
@@ -144,7 +146,7 @@ __noinline int unw_row_index(__u32 start, __u32 count, __u32 rel)
  * One frame: record the current ip, find the caller's registers. Returns 0
  * to go on, 1 when the walk ends. A global function: verified once.
  */
-__noinline int unw_step(__u32 unused)
+__noinline int unw_step(void)
 {
 	__u64 ip, sp, bp, look, cfa, ra, nbp;
 	struct unw_state *s;
@@ -167,7 +169,9 @@ __noinline int unw_step(__u32 unused)
 	bp = s->bp;
 	s->ips[nr] = ip;
 	s->nr = nr + 1;
-	look = nr ? ip - 1 : ip;
+	/* a return address is looked up one byte before; the leaf and an interrupted ip not */
+	look = nr && !s->interrupted ? ip - 1 : ip;
+	s->interrupted = 0;
 
 	p = bpf_map_lookup_elem(&unw_procs, &s->tgid);
 	if (!p)
@@ -210,6 +214,7 @@ __noinline int unw_step(__u32 unused)
 		if (unw_read(&ra, sp + UNW_SC_RIP) || unw_read(&cfa, sp + UNW_SC_RSP) ||
 		    unw_read(&nbp, sp + UNW_SC_RBP))
 			goto fault;
+		s->interrupted = 1;
 		goto cfi_done;
 	case UNW_ROW_SP:
 		cfa = sp + r->cfa_off;
@@ -234,10 +239,11 @@ __noinline int unw_step(__u32 unused)
 	}
 	if (unw_read(&ra, cfa - 8))
 		goto fault;
-	if (r->rbp_off == 0)
-		nbp = bp;
-	else if (r->rbp_off == UNW_RBP_LOST)
+	/* rbp saved below the stack pointer: an epilogue popped it already */
+	if (r->rbp_off == UNW_RBP_LOST)
 		nbp = 0;
+	else if (r->rbp_off == 0 || cfa + 8 * (__s64)r->rbp_off < sp)
+		nbp = bp;
 	else if (unw_read(&nbp, cfa + 8 * (__s64)r->rbp_off))
 		goto fault;
 cfi_done:
@@ -359,8 +365,9 @@ static __always_inline int unw_walk(__u64 ip, __u64 sp, __u64 bp, __u32 skip, __
 	s->miss = 0;
 	s->cfi_frames = 0;
 	s->fp_frames = 0;
+	s->interrupted = 0;
 	for (i = 0; i < UNW_MAX_FRAMES + 1; i++) {
-		if (unw_step(0))
+		if (unw_step())
 			break;
 	}
 	n = unw_copy(s, skip, ips, max);

@@ -20,6 +20,7 @@ enum step {
 struct walk {
 	uint64_t ip, sp, bp;
 	uint32_t causes;
+	bool interrupted;	/* ip is where a signal interrupted the code, not a return address */
 	tk_unw_read_fn read;
 	void *ctx;
 };
@@ -93,6 +94,7 @@ static enum step signal_frame(struct walk *w)
 	w->ip = ip;
 	w->sp = sp;
 	w->bp = bp;
+	w->interrupted = true;
 	return STEP_ROW;
 }
 
@@ -135,9 +137,14 @@ static enum step row_step(struct walk *w, const struct unw_row *r)
 	}
 	if (!read_u64(w, cfa - 8, &ra))
 		return STEP_STOP;
+	/*
+	 * rbp saved below the stack pointer: an epilogue has popped it already
+	 * (the CFI of many epilogues does not say so), and rbp holds it.
+	 */
 	if (r->rbp_off == UNW_RBP_LOST)
 		bp = 0;
-	else if (r->rbp_off && !read_u64(w, cfa + 8 * (int64_t)r->rbp_off, &bp))
+	else if (r->rbp_off && cfa + 8 * (int64_t)r->rbp_off >= w->sp &&
+		 !read_u64(w, cfa + 8 * (int64_t)r->rbp_off, &bp))
 		return STEP_STOP;
 	w->sp = cfa;
 	w->bp = bp;
@@ -192,19 +199,27 @@ int tk_unw__walk(const struct unw_proc *proc, const struct unw_row *rows, size_t
 		 const struct tk_unw_regs *regs, tk_unw_read_fn read, void *ctx, uint64_t *ips,
 		 int max, uint32_t *causes, uint32_t frames[2])
 {
-	struct walk w = { regs->ip, regs->sp, regs->bp, proc ? 0 : UNW_C_NO_PROC, read, ctx };
+	struct walk w = { .ip = regs->ip, .sp = regs->sp, .bp = regs->bp,
+			  .causes = proc ? 0 : UNW_C_NO_PROC, .read = read, .ctx = ctx };
 	uint32_t by_row = 0, by_fp = 0;
 	enum step s;
 	int nr = 0;
 
 	for (;;) {
+		bool exact = nr == 0 || w.interrupted;
+
 		if (nr >= max) {
 			w.causes |= UNW_C_DEPTH;
 			break;
 		}
 		ips[nr++] = w.ip;
-		/* a return address points past its call, maybe past its function's end */
-		s = frame_step(&w, proc, rows, nr_rows, nr == 1 ? w.ip : w.ip - 1);
+		/*
+		 * A return address points past its call, maybe past its function's
+		 * end: it is looked up one byte before. The leaf's ip, and the ip a
+		 * signal interrupted, are the instruction itself.
+		 */
+		w.interrupted = false;
+		s = frame_step(&w, proc, rows, nr_rows, exact ? w.ip : w.ip - 1);
 		if (s == STEP_FP)
 			s = fp_step(&w);
 		if (s == STEP_STOP)

@@ -204,6 +204,48 @@ static void test_no_proc_fault_bad(void **state)
 	assert_true(k.causes & UNW_C_BAD_FRAME);
 }
 
+/*
+ * The ip a signal interrupted is looked up as it is (not one byte before, as
+ * a return address): here it starts the FP row, one byte before is the SP
+ * row. And a row whose rbp slot lies below the stack pointer (an epilogue
+ * past its pop) keeps rbp as it is.
+ */
+static void test_signal_exact_and_epilogue(void **state)
+{
+	struct tk_unw_regs r = { .ip = BASE + 0x410, .sp = A(0), .bp = 0 };
+	struct walk k;
+
+	NEED_ROOT();
+	memset(stk, 0, sizeof(stk));
+	/* SIGNAL at sp = A(0): interrupted at BASE + 0x100 (FP row), rsp A(40), rbp A(42) */
+	stk[UNW_SC_RIP / 8] = BASE + 0x100;
+	stk[UNW_SC_RSP / 8] = A(40);
+	stk[UNW_SC_RBP / 8] = A(42);
+	/* FP row: CFA = rbp + 16 = A(44); ra at stk[43]; rbp saved at CFA - 16 = stk[42] */
+	stk[43] = BASE + 0x711;
+	stk[42] = A(50);
+	/* row 7 (SP + 8, rbp lost) at sp = A(44): ra at stk[44] */
+	stk[44] = BASE + 0xf01;
+	both(proc_of(0), rows, NR_ROWS, &r, &stk_image, &k);
+	assert_int_equal(k.n, 4);
+	assert_int_equal(k.ips[2], BASE + 0x711);
+	assert_true(k.causes & UNW_C_END);
+
+	/* the FP row with rbp saved at A(2) while sp is A(4): popped already */
+	memset(stk, 0, sizeof(stk));
+	r = (struct tk_unw_regs){ .ip = BASE + 0x110, .sp = A(4), .bp = A(2) };
+	/* CFA = rbp + 16 = A(4)... must be above sp: use rbp = A(4): CFA = A(6), slot A(4) = sp */
+	r.bp = A(6);	/* CFA = A(8), rbp slot A(6) >= sp: read */
+	stk[7] = BASE + 0x10;
+	stk[6] = A(30);
+	both(proc_of(0), rows, NR_ROWS, &r, &stk_image, &k);
+	assert_true(k.n >= 2);
+	r = (struct tk_unw_regs){ .ip = BASE + 0x110, .sp = A(7), .bp = A(6) };
+	/* CFA = A(8), slot A(6) < sp A(7): rbp stays A(6) */
+	both(proc_of(0), rows, NR_ROWS, &r, &stk_image, &k);
+	assert_true(k.n >= 2);
+}
+
 /* a loop of frames by rbp that never ends: the depth limit */
 static void test_depth(void **state)
 {
@@ -332,6 +374,7 @@ int main(void)
 		cmocka_unit_test(test_plt_deref_signal_pending),
 		cmocka_unit_test(test_gap_unsupported_lost_nomap),
 		cmocka_unit_test(test_no_proc_fault_bad),
+		cmocka_unit_test(test_signal_exact_and_epilogue),
 		cmocka_unit_test(test_depth),
 		cmocka_unit_test(test_live_stack),
 	};
