@@ -39,7 +39,8 @@
 
 #define DEFAULT_FREQ 99
 #define DEFAULT_PERIOD_S 60
-#define RING_PAGES 16		/* 64 KiB per CPU: seconds of samples at 99 Hz */
+/* 512 KiB per CPU: ~31 samples with their 16 KiB stack copies, 0.3 s at 99 Hz */
+#define RING_PAGES_UNWIND 128
 #define POLL_MS 1000
 
 enum { ST_STARTING, ST_RUNNING, ST_FAILED };
@@ -437,8 +438,9 @@ static void perf_refused(int err, char *why, size_t why_sz)
 
 static int setup(struct tk_sidecar *s, char *why, size_t why_sz)
 {
-	struct tk_cpu_perf_opts po = { .ring_pages = RING_PAGES, .wake_fd = s->wake_fd };
-	struct tk_symbolizer_opts so = { .sz = sizeof(so) };
+	/* user stacks unwound from CFI (the default): each sample copies 16 KiB of stack */
+	struct tk_cpu_perf_opts po = { .ring_pages = RING_PAGES_UNWIND, .wake_fd = s->wake_fd };
+	struct tk_symbolizer_opts so = { .sz = sizeof(so), .unwind_tables = true };
 	struct tk_cpu *c = &s->cpu;
 	int cpus[1024], nr_cpus, err;
 
