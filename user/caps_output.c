@@ -13,6 +13,7 @@
 #include "tracekit.h"
 
 #define TEXT_WIDTH 80
+#define OBJ_COL 34	/* where an object's path starts */
 
 /* ---- JSON -------------------------------------------------------------------- */
 
@@ -115,9 +116,41 @@ static void json_numa(struct tk_json *j, const struct tk_numa_topology *n)
 	tk_json__end_object(j);
 }
 
+static void json_hex(struct tk_json *j, const char *key, uint64_t v)
+{
+	char buf[24];
+
+	snprintf(buf, sizeof(buf), "0x%" PRIx64, v);
+	tk_json__string(j, key, buf);
+}
+
+static void json_object(struct tk_json *j, const struct tk_proc_object *o)
+{
+	tk_json__begin_object(j, NULL);
+	tk_json__string(j, "path", o->path);
+	json_hex(j, "start", o->start);
+	json_hex(j, "end", o->end);
+	tk_json__bool(j, "main", o->is_main);
+	tk_json__bool(j, "deleted", o->deleted);
+	tk_json__string(j, "unwind", tk_proc_object__unwind(o));
+	tk_json__string(j, "cfi", o->cfi == TK_CFI_UNKNOWN ? NULL : tk_cfi_source__name(o->cfi));
+	if (o->eh_frame_fdes >= 0)
+		tk_json__int(j, "eh_frame_fdes", o->eh_frame_fdes);
+	else
+		tk_json__null(j, "eh_frame_fdes");
+	tk_json__string(j, "debug_file", nonempty(o->debug_file));
+	json_tristate(j, "frame_pointers", o->frame_pointers);
+	tk_json__uint(j, "fp_checked", o->fp_checked);
+	tk_json__uint(j, "fp_with_frame", o->fp_with_frame);
+	tk_json__string(j, "fp_evidence", nonempty(o->fp_evidence));
+	tk_json__string(j, "error", o->err ? strerror(-o->err) : NULL);
+	tk_json__end_object(j);
+}
+
 static void json_process(struct tk_json *j, const struct tk_caps *caps)
 {
 	const struct tk_proc_info *p = &caps->proc;
+	unsigned int i;
 
 	if (!caps->pid) {
 		tk_json__null(j, "process");
@@ -151,6 +184,12 @@ static void json_process(struct tk_json *j, const struct tk_caps *caps)
 	tk_json__uint(j, "with_frame", p->fp_with_frame);
 	tk_json__string(j, "evidence", nonempty(p->fp_evidence));
 	tk_json__end_object(j);
+	tk_json__begin_array(j, "objects");
+	for (i = 0; i < p->nr_objects && i < TK_PROC_MAX_OBJECTS; i++)
+		json_object(j, &p->objects[i]);
+	tk_json__end_array(j);
+	tk_json__uint(j, "objects_omitted", p->objects_omitted);
+	tk_json__uint(j, "anon_exec_mappings", p->anon_exec);
 	tk_json__end_object(j);
 }
 
@@ -334,6 +373,52 @@ static void text_numa(FILE *f, const struct tk_caps *caps)
 		fprintf(f, "  balancing absent\n");
 }
 
+/*
+ * The process's executable objects, one a line: how each can be unwound, where
+ * its CFI is, the frame pointer heuristic's count, and its path (wrapped).
+ */
+static void text_objects(FILE *f, const struct tk_proc_info *p)
+{
+	char fp[32], head[64], line[PATH_MAX + 64];
+	unsigned int i;
+	int col;
+
+	fprintf(f, "  objects   %u executable; fp: prologues that set up %%rbp, of those checked\n",
+		p->nr_objects + p->objects_omitted);
+	if (p->nr_objects)
+		fprintf(f, "  %-7s %-11s %-11s %s\n", "unwind", "cfi", "fp", "object");
+	for (i = 0; i < p->nr_objects && i < TK_PROC_MAX_OBJECTS; i++) {
+		const struct tk_proc_object *o = &p->objects[i];
+		const char *cfi = o->cfi == TK_CFI_UNKNOWN ? "-" :
+				  o->cfi == TK_CFI_DEBUG_FILE ? "debug file" :
+								tk_cfi_source__name(o->cfi);
+
+		if (o->err)
+			snprintf(fp, sizeof(fp), "-");
+		else if (o->fp_checked)
+			snprintf(fp, sizeof(fp), "%s %u/%u", o->frame_pointers == 1 ? "yes" :
+				 o->frame_pointers == 0 ? "no" : "?", o->fp_with_frame,
+				 o->fp_checked);
+		else
+			snprintf(fp, sizeof(fp), "? no syms");
+		snprintf(head, sizeof(head), "  %-7s %-11s %s", tk_proc_object__unwind(o), cfi, fp);
+		snprintf(line, sizeof(line), "%s%s%s%s%s", o->path, o->deleted ? " (deleted)" : "",
+			 o->err ? " (" : "", o->err ? strerror(-o->err) : "", o->err ? ")" : "");
+		/* a path too long for its column goes on a line of its own */
+		col = OBJ_COL + strcspn(line, " ") > TEXT_WIDTH ? 4 : OBJ_COL;
+		if (col == OBJ_COL)
+			fprintf(f, "%-*s", OBJ_COL, head);
+		else
+			fprintf(f, "%s\n%*s", head, col, "");
+		wrap(f, line, col, col);
+	}
+	if (p->objects_omitted)
+		fprintf(f, "  ... and %u more not listed\n", p->objects_omitted);
+	if (p->anon_exec)
+		fprintf(f, "  anonymous %u executable mapping%s of no file (JIT code?): no CFI\n",
+			p->anon_exec, p->anon_exec == 1 ? "" : "s");
+}
+
 /* The entries that are not supported: those that matter, or (@benign) those that do not. */
 static void text_problems(FILE *f, const struct tk_caps *caps, bool benign)
 {
@@ -423,6 +508,9 @@ int tk_caps__write_text(const struct tk_caps *caps, FILE *f)
 		fprintf(f, "\nProcess %d (%s)\n", p->pid, p->comm);
 		fprintf(f, "  exe       ");
 		wrap(f, p->exe[0] ? p->exe : "unknown", 12, 12);
+		/* none when the process could not be read, or maps no code (a kernel thread) */
+		if (p->nr_objects || p->objects_omitted || p->anon_exec)
+			text_objects(f, p);
 	}
 	return ferror(f) ? -EIO : 0;
 }

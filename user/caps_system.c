@@ -2,7 +2,8 @@
 /*
  * Capability entries about what this system and the target process have: the
  * tracepoints and kernel functions the collectors use, memory and cgroup
- * accounting, NUMA, and the target's allocator, build-id and frame pointers.
+ * accounting, NUMA, and the target's allocator, build-id, frame pointers and
+ * how many of its executable objects have CFI.
  */
 #include <ctype.h>
 #include <errno.h>
@@ -249,6 +250,16 @@ void snap_numa(struct snap *s, struct tk_caps *caps)
 
 /* ---- the target process ----------------------------------------------------------- */
 
+/* How many of the process's listed objects have CFI (their own, or a debug file's). */
+static unsigned int objects_with_cfi(const struct tk_proc_info *p)
+{
+	unsigned int i, n = 0;
+
+	for (i = 0; i < p->nr_objects && i < TK_PROC_MAX_OBJECTS; i++)
+		n += p->objects[i].cfi >= TK_CFI_EH_FRAME;
+	return n;
+}
+
 void snap_process(struct snap *s, struct tk_caps *caps)
 {
 	const struct tk_proc_info *p = &caps->proc;
@@ -320,6 +331,13 @@ void snap_process(struct snap *s, struct tk_caps *caps)
 			REMEDY(c, "build with -fno-omit-frame-pointer for whole stacks");
 	}
 	REASON(c, "%s", p->fp_evidence);
+	if (p->nr_objects) {
+		size_t n = strlen(c->reason);
+
+		put(c->reason + n, sizeof(c->reason) - n, "%sCFI in %u of %u executable object%s",
+		    n ? "; " : "", objects_with_cfi(p), p->nr_objects,
+		    p->nr_objects == 1 ? "" : "s");
+	}
 }
 
 /* The process exists but cannot be inspected: say so in each of its entries. */
@@ -331,6 +349,8 @@ void snap_process_unreadable(struct snap *s, struct tk_caps *caps, int err)
 	size_t i;
 
 	caps->proc.pid = caps->pid;
+	/* what a read that failed half-way found is not to be shown */
+	caps->proc.nr_objects = caps->proc.objects_omitted = caps->proc.anon_exec = 0;
 	snprintf(rel, sizeof(rel), "%d/comm", caps->pid);
 	if (tk_read_file(s->proc, rel, caps->proc.comm, sizeof(caps->proc.comm)) > 0)
 		tk_rstrip(caps->proc.comm);

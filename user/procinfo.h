@@ -83,7 +83,7 @@ struct tk_proc_info {
 
 	/* executable objects from maps, in address order, each file once */
 	unsigned int nr_objects;
-	unsigned int objects_omitted;	/* beyond TK_PROC_MAX_OBJECTS */
+	unsigned int objects_omitted;	/* executable file mappings past the list's end */
 	unsigned int anon_exec;		/* executable mappings of no file (JIT code) but the vdso */
 	struct tk_proc_object objects[TK_PROC_MAX_OBJECTS];
 };

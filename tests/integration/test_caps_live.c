@@ -269,7 +269,18 @@ static void test_snapshot_changes_nothing(void **state)
 		free(after);
 		free(vals[i]);
 	}
-	/* every program, map and link the probes made is gone */
+	/*
+	 * every program, map and link the probes made is gone: closed, and freed
+	 * by the kernel after an RCU grace period (a map bound to a program, as
+	 * libbpf's feature probe binds one, goes only after its program): wait
+	 * for that, 2 s at most
+	 */
+	for (i = 0; i < 200; i++) {
+		if (bpf_prog_get_next_id(prog_max, &id) && bpf_map_get_next_id(map_max, &id) &&
+		    bpf_link_get_next_id(link_max, &id))
+			break;
+		usleep(10000);
+	}
 	assert_int_not_equal(bpf_prog_get_next_id(prog_max, &id), 0);
 	assert_int_not_equal(bpf_map_get_next_id(map_max, &id), 0);
 	assert_int_not_equal(bpf_link_get_next_id(link_max, &id), 0);

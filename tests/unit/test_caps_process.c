@@ -4,7 +4,8 @@
  * user reads them: a fixture proc tree whose PID/exe points at a real
  * workload binary (or one built here), PID/maps naming the mapped libraries,
  * PID/environ with its MALLOC_CONF; the allocator collector's backend that
- * follows; the JSON "process" object and the text "Process" section.
+ * follows; the JSON "process" object and the text "Process" section, with
+ * the executable objects' table (CFI, frame pointers, both or neither).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -95,6 +96,7 @@ struct proc_spec {
 	const char *environ;		/* "A=b\0C=d\0" with its length */
 	size_t environ_len;
 	bool root;			/* PID/root: a directory with usr -> /usr */
+	const char *extra_maps;		/* more lines of PID/maps, after the libraries */
 };
 
 #define ENV(lit) .environ = lit, .environ_len = sizeof(lit) - 1
@@ -114,7 +116,7 @@ static void write_raw(struct t *t, const char *rel, const void *data, size_t len
 /* (Re)build proc/TPID for @s; the binary PID/exe points at goes into @exe. */
 static void make_proc(struct t *t, const struct proc_spec *s, char *exe, size_t exe_size)
 {
-	char rel[128], maps[8192];
+	char rel[128], maps[16384];
 	size_t off = 0;
 	int i;
 
@@ -145,7 +147,8 @@ static void make_proc(struct t *t, const struct proc_spec *s, char *exe, size_t 
 				"7f%04x000000-7f%04x001000 r--p 00000000 08:01 %d   %s\n"
 				"7f%04x001000-7f%04x002000 r-xp 00001000 08:01 %d   %s\n",
 				i, i, 2000 + i, s->libs[i], i, i, 2000 + i, s->libs[i]);
-	off += snprintf(maps + off, sizeof(maps) - off,
+	off += snprintf(maps + off, sizeof(maps) - off, "%s%s",
+			s->extra_maps ? s->extra_maps : "",
 			"7ffd00000000-7ffd00021000 rw-p 00000000 00:00 0      [stack]\n");
 	assert_true(off < sizeof(maps));
 	snprintf(rel, sizeof(rel), "proc/%d/maps", TPID);
@@ -305,7 +308,8 @@ static void check_json(struct t *t, const char *want, const char *file, int line
 	static const enum tk_cap_id ids[] = { TK_CAP_PROC_ALLOCATOR, TK_CAP_PROC_JEMALLOC_PROF,
 					      TK_CAP_PROC_BUILD_ID, TK_CAP_PROC_FRAME_POINTERS };
 	const char *out = render(t, JSON);
-	char why[128], key[160], obj[8192], missing[256];
+	static char obj[1 << 17];	/* up to TK_PROC_MAX_OBJECTS objects */
+	char why[128], key[160], missing[256];
 	size_t i;
 
 	if (fx_json_check(out, t->outlen, why, sizeof(why))) {
@@ -626,8 +630,10 @@ static void expect_unreadable(struct t *t, int err, enum tk_status st, const cha
 	/* an unknown allocator: no uprobes to place */
 	expect_backend(caps, TK_COLLECT_ALLOC, TK_BACKEND_NONE, "allocator is unknown");
 	expect_json(t, "\"comm\": \"fp_yes\"|\"name\": \"unknown\"|\"build_id\": null|"
-		       "\"likely\": null");
+		       "\"likely\": null|\"objects\": []|\"objects_omitted\": 0");
 	expect_text(t, "fp_yes");
+	/* nothing known of its objects: no table of them */
+	assert_null(strstr(t->out, "  objects   "));
 }
 
 /* PID/maps is a directory: read() fails with EISDIR, not ENOENT (which means "gone"). */
@@ -816,6 +822,125 @@ static void test_frame_pointers(void **state)
 	expect_text(t, "stripped");
 }
 
+/* ---- executable objects ---------------------------------------------------------------- */
+
+/* The objects table's line for the object at @path (as far as it goes), or fail. */
+static const char *object_line(const char *out, const char *path)
+{
+	const char *l = strstr(out, "\n  unwind  cfi"), *end;
+	static char line[512];
+
+	if (!l)
+		fail_msg("no objects table in:\n%s", out);
+
+	while ((l = strstr(l, path))) {
+		const char *start = l;
+
+		while (start > out && start[-1] != '\n')
+			start--;
+		end = strchr(l, '\n');
+		if (end && !strncmp(start, "  ", 2) && (size_t)(end - start) < sizeof(line)) {
+			snprintf(line, sizeof(line), "%.*s", (int)(end - start), start);
+			return line;
+		}
+		l += strlen(path);
+	}
+	fail_msg("no line for %s in:\n%s", path, out);
+	return NULL;
+}
+
+/*
+ * A program without frame pointers and libc: CFI for both ("cfi"), in the
+ * snapshot, its JSON and its text; one built with them: "cfi+fp".
+ */
+static void test_objects(void **state)
+{
+	static const char *const libs[] = { LIBC, NULL };
+	struct proc_spec s = { .comm = "fp_no", .exe = "fp_no", .libs = libs, .root = true };
+	struct t *t = *state;
+	char exe[PATH_MAX], want[1024];
+	struct tk_caps *caps;
+
+	make_proc(t, &s, exe, sizeof(exe));
+	caps = snap(t);
+	assert_int_equal(caps->proc.nr_objects, 2);
+	assert_true(caps->proc.objects[0].is_main);
+	expect_cap(caps, TK_CAP_PROC_FRAME_POINTERS, TK_UNSUPPORTED, "unlikely",
+		   "heuristic|CFI in 2 of 2 executable objects", "-fno-omit-frame-pointer");
+	snprintf(want, sizeof(want),
+		 "\"objects\": [\n      {\n        \"path\": \"%s\",\n"
+		 "        \"start\": \"0x55d000001000\",\n        \"end\": \"0x55d000002000\",\n"
+		 "        \"main\": true,\n        \"deleted\": false,\n"
+		 "        \"unwind\": \"cfi\",\n        \"cfi\": \"eh_frame\",|"
+		 "\"path\": \"" LIBC "\",|\"frame_pointers\": false,|\"fp_checked\": 200,|"
+		 "\"debug_file\": null,|\"error\": null|"
+		 "\"objects_omitted\": 0,\n    \"anon_exec_mappings\": 0\n", exe);
+	expect_json(t, want);
+	expect_text(t, "fp_no");
+	assert_non_null(strstr(t->out, "\n  objects   2 executable; fp: prologues that set up "
+				       "%rbp, of those checked\n"
+				       "  unwind  cfi         fp          object\n"));
+	assert_true(!strncmp(object_line(t->out, LIBC), "  cfi     eh_frame    no ", 25));
+	assert_true(!strncmp(object_line(t->out, exe), "  cfi     eh_frame    no ", 25));
+
+	s.comm = s.exe = "fp_yes";
+	make_proc(t, &s, exe, sizeof(exe));
+	caps = snap(t);
+	expect_cap(caps, TK_CAP_PROC_FRAME_POINTERS, TK_SUPPORTED, "likely",
+		   "CFI in 2 of 2 executable objects", "");
+	expect_json(t, "\"unwind\": \"cfi+fp\",\n        \"cfi\": \"eh_frame\",|"
+		       "\"frame_pointers\": true,");
+	expect_text(t, "fp_yes");
+	assert_true(!strncmp(object_line(t->out, exe), "  cfi+fp  eh_frame    yes ", 26));
+	assert_true(!strncmp(object_line(t->out, LIBC), "  cfi     eh_frame    no ", 25));
+}
+
+/*
+ * Objects that cannot be read, more than the list holds, and code of no
+ * file: said as such, and still within 80 columns.
+ */
+static void test_objects_unreadable_and_many(void **state)
+{
+	static const char *const libs[] = { LIBC, NULL };
+	struct proc_spec s = { .comm = "many", .exe = "fp_no", .libs = libs };
+	struct t *t = *state;
+	char exe[PATH_MAX], *extra;
+	size_t size = 100 * 128, off = 0;
+	struct tk_caps *caps;
+	int i;
+
+	extra = malloc(size);
+	assert_non_null(extra);
+	for (i = 0; i < 70; i++)
+		off += snprintf(extra + off, size - off,
+				"7e%04x000000-7e%04x001000 r-xp 0 08:01 %d /opt/l/lib%d.so\n",
+				i, i, 5000 + i, i);
+	off += snprintf(extra + off, size - off,
+			"7d0000000000-7d0000001000 rwxp 00000000 00:00 0\n");
+	assert_true(off < size);
+	s.extra_maps = extra;
+	make_proc(t, &s, exe, sizeof(exe));
+	caps = snap(t);
+	free(extra);
+	assert_int_equal(caps->proc.nr_objects, TK_PROC_MAX_OBJECTS);
+	/* the program, libc and 70 libraries: 72 */
+	assert_int_equal(caps->proc.objects_omitted, 72 - TK_PROC_MAX_OBJECTS);
+	assert_int_equal(caps->proc.anon_exec, 1);
+	/* no PID/root: libc cannot be opened in a fixture, the program is PID/exe */
+	expect_cap(caps, TK_CAP_PROC_FRAME_POINTERS, TK_UNSUPPORTED, "unlikely",
+		   "CFI in 1 of 64 executable objects", NULL);
+	expect_json(t, "\"path\": \"" LIBC "\",|\"unwind\": \"unknown\",\n        \"cfi\": null,|"
+		       "\"error\": \"No such file or directory\"|\"objects_omitted\": 8,|"
+		       "\"anon_exec_mappings\": 1");
+	expect_text(t, "many");
+	assert_string_equal(object_line(t->out, LIBC),
+			    "  unknown -           -           " LIBC " (No such");
+	assert_non_null(strstr(t->out, "\n  objects   72 executable;"));
+	assert_non_null(strstr(t->out, "\n  ... and 8 more not listed\n"));
+	assert_non_null(strstr(t->out, "\n  anonymous 1 executable mapping of no file (JIT "
+				       "code?): no CFI\n"));
+}
+
 /* ---- the writers -------------------------------------------------------------------- */
 
 /* A long exe path and comm: the text still fits 80 columns, the JSON is whole. */
@@ -859,6 +984,8 @@ int main(void)
 		T(test_maps_unreadable_eacces),
 		T(test_no_build_id),
 		T(test_frame_pointers),
+		T(test_objects),
+		T(test_objects_unreadable_and_many),
 		T(test_long_names),
 #undef T
 	};

@@ -2,8 +2,11 @@
 /*
  * tk_proc_info__read() on fixture proc trees (PID/comm, PID/maps, PID/environ,
  * symlinks PID/exe and PID/root into the real file system) covering each
- * allocator case, then on live processes: a child linked with jemalloc and
- * run with MALLOC_CONF=prof:true, and ourselves.
+ * allocator case, the executable objects (CFI sections, debug files, frame
+ * pointers) of fixtures and of shared libraries built here, then on live
+ * processes: a child linked with jemalloc and run with MALLOC_CONF=prof:true,
+ * ourselves, and the unwinding workloads (unw_chain, fp_yes, unw_mixed,
+ * unw_jit, unw_dlopen).
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -15,6 +18,7 @@
 #include <fcntl.h>
 #include <ftw.h>
 #include <limits.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -615,6 +619,366 @@ static void test_errors(void **state)
 	assert_int_equal(tk_proc_info__read("/nonexistent-proc-root", 1, &pi), -ENOENT);
 }
 
+/* ---- executable objects: CFI and frame pointers ----------------------------------------- */
+
+/* The object of @pi whose path ends in @suffix ("/libc.so.6", "[vdso]"), or NULL. */
+static const struct tk_proc_object *find_obj(const struct tk_proc_info *pi, const char *suffix)
+{
+	size_t n = strlen(suffix);
+	unsigned int i;
+
+	for (i = 0; i < pi->nr_objects; i++) {
+		size_t m = strlen(pi->objects[i].path);
+
+		if (m >= n && !strcmp(pi->objects[i].path + m - n, suffix))
+			return &pi->objects[i];
+	}
+	return NULL;
+}
+
+static const struct tk_proc_object *need_obj(const struct tk_proc_info *pi, const char *suffix)
+{
+	const struct tk_proc_object *o = find_obj(pi, suffix);
+	unsigned int i;
+
+	if (!o) {
+		for (i = 0; i < pi->nr_objects; i++)
+			print_message("object %u: %s\n", i, pi->objects[i].path);
+		fail_msg("no object ending in %s among %u", suffix, pi->nr_objects);
+	}
+	return o;
+}
+
+/* Our own vdso's image and its size (a real one, for a fixture's PID/mem). */
+static size_t self_vdso(const void **img)
+{
+	char line[512];
+	unsigned long start = 0, end = 0;
+	FILE *f = fopen("/proc/self/maps", "r");
+
+	assert_non_null(f);
+	while (fgets(line, sizeof(line), f))
+		if (strstr(line, "[vdso]") && sscanf(line, "%lx-%lx", &start, &end) == 2)
+			break;
+	fclose(f);
+	if (!end) {
+		print_message("skip: this process has no [vdso]\n");
+		skip();
+	}
+	*img = (const void *)start;
+	return end - start;
+}
+
+/* Write @len bytes at offset @off of a (sparse) file. */
+static void write_at(const char *path, off_t off, const void *data, size_t len)
+{
+	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+
+	assert_true(fd >= 0);
+	assert_int_equal(pwrite(fd, data, len, off), (ssize_t)len);
+	close(fd);
+}
+
+/*
+ * A fixture process mapping fp_no (twice executable), libc, an anonymous
+ * executable page, a named anonymous one, the vdso (PID/mem holds a real one)
+ * and the vsyscall page.
+ */
+static void test_objects(void **state)
+{
+	struct fixture *f = *state;
+	struct proc_spec s = { .comm = "fp_no", .exe = "fp_no", .root = ROOT_SLASH };
+	const struct tk_proc_object *o;
+	char exe[PATH_MAX], maps[4096], path[PATH_MAX];
+	struct tk_proc_info *pi = calloc(1, sizeof(*pi));
+	const void *vdso;
+	size_t vdso_len = self_vdso(&vdso);
+
+	assert_non_null(pi);
+	workload("fp_no", exe, sizeof(exe));
+	snprintf(maps, sizeof(maps),
+		 "10000000-%08zx r-xp 00000000 00:00 0      [vdso]\n"
+		 "55d000000000-55d000001000 r--p 00000000 08:01 1001   %s\n"
+		 "55d000001000-55d000002000 r-xp 00001000 08:01 1001   %s\n"
+		 "55d000003000-55d000004000 r-xp 00003000 08:01 1001   %s\n"
+		 "7f0000000000-7f0000001000 r-xp 00001000 08:01 2000   " LIBC "\n"
+		 "7f0000100000-7f0000101000 rwxp 00000000 00:00 0\n"
+		 "7f0000200000-7f0000201000 r-xp 00000000 00:00 0      [anon:jit]\n"
+		 "7f0000300000-7f0000301000 rw-p 00000000 00:00 0      [heap]\n"
+		 "ffffffffff600000-ffffffffff601000 --xp 00000000 00:00 0  [vsyscall]\n",
+		 0x10000000 + vdso_len, exe, exe, exe);
+	s.maps = maps;
+	make_proc(f, PID, &s, NULL, 0);
+	fx_path(f, path, sizeof(path), "%d/mem", PID);
+	write_at(path, 0x10000000, vdso, vdso_len);
+	read_info(f, PID, pi);
+
+	/* the program once, though mapped executable twice; in maps' order */
+	assert_int_equal(pi->nr_objects, 3);
+	assert_int_equal(pi->objects_omitted, 0);
+	assert_int_equal(pi->anon_exec, 2);
+	assert_string_equal(pi->objects[0].path, "[vdso]");
+	assert_string_equal(pi->objects[1].path, exe);
+	assert_string_equal(pi->objects[2].path, LIBC);
+
+	o = &pi->objects[1];
+	assert_true(o->is_main);
+	assert_int_equal(o->err, 0);
+	assert_int_equal(o->cfi, TK_CFI_EH_FRAME);
+	assert_true(o->eh_frame_fdes >= 10);
+	/* the main binary's own verdict, -fomit-frame-pointer */
+	assert_int_equal(o->frame_pointers, 0);
+	assert_int_equal(o->fp_checked, pi->fp_checked);
+	assert_string_equal(tk_proc_object__unwind(o), "cfi");
+	assert_int_equal(o->start, 0x55d000001000ULL);
+	assert_int_equal(o->end, 0x55d000002000ULL);
+
+	/* Debian's libc: .eh_frame, no frame pointers */
+	o = &pi->objects[2];
+	assert_false(o->is_main);
+	assert_int_equal(o->cfi, TK_CFI_EH_FRAME);
+	assert_true(o->eh_frame_fdes > 1000);
+	assert_int_not_equal(o->frame_pointers, 1);
+	assert_true(o->fp_checked >= 8);
+	assert_string_equal(tk_proc_object__unwind(o), "cfi");
+	assert_string_equal(o->debug_file, "");
+
+	/* the vdso, read from PID/mem at its address */
+	o = &pi->objects[0];
+	assert_int_equal(o->err, 0);
+	assert_int_equal(o->cfi, TK_CFI_EH_FRAME);
+	assert_string_equal(tk_cfi_source__name(o->cfi), "eh_frame");
+	free(pi);
+}
+
+/* Mapped objects that cannot be read are listed, with why. */
+static void test_objects_unreadable(void **state)
+{
+	static const char *const libs[] = { LIBC, "/opt/gone/libgone.so.1", NULL };
+	struct proc_spec s = { .comm = "fp_yes", .exe = "fp_yes", .libs = libs,
+			       .root = ROOT_NONE };
+	struct tk_proc_info *pi = calloc(1, sizeof(*pi));
+	const struct tk_proc_object *o;
+
+	assert_non_null(pi);
+	make_proc(*state, PID, &s, NULL, 0);
+	read_info(*state, PID, pi);
+	assert_int_equal(pi->nr_objects, 3);
+	/* no PID/root, no map_files: a fixture never falls back to the host's files */
+	o = need_obj(pi, "/libgone.so.1");
+	assert_int_equal(o->err, -ENOENT);
+	assert_int_equal(o->cfi, TK_CFI_UNKNOWN);
+	assert_int_equal(o->frame_pointers, -1);
+	assert_string_equal(tk_proc_object__unwind(o), "unknown");
+	assert_string_equal(tk_cfi_source__name(o->cfi), "unknown");
+	assert_contains(o->fp_evidence, "cannot open");
+	assert_int_equal(need_obj(pi, "/libc.so.6")->err, -ENOENT);
+	/* the main binary still is PID/exe: built with frame pointers */
+	o = need_obj(pi, "/fp_yes");
+	assert_true(o->is_main);
+	assert_int_equal(o->err, 0);
+	assert_int_equal(o->cfi, TK_CFI_EH_FRAME);
+	assert_int_equal(o->frame_pointers, 1);
+	assert_string_equal(tk_proc_object__unwind(o), "cfi+fp");
+	free(pi);
+}
+
+/* More executable objects than the list holds: the first are listed, the rest counted. */
+static void test_objects_bounded(void **state)
+{
+	struct proc_spec s = { .comm = "many", .maps = NULL };
+	struct tk_proc_info *pi = calloc(1, sizeof(*pi));
+	size_t size = 80 * 128, off = 0;
+	char *maps = malloc(size);
+	int i;
+
+	assert_non_null(pi);
+	assert_non_null(maps);
+	for (i = 0; i < TK_PROC_MAX_OBJECTS + 6; i++)
+		off += snprintf(maps + off, size - off,
+				"7f%04x000000-7f%04x001000 r-xp 0 08:01 %d /opt/l/lib%d.so\n",
+				i, i, 3000 + i, i);
+	assert_true(off < size);
+	s.maps = maps;
+	make_proc(*state, PID, &s, NULL, 0);
+	read_info(*state, PID, pi);
+	assert_int_equal(pi->nr_objects, TK_PROC_MAX_OBJECTS);
+	assert_int_equal(pi->objects_omitted, 6);
+	assert_string_equal(pi->objects[0].path, "/opt/l/lib0.so");
+	assert_string_equal(pi->objects[TK_PROC_MAX_OBJECTS - 1].path, "/opt/l/lib63.so");
+	free(maps);
+	free(pi);
+}
+
+/* Run a shell command; fail the test when it fails. */
+static void run_cmd(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static void run_cmd(const char *fmt, ...)
+{
+	char cmd[4 * PATH_MAX];
+	va_list ap;
+	int status;
+
+	va_start(ap, fmt);
+	vsnprintf(cmd, sizeof(cmd), fmt, ap);
+	va_end(ap);
+	status = system(cmd);
+	if (status == -1 || !WIFEXITED(status) || WEXITSTATUS(status))
+		fail_msg("%s failed (status %#x)", cmd, status);
+}
+
+static void need_toolchain(void)
+{
+	if (system("command -v gcc >/dev/null 2>&1 && command -v objcopy >/dev/null 2>&1")) {
+		print_message("skip: no gcc or objcopy to build shared libraries with\n");
+		skip();
+	}
+}
+
+/* Twelve functions that use the stack and call on: enough for the prologue heuristic. */
+static const char lib_src[] =
+	"#include <stdio.h>\n"
+	"volatile unsigned long s;\n"
+	"#define F(n, next) __attribute__((noinline)) unsigned long f##n(unsigned long x)\\\n"
+	"	{ char b[40]; snprintf(b, sizeof(b), \"%lu\", x); s += b[1];\\\n"
+	"	  return next(x + 1) + b[0]; }\n"
+	"__attribute__((noinline)) unsigned long f13(unsigned long x) { return x * 3; }\n"
+	"F(12, f13) F(11, f12) F(10, f11) F(9, f10) F(8, f9) F(7, f8) F(6, f7) F(5, f6)\n"
+	"F(4, f5) F(3, f4) F(2, f3) F(1, f2)\n";
+
+/*
+ * Build PID/root/opt/lib/NAME from lib_src with gcc @flags, map it in a
+ * fixture process beside fp_no, and read the process into @pi. With @debug,
+ * its debug information moves to a separate file: @debug "link" puts it at
+ * /usr/lib/debug/opt/lib/NAME.debug named by .gnu_debuglink, "build-id" at
+ * /usr/lib/debug/.build-id/xx/yyyy.debug.
+ */
+static const struct tk_proc_object *lib_object(struct fixture *f, int pid, const char *name,
+					       const char *flags, const char *debug,
+					       struct tk_proc_info *pi)
+{
+	static const char *libs[2];
+	char lib_path[PATH_MAX], dir[PATH_MAX], src[PATH_MAX], dbg[PATH_MAX], id[129];
+	char mapped[PATH_MAX];
+	struct proc_spec s = { .comm = "libuser", .exe = "fp_no", .libs = libs,
+			       .root = ROOT_DIR };
+
+	snprintf(mapped, sizeof(mapped), "/opt/lib/%s", name);
+	libs[0] = mapped;
+	make_proc(f, pid, &s, NULL, 0);
+	fx_path(f, dir, sizeof(dir), "%d/root/opt/lib", pid);
+	mkdirs(dir);
+	fx_path(f, src, sizeof(src), "%d/root/opt/lib/%s.c", pid, name);
+	write_bytes(src, lib_src, strlen(lib_src));
+	fx_path(f, lib_path, sizeof(lib_path), "%d/root%s", pid, mapped);
+	run_cmd("gcc -O2 -fPIC -shared %s -o '%s' '%s'", flags, lib_path, src);
+	if (debug && !strcmp(debug, "link")) {
+		fx_path(f, dir, sizeof(dir), "%d/root/usr/lib/debug/opt/lib", pid);
+		mkdirs(dir);
+		snprintf(dbg, sizeof(dbg), "%s/%s.debug", dir, name);
+		run_cmd("objcopy --only-keep-debug '%s' '%s' && strip --strip-debug '%s' && "
+			"cd '%s' && objcopy --add-gnu-debuglink='%s.debug' '%s'",
+			lib_path, dbg, lib_path, dir, name, lib_path);
+	} else if (debug) {
+		if (!readelf_build_id(lib_path, id, sizeof(id)))
+			fail_msg("%s has no build-id", lib_path);
+		fx_path(f, dir, sizeof(dir), "%d/root/usr/lib/debug/.build-id/%.2s", pid, id);
+		mkdirs(dir);
+		snprintf(dbg, sizeof(dbg), "%s/%s.debug", dir, id + 2);
+		run_cmd("objcopy --only-keep-debug '%s' '%s' && strip --strip-debug '%s'",
+			lib_path, dbg, lib_path);
+	}
+	read_info(f, pid, pi);
+	return need_obj(pi, mapped);
+}
+
+/* The CFI's source and the frame pointer verdict of shared libraries built here. */
+static void test_objects_cfi_sources(void **state)
+{
+	/* -fno-asynchronous-unwind-tables -fno-unwind-tables: no .eh_frame of their own */
+	static const char nocfi[] = "-fno-asynchronous-unwind-tables -fno-unwind-tables";
+	struct tk_proc_info *pi = calloc(1, sizeof(*pi));
+	const struct tk_proc_object *o;
+	char flags[256];
+	int pid = PID;
+
+	assert_non_null(pi);
+	need_toolchain();
+
+	/* gcc's default: .eh_frame, no frame pointers */
+	o = lib_object(*state, pid++, "libdefault.so", "-fomit-frame-pointer", NULL, pi);
+	assert_int_equal(o->cfi, TK_CFI_EH_FRAME);
+	assert_true(o->eh_frame_fdes >= 13);	/* f1..f13, and what crt*.o bring */
+	assert_int_equal(o->frame_pointers, 0);
+	assert_string_equal(tk_proc_object__unwind(o), "cfi");
+
+	/* .eh_frame and frame pointers */
+	o = lib_object(*state, pid++, "libboth.so", "-fno-omit-frame-pointer", NULL, pi);
+	assert_int_equal(o->cfi, TK_CFI_EH_FRAME);
+	assert_int_equal(o->frame_pointers, 1);
+	assert_string_equal(tk_proc_object__unwind(o), "cfi+fp");
+
+	/* neither: .eh_frame is nothing but the 4-byte terminator the linker adds */
+	snprintf(flags, sizeof(flags), "%s -fomit-frame-pointer", nocfi);
+	o = lib_object(*state, pid++, "libneither.so", flags, NULL, pi);
+	assert_int_equal(o->cfi, TK_CFI_NONE);
+	assert_int_equal(o->frame_pointers, 0);
+	assert_string_equal(tk_proc_object__unwind(o), "none");
+
+	/* frame pointers only */
+	snprintf(flags, sizeof(flags), "%s -fno-omit-frame-pointer", nocfi);
+	o = lib_object(*state, pid++, "libfp.so", flags, NULL, pi);
+	assert_int_equal(o->cfi, TK_CFI_NONE);
+	assert_int_equal(o->frame_pointers, 1);
+	assert_string_equal(tk_proc_object__unwind(o), "fp");
+
+	/* -g without unwind tables: its own .debug_frame */
+	snprintf(flags, sizeof(flags), "%s -g -fomit-frame-pointer", nocfi);
+	o = lib_object(*state, pid++, "libdebug.so", flags, NULL, pi);
+	assert_int_equal(o->cfi, TK_CFI_DEBUG_FRAME);
+	assert_int_equal(o->eh_frame_fdes, -1);
+	assert_string_equal(tk_proc_object__unwind(o), "cfi");
+
+	/* the .debug_frame moved to a debug file named by .gnu_debuglink */
+	snprintf(flags, sizeof(flags), "%s -g -Wl,--build-id=none", nocfi);
+	o = lib_object(*state, pid++, "liblink.so", flags, "link", pi);
+	assert_int_equal(o->cfi, TK_CFI_DEBUG_FILE);
+	assert_string_equal(o->debug_file, "/usr/lib/debug/opt/lib/liblink.so.debug");
+	assert_string_equal(tk_cfi_source__name(o->cfi), "debug_file");
+	assert_string_equal(tk_proc_object__unwind(o), "cfi");
+
+	/* ... or found by build-id */
+	snprintf(flags, sizeof(flags), "%s -g -Wl,--build-id=sha1", nocfi);
+	o = lib_object(*state, pid++, "libbyid.so", flags, "build-id", pi);
+	assert_int_equal(o->cfi, TK_CFI_DEBUG_FILE);
+	assert_true(!strncmp(o->debug_file, "/usr/lib/debug/.build-id/", 25));
+	assert_true(strlen(o->debug_file) == 25 + 2 + 1 + 38 + 6);
+	assert_contains(o->debug_file, ".debug");
+
+	/* a debuglink file of another build is not its debug file */
+	snprintf(flags, sizeof(flags), "%s -g -Wl,--build-id=sha1", nocfi);
+	o = lib_object(*state, pid, "libother.so", flags, "link", pi);
+	assert_int_equal(o->cfi, TK_CFI_DEBUG_FILE);	/* its own, at first */
+	{
+		char lib_path[PATH_MAX], other[PATH_MAX], src[PATH_MAX];
+		struct fixture *f = *state;
+
+		fx_path(f, lib_path, sizeof(lib_path), "%d/root/opt/lib/libother.so", pid);
+		fx_path(f, src, sizeof(src), "%d/root/opt/lib/libother.so.c", pid);
+		fx_path(f, other, sizeof(other), "%d/root/usr/lib/debug/opt/lib/libother.so.debug",
+			pid);
+		/* another build (one more function), its debug part put in place */
+		run_cmd("(cat '%s'; echo 'int other(void) { return 1; }') > '%s.2.c' && "
+			"gcc -O2 -fPIC -shared %s -o '%s.2' '%s.2.c' && "
+			"objcopy --only-keep-debug '%s.2' '%s'", src, src, flags, lib_path, src,
+			lib_path, other);
+		read_info(f, pid, pi);
+		o = need_obj(pi, "/opt/lib/libother.so");
+		assert_int_equal(o->cfi, TK_CFI_NONE);
+		assert_string_equal(o->debug_file, "");
+	}
+	free(pi);
+}
+
 /* ---- the prologue classifier --------------------------------------------------------- */
 
 static void test_prologues(void **state)
@@ -734,9 +1098,225 @@ static void test_live_self(void **state)
 	assert_int_equal(pi.allocator, TK_ALLOC_GLIBC);
 	assert_contains(pi.alloc_object, "libc.so.6");
 	expect_build_id(exe, &pi);
+	/* our own executable objects: this test, cmocka, libelf, libc, ... */
+	assert_true(pi.nr_objects >= 5);
+	assert_true(need_obj(&pi, "/test_procinfo")->is_main);
+	assert_int_equal(need_obj(&pi, "/test_procinfo")->cfi, TK_CFI_EH_FRAME);
+	assert_int_equal(need_obj(&pi, "/libc.so.6")->cfi, TK_CFI_EH_FRAME);
 	/* NULL means /proc */
 	assert_int_equal(tk_proc_info__read(NULL, getpid(), &pi), 0);
 	assert_string_equal(pi.exe, exe);
+}
+
+/* ---- executable objects of live processes ---------------------------------------------- */
+
+struct child {
+	pid_t pid;
+	int out;	/* its stdout */
+};
+
+/* Start workload @name with @args (NULL-terminated, after argv[0]); its stdout in c->out. */
+static void start_child(struct child *c, const char *name, const char *const *args)
+{
+	char exe[PATH_MAX], *argv[8], byte;
+	int out[2], exec_done[2], i;
+
+	workload(name, exe, sizeof(exe));
+	argv[0] = exe;
+	for (i = 0; args[i] && i < 6; i++)
+		argv[i + 1] = (char *)args[i];
+	argv[i + 1] = NULL;
+	assert_int_equal(pipe2(out, O_CLOEXEC), 0);
+	assert_int_equal(pipe2(exec_done, O_CLOEXEC), 0);
+	c->pid = fork();
+	assert_true(c->pid >= 0);
+	if (c->pid == 0) {
+		dup2(out[1], 1);
+		execv(exe, argv);
+		_exit(127);
+	}
+	close(out[1]);
+	close(exec_done[1]);
+	/* EOF once the exec closed it: from here on, the maps are the workload's */
+	assert_int_equal(read(exec_done[0], &byte, 1), 0);
+	close(exec_done[0]);
+	c->out = out[0];
+}
+
+/* Read the child's stdout up to a line starting with @prefix (up to 5 s). */
+static void wait_line(struct child *c, const char *prefix)
+{
+	char buf[4096];
+	size_t got = 0;
+	int i;
+
+	for (i = 0; i < 500; i++) {
+		struct pollfd p = { .fd = c->out, .events = POLLIN };
+		char *l;
+		ssize_t n;
+
+		buf[got] = '\0';
+		for (l = buf; l && *l; l = strchr(l, '\n') ? strchr(l, '\n') + 1 : NULL)
+			if (!strncmp(l, prefix, strlen(prefix)) && strchr(l, '\n'))
+				return;
+		if (poll(&p, 1, 10) <= 0)
+			continue;
+		n = read(c->out, buf + got, sizeof(buf) - 1 - got);
+		if (n <= 0)
+			break;
+		got += n;
+	}
+	fail_msg("no line \"%s...\" from the workload", prefix);
+}
+
+/* Wait (up to 5 s) until the child's maps show @what: the dynamic loader has run. */
+static void wait_mapped(struct child *c, const char *what)
+{
+	char rel[64], *maps;
+	int i;
+
+	snprintf(rel, sizeof(rel), "/proc/%d/maps", (int)c->pid);
+	for (i = 0; i < 500; i++) {
+		FILE *f = fopen(rel, "r");
+		size_t n = 0;
+		bool found = false;
+
+		maps = NULL;
+		if (f) {
+			while (getline(&maps, &n, f) > 0 && !found)
+				found = strstr(maps, what);
+			fclose(f);
+		}
+		free(maps);
+		if (found)
+			return;
+		usleep(10000);
+	}
+	fail_msg("%s never mapped in process %d", what, (int)c->pid);
+}
+
+static void stop_child(struct child *c)
+{
+	int status;
+
+	kill(c->pid, SIGKILL);
+	assert_int_equal(waitpid(c->pid, &status, 0), c->pid);
+	close(c->out);
+}
+
+/* A program without frame pointers: CFI for itself and for libc, from a live process. */
+static void test_live_objects_nofp(void **state)
+{
+	static const char *const args[] = { "10", NULL };
+	struct tk_proc_info *pi = calloc(1, sizeof(*pi));
+	const struct tk_proc_object *o;
+	struct child c;
+	int err;
+
+	assert_non_null(pi);
+	start_child(&c, "unw_chain", args);
+	wait_mapped(&c, "/libc.so.6");
+	err = tk_proc_info__read("/proc", c.pid, pi);
+	stop_child(&c);
+	assert_int_equal(err, 0);
+	o = need_obj(pi, "/unw_chain");
+	assert_true(o->is_main);
+	assert_int_equal(o->err, 0);
+	assert_int_equal(o->cfi, TK_CFI_EH_FRAME);
+	assert_int_not_equal(o->frame_pointers, 1);
+	assert_string_equal(tk_proc_object__unwind(o), "cfi");
+	o = need_obj(pi, "/libc.so.6");
+	assert_int_equal(o->cfi, TK_CFI_EH_FRAME);
+	assert_string_equal(tk_proc_object__unwind(o), "cfi");
+	o = need_obj(pi, "[vdso]");
+	assert_int_equal(o->err, 0);
+	assert_int_equal(o->cfi, TK_CFI_EH_FRAME);
+	assert_non_null(find_obj(pi, "/ld-linux-x86-64.so.2"));
+	assert_int_equal(pi->anon_exec, 0);
+	free(pi);
+}
+
+/* A program with frame pointers: "cfi+fp"; libc stays "cfi". */
+static void test_live_objects_fp(void **state)
+{
+	static const char *const args[] = { "1000000000", NULL };
+	struct tk_proc_info *pi = calloc(1, sizeof(*pi));
+	const struct tk_proc_object *o;
+	struct child c;
+	int err;
+
+	assert_non_null(pi);
+	start_child(&c, "fp_yes", args);
+	wait_mapped(&c, "/libc.so.6");
+	err = tk_proc_info__read("/proc", c.pid, pi);
+	stop_child(&c);
+	assert_int_equal(err, 0);
+	o = need_obj(pi, "/fp_yes");
+	assert_int_equal(o->frame_pointers, 1);
+	assert_string_equal(tk_proc_object__unwind(o), "cfi+fp");
+	assert_string_equal(tk_proc_object__unwind(need_obj(pi, "/libc.so.6")), "cfi");
+	free(pi);
+}
+
+/* unw_mixed's library is there with its CFI; unw_jit's code page is counted, not listed. */
+static void test_live_objects_mixed_and_jit(void **state)
+{
+	static const char *const args[] = { "-v", "10", NULL };
+	struct tk_proc_info *pi = calloc(1, sizeof(*pi));
+	const struct tk_proc_object *o;
+	struct child c;
+	unsigned int i;
+	int err;
+
+	assert_non_null(pi);
+	start_child(&c, "unw_mixed", args);
+	wait_line(&c, "burn ");
+	err = tk_proc_info__read("/proc", c.pid, pi);
+	stop_child(&c);
+	assert_int_equal(err, 0);
+	o = need_obj(pi, "/libunwfp.so");
+	assert_int_equal(o->cfi, TK_CFI_EH_FRAME);
+	assert_false(o->is_main);
+	/* one function: too few for the prologue heuristic to say */
+	assert_int_equal(o->frame_pointers, -1);
+	assert_string_equal(tk_proc_object__unwind(need_obj(pi, "/unw_mixed")), "cfi");
+
+	start_child(&c, "unw_jit", args);
+	wait_line(&c, "burn ");
+	err = tk_proc_info__read("/proc", c.pid, pi);
+	stop_child(&c);
+	assert_int_equal(err, 0);
+	assert_int_equal(pi->anon_exec, 1);
+	for (i = 0; i < pi->nr_objects; i++)
+		assert_true(pi->objects[i].path[0] == '/' ||
+			    !strcmp(pi->objects[i].path, "[vdso]"));
+	free(pi);
+}
+
+/* unw_dlopen's library is listed once it is loaded, not before. */
+static void test_live_objects_dlopen(void **state)
+{
+	static const char *const args[] = { "-v", "0.5", "10", NULL };
+	struct tk_proc_info *pi = calloc(1, sizeof(*pi));
+	const struct tk_proc_object *o;
+	struct child c;
+	int err, err2;
+
+	assert_non_null(pi);
+	start_child(&c, "unw_dlopen", args);
+	wait_mapped(&c, "/libc.so.6");
+	err = tk_proc_info__read("/proc", c.pid, pi);
+	if (!err && find_obj(pi, "/libunwlate.so"))
+		fail_msg("libunwlate.so mapped before the dlopen");
+	wait_line(&c, "late_outer ");
+	err2 = tk_proc_info__read("/proc", c.pid, pi);
+	stop_child(&c);
+	assert_int_equal(err, 0);
+	assert_int_equal(err2, 0);
+	o = need_obj(pi, "/libunwlate.so");
+	assert_int_equal(o->cfi, TK_CFI_EH_FRAME);
+	assert_string_equal(tk_proc_object__unwind(o), "cfi");
+	free(pi);
 }
 
 int main(void)
@@ -761,9 +1341,17 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_unknown, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_kernel_thread, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_errors, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_objects, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_objects_unreadable, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_objects_bounded, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_objects_cfi_sources, setup, teardown),
 		cmocka_unit_test(test_prologues),
 		cmocka_unit_test(test_live_jemalloc_child),
 		cmocka_unit_test(test_live_self),
+		cmocka_unit_test(test_live_objects_nofp),
+		cmocka_unit_test(test_live_objects_fp),
+		cmocka_unit_test(test_live_objects_mixed_and_jit),
+		cmocka_unit_test(test_live_objects_dlopen),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
