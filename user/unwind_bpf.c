@@ -84,7 +84,9 @@ int tk_unw_bpf__prepare(const struct tk_unw_bpf_vars *v, const struct tk_unw_bpf
 	}
 	if (rows > UINT32_MAX / 2)
 		return -EINVAL;
-	if (libbpf_probe_bpf_helper(o->prog_type, BPF_FUNC_task_pt_regs, NULL) == 1) {
+	/* TK_UNWIND_TASK_STACK=1: the older kernels' way on this one too (for tests) */
+	if (!getenv("TK_UNWIND_TASK_STACK") &&
+	    libbpf_probe_bpf_helper(o->prog_type, BPF_FUNC_task_pt_regs, NULL) == 1) {
 		*v->task_regs = 1;
 	} else {
 		off = task_stack_offset();
