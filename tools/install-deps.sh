@@ -8,7 +8,9 @@
 set -euo pipefail
 
 # make/gcc/clang/llvm: host and BPF compilers; bpftool + libbpf-dev: skeletons and the
-# CO-RE loader; libelf/zlib/zstd: ELF reading and the static link; libnuma-dev:
+# CO-RE loader; libelf/zlib/zstd: ELF reading and the static link; libdw-dev: the CFI
+# (.eh_frame, .debug_frame) the unwind tables are built from, with liblzma-dev and
+# libbz2-dev for its static link (libdw.a's decompressors need them); libnuma-dev:
 # topology; libcmocka-dev: unit tests; libclang-rt-14-dev: ASan/UBSan/libFuzzer
 # runtimes; libjemalloc-dev: a real jemalloc for allocator-detection tests and the
 # alloc fallback; libstdc++-12-dev: the C++ allocation workload.
@@ -16,6 +18,7 @@ PKGS=(
 	make gcc clang llvm pkg-config libstdc++-12-dev
 	bpftool libbpf-dev
 	libelf-dev zlib1g-dev libzstd-dev
+	libdw-dev liblzma-dev libbz2-dev
 	libnuma-dev
 	libcmocka-dev
 	libclang-rt-14-dev
@@ -25,7 +28,7 @@ PKGS=(
 )
 # golang-go: `go tool pprof` reads back every pprof the tests write.
 # The benchmarks' peers and measuring tools.
-BENCH_PKGS=(linux-perf bpftrace time)
+BENCH_PKGS=(linux-perf bpftrace time redis-server redis-tools python3)
 [[ ${1:-} == --bench ]] && PKGS+=("${BENCH_PKGS[@]}")
 
 missing=()

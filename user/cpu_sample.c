@@ -33,7 +33,44 @@ struct bpf_state {
 	struct cpu_follow_bpf *follow;	/* only with follow_children */
 	int cgroup_fd;
 	struct tk_unw_bpf *unw;		/* NULL: user stacks by frame pointer */
+	bool precapture;		/* the -p processes' entries are still to be written */
 };
+
+/* The parent of @pid from PID/stat, or -1. */
+static int parent_of(const char *proc_root, int pid)
+{
+	char rel[32], buf[512], *p;
+	int ppid;
+
+	snprintf(rel, sizeof(rel), "%d/stat", pid);
+	if (tk_read_file(proc_root ? proc_root : "/proc", rel, buf, sizeof(buf)) < 0)
+		return -1;
+	p = strrchr(buf, ')');	/* the comm may hold anything */
+	return p && sscanf(p + 1, " %*c %d", &ppid) == 1 ? ppid : -1;
+}
+
+/*
+ * The -p processes are known: their unwind entries at the first poll, with
+ * sampling already running and start-up over, rather than at their first
+ * sample's event (their first samples go by the frame pointer meanwhile).
+ * A command this process started is left to its exec's event: held before
+ * its exec, its image is still ours.
+ */
+static void precapture(struct tk_cpu *c, struct bpf_state *st)
+{
+	int i;
+
+	st->precapture = false;
+	for (i = 0; i < c->opts.nr_pids; i++) {
+		int pid = c->opts.pids[i];
+
+		if (parent_of(c->opts.proc_root, pid) == getpid() ||
+		    tk_symbolizer__has(c->sym, pid, 0))
+			continue;
+		if (!tk_symbolizer__capture(c->sym, pid, 0))
+			tk_unw_bpf__update(st->unw, c->sym, pid, 0);
+	}
+}
 
 /* Online CPUs from a cpulist like "0-3,8"; fills @cpus, returns the count or -errno. */
 int tk_online_cpus(int *cpus, int max)
@@ -281,14 +318,7 @@ static int bpf_start(struct tk_cpu *c)
 		st->nr_links++;
 	}
 	c->nr_cpus = nr_cpus;
-	/*
-	 * The -p processes are known: their unwind entries now, sampling already
-	 * running, rather than at their first sample's event (their first
-	 * samples would go by the frame pointer meanwhile).
-	 */
-	for (i = 0; st->unw && i < o->nr_pids; i++)
-		if (!tk_symbolizer__capture(c->sym, o->pids[i], 0))
-			tk_unw_bpf__update(st->unw, c->sym, o->pids[i], 0);
+	st->precapture = st->unw && o->nr_pids;
 	return 0;
 fail:
 	bpf_free(c);
@@ -298,8 +328,11 @@ fail:
 static int bpf_poll(struct tk_cpu *c, int timeout_ms)
 {
 	struct bpf_state *st = c->priv;
-	int err = ring_buffer__poll(st->rb, timeout_ms);
+	int err;
 
+	if (st->precapture)
+		precapture(c, st);
+	err = ring_buffer__poll(st->rb, timeout_ms);
 	tk_unw_bpf__retry(st->unw, c->sym);
 	read_counters(c, st);
 	return err < 0 && err != -EINTR ? err : 0;

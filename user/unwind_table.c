@@ -10,30 +10,40 @@
  * keeps FDEs of discarded functions at address 0), is left out. Each FDE's rows
  * are then read from libdw: dwarf_cfi_addrframe() at the FDE's start gives the
  * first row and, through dwarf_frame_info(), where it ends; the next query is
- * made there, and so on to the FDE's end.
+ * made there, and so on to the FDE's end. FDEs starting 4 GiB or more past the
+ * first are left out (a __u32 pc cannot hold them); the stats have no field
+ * to count them in, st.fdes counts the FDEs whose rows the table holds.
  *
- * Why libdw and not an interpreter of our own: dwarf_cfi_addrframe() re-runs
- * the FDE's program from its start at every query, so walking an FDE row by
- * row costs O(rows^2) in instructions. Measured on this machine (Debian 12,
- * elfutils 0.188, -O2, warm page cache), whole builds:
+ * Why libdw and not a CFA interpreter of our own: dwarf_cfi_addrframe() runs
+ * the FDE's program from its start again at every query, so walking an FDE
+ * row by row costs O(rows^2) instructions. Measured (Debian 12, elfutils
+ * 0.188, -O2, warm page cache, whole builds with the checks below, CPU time):
  *
- *   libc.so.6        3713 FDEs   25.2k rows   ~8 ms
- *   libstdc++.so.6   4867 FDEs   30.9k rows  ~11 ms
- *   python3.11      10221 FDEs   61.4k rows  ~21 ms
- *   redis-server     see the unit test's output; same order
+ *   libc.so.6        3713 FDEs   28.3k rows    6-7.5 ms
+ *   libstdc++.so.6   4867 FDEs   34.4k rows    8-9 ms
+ *   python3.11      10221 FDEs   64.6k rows   16-19 ms
+ *   redis-server     4303 FDEs   40.0k rows    9-9.5 ms
  *
- * Compilers emit short programs (a few rows per FDE, rarely a hundred), so the
- * quadratic term stays small and an interpreter of our own would save a few
- * milliseconds per object, built once per object, at the price of a second
- * DWARF CFA implementation to keep correct. What the quadratic term does
- * allow is a crafted FDE of many rows costing seconds: every query is charged
- * its FDE's size against a budget proportional to the section's size (real
- * objects use under 1/20 of it) and an FDE past the budget ends in an
- * UNW_ROW_UNSUPPORTED row.
+ * Compilers emit short programs (a few rows per FDE), so the quadratic term
+ * stays small: the bytes libdw runs are 18-30 times the section's size. An
+ * interpreter of our own would save a few milliseconds per object, built once
+ * per object, at the price of a second DWARF CFA implementation to keep right.
+ * What the quadratic term does allow is a crafted FDE of many rows costing
+ * seconds (one FDE of 40000 rows: 2.9 s): every query is charged its FDE's
+ * size against a budget of 1024 times the section's size (plus 64 MiB), and
+ * past it each FDE left is one UNW_ROW_UNSUPPORTED row (that FDE: 3 ms).
  *
- * Everything read is untrusted: libdw checks the bounds of the entries it
- * parses and of the programs it runs; the pointer decoding here checks its
- * own. A malformed entry ends the walk: the FDEs before it are kept.
+ * Everything read is untrusted. libdw (0.188) checks the bounds of what it
+ * parses, but not what it allocates: it grows a frame's register array to the
+ * highest register number a program names (DW_CFA_offset_extended r100000000:
+ * gigabytes, zeroed) and copies the frame for every DW_CFA_remember_state. So
+ * before libdw runs anything, every CIE's and FDE's program of the section is
+ * scanned here (program_ok), and every FDE offset .eh_frame_hdr's table would
+ * send libdw to must be one of those FDEs; a section that fails is -EBADMSG,
+ * as is one malformed before its first FDE. Real objects never fail: the
+ * scan finds no register past 130 (k7) and no nesting past 2. An entry that
+ * cannot be parsed is stepped over as libdw does; the pointer decoding here
+ * checks its own bounds.
  */
 #include <dwarf.h>
 #include <elfutils/libdw.h>
@@ -63,6 +73,15 @@ struct fde {
 	uint64_t cost;		/* bytes libdw runs, at most, for one query in it */
 };
 
+/* The CIE the FDEs being read refer to. */
+struct cie {
+	Dwarf_Off off;		/* (Dwarf_Off)-1: none */
+	Dwarf_CFI_Entry ent;
+	uint8_t enc;		/* of FDE pointers */
+	bool enc_ok;		/* enc is one read_encoded() reads */
+	bool ok;		/* its initial instructions pass program_ok() */
+};
+
 struct range {
 	uint64_t start;
 	uint64_t end;
@@ -76,12 +95,15 @@ struct builder {
 	struct range *exec;		/* executable PT_LOAD segments of the object */
 	size_t nr_exec;
 	uint64_t work, budget;
-	uint64_t dropped;		/* rows past base + 4 GiB */
+	uint64_t *offs;			/* section offsets of every FDE, ascending */
+	size_t nr_offs, cap_offs;
 	bool malformed;			/* an entry could not be parsed */
+	bool unsafe;			/* a program libdw must not run (program_ok) */
 };
 
 /* One CFI section: its bytes for dwarf_next_cfi(), where they are loaded, its libdw handle. */
 struct cfi_sec {
+	Elf *e;				/* the object it is read from */
 	Elf_Data *data;
 	uint64_t vaddr;
 	bool eh;			/* .eh_frame, not .debug_frame */
@@ -99,10 +121,11 @@ static uint64_t now_ns(void)
 
 /* ---- pointers as .eh_frame encodes them ----------------------------------------------- */
 
-static int read_uleb(const uint8_t **p, const uint8_t *end, uint64_t *val)
+/* An unsigned or (@sign) signed LEB128 number. */
+static int read_leb(const uint8_t **p, const uint8_t *end, bool sign, uint64_t *val)
 {
-	uint64_t v = 0;
 	unsigned int shift = 0;
+	uint64_t v = 0;
 
 	while (*p < end) {
 		uint8_t b = *(*p)++;
@@ -111,26 +134,7 @@ static int read_uleb(const uint8_t **p, const uint8_t *end, uint64_t *val)
 			v |= (uint64_t)(b & 0x7f) << shift;
 		shift += 7;
 		if (!(b & 0x80)) {
-			*val = v;
-			return 0;
-		}
-	}
-	return -EBADMSG;
-}
-
-static int read_sleb(const uint8_t **p, const uint8_t *end, uint64_t *val)
-{
-	uint64_t v = 0;
-	unsigned int shift = 0;
-
-	while (*p < end) {
-		uint8_t b = *(*p)++;
-
-		if (shift < 64)
-			v |= (uint64_t)(b & 0x7f) << shift;
-		shift += 7;
-		if (!(b & 0x80)) {
-			if (shift < 64 && (b & 0x40))
+			if (sign && shift < 64 && (b & 0x40))
 				v |= ~0ULL << shift;
 			*val = v;
 			return 0;
@@ -159,10 +163,12 @@ static int read_fixed(const uint8_t **p, const uint8_t *end, unsigned int n, boo
 
 /*
  * Read a pointer encoded as @enc at *@p; @field_vaddr: the address of *@p, for
- * DW_EH_PE_pcrel. Only what x86-64 objects use: absolute or pc-relative, direct.
+ * DW_EH_PE_pcrel; @datarel: the base of DW_EH_PE_datarel (.eh_frame_hdr's
+ * address in its table), 0 where it has none. Only what x86-64 objects use:
+ * absolute, pc- or data-relative, direct.
  */
 static int read_encoded(const uint8_t **p, const uint8_t *end, uint8_t enc, uint64_t field_vaddr,
-			uint64_t *val)
+			uint64_t datarel, uint64_t *val)
 {
 	int err;
 
@@ -183,10 +189,8 @@ static int read_encoded(const uint8_t **p, const uint8_t *end, uint8_t enc, uint
 		err = read_fixed(p, end, 2, enc & DW_EH_PE_signed, val);
 		break;
 	case DW_EH_PE_uleb128:
-		err = read_uleb(p, end, val);
-		break;
 	case DW_EH_PE_sleb128:
-		err = read_sleb(p, end, val);
+		err = read_leb(p, end, enc & DW_EH_PE_signed, val);
 		break;
 	default:
 		return -ENOTSUP;
@@ -199,6 +203,11 @@ static int read_encoded(const uint8_t **p, const uint8_t *end, uint8_t enc, uint
 	case DW_EH_PE_pcrel:
 		*val += field_vaddr;
 		return 0;
+	case DW_EH_PE_datarel:
+		if (!datarel)
+			return -ENOTSUP;
+		*val += datarel;
+		return 0;
 	default:
 		return -ENOTSUP;
 	}
@@ -209,6 +218,7 @@ static int cie_fde_encoding(const Dwarf_CIE *cie, uint8_t *enc)
 {
 	const uint8_t *p = cie->augmentation_data, *end;
 	const char *a = cie->augmentation;
+	bool have_r = false;
 	uint64_t skip;
 	uint8_t penc;
 
@@ -224,6 +234,7 @@ static int cie_fde_encoding(const Dwarf_CIE *cie, uint8_t *enc)
 			if (p >= end)
 				return -EBADMSG;
 			*enc = *p++;
+			have_r = true;
 			break;
 		case 'L':
 			if (p >= end)
@@ -235,7 +246,7 @@ static int cie_fde_encoding(const Dwarf_CIE *cie, uint8_t *enc)
 			if (p >= end)
 				return -EBADMSG;
 			penc = *p++;
-			if (read_encoded(&p, end, penc & ~DW_EH_PE_indirect, 0, &skip))
+			if (read_encoded(&p, end, penc & 0x0f, 0, 0, &skip))
 				return -EBADMSG;
 			break;
 		case 'S':
@@ -243,10 +254,118 @@ static int cie_fde_encoding(const Dwarf_CIE *cie, uint8_t *enc)
 			break;
 		default:
 			/* 'z' says how long the data is, not where an 'R' after this is */
-			return -ENOTSUP;
+			return have_r ? 0 : -ENOTSUP;
 		}
 	}
 	return 0;
+}
+
+/* ---- what libdw is given ------------------------------------------------------------- */
+
+#define MAX_REG 255		/* x86-64 CFI names registers up to 130 (k7) */
+#define MAX_DEPTH 64		/* of DW_CFA_remember_state; compilers nest 1 or 2 */
+
+/*
+ * May the CFA program [@p, @end) run in libdw? libdw (0.188) grows a frame's
+ * register array to the highest register the program names (one
+ * DW_CFA_offset_extended r100000000 costs gigabytes, zeroed) and copies the
+ * frame for each DW_CFA_remember_state; a program that names a register past
+ * MAX_REG or nests deeper than MAX_DEPTH is not run. An opcode or operand the
+ * scan cannot read ends it: libdw stops with an error at the same place.
+ * @enc: the FDE pointer encoding (DW_CFA_set_loc's operand).
+ */
+static bool program_ok(const uint8_t *p, const uint8_t *end, uint8_t enc)
+{
+	uint64_t reg, v;
+	int depth = 0;
+
+	while (p < end) {
+		uint8_t op = *p++;
+
+		reg = 0;
+		switch (op & 0xc0) {
+		case DW_CFA_advance_loc:
+		case DW_CFA_restore:
+			continue;	/* the register, if any, is in the low 6 bits */
+		case DW_CFA_offset:
+			if (read_leb(&p, end, false, &v))
+				return true;
+			continue;
+		}
+		switch (op) {
+		case DW_CFA_nop:
+		case DW_CFA_GNU_window_save:
+			break;
+		case DW_CFA_remember_state:
+			if (++depth > MAX_DEPTH)
+				return false;
+			break;
+		case DW_CFA_restore_state:
+			depth -= depth > 0;
+			break;
+		case DW_CFA_set_loc:
+			if (read_encoded(&p, end, enc & 0x0f, 0, 0, &v))
+				return true;
+			break;
+		case DW_CFA_advance_loc1:
+		case DW_CFA_advance_loc2:
+		case DW_CFA_advance_loc4:
+		case DW_CFA_MIPS_advance_loc8:
+			v = op == DW_CFA_MIPS_advance_loc8 ? 8 : 1 << (op - DW_CFA_advance_loc1);
+			if ((uint64_t)(end - p) < v)
+				return true;
+			p += v;
+			break;
+		case DW_CFA_def_cfa_offset:
+		case DW_CFA_def_cfa_offset_sf:
+		case DW_CFA_GNU_args_size:
+			if (read_leb(&p, end, false, &v))
+				return true;
+			break;
+		case DW_CFA_def_cfa_expression:
+			if (read_leb(&p, end, false, &v) || (uint64_t)(end - p) < v)
+				return true;
+			p += v;
+			break;
+		case DW_CFA_def_cfa_register:
+			if (read_leb(&p, end, false, &v))
+				return true;
+			break;
+		case DW_CFA_restore_extended:
+		case DW_CFA_undefined:
+		case DW_CFA_same_value:
+			if (read_leb(&p, end, false, &reg))
+				return true;
+			break;
+		case DW_CFA_def_cfa:
+		case DW_CFA_def_cfa_sf:
+			if (read_leb(&p, end, false, &v) || read_leb(&p, end, false, &v))
+				return true;
+			break;
+		case DW_CFA_offset_extended:
+		case DW_CFA_register:
+		case DW_CFA_offset_extended_sf:
+		case DW_CFA_val_offset:
+		case DW_CFA_val_offset_sf:
+		case DW_CFA_GNU_negative_offset_extended:
+			/* the second operand: an offset or a register, a LEB128 either way */
+			if (read_leb(&p, end, false, &reg) || read_leb(&p, end, false, &v))
+				return true;
+			break;
+		case DW_CFA_expression:
+		case DW_CFA_val_expression:
+			if (read_leb(&p, end, false, &reg) || read_leb(&p, end, false, &v) ||
+			    (uint64_t)(end - p) < v)
+				return true;
+			p += v;
+			break;
+		default:
+			return true;
+		}
+		if (reg > MAX_REG)
+			return false;
+	}
+	return true;
 }
 
 /* ---- FDEs -------------------------------------------------------------------------------- */
@@ -286,62 +405,156 @@ static int add_fde(struct builder *b, uint64_t start, uint64_t len, uint64_t cos
 	return 0;
 }
 
-/* Decode the range of the FDE @fde, whose CIE is @cie, and keep it. */
+/*
+ * Decode the range of the FDE @fde, whose CIE is @cie, check its program and
+ * keep it. libdw may run the program of any FDE of the section (the one it
+ * finds for an address), so any FDE whose program cannot be checked, or fails
+ * the check, makes the section unsafe.
+ */
 static int read_fde(struct builder *b, const struct cfi_sec *s, const Dwarf_FDE *fde,
-		    const Dwarf_CIE *cie)
+		    const struct cie *cie)
 {
 	const uint8_t *p = fde->start, *end = fde->end;
-	uint64_t loc, len;
-	uint8_t enc;
+	const char *aug = cie->ent.cie.augmentation;
+	uint64_t loc, len, n;
 
-	if (!p || !end || end < p)
-		return -EBADMSG;
+	if (!p || !end || end < p || !cie->enc_ok)
+		goto unsafe;
 	if (s->eh) {
-		if (cie_fde_encoding(cie, &enc))
-			return 0;	/* an encoding we do not read: this FDE only */
-		if (read_encoded(&p, end, enc,
-				 s->vaddr + (p - (const uint8_t *)s->data->d_buf), &loc) ||
-		    read_encoded(&p, end, enc & 0x0f, 0, &len))
-			return 0;
+		if (read_encoded(&p, end, cie->enc,
+				 s->vaddr + (p - (const uint8_t *)s->data->d_buf), 0, &loc) ||
+		    read_encoded(&p, end, cie->enc & 0x0f, 0, 0, &len))
+			goto unsafe;
 	} else {
 		/* .debug_frame: target addresses, 8 bytes on x86-64 */
 		if (read_fixed(&p, end, 8, false, &loc) || read_fixed(&p, end, 8, false, &len))
-			return 0;
+			goto unsafe;
 	}
+	/* the instructions, after the augmentation data */
+	if (aug && aug[0] == 'z') {
+		if (read_leb(&p, end, false, &n) || (uint64_t)(end - p) < n)
+			goto unsafe;
+		p += n;
+	} else if (aug && aug[0]) {
+		goto unsafe;	/* augmentation data of a size we do not know */
+	}
+	if (!cie->ok || !program_ok(p, end, cie->enc))
+		goto unsafe;
 	return add_fde(b, loc, len, fde->end - fde->start);
+unsafe:
+	b->unsafe = true;
+	return 0;
 }
 
-/* Every FDE of @s into b->fdes. Returns 0 or a negative errno (-ENOMEM). */
+/* Make @cie the CIE at @off of @s. Returns false when there is none there. */
+static bool load_cie(const struct cfi_sec *s, Dwarf_Off off, struct cie *cie)
+{
+	Dwarf_Off next;
+
+	if (cie->off == off)
+		return true;
+	cie->off = (Dwarf_Off)-1;
+	if (dwarf_next_cfi(s->ident, s->data, s->eh, off, &next, &cie->ent) ||
+	    !dwarf_cfi_cie_p(&cie->ent))
+		return false;
+	cie->off = off;
+	cie->enc = DW_EH_PE_absptr;
+	cie->enc_ok = !s->eh || !cie_fde_encoding(&cie->ent.cie, &cie->enc);
+	/* what read_fde() decodes: absolute or pc-relative */
+	cie->enc_ok = cie->enc_ok && !(cie->enc & 0x60);
+	cie->ok = cie->ent.cie.initial_instructions <= cie->ent.cie.initial_instructions_end &&
+		  program_ok(cie->ent.cie.initial_instructions,
+			     cie->ent.cie.initial_instructions_end, cie->enc);
+	return true;
+}
+
+/*
+ * Every FDE of @s into b->fdes, every FDE's offset into b->offs. As libdw's own
+ * walk does, an entry that cannot be parsed but whose length can be is
+ * stepped over. Returns 0 or a negative errno (-ENOMEM).
+ */
 static int collect_fdes(struct builder *b, const struct cfi_sec *s)
 {
-	Dwarf_Off off = 0, next, cie_off = (Dwarf_Off)-1;
-	Dwarf_CFI_Entry ent, cie;
+	struct cie cie = { .off = (Dwarf_Off)-1 };
+	Dwarf_Off off = 0, next;
+	Dwarf_CFI_Entry ent;
 	int rc, err;
 
-	while ((rc = dwarf_next_cfi(s->ident, s->data, s->eh, off, &next, &ent)) == 0) {
-		if (next <= off)
+	for (;;) {
+		Dwarf_Off at = off;
+
+		next = off;
+		rc = dwarf_next_cfi(s->ident, s->data, s->eh, off, &next, &ent);
+		if (rc < 0)
+			b->malformed = true;
+		if (rc > 0 || next <= at)
 			break;
 		off = next;
-		if (dwarf_cfi_cie_p(&ent))
+		if (rc < 0 || dwarf_cfi_cie_p(&ent))
 			continue;
-		if (ent.fde.CIE_pointer != cie_off) {
-			Dwarf_Off dummy;
+		if (b->nr_offs == b->cap_offs) {
+			size_t cap = b->cap_offs ? 2 * b->cap_offs : 256;
+			uint64_t *offs = reallocarray(b->offs, cap, sizeof(*offs));
 
-			if (dwarf_next_cfi(s->ident, s->data, s->eh, ent.fde.CIE_pointer, &dummy,
-					   &cie) ||
-			    !dwarf_cfi_cie_p(&cie)) {
-				cie_off = (Dwarf_Off)-1;
-				continue;
-			}
-			cie_off = ent.fde.CIE_pointer;
+			if (!offs)
+				return -ENOMEM;
+			b->offs = offs;
+			b->cap_offs = cap;
 		}
-		err = read_fde(b, s, &ent.fde, &cie.cie);
-		if (err == -ENOMEM)
+		b->offs[b->nr_offs++] = at;
+		if (!load_cie(s, ent.fde.CIE_pointer, &cie))
+			continue;	/* libdw finds no CIE there either */
+		err = read_fde(b, s, &ent.fde, &cie);
+		if (err)
 			return err;
 	}
-	if (rc < 0)
-		b->malformed = true;
 	return 0;
+}
+
+static bool is_fde_offset(const struct builder *b, uint64_t off)
+{
+	size_t lo = 0, hi = b->nr_offs;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (b->offs[mid] == off)
+			return true;
+		if (b->offs[mid] < off)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return false;
+}
+
+/*
+ * libdw looks FDEs up through the .eh_frame_hdr @hdr (@size bytes at @hdr_vaddr)
+ * when it has a table, and reads an entry at whatever offset of .eh_frame (at
+ * @eh_vaddr) the table says: each must be an FDE the walk found and checked.
+ * The table is decoded as libdw decodes it (pc-relative to the table's start).
+ */
+static bool hdr_table_ok(const struct builder *b, const uint8_t *hdr, size_t size,
+			 uint64_t hdr_vaddr, uint64_t eh_vaddr)
+{
+	const uint8_t *p = hdr + 4, *end = hdr + size, *table;
+	uint64_t v, count, i;
+
+	if (size < 4 || hdr[0] != 1 || hdr[1] == DW_EH_PE_omit || hdr[2] == DW_EH_PE_omit)
+		return true;	/* libdw takes no table from it */
+	if (read_encoded(&p, end, hdr[1], hdr_vaddr + 4, hdr_vaddr, &v) ||
+	    read_encoded(&p, end, hdr[2], hdr_vaddr + (p - hdr), hdr_vaddr, &count))
+		return false;
+	if (!count || hdr[3] == DW_EH_PE_omit || (hdr[3] & ~DW_EH_PE_signed) == DW_EH_PE_uleb128)
+		return true;
+	for (i = 0, table = p; i < count && p < end; i++) {
+		if (read_encoded(&p, end, hdr[3], hdr_vaddr + (p - table), hdr_vaddr, &v) ||
+		    read_encoded(&p, end, hdr[3], hdr_vaddr + (p - table), hdr_vaddr, &v))
+			return p >= end;	/* libdw reads no further either */
+		if (!is_fde_offset(b, v - eh_vaddr))
+			return false;
+	}
+	return true;
 }
 
 static int cmp_fde(const void *a, const void *b)
@@ -522,10 +735,8 @@ static int emit(struct builder *b, uint64_t vaddr, struct unw_row r)
 {
 	struct tk_unw_table *t = b->t;
 
-	if (vaddr < t->base || vaddr - t->base > UINT32_MAX) {
-		b->dropped++;
-		return 0;
-	}
+	if (vaddr < t->base || vaddr - t->base > UINT32_MAX)
+		return 0;	/* past base + 4 GiB: a __u32 pc cannot say where */
 	r.pc = vaddr - t->base;
 	if (t->nr && t->rows[t->nr - 1].pc >= r.pc) {
 		if (t->rows[t->nr - 1].pc > r.pc)
@@ -601,27 +812,27 @@ static Elf_Scn *find_section(Elf *e, const char *name, GElf_Shdr *shdr)
 	if (elf_getshdrstrndx(e, &shstrndx))
 		return NULL;
 	while ((scn = elf_nextscn(e, scn))) {
-		if (!gelf_getshdr(scn, shdr) || shdr->sh_type == SHT_NOBITS)
+		if (!gelf_getshdr(scn, shdr))
 			continue;
 		n = elf_strptr(e, shstrndx, shdr->sh_name);
 		if (n && !strcmp(n, name))
-			return scn;
+			return shdr->sh_type == SHT_NOBITS ? NULL : scn;
 	}
 	return NULL;
 }
 
 /*
  * .eh_frame of an object without section headers: where PT_GNU_EH_FRAME's
- * eh_frame_ptr says, up to the end of the segment holding it (the entries
- * end with a zero terminator, or at the end).
+ * eh_frame_ptr says, up to the end of the file (the entries end with a zero
+ * terminator).
  */
 static Elf_Data *eh_frame_by_phdr(struct tk_elf *elf, Elf *e, uint64_t *vaddr)
 {
 	uint8_t hdr[12];
 	const uint8_t *p = hdr + 4;
+	size_t i, n, size;
+	uint64_t at, off;
 	GElf_Phdr ph;
-	uint64_t at;
-	size_t i, n;
 
 	if (elf_getphdrnum(e, &n))
 		return NULL;
@@ -630,22 +841,64 @@ static Elf_Data *eh_frame_by_phdr(struct tk_elf *elf, Elf *e, uint64_t *vaddr)
 			break;
 	}
 	if (i == n || tk_elf__read_vaddr(elf, ph.p_vaddr, hdr, sizeof(hdr)) < 8 || hdr[0] != 1 ||
-	    read_encoded(&p, hdr + sizeof(hdr), hdr[1], ph.p_vaddr + 4, &at))
+	    read_encoded(&p, hdr + sizeof(hdr), hdr[1], ph.p_vaddr + 4, ph.p_vaddr, &at) ||
+	    !elf_rawfile(e, &size))
 		return NULL;
 	for (i = 0; i < n; i++) {
 		if (!gelf_getphdr(e, i, &ph) || ph.p_type != PT_LOAD || at < ph.p_vaddr ||
 		    at - ph.p_vaddr >= ph.p_filesz)
 			continue;
+		/* to the end of the file, as libdw reads it (it has no size either) */
+		off = ph.p_offset + (at - ph.p_vaddr);
+		if (off >= size)
+			return NULL;
 		*vaddr = at;
-		return elf_getdata_rawchunk(e, ph.p_offset + (at - ph.p_vaddr),
-					    ph.p_filesz - (at - ph.p_vaddr), ELF_T_BYTE);
+		return elf_getdata_rawchunk(e, off, size - off, ELF_T_BYTE);
 	}
 	return NULL;
 }
 
+/* Is every .eh_frame_hdr libdw may take for @s's .eh_frame one that hdr_table_ok()? */
+static bool hdrs_ok(const struct builder *b, const struct cfi_sec *s)
+{
+	Elf_Scn *scn = NULL;
+	const char *name;
+	size_t shstrndx, i, n;
+	GElf_Shdr shdr;
+	GElf_Phdr ph;
+	Elf_Data *d;
+
+	if (!elf_getshdrnum(s->e, &n) && n) {
+		if (elf_getshdrstrndx(s->e, &shstrndx))
+			return true;	/* no names: libdw finds no .eh_frame_hdr either */
+		while ((scn = elf_nextscn(s->e, scn))) {
+			if (!gelf_getshdr(scn, &shdr) || shdr.sh_type == SHT_NOBITS)
+				continue;
+			name = elf_strptr(s->e, shstrndx, shdr.sh_name);
+			if (!name || strcmp(name, ".eh_frame_hdr"))
+				continue;
+			d = elf_rawdata(scn, NULL);
+			if (d && d->d_buf &&
+			    !hdr_table_ok(b, d->d_buf, d->d_size, shdr.sh_addr, s->vaddr))
+				return false;
+		}
+		return true;
+	}
+	if (elf_getphdrnum(s->e, &n))
+		return true;
+	for (i = 0; i < n; i++) {
+		if (!gelf_getphdr(s->e, i, &ph) || ph.p_type != PT_GNU_EH_FRAME)
+			continue;
+		d = elf_getdata_rawchunk(s->e, ph.p_offset, ph.p_filesz, ELF_T_BYTE);
+		return !d || !d->d_buf || hdr_table_ok(b, d->d_buf, d->d_size, ph.p_vaddr, s->vaddr);
+	}
+	return true;
+}
+
 /*
  * Rows from the CFI section @s. Returns 1 when it held at least one FDE (the
- * table is built from it), 0 when none, or a negative errno.
+ * table is built from it), 0 when none, or a negative errno: -EBADMSG when it
+ * is malformed before its first FDE, or holds what libdw must not be given.
  */
 static int build_from(struct builder *b, struct cfi_sec *s)
 {
@@ -655,9 +908,13 @@ static int build_from(struct builder *b, struct cfi_sec *s)
 
 	if (!s->data || !s->data->d_buf || !s->data->d_size)
 		return 0;
+	b->nr_fdes = b->nr_offs = 0;
+	b->malformed = b->unsafe = false;
 	err = collect_fdes(b, s);
 	if (err)
 		return err;
+	if (b->unsafe || (s->eh && !hdrs_ok(b, s)))
+		return -EBADMSG;
 	if (!b->nr_fdes)
 		return b->malformed ? -EBADMSG : 0;
 	if (!s->cfi)
@@ -669,21 +926,19 @@ static int build_from(struct builder *b, struct cfi_sec *s)
 		const struct fde *f = &b->fdes[i];
 
 		if (f->start - t->base > UINT32_MAX)
-			break;
+			break;	/* this and all after it: past base + 4 GiB */
 		err = fde_rows(b, s->cfi, f, i + 1 < b->nr_fdes ? b->fdes[i + 1].start : 0);
 		if (err)
 			return err;
 	}
-	for (; i < b->nr_fdes; i++)
-		b->dropped++;	/* FDEs past base + 4 GiB: at least a row each */
-	t->st.fdes = b->nr_fdes;
+	t->st.fdes = i;
 	return 1;
 }
 
 static int from_eh_frame(struct builder *b, struct tk_elf *elf)
 {
 	Elf *e = tk_elf__libelf(elf);
-	struct cfi_sec s = { .eh = true };
+	struct cfi_sec s = { .e = e, .eh = true };
 	GElf_Shdr shdr;
 	Elf_Scn *scn;
 	size_t shnum;
@@ -709,7 +964,7 @@ static int from_eh_frame(struct builder *b, struct tk_elf *elf)
 static int from_debug_frame(struct builder *b, struct tk_elf *elf)
 {
 	Elf *e = tk_elf__libelf(elf);
-	struct cfi_sec s = { .eh = false };
+	struct cfi_sec s = { .e = e, .eh = false };
 	GElf_Shdr shdr;
 	Elf_Scn *scn;
 	Dwarf *dw;
@@ -798,6 +1053,7 @@ int tk_unw_table__build(struct tk_elf *elf, struct tk_elf *debug, struct tk_unw_
 			t->source = TK_UNW_SRC_DEBUG_FRAME;
 	}
 	free(b.fdes);
+	free(b.offs);
 	free(b.exec);
 	if (ret < 0) {
 		tk_unw_table__free(t);

@@ -1,0 +1,93 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
+/*
+ * libFuzzer target for the unwind-table builder: open the input as an ELF
+ * image, build its table (and once more with the image as its own debug
+ * file), and check what every reader of a table relies on: rows sorted, one
+ * per pc, of known kinds, no two equal neighbours, stats that add up, lookups
+ * that land on the row covering the address.
+ */
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+
+#include <linux/types.h>
+
+#include "../bpf/unwind.h"	/* before user/unwind.h, whose #include "unwind.h" finds itself */
+#include "elf_reader.h"
+#include "unwind.h"
+
+static void check(const struct tk_unw_table *t)
+{
+	uint64_t unsup = 0, sig = 0, plt = 0, deref = 0;
+	size_t i;
+
+	if (t->st.rows != t->nr || (t->nr == 0) != (t->source == TK_UNW_SRC_NONE) ||
+	    (t->nr && !t->rows))
+		abort();
+	for (i = 0; i < t->nr; i++) {
+		const struct unw_row *r = &t->rows[i], *p = i ? &t->rows[i - 1] : NULL;
+
+		if (r->kind < UNW_ROW_SP || r->kind > UNW_ROW_UNSUPPORTED)
+			abort();
+		if (p && (p->pc >= r->pc || (p->kind == r->kind && p->cfa_off == r->cfa_off &&
+					     p->rbp_off == r->rbp_off)))
+			abort();
+		if (r->kind == UNW_ROW_PLT && (r->cfa_off < 0 || r->cfa_off > 31))
+			abort();
+		if ((r->kind == UNW_ROW_SIGNAL || r->kind == UNW_ROW_END ||
+		     r->kind == UNW_ROW_INVALID || r->kind == UNW_ROW_UNSUPPORTED) &&
+		    (r->cfa_off || r->rbp_off))
+			abort();
+		if (tk_unw_table__find(t, t->base + r->pc) != r)
+			abort();
+		/* and the address after it, when the next row is further */
+		if (i + 1 < t->nr && t->rows[i + 1].pc > r->pc + 1 &&
+		    tk_unw_table__find(t, t->base + r->pc + 1) != r)
+			abort();
+		unsup += r->kind == UNW_ROW_UNSUPPORTED;
+		sig += r->kind == UNW_ROW_SIGNAL;
+		plt += r->kind == UNW_ROW_PLT;
+		deref += r->kind == UNW_ROW_DEREF_FP;
+	}
+	if (unsup != t->st.unsupported || sig != t->st.signal || plt != t->st.plt ||
+	    deref != t->st.deref)
+		abort();
+	if (t->nr && t->base + t->rows[0].pc > 0 &&
+	    tk_unw_table__find(t, t->base + t->rows[0].pc - 1))
+		abort();
+	if (!t->nr && tk_unw_table__find(t, t->base))
+		abort();
+}
+
+static void build(struct tk_elf *elf, struct tk_elf *debug)
+{
+	struct tk_unw_table *t = (void *)1;
+	int err;
+
+	err = tk_unw_table__build(elf, debug, &t);
+	if (err) {
+		if (err > 0 || err < -4095 || t)
+			abort();
+		return;
+	}
+	if (!t)
+		abort();
+	check(t);
+	tk_unw_table__free(t);
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	struct tk_elf *elf, *debug;
+
+	if (tk_elf__open_mem(data, size, &elf))
+		return 0;
+	build(elf, NULL);
+	/* the image as the debug file of itself: its .debug_frame when it has no .eh_frame */
+	if (!tk_elf__open_mem(data, size, &debug)) {
+		build(elf, debug);
+		tk_elf__free(debug);
+	}
+	tk_elf__free(elf);
+	return 0;
+}
