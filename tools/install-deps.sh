@@ -25,10 +25,13 @@ PKGS=(
 	libjemalloc-dev
 	qemu-system-x86 busybox-static cpio jq
 	golang-go
+	redis-server redis-tools python3
 )
-# golang-go: `go tool pprof` reads back every pprof the tests write.
+# golang-go: `go tool pprof` reads back every pprof the tests write. redis-server,
+# redis-tools (redis-benchmark) and python3: real programs built without frame pointers
+# that the unwinding tests and benchmark profile.
 # The benchmarks' peers and measuring tools.
-BENCH_PKGS=(linux-perf bpftrace time redis-server redis-tools python3)
+BENCH_PKGS=(linux-perf bpftrace time)
 [[ ${1:-} == --bench ]] && PKGS+=("${BENCH_PKGS[@]}")
 
 missing=()
