@@ -223,6 +223,7 @@ __noinline int unw_step(void)
 		cfa = bp + r->cfa_off;
 		break;
 	case UNW_ROW_DEREF_FP:
+	case UNW_ROW_DRAP:
 		if (unw_read(&cfa, bp + r->cfa_off))
 			goto fault;
 		break;
@@ -240,7 +241,10 @@ __noinline int unw_step(void)
 	if (unw_read(&ra, cfa - 8))
 		goto fault;
 	/* rbp saved below the stack pointer: an epilogue popped it already */
-	if (r->rbp_off == UNW_RBP_LOST)
+	if (r->kind == UNW_ROW_DRAP) {
+		if (unw_read(&nbp, bp + 8 * (__s64)r->rbp_off))
+			goto fault;
+	} else if (r->rbp_off == UNW_RBP_LOST)
 		nbp = 0;
 	else if (r->rbp_off == 0 || cfa + 8 * (__s64)r->rbp_off < sp)
 		nbp = bp;

@@ -10,7 +10,8 @@
  *
  *   CFA  = rsp + cfa_off | rbp + cfa_off | *(rbp + cfa_off) | the PLT rule
  *   return address at CFA - 8 (the only rule x86-64 compilers emit)
- *   caller's rbp  = *(CFA + 8 * rbp_off), or unchanged when rbp_off is 0
+ *   caller's rbp  = *(CFA + 8 * rbp_off), or unchanged when rbp_off is 0 (for
+ *                   UNW_ROW_DRAP: *(rbp + 8 * rbp_off), where gcc keeps it)
  *   caller's rsp  = CFA
  *
  * plus the signal trampoline (registers from the ucontext at rsp), the
@@ -36,6 +37,8 @@ enum unw_row_kind {
 	UNW_ROW_END,		/* the outermost frame: return address undefined */
 	UNW_ROW_INVALID,	/* no CFI covers this address (a gap between FDEs) */
 	UNW_ROW_UNSUPPORTED,	/* CFI the rows cannot express: take this frame by rbp */
+	UNW_ROW_DRAP,		/* CFA = *(rbp + cfa_off), caller's rbp at rbp + 8 * rbp_off:
+				   gcc's realigned stack, rbp saved by an expression */
 };
 
 /* rbp_off: 0 = rbp unchanged; UNW_RBP_LOST = rbp is not recoverable (set to 0) */

@@ -111,6 +111,7 @@ static enum step row_step(struct walk *w, const struct unw_row *r)
 		cfa = w->bp + r->cfa_off;
 		break;
 	case UNW_ROW_DEREF_FP:
+	case UNW_ROW_DRAP:
 		if (!read_u64(w, w->bp + r->cfa_off, &cfa))
 			return STEP_STOP;
 		break;
@@ -141,7 +142,11 @@ static enum step row_step(struct walk *w, const struct unw_row *r)
 	 * rbp saved below the stack pointer: an epilogue has popped it already
 	 * (the CFI of many epilogues does not say so), and rbp holds it.
 	 */
-	if (r->rbp_off == UNW_RBP_LOST)
+	if (r->kind == UNW_ROW_DRAP) {
+		/* gcc's realigned stack keeps the caller's rbp where rbp points */
+		if (!read_u64(w, w->bp + 8 * (int64_t)r->rbp_off, &bp))
+			return STEP_STOP;
+	} else if (r->rbp_off == UNW_RBP_LOST)
 		bp = 0;
 	else if (r->rbp_off && cfa + 8 * (int64_t)r->rbp_off >= w->sp &&
 		 !read_u64(w, cfa + 8 * (int64_t)r->rbp_off, &bp))

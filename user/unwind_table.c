@@ -645,7 +645,7 @@ static bool cfa_rule(Dwarf_Frame *f, struct unw_row *r)
 	return false;
 }
 
-enum reg_rule { REG_SAME, REG_UNDEFINED, REG_AT_CFA, REG_OTHER };
+enum reg_rule { REG_SAME, REG_UNDEFINED, REG_AT_CFA, REG_AT_RBP, REG_OTHER };
 
 /*
  * How the caller's @reg is found in @f; REG_AT_CFA: saved at CFA + *off. libdw
@@ -669,6 +669,11 @@ static enum reg_rule reg_rule(Dwarf_Frame *f, int reg, int64_t *off)
 	if (n == 1) {
 		*off = 0;
 		return REG_AT_CFA;
+	}
+	/* DW_CFA_expression r: DW_OP_breg6 N, gcc's realigned stack: saved at rbp + N */
+	if (n == 2 && ops[1].atom == DW_OP_breg6) {
+		*off = (int64_t)ops[1].number;
+		return REG_AT_RBP;
 	}
 	if (n != 2 || ops[1].atom != DW_OP_plus_uconst)
 		return REG_OTHER;
@@ -723,6 +728,12 @@ static void frame_row(Dwarf_Frame *f, int ra_reg, bool signal, struct unw_row *r
 		return;
 	}
 	r->rbp_off = rbp_rule(f);
+	/* a realigned stack saves rbp where rbp points (push %rbp; mov %rsp,%rbp) */
+	if (r->kind == UNW_ROW_DEREF_FP && reg_rule(f, REG_RBP, &off) == REG_AT_RBP &&
+	    !(off % 8) && off / 8 >= -127 && off / 8 <= 127) {
+		r->kind = UNW_ROW_DRAP;
+		r->rbp_off = off / 8;
+	}
 }
 
 static bool same_row(const struct unw_row *a, const struct unw_row *b)
@@ -1079,6 +1090,7 @@ int tk_unw_table__build(struct tk_elf *elf, struct tk_elf *debug, struct tk_unw_
 			t->st.plt++;
 			break;
 		case UNW_ROW_DEREF_FP:
+		case UNW_ROW_DRAP:
 			t->st.deref++;
 			break;
 		}

@@ -27,7 +27,7 @@ static void check(const struct tk_unw_table *t)
 	for (i = 0; i < t->nr; i++) {
 		const struct unw_row *r = &t->rows[i], *p = i ? &t->rows[i - 1] : NULL;
 
-		if (r->kind < UNW_ROW_SP || r->kind > UNW_ROW_UNSUPPORTED)
+		if (r->kind < UNW_ROW_SP || r->kind > UNW_ROW_DRAP)
 			abort();
 		if (p && (p->pc >= r->pc || (p->kind == r->kind && p->cfa_off == r->cfa_off &&
 					     p->rbp_off == r->rbp_off)))
@@ -47,7 +47,7 @@ static void check(const struct tk_unw_table *t)
 		unsup += r->kind == UNW_ROW_UNSUPPORTED;
 		sig += r->kind == UNW_ROW_SIGNAL;
 		plt += r->kind == UNW_ROW_PLT;
-		deref += r->kind == UNW_ROW_DEREF_FP;
+		deref += r->kind == UNW_ROW_DEREF_FP || r->kind == UNW_ROW_DRAP;
 	}
 	if (unsup != t->st.unsupported || sig != t->st.signal || plt != t->st.plt ||
 	    deref != t->st.deref)

@@ -90,7 +90,8 @@ static const struct unw_row rows[] = {
 	{ .pc = 0x500, .kind = UNW_ROW_INVALID },				/* 5: a gap */
 	{ .pc = 0x600, .kind = UNW_ROW_UNSUPPORTED },				/* 6 */
 	{ .pc = 0x700, .cfa_off = 8, .rbp_off = UNW_RBP_LOST, .kind = UNW_ROW_SP }, /* 7 */
-	{ .pc = 0xf00, .kind = UNW_ROW_END },					/* 8 */
+	{ .pc = 0x800, .cfa_off = -8, .rbp_off = 0, .kind = UNW_ROW_DRAP },	/* 8 */
+	{ .pc = 0xf00, .kind = UNW_ROW_END },					/* 9 */
 };
 #define NR_ROWS (sizeof(rows) / sizeof(rows[0]))
 
@@ -246,6 +247,28 @@ static void test_signal_exact_and_epilogue(void **state)
 	assert_true(k.n >= 2);
 }
 
+/*
+ * gcc's realigned stack: CFA = *(rbp - 8), the caller's rbp where rbp points;
+ * the caller then needs that rbp (an FP row).
+ */
+static void test_drap(void **state)
+{
+	struct tk_unw_regs r = { .ip = BASE + 0x810, .sp = A(0), .bp = A(8) };
+	struct walk k;
+
+	NEED_ROOT();
+	memset(stk, 0, sizeof(stk));
+	stk[7] = A(20);			/* *(rbp - 8): the CFA */
+	stk[19] = BASE + 0x110;		/* ra at CFA - 8 */
+	stk[8] = A(30);			/* the caller's rbp, at rbp + 0 */
+	/* FP row at rbp A(30): CFA A(32), ra stk[31], rbp at stk[30] */
+	stk[31] = BASE + 0xf01;
+	both(proc_of(0), rows, NR_ROWS, &r, &stk_image, &k);
+	assert_int_equal(k.n, 3);
+	assert_int_equal(k.ips[2], BASE + 0xf01);
+	assert_true(k.causes & UNW_C_END);
+}
+
 /* a loop of frames by rbp that never ends: the depth limit */
 static void test_depth(void **state)
 {
@@ -302,16 +325,43 @@ NOINLINE void live_mid(int n)
 	sink++;
 }
 
+/*
+ * A realigned stack with a stack argument and a variable-length array: gcc
+ * realigns it through DRAP (CFA = *(rbp - 8), rbp saved by an expression).
+ */
+NOINLINE void live_drap(long a, long b, long c, long d, long e, long f, long g, int n)
+{
+	char vla[n];
+	char big[64] __attribute__((aligned(64)));
+
+	memset(vla, (int)g, n);
+	memset(big, (int)a, sizeof(big));
+	__asm__ volatile("" : : "r"(vla), "r"(big) : "memory");
+	live_mid(2);
+	sink += b + c + d + e + f;
+}
+
+/* alloca: this one keeps its CFA by rbp, which the DRAP frame below must give back */
+NOINLINE void live_alloca(int n)
+{
+	char *p = __builtin_alloca(n);
+
+	memset(p, 1, n);
+	__asm__ volatile("" : : "r"(p) : "memory");
+	live_drap(1, 2, 3, 4, 5, 6, 7, n);
+	sink++;
+}
+
 NOINLINE void live_top(void)
 {
-	live_mid(2);
+	live_alloca(100);
 	sink++;
 }
 
 static void test_live_stack(void **state)
 {
-	const char *want[] = { "live_leaf", "live_mid", "live_mid", "live_mid", "live_top",
-			       "test_live_stack" };
+	const char *want[] = { "live_leaf", "live_mid",	   "live_mid", "live_mid",
+			       "live_drap", "live_alloca", "live_top", "test_live_stack" };
 	struct tk_symbolizer_opts so = { .sz = sizeof(so), .unwind_tables = true };
 	struct tk_sym_frame f;
 	bool have_main = false, have_start = false;
@@ -375,6 +425,7 @@ int main(void)
 		cmocka_unit_test(test_gap_unsupported_lost_nomap),
 		cmocka_unit_test(test_no_proc_fault_bad),
 		cmocka_unit_test(test_signal_exact_and_epilogue),
+		cmocka_unit_test(test_drap),
 		cmocka_unit_test(test_depth),
 		cmocka_unit_test(test_live_stack),
 	};

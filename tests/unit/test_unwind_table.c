@@ -166,7 +166,7 @@ static void check_invariants(const struct tk_unw_table *t)
 	for (i = 0; i < t->nr; i++) {
 		const struct unw_row *r = &t->rows[i];
 
-		assert_in_range(r->kind, UNW_ROW_SP, UNW_ROW_UNSUPPORTED);
+		assert_in_range(r->kind, UNW_ROW_SP, UNW_ROW_DRAP);
 		if (i) {
 			const struct unw_row *p = &t->rows[i - 1];
 
@@ -178,7 +178,7 @@ static void check_invariants(const struct tk_unw_table *t)
 		unsup += r->kind == UNW_ROW_UNSUPPORTED;
 		sig += r->kind == UNW_ROW_SIGNAL;
 		plt += r->kind == UNW_ROW_PLT;
-		deref += r->kind == UNW_ROW_DEREF_FP;
+		deref += r->kind == UNW_ROW_DEREF_FP || r->kind == UNW_ROW_DRAP;
 	}
 	assert_int_equal(t->st.unsupported, unsup);
 	assert_int_equal(t->st.signal, sig);
@@ -566,12 +566,13 @@ static struct want expect(const struct ofde *f, const struct orow *r)
 			w.exact = true;
 			break;
 		case X_DEREF:
-			w.kinds = 1u << UNW_ROW_DEREF_FP;
+			/* rbp by an expression ("exp"): where rbp points, in a DRAP row */
+			w.kinds = 1u << (strcmp(r->rbp, "exp") ? UNW_ROW_DEREF_FP : UNW_ROW_DRAP);
 			w.cfa_off = f->xval;
-			w.exact = true;
+			w.exact = strcmp(r->rbp, "exp") != 0;
 			break;
 		case X_MIXED:
-			w.kinds |= 1u << UNW_ROW_PLT | 1u << UNW_ROW_DEREF_FP;
+			w.kinds |= 1u << UNW_ROW_PLT | 1u << UNW_ROW_DEREF_FP | 1u << UNW_ROW_DRAP;
 			break;
 		default:
 			break;
