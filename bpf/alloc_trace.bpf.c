@@ -217,22 +217,16 @@ static __always_inline void emit_alloc(void *ctx, __u64 ptr, __u64 size, __u64 s
 	r->ts_ns = bpf_ktime_get_ns();
 	bpf_get_current_comm(r->comm, sizeof(r->comm));
 	if (unw_enabled) {
-		__u32 causes, miss;
+		__u32 miss;
 
-		n = unw_user_stack(ctx, true, skip, r->ips, AT_MAX_FRAMES, &causes, &miss);
 		/*
 		 * By the rows the marker's caller, the slow path, is a frame of its
 		 * own ([marker, slow path, caller]); by the frame pointer (no table
 		 * yet) it is not: it goes when it is there, as below.
 		 */
-		if (also && n > 0 && r->ips[0] == also)
-			n = unw_recopy(skip + 1, r->ips, AT_MAX_FRAMES);
+		n = unw_get_user_stack(ctx, true, skip, also, r->ips, AT_MAX_FRAMES, &miss);
 		if (miss)
 			emit_free(AT_REC_UNWIND_MISS, id >> 32, 0);
-		if (n > 0)
-			n *= sizeof(__u64);
-		if (causes & UNW_C_DEPTH)
-			n = sizeof(r->ips);
 	} else {
 		n = bpf_get_stack(ctx, r->ips, sizeof(r->ips), BPF_F_USER_STACK | (skip & 0xff));
 		if (also && n >= (long)sizeof(__u64) && r->ips[0] == also) {
@@ -516,16 +510,12 @@ static __always_inline void add_growth(void *ctx, __u32 kind, __u64 bytes)
 		return;
 	count(AT_CNT_GROWTH);
 	if (unw_enabled) {
-		__u32 causes, miss;
+		__u32 miss;
 
 		/* a fault or a syscall: the task's own user registers */
-		n = unw_user_stack(NULL, false, 0, st->ips, AT_MAX_FRAMES, &causes, &miss);
+		n = unw_get_user_stack(NULL, false, 0, 0, st->ips, AT_MAX_FRAMES, &miss);
 		if (miss)
 			emit_free(AT_REC_UNWIND_MISS, id >> 32, 0);
-		if (n > 0)
-			n *= sizeof(__u64);
-		if (causes & UNW_C_DEPTH)
-			n = sizeof(st->ips);
 	} else {
 		n = bpf_get_stack(ctx, st->ips, sizeof(st->ips), BPF_F_USER_STACK);
 	}

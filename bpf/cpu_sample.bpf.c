@@ -142,15 +142,11 @@ static __always_inline __u64 take_stack(struct bpf_perf_event_data *ctx, void *s
 	if (!st)
 		return CPU_NO_STACK;
 	if (unw_enabled && (get_flags & BPF_F_USER_STACK)) {
-		__u32 causes, miss;
+		__u32 miss;
 
-		n = unw_user_stack(&ctx->regs, true, 0, st->ips, CPU_MAX_FRAMES, &causes, &miss);
+		n = unw_get_user_stack(&ctx->regs, true, 0, 0, st->ips, CPU_MAX_FRAMES, &miss);
 		if (miss)
 			emit(CPU_EV_UNWIND_MISS, bpf_get_current_pid_tgid() >> 32, gen);
-		if (n > 0)
-			n *= sizeof(__u64);
-		if (causes & UNW_C_DEPTH)
-			n = sizeof(st->ips);	/* counted as truncated below */
 	} else {
 		n = bpf_get_stack(ctx, st->ips, sizeof(st->ips), get_flags);
 	}

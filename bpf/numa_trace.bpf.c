@@ -286,16 +286,12 @@ static __always_inline void count_stack(void *ctx, __u32 tgid, __u64 pages)
 	if (!st)
 		return;
 	if (unw_enabled) {
-		__u32 causes, miss;
+		__u32 miss;
 
 		/* in the kernel: the migrating task's own user registers */
-		n = unw_user_stack(NULL, false, 0, st->ips, NT_MAX_FRAMES, &causes, &miss);
+		n = unw_get_user_stack(NULL, false, 0, 0, st->ips, NT_MAX_FRAMES, &miss);
 		if (miss)
 			emit_unwind_miss(tgid);
-		if (n > 0)
-			n *= sizeof(__u64);
-		if (causes & UNW_C_DEPTH)
-			n = sizeof(st->ips);
 	} else {
 		n = bpf_get_stack(ctx, st->ips, sizeof(st->ips), BPF_F_USER_STACK);
 	}

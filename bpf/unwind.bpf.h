@@ -428,4 +428,26 @@ static __always_inline int unw_user_stack(const void *regs, bool in_ctx, __u32 s
 	return unw_walk(ip, sp, bp, skip, ips, max, causes, miss);
 }
 
+/*
+ * bpf_get_stack(BPF_F_USER_STACK)'s contract through the rows: the bytes
+ * written to @ips (room for @max frames; all of it when the walk was cut at
+ * the depth limit, as bpf_get_stack fills its buffer), or a negative value.
+ * @also: when the first frame kept is this address, it goes too (a frame the
+ * rows see and a frame-pointer walk does not). *miss as unw_user_stack's.
+ */
+static __always_inline long unw_get_user_stack(const void *regs, bool in_ctx, __u32 skip,
+					       __u64 also, __u64 *ips, __u32 max, __u32 *miss)
+{
+	__u32 causes;
+	int n = unw_user_stack(regs, in_ctx, skip, ips, max, &causes, miss);
+
+	if (n < 0)
+		return n;
+	if (also && n > 0 && ips[0] == also)
+		n = unw_recopy(skip + 1, ips, max);
+	if (causes & UNW_C_DEPTH)
+		return max * sizeof(__u64);
+	return n * sizeof(__u64);
+}
+
 #endif /* __UNWIND_BPF_H */
