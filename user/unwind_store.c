@@ -20,8 +20,10 @@
 
 struct placed {
 	const struct tk_unw_table *t;	/* NULL: empty slot */
-	uint32_t start;
+	uint32_t start;			/* NOT_PLACED: it did not fit */
 };
+
+#define NOT_PLACED UINT32_MAX
 
 struct tk_unw_store {
 	struct unw_row *rows;
@@ -124,15 +126,12 @@ static int grow(struct tk_unw_store *s)
 static int place(struct tk_unw_store *s, const struct tk_unw_table *t, uint32_t *start)
 {
 	struct placed *pl = lookup(s, t);
+	bool fits = t->nr <= s->cap - s->nr;
 	int err;
 
 	if (pl->t) {
 		*start = pl->start;
-		return 0;
-	}
-	if (t->nr > s->cap - s->nr) {
-		s->st.full++;
-		return -ENOSPC;
+		return pl->start == NOT_PLACED ? -ENOSPC : 0;
 	}
 	if ((s->used + 1) * 2 > s->nr_slots) {
 		err = grow(s);
@@ -140,11 +139,17 @@ static int place(struct tk_unw_store *s, const struct tk_unw_table *t, uint32_t 
 			return err;
 		pl = lookup(s, t);
 	}
-	memcpy(s->rows + s->nr, t->rows, t->nr * sizeof(*t->rows));
 	pl->t = t;
+	s->used++;
+	if (!fits) {
+		/* remembered, so that it is counted once, however many processes map it */
+		pl->start = NOT_PLACED;
+		s->st.full++;
+		return -ENOSPC;
+	}
+	memcpy(s->rows + s->nr, t->rows, t->nr * sizeof(*t->rows));
 	pl->start = s->nr;
 	s->nr += t->nr;
-	s->used++;
 	s->st.tables++;
 	s->st.build_ns += t->st.build_ns;
 	*start = pl->start;
