@@ -83,6 +83,9 @@ if tier integration; then
 	echo "== integration tests (real kernel)"
 	if [[ $(id -u) -ne 0 ]]; then
 		echo "skip: integration tests need root"
+	else
+		# a container of another Debian release (another glibc build) for test_unwind
+		TK_OTHER_ROOT=$(tests/lib/mkroot.sh trixie "$B/roots/trixie") && export TK_OTHER_ROOT
 	fi
 	n=0
 	for t in "$B"/tests/integration/test_*; do

@@ -25,11 +25,12 @@ PKGS=(
 	libjemalloc-dev
 	qemu-system-x86 busybox-static cpio jq
 	golang-go
-	redis-server redis-tools python3
+	redis-server redis-tools python3 debootstrap
 )
 # golang-go: `go tool pprof` reads back every pprof the tests write. redis-server,
 # redis-tools (redis-benchmark) and python3: real programs built without frame pointers
-# that the unwinding tests and benchmark profile.
+# that the unwinding tests and benchmark profile; debootstrap: a root of another Debian
+# release, a container with another glibc build for them (tests/lib/mkroot.sh).
 # The benchmarks' peers and measuring tools.
 BENCH_PKGS=(linux-perf bpftrace time)
 [[ ${1:-} == --bench ]] && PKGS+=("${BENCH_PKGS[@]}")

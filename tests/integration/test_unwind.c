@@ -278,6 +278,68 @@ static void test_other_mount_namespace(void **state)
 /* ---- programs nobody here wrote ------------------------------------------------------ */
 
 /*
+ * A container: Debian trixie's perl (another glibc and perl build than this
+ * host's) in mount and pid namespaces of its own, chrooted into its root
+ * (tests/lib/mkroot.sh builds it; run.sh passes TK_OTHER_ROOT). Its
+ * interpreter loop's samples reach main through trixie's libc.
+ */
+static void test_container_other_release(void **state)
+{
+	const char *root = getenv("TK_OTHER_ROOT"), *folded = path_in_tmp("ct.folded");
+	unsigned long ok, with_leaf, total;
+	char cmd[2048], spid[16], link[64], target[512];
+	pid_t outer, pid = 0;
+	int i;
+
+	NEED_ROOT();
+	snprintf(cmd, sizeof(cmd), "%s/usr/bin/perl", root ? root : "");
+	if (!root || access(cmd, X_OK)) {
+		print_message("no container root (TK_OTHER_ROOT; tests/lib/mkroot.sh trixie DIR)\n");
+		if (getenv("CI"))
+			fail();
+		skip();
+	}
+	snprintf(cmd, sizeof(cmd),
+		 "unshare --mount --pid --fork --mount-proc=%s/proc chroot %s /usr/bin/perl -e "
+		 "'$t = time + 6; while (time < $t) { $s = 0; $s += $_ * $_ for 1..1000 }' "
+		 ">/dev/null 2>&1 & echo $!", root, root);
+	assert_int_equal(tk_test_capture(cmd, out, sizeof(out)), 0);
+	outer = atoi(out);
+	assert_true(outer > 0);
+	/* unshare forks pid 1 of the namespace, which chroot turns into perl */
+	for (i = 0; i < 100 && !pid; i++) {
+		snprintf(cmd, sizeof(cmd), "pgrep -P %d", outer);
+		if (!tk_test_capture(cmd, out, sizeof(out)) && atoi(out) > 0) {
+			ssize_t n;
+
+			snprintf(link, sizeof(link), "/proc/%d/exe", atoi(out));
+			n = readlink(link, target, sizeof(target) - 1);
+			if (n > 0 && (target[n] = '\0', strstr(target, "perl")))
+				pid = atoi(out);
+		}
+		if (!pid)
+			usleep(20000);
+	}
+	assert_true(pid > 0);
+	snprintf(spid, sizeof(spid), "%d", pid);
+	{
+		char *args[] = { "cpu", "--backend", "bpf", "-p", spid, "-d", "3", "-F", "499",
+				 "-o", (char *)folded, NULL };
+
+		assert_int_equal(run(args), 0);
+	}
+	kill(pid, SIGKILL);
+	for (i = 0; i < 300 && !kill(outer, 0); i++)
+		usleep(10000);
+	ok = folded_share(folded, "Perl_runops_standard", ";main;perl_run;Perl_runops_standard",
+			  &with_leaf, &total);
+	print_message("container (%s's perl): %lu samples, %lu in the interpreter loop, %lu reach "
+		      "main\n", root, total, with_leaf, ok);
+	assert_true(with_leaf > total / 2);
+	assert_true(ok >= with_leaf * 0.95);
+}
+
+/*
  * Debian's redis-server (no frame pointers, no .symtab) under redis-benchmark:
  * nearly every sample reaches main (the event loop) or a thread's start.
  */
@@ -456,6 +518,7 @@ int main(void)
 		cmocka_unit_test(test_dlopen_perf),
 		cmocka_unit_test(test_jit_bpf),
 		cmocka_unit_test(test_other_mount_namespace),
+		cmocka_unit_test(test_container_other_release),
 		cmocka_unit_test(test_redis_bpf),
 		cmocka_unit_test(test_redis_task_stack_bpf),
 		cmocka_unit_test(test_python_bpf),
