@@ -243,4 +243,5 @@ clean:
 	$(Q)rm -rf $(BUILD) $(SKEL)
 
 -include $(wildcard $(BUILD)/bpf/*.d)
--include $(shell find $(BUILD) -name '*.d' 2>/dev/null)
+# (not into build/roots/: container roots, whose etc/*.d are directories)
+-include $(shell find $(BUILD) -path $(BUILD)/roots -prune -o -name '*.d' -type f -print 2>/dev/null)
