@@ -17,6 +17,7 @@
  *
  * The same source builds unw_chain and unw_chain_stripped (-s, module+offset).
  */
+#include "unw_common.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -90,14 +91,6 @@ UNW_FN void run(unsigned int *seed, unsigned long *hot_units)
 	*hot_units += hot;
 }
 
-static double now_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec + ts.tv_nsec / 1e9;
-}
-
 static int usage(const char *prog, int code)
 {
 	printf("Usage: %s [-v] [SECONDS]\n"
@@ -117,19 +110,10 @@ static inline __attribute__((always_inline)) int unw_chain_main(int argc, char *
 	unsigned int seed = getpid();
 	double secs = 2, end;
 	int i, verbose = 0;
-	char *e;
 
-	for (i = 1; i < argc; i++) {
-		if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h"))
-			return usage(argv[0], 0);
-		if (!strcmp(argv[i], "-v")) {
-			verbose = 1;
-			continue;
-		}
-		secs = strtod(argv[i], &e);
-		if (*e || secs <= 0 || secs > 3600)
-			return usage(argv[0], 2);
-	}
+	i = unw_parse_args(argc, argv, &verbose, &secs, 1, 0);
+	if (i)
+		return usage(argv[0], i == 1 ? 0 : 2);
 	if (verbose) {
 		printf("main %p\nrun %p\nstage_a %p\nstage_b %p\nqsort %p\n"
 		       "compare %p\nburn %p\ncold_path %p\n",
@@ -137,8 +121,8 @@ static inline __attribute__((always_inline)) int unw_chain_main(int argc, char *
 		       (void *)qsort, (void *)compare, (void *)burn, (void *)cold_path);
 		fflush(stdout);
 	}
-	end = now_s() + secs;
-	while (now_s() < end) {
+	end = unw_now_s() + secs;
+	while (unw_now_s() < end) {
 		run(&seed, &hot);
 		rounds++;
 	}

@@ -10,6 +10,7 @@
  * the library: its frames must still come out whole once it has looked again.
  * Built without frame pointers and sibling calls (flags.mk).
  */
+#include "unw_common.h"
 #include <dlfcn.h>
 #include <limits.h>
 #include <stdio.h>
@@ -28,14 +29,6 @@ UNW_FN void late_caller(late_fn fn, unsigned long units)
 {
 	fn(units);
 	unw_sink++;	/* work after the call: no tail call */
-}
-
-static double now_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec + ts.tv_nsec / 1e9;
 }
 
 static int usage(const char *prog, int code)
@@ -77,38 +70,26 @@ int main(int argc, char **argv)
 	double phase[2] = { 1, 2 }, end;
 	unsigned int seed = getpid();
 	unsigned long x = seed;
-	int i, nphase = 0, verbose = 0;
+	int i, verbose = 0;
 	static char path[PATH_MAX];
-	char *e;
 	late_fn late_outer;
 	void *h;
 
-	for (i = 1; i < argc; i++) {
-		if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h"))
-			return usage(argv[0], 0);
-		if (!strcmp(argv[i], "-v")) {
-			verbose = 1;
-			continue;
-		}
-		if (nphase == 2)
-			return usage(argv[0], 2);
-		phase[nphase] = strtod(argv[i], &e);
-		if (*e || phase[nphase] < 0 || phase[nphase] > 3600)
-			return usage(argv[0], 2);
-		nphase++;
-	}
+	i = unw_parse_args(argc, argv, &verbose, phase, 2, 1);
+	if (i)
+		return usage(argv[0], i == 1 ? 0 : 2);
 	if (lib_path(path, sizeof(path))) {
 		fprintf(stderr, "%s: cannot name libunwlate.so's path\n", argv[0]);
 		return 1;
 	}
 
 	/* phase 1: in main itself, with nothing but the program and libc mapped */
-	end = now_s() + phase[0];
+	end = unw_now_s() + phase[0];
 	do {
 		for (i = 0; i < 20000; i++)
 			x = x * 6364136223846793005UL + 1442695040888963407UL;
 		unw_sink = x;
-	} while (now_s() < end);
+	} while (unw_now_s() < end);
 
 	h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
 	if (!h) {
@@ -126,8 +107,8 @@ int main(int argc, char **argv)
 	}
 
 	/* phase 2: the library's chain */
-	end = now_s() + phase[1];
-	while (now_s() < end)
+	end = unw_now_s() + phase[1];
+	while (unw_now_s() < end)
 		late_caller(late_outer, 20 + rand_r(&seed) % 40);
 	unw_sink++;
 	return 0;

@@ -11,6 +11,7 @@
  * it, enter_jit and main, cannot be had without CFI or frame pointers there).
  * Built without frame pointers and sibling calls (flags.mk).
  */
+#include "unw_common.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -60,14 +61,6 @@ UNW_FN void enter_jit(jit_fn jit, unsigned long units)
 	unw_sink++;
 }
 
-static double now_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec + ts.tv_nsec / 1e9;
-}
-
 static int usage(const char *prog, int code)
 {
 	printf("Usage: %s [-v] [SECONDS]\n"
@@ -88,20 +81,11 @@ int main(int argc, char **argv)
 	double secs = 2, end;
 	int i, verbose = 0;
 	jit_fn jit;
-	char *e;
 	void *p;
 
-	for (i = 1; i < argc; i++) {
-		if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h"))
-			return usage(argv[0], 0);
-		if (!strcmp(argv[i], "-v")) {
-			verbose = 1;
-			continue;
-		}
-		secs = strtod(argv[i], &e);
-		if (*e || secs <= 0 || secs > 3600)
-			return usage(argv[0], 2);
-	}
+	i = unw_parse_args(argc, argv, &verbose, &secs, 1, 0);
+	if (i)
+		return usage(argv[0], i == 1 ? 0 : 2);
 	/* written, then executable: never both (W^X, as JITs under SELinux do) */
 	p = mmap(NULL, page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	if (p == MAP_FAILED) {
@@ -121,8 +105,8 @@ int main(int argc, char **argv)
 		       (void *)after_jit, (void *)burn);
 		fflush(stdout);
 	}
-	end = now_s() + secs;
-	while (now_s() < end)
+	end = unw_now_s() + secs;
+	while (unw_now_s() < end)
 		enter_jit(jit, 20 + rand_r(&seed) % 40);	/* jitter: 20..59 units */
 	unw_sink++;
 	return 0;

@@ -8,6 +8,7 @@
  * with sibling calls (flags.mk). A frame-pointer walk from burn starts from
  * an %rbp that is not a frame pointer at all; a CFI walk crosses all five.
  */
+#include "unw_common.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -44,14 +45,6 @@ UNW_FN void outer(unsigned long units)
 	unw_sink++;
 }
 
-static double now_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec + ts.tv_nsec / 1e9;
-}
-
 static int usage(const char *prog, int code)
 {
 	printf("Usage: %s [-v] [SECONDS]\n"
@@ -68,27 +61,18 @@ int main(int argc, char **argv)
 	unsigned int seed = getpid();
 	double secs = 2, end;
 	int i, verbose = 0;
-	char *e;
 
-	for (i = 1; i < argc; i++) {
-		if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h"))
-			return usage(argv[0], 0);
-		if (!strcmp(argv[i], "-v")) {
-			verbose = 1;
-			continue;
-		}
-		secs = strtod(argv[i], &e);
-		if (*e || secs <= 0 || secs > 3600)
-			return usage(argv[0], 2);
-	}
+	i = unw_parse_args(argc, argv, &verbose, &secs, 1, 0);
+	if (i)
+		return usage(argv[0], i == 1 ? 0 : 2);
 	if (verbose) {
 		printf("main %p\nouter %p\nlib_middle %p\ncallback_inner %p\nburn %p\n",
 		       (void *)main, (void *)outer, (void *)lib_middle, (void *)callback_inner,
 		       (void *)burn);
 		fflush(stdout);
 	}
-	end = now_s() + secs;
-	while (now_s() < end)
+	end = unw_now_s() + secs;
+	while (unw_now_s() < end)
 		outer(20 + rand_r(&seed) % 40);	/* jitter: 20..59 units a round */
 	unw_sink++;
 	return 0;
