@@ -3,6 +3,7 @@
 # make            build/tracekit (dynamically linked) and the test programs
 # make static     build/tracekit-static (one statically linked file)
 # make test       install what the tests need, build, run every test tier
+# make check      build, run the unit tests and their sanitizer builds only (the fast loop)
 # make V=1        show every command
 #
 # A BPF capability NAME is bpf/NAME.bpf.c + user/NAME.c + bpf/NAME.h: add NAME to
@@ -107,9 +108,15 @@ run: deps
 	$(Q)$(BUILD)/tracekit alloc -- $(BUILD)/workloads/alloc_leak -d 2 --leak-bytes 67108864
 
 # The README's test command: install, build, run every tier, print a summary.
-test check: deps
+test: deps
 	$(Q)$(MAKE) --no-print-directory all static
 	$(Q)tests/run.sh
+
+# The fast loop while changing code: the unit tests and their sanitizer builds, with no
+# package installs, no QEMU guests, no fuzzing (about a minute here from a built tree).
+check:
+	$(Q)$(MAKE) --no-print-directory all
+	$(Q)TK_TIERS="unit san" tests/run.sh
 
 # The kernel matrix alone (tests/vm/matrix.sh; `make test` runs it as its vm tier): every
 # collector on this kernel, then in two-node QEMU guests on Debian's 6.1 and 6.12 kernels.
