@@ -540,6 +540,9 @@ static int choose(struct tk_alloc *a, const struct tk_caps *caps, char *why, siz
 		return -ENOTSUP;
 	}
 	a->be = b == TK_BACKEND_BPF ? &tk_alloc_backend_bpf : &tk_alloc_backend_jemalloc;
+	/* jemalloc's profiler takes its own stacks: no unwind tables to build */
+	if (a->be != &tk_alloc_backend_bpf)
+		tk_symbolizer__set_unwind(a->sym, false);
 
 	if (a->opts.argv) {
 		err = tk_find_command(a->opts.argv[0], exe, sizeof(exe));

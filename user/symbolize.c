@@ -308,6 +308,11 @@ static struct sym_proc *get_proc(struct tk_symbolizer *s, uint32_t pid, uint32_t
 	return p;
 }
 
+void tk_symbolizer__set_unwind(struct tk_symbolizer *s, bool on)
+{
+	s->unwind = on;
+}
+
 bool tk_symbolizer__has(const struct tk_symbolizer *s, uint32_t pid, uint32_t gen)
 {
 	const struct sym_proc *p = find_proc(s, pid, gen);

@@ -35,6 +35,11 @@ void tk_symbolizer__free(struct tk_symbolizer *s);
  * -ESRCH when the process is gone, or another negative errno.
  */
 int tk_symbolizer__capture(struct tk_symbolizer *s, uint32_t pid, uint32_t gen);
+/*
+ * Build unwind rows with each object indexed from now on, or not (a session
+ * whose backend turns out not to walk stacks itself).
+ */
+void tk_symbolizer__set_unwind(struct tk_symbolizer *s, bool on);
 /* True when (@pid, @gen) has been captured. */
 bool tk_symbolizer__has(const struct tk_symbolizer *s, uint32_t pid, uint32_t gen);
 /*
