@@ -295,12 +295,15 @@ static struct alloc_trace_bpf *load_as(struct tk_alloc *a, enum load_kind k,
 		if (!err)
 			err = alloc_trace_bpf__load(s);
 	}
-	if (err && a && unwind == TK_UNWIND_AUTO && s->rodata->unw_enabled) {
+	{
+		struct tk_unw_bpf_vars v = TK_UNW_BPF_VARS(s);
+
 		/* a kernel that refuses the unwinder: the same programs without it */
-		snprintf(a->unwind_note, sizeof(a->unwind_note), "unwinding: frame pointers only: "
-			 "this kernel refused the CFI unwinder (%s)", strerror(-err));
-		alloc_trace_bpf__destroy(s);
-		return load_as(a, k, TK_UNWIND_FP, errp);
+		if (a && tk_unw_bpf__refused(&v, unwind, err, a->unwind_note,
+					     sizeof(a->unwind_note))) {
+			alloc_trace_bpf__destroy(s);
+			return load_as(a, k, TK_UNWIND_FP, errp);
+		}
 	}
 	if (err) {
 		alloc_trace_bpf__destroy(s);

@@ -219,19 +219,18 @@ static int load_sampler(struct tk_cpu *c, struct bpf_state *st, enum tk_unwind_m
 		if (!err)
 			err = tk_unw_bpf__open(&v, &st->unw);
 	}
-	if (err && mode == TK_UNWIND_AUTO && st->skel->rodata->unw_enabled) {
-		snprintf(c->unwind_note, sizeof(c->unwind_note),
-			 "unwinding: frame pointers only: this kernel refused the CFI unwinder (%s)",
-			 strerror(-err));
-		tk_unw_bpf__free(st->unw);
-		st->unw = NULL;
-		cpu_sample_bpf__destroy(st->skel);
-		st->skel = NULL;
-		return load_sampler(c, st, TK_UNWIND_FP);
+	{
+		struct tk_unw_bpf_vars v = TK_UNW_BPF_VARS(st->skel);
+
+		if (tk_unw_bpf__refused(&v, uo.mode, err, c->unwind_note,
+					sizeof(c->unwind_note))) {
+			tk_unw_bpf__free(st->unw);
+			st->unw = NULL;
+			cpu_sample_bpf__destroy(st->skel);
+			st->skel = NULL;
+			return load_sampler(c, st, TK_UNWIND_FP);
+		}
 	}
-	if (err && mode == TK_UNWIND_CFI)
-		snprintf(c->unwind_note, sizeof(c->unwind_note),
-			 "unwinding: this kernel refused the CFI unwinder (%s)", strerror(-err));
 	c->unwinding = st->unw != NULL;
 	return err;
 }

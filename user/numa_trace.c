@@ -292,14 +292,17 @@ static int load_as(struct tk_numa *n, struct nt_state *st, enum mp_mode mp, enum
 		if (!err)
 			err = tk_unw_bpf__open(&v, &st->unw);
 	}
-	if (err && unwind == TK_UNWIND_AUTO && s->rodata->unw_enabled) {
+	{
+		struct tk_unw_bpf_vars v = TK_UNW_BPF_VARS(s);
+
 		/* a kernel that refuses the unwinder: the same programs without it */
-		snprintf(st->unwind_note, sizeof(st->unwind_note), "unwinding: frame pointers "
-			 "only: this kernel refused the CFI unwinder (%s)", strerror(-err));
-		tk_unw_bpf__free(st->unw);
-		st->unw = NULL;
-		numa_trace_bpf__destroy(s);
-		return load_as(n, st, mp, fm, TK_UNWIND_FP);
+		if (tk_unw_bpf__refused(&v, n->opts.stacks ? unwind : TK_UNWIND_FP, err,
+					st->unwind_note, sizeof(st->unwind_note))) {
+			tk_unw_bpf__free(st->unw);
+			st->unw = NULL;
+			numa_trace_bpf__destroy(s);
+			return load_as(n, st, mp, fm, TK_UNWIND_FP);
+		}
 	}
 	if (err) {
 		tk_unw_bpf__free(st->unw);

@@ -112,6 +112,16 @@ int tk_unw_bpf__prepare(const struct tk_unw_bpf_vars *v, const struct tk_unw_bpf
 	return 0;
 }
 
+bool tk_unw_bpf__refused(const struct tk_unw_bpf_vars *v, enum tk_unwind_mode mode, int err,
+			 char *note, size_t note_sz)
+{
+	if (!err || !*v->enabled || mode == TK_UNWIND_FP)
+		return false;
+	snprintf(note, note_sz, "unwinding: %sthis kernel refused the CFI unwinder (%s)",
+		 mode == TK_UNWIND_AUTO ? "frame pointers only: " : "", strerror(-err));
+	return mode == TK_UNWIND_AUTO;
+}
+
 int tk_unw_bpf__open(const struct tk_unw_bpf_vars *v, struct tk_unw_bpf **out)
 {
 	long page = sysconf(_SC_PAGESIZE);

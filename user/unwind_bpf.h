@@ -46,6 +46,14 @@ struct tk_unw_bpf_opts {
 int tk_unw_bpf__prepare(const struct tk_unw_bpf_vars *v, const struct tk_unw_bpf_opts *o,
 			char *why, size_t why_sz);
 
+/*
+ * After a failed load with the unwinder on: true when @mode is auto, so the
+ * caller loads again with TK_UNWIND_FP; @note says why the stacks then go by
+ * frame pointer (with TK_UNWIND_CFI: why the load failed).
+ */
+bool tk_unw_bpf__refused(const struct tk_unw_bpf_vars *v, enum tk_unwind_mode mode, int err,
+			 char *note, size_t note_sz);
+
 struct tk_unw_bpf;
 
 /* After load; *out stays NULL (and 0 is returned) when unwinding is off. */
