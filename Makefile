@@ -6,8 +6,9 @@
 # make check      build, run the unit tests and their sanitizer builds only (the fast loop)
 # make V=1        show every command
 #
-# A BPF capability NAME is bpf/NAME.bpf.c + user/NAME.c + bpf/NAME.h: add NAME to
-# BPF_APPS and the skeleton, its object and the dependency of user/NAME.o follow.
+# A BPF capability NAME is bpf/NAME.bpf.c + bpf/NAME.h + its loader user/STAGE/NAME.c: add
+# NAME to BPF_APPS and the skeleton and its object follow (every library object waits for
+# the skeletons, which are generated headers).
 
 BPF_APPS := core_probe cpu_sample cpu_follow alloc_trace numa_trace unwind_check
 
@@ -25,7 +26,10 @@ CFLAGS ?= -g -O2
 # snprintf truncation is deliberate in fixed-size report fields
 WARN := -Wall -Wextra -Wno-unused-parameter -Wno-missing-field-initializers \
 	-Wno-format-truncation -Werror
-CPPFLAGS := -D_GNU_SOURCE -DTRACEKIT_VERSION='"$(VERSION)"' -Iuser -I$(SKEL) -Ibpf -Itools -Itests/lib
+# user/STAGE/x.h is included as "STAGE/x.h", bpf/x.h as "bpf/x.h", the public headers as
+# "tracekit/x.h" (include/)
+CPPFLAGS := -D_GNU_SOURCE -DTRACEKIT_VERSION='"$(VERSION)"' -I. -Iuser -Iinclude -I$(SKEL) \
+	-Itools -Itests/lib
 ALL_CFLAGS = -std=gnu11 $(CFLAGS) $(WARN) $(CPPFLAGS) -MMD -MP
 # libstdc++: its C++ ABI demangler names C++ functions. libdw (CFI for the unwind tables)
 # builds on libelf, so it comes first; statically it also needs what its decompressors use
@@ -37,7 +41,7 @@ STATIC_LIBS := -l:libbpf.a -l:libdw.a -l:libelf.a -l:liblzma.a -l:libbz2.a -l:li
 BPF_CFLAGS := -g -O2 -target bpf -D__TARGET_ARCH_$(ARCH) -Ivmlinux/$(ARCH) -Ibpf \
 	-Wall -Werror -MMD -MP
 
-LIB_SRCS := $(sort $(wildcard user/*.c))
+LIB_SRCS := $(sort $(wildcard user/*/*.c))
 LIB_OBJS := $(patsubst %.c,$(OBJ)/%.o,$(LIB_SRCS))
 LIB := $(BUILD)/libtracekit.a
 SKELS := $(patsubst %,$(SKEL)/%.skel.h,$(BPF_APPS))
@@ -143,9 +147,9 @@ $(SKEL)/%.skel.h: $(BUILD)/bpf/%.bpf.o | $(SKEL)
 	$(call msg,GEN-SKEL,$@)
 	$(Q)$(BPFTOOL) gen skeleton $< name $*_bpf > $@
 
-# The loader of each BPF capability depends on its skeleton explicitly.
-$(foreach a,$(BPF_APPS),$(eval $(OBJ)/user/$(a).o $(SAN_OBJ)/user/$(a).o \
-	$(FUZZ_OBJ)/user/$(a).o: $(SKEL)/$(a).skel.h))
+# Skeletons are generated headers: every library object waits for them (order only; the
+# dependency files name the skeleton each object really includes).
+$(LIB_OBJS) $(SAN_LIB_OBJS) $(FUZZ_LIB_OBJS): | $(SKELS)
 
 # --- user space -----------------------------------------------------------
 $(OBJ)/%.o: %.c | $(OBJ)

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
 /*
  * libtkagent.so: what `tracekit alloc -- CMD` preloads beside (or instead of)
- * the sampler, on the descriptor named by TK_AGENT_FD (user/agent_proto.h):
+ * the sampler, on the descriptor named by TK_AGENT_FD (user/alloc/agent_proto.h):
  *  - the hold: once ld.so has mapped every library, write 'H' and wait for
  *    'G' (or EOF), while tracekit places uprobes on the allocator the command
  *    really uses;
@@ -23,7 +23,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "agent_proto.h"
+#include "alloc/agent_proto.h"
 
 typedef int (*mallctl_fn)(const char *name, void *oldp, size_t *oldlenp, void *newp,
 			  size_t newlen);

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
 /*
  * libtkalloc.so: the in-process allocation sampler that `tracekit alloc`
- * preloads into a command (the contract is user/agent_proto.h).
+ * preloads into a command (the contract is user/alloc/agent_proto.h).
  *
  * Every allocation function forwards to the next definition in the lookup
  * order (dlsym(RTLD_NEXT)), so a program linked with a shared jemalloc keeps
@@ -46,7 +46,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "agent_proto.h"
+#include "alloc/agent_proto.h"
 #include "tkalloc_test.h"
 
 #define likely(x) __builtin_expect(!!(x), 1)

@@ -11,9 +11,9 @@
 #include <string.h>
 
 #include "cli.h"
-#include "fsutil.h"
-#include "json.h"
-#include "outfile.h"
+#include "core/fsutil.h"
+#include "core/json.h"
+#include "core/outfile.h"
 
 struct cli_env env;
 

@@ -7,8 +7,8 @@
 #include <signal.h>
 #include <stdbool.h>
 
-#include "profile.h"
-#include "unwind.h"
+#include "profile/profile.h"
+#include "unwind/unwind.h"
 
 #define EXIT_USAGE 2
 

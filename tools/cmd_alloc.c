@@ -12,11 +12,11 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "alloc.h"
-#include "alloc_je.h"
-#include "alloc_rate.h"
+#include "alloc/alloc.h"
+#include "alloc/alloc_je.h"
+#include "alloc/alloc_rate.h"
 #include "cli.h"
-#include "tracekit.h"
+#include "tracekit/tracekit.h"
 
 static const char usage_alloc[] =
 	"Usage: tracekit alloc [OPTIONS] (-p PID | -- CMD ARGS...)\n"

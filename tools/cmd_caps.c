@@ -7,8 +7,8 @@
 #include <string.h>
 
 #include "cli.h"
-#include "outfile.h"
-#include "tracekit.h"
+#include "core/outfile.h"
+#include "tracekit/tracekit.h"
 
 static const char usage_caps[] =
 	"Usage: tracekit caps [-p PID] [--json] [-o FILE] [-v]\n"

@@ -15,11 +15,11 @@
 #include <unistd.h>
 
 #include "cli.h"
-#include "fsutil.h"
-#include "cpu.h"
-#include "outfile.h"
-#include "spawn_held.h"
-#include "tracekit.h"
+#include "core/fsutil.h"
+#include "cpu/cpu.h"
+#include "core/outfile.h"
+#include "core/spawn_held.h"
+#include "tracekit/tracekit.h"
 
 static const char usage_cpu[] =
 	"Usage: tracekit cpu [OPTIONS] [-- CMD ARGS...]\n"

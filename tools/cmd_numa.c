@@ -13,9 +13,9 @@
 #include <unistd.h>
 
 #include "cli.h"
-#include "numa_report.h"
-#include "outfile.h"
-#include "tracekit.h"
+#include "numa/numa_report.h"
+#include "core/outfile.h"
+#include "tracekit/tracekit.h"
 
 static const char usage_numa[] =
 	"Usage: tracekit numa [OPTIONS]\n"

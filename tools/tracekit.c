@@ -11,7 +11,7 @@
 #include <string.h>
 
 #include "cli.h"
-#include "tracekit.h"
+#include "tracekit/tracekit.h"
 
 static const char usage_main[] =
 	"Usage: tracekit COMMAND [OPTIONS]\n"

@@ -8,8 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "elf_reader.h"
-#include "x86_prologue.h"
+#include "proc/elf_reader.h"
+#include "proc/x86_prologue.h"
 
 #define MAX_READS 256
 

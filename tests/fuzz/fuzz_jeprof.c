@@ -12,9 +12,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "jeprof.h"
-#include "profile.h"
-#include "symbolize.h"
+#include "alloc/jeprof.h"
+#include "profile/profile.h"
+#include "sym/symbolize.h"
 
 #define GONE_PID 99999999u
 

@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "symbolize.h"
+#include "sym/symbolize.h"
 
 static void check(const struct tk_ksyms *k, uint64_t addr)
 {

@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "maps.h"
+#include "proc/maps.h"
 
 static int check(const struct tk_map *m, void *ctx)
 {

@@ -9,8 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "fsutil.h"
-#include "internal.h"
+#include "core/fsutil.h"
+#include "core/internal.h"
 
 static void check_dir(const char *dir, size_t size)
 {

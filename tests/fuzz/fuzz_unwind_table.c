@@ -12,9 +12,9 @@
 
 #include <linux/types.h>
 
-#include "../bpf/unwind.h"	/* before user/unwind.h, whose #include "unwind.h" finds itself */
-#include "elf_reader.h"
-#include "unwind.h"
+#include "bpf/unwind.h"
+#include "proc/elf_reader.h"
+#include "unwind/unwind.h"
 
 static void check(const struct tk_unw_table *t)
 {

@@ -20,11 +20,11 @@
 #include <setjmp.h>
 #include <cmocka.h>
 
-#include "alloc_int.h"
-#include "alloc_rate.h"
-#include "profile.h"
+#include "alloc/alloc_int.h"
+#include "alloc/alloc_rate.h"
+#include "profile/profile.h"
 #include "spawn.h"
-#include "tracekit.h"
+#include "tracekit/tracekit.h"
 
 static struct tk_caps caps;
 

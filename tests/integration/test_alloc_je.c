@@ -28,9 +28,9 @@
 #include <cmocka.h>
 
 #include "spawn.h"
-#include "jedump.h"
-#include "profile.h"
-#include "symbolize.h"
+#include "alloc/jedump.h"
+#include "profile/profile.h"
+#include "sym/symbolize.h"
 
 #define LEAK_BYTES (4 << 20)
 #define LEAK_BLOCK (64 * 1024)

@@ -27,9 +27,9 @@
 
 #include <bpf/bpf.h>
 
-#include "internal.h"
+#include "core/internal.h"
 #include "spawn.h"
-#include "tracekit.h"
+#include "tracekit/tracekit.h"
 
 /* In the test body: cmocka 1.1 reports a skip() in a setup as an error. */
 static struct tk_caps *snapshot(int pid)

@@ -30,10 +30,10 @@
 #include <setjmp.h>
 #include <cmocka.h>
 
-#include "cpu.h"
-#include "perf_ring.h"
+#include "cpu/cpu.h"
+#include "cpu/perf_ring.h"
 #include "spawn.h"
-#include "tracekit.h"
+#include "tracekit/tracekit.h"
 
 static struct tk_caps *caps;
 

@@ -29,8 +29,8 @@
 #include <cmocka.h>
 
 #include "../lib/spawn.h"
-#include "numa_report.h"
-#include "tracekit.h"
+#include "numa/numa_report.h"
+#include "tracekit/tracekit.h"
 
 static struct tk_caps caps;
 

@@ -20,9 +20,9 @@
 #include <cmocka.h>
 
 #include "spawn.h"
-#include "symbolize.h"
-#include "unwind.h"
-#include "unwind_bpf.h"
+#include "sym/symbolize.h"
+#include "unwind/unwind.h"
+#include "unwind/unwind_bpf.h"
 
 #define BASE 0x100000ULL	/* where the hand-made tables' object is "mapped" */
 

@@ -22,9 +22,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "alloc_int.h"
-#include "cpu.h"
-#include "internal.h"
+#include "alloc/alloc_int.h"
+#include "cpu/cpu.h"
+#include "core/internal.h"
 
 static int fake_noop(struct tk_alloc *a, char *why, size_t why_sz)
 {

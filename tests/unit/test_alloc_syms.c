@@ -21,7 +21,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "alloc_syms.h"
+#include "alloc/alloc_syms.h"
 
 #define LIBC "/lib/x86_64-linux-gnu/libc.so.6"
 #define DEBIAN_JEMALLOC "/usr/lib/x86_64-linux-gnu/libjemalloc.so.2"

@@ -19,7 +19,7 @@
 
 #include "../lib/caps_expect.h"
 #include "../lib/fixture.h"
-#include "tracekit.h"
+#include "tracekit/tracekit.h"
 
 struct t {
 	struct fx *fx;

@@ -28,7 +28,7 @@
 
 #include "../lib/caps_expect.h"
 #include "../lib/fixture.h"
-#include "tracekit.h"
+#include "tracekit/tracekit.h"
 
 #define TPID 4343
 #define LIBC "/usr/lib/x86_64-linux-gnu/libc.so.6"

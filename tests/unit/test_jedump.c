@@ -26,7 +26,7 @@
 
 #include "../lib/fixture.h"
 #include "spawn.h"
-#include "jedump.h"
+#include "alloc/jedump.h"
 
 static void test_lg_sample(void **state)
 {

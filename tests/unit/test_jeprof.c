@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
 /*
- * jemalloc heap profile dumps into the profile model (user/jeprof.c).
+ * jemalloc heap profile dumps into the profile model (user/alloc/jeprof.c).
  *
  * - The sampling adjustment against numbers computed apart from the code
  *   (Python's math.expm1, values in the table), and its edges.
@@ -41,9 +41,9 @@
 
 #include "../lib/fixture.h"
 #include "../lib/spawn.h"
-#include "jeprof.h"
-#include "profile.h"
-#include "symbolize.h"
+#include "alloc/jeprof.h"
+#include "profile/profile.h"
+#include "sym/symbolize.h"
 
 /* a pid above any pid_max: the process of the dump is gone */
 #define GONE_PID 99999999u

@@ -17,7 +17,7 @@
 #include <cmocka.h>
 
 #include "../lib/fixture.h"
-#include "json.h"
+#include "core/json.h"
 
 struct out {
 	FILE *f;

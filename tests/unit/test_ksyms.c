@@ -22,7 +22,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "symbolize.h"
+#include "sym/symbolize.h"
 
 static const char excerpt[] =
 	"ffffffff81000000 T _stext\n"

@@ -12,8 +12,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "fsutil.h"
-#include "maps.h"
+#include "core/fsutil.h"
+#include "proc/maps.h"
 
 #define MAX_SEEN 16
 

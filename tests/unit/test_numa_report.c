@@ -21,8 +21,8 @@
 
 #include "../lib/fixture.h"
 #include "../lib/spawn.h"
-#include "numa_int.h"
-#include "numa_report.h"
+#include "numa/numa_int.h"
+#include "numa/numa_report.h"
 
 /* ---- helpers ---------------------------------------------------------------------- */
 

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
 /*
  * What the BPF NUMA backend reads from a kernel before it loads
- * (user/numa_btf.c): tracepoint argument positions from BTF shaped like 6.1's,
+ * (user/numa/numa_btf.c): tracepoint argument positions from BTF shaped like 6.1's,
  * 6.12/6.18's and a kernel with nr_split; the migrate_reason table by name
  * when values move; the misplaced-page function of either name and its node
  * parameter; the per-folio migration function and its folio parameters;
@@ -23,8 +23,8 @@
 #include <cmocka.h>
 
 #include "../lib/fixture.h"
-#include "numa_btf.h"
-#include "numa_report.h"
+#include "numa/numa_btf.h"
+#include "numa/numa_report.h"
 
 /* ---- a kernel's BTF, built here -------------------------------------------------- */
 

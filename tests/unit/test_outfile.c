@@ -19,7 +19,7 @@
 #include <cmocka.h>
 
 #include "../lib/fixture.h"
-#include "outfile.h"
+#include "core/outfile.h"
 
 struct t {
 	struct fx *fx;

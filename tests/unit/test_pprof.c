@@ -21,7 +21,7 @@
 #include <cmocka.h>
 
 #include "../lib/fixture.h"
-#include "profile.h"
+#include "profile/profile.h"
 #include "test_pprof_decode.h"
 #include "test_profile_fixture.h"
 

@@ -27,8 +27,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "procinfo.h"
-#include "x86_prologue.h"
+#include "proc/procinfo.h"
+#include "proc/x86_prologue.h"
 
 #define DEBIAN_JEMALLOC "/usr/lib/x86_64-linux-gnu/libjemalloc.so.2"
 #define LIBC "/usr/lib/x86_64-linux-gnu/libc.so.6"

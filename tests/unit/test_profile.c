@@ -18,7 +18,7 @@
 #include <cmocka.h>
 
 #include "../lib/fixture.h"
-#include "profile.h"
+#include "profile/profile.h"
 #include "test_profile_fixture.h"
 
 typedef int (*writer_fn)(const struct tk_profile *p, FILE *f);

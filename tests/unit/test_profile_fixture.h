@@ -13,7 +13,7 @@
 #ifndef __TEST_PROFILE_FIXTURE_H
 #define __TEST_PROFILE_FIXTURE_H
 
-#include "profile.h"
+#include "profile/profile.h"
 
 #define PF_PID 4242
 #define PF_FREQ 99

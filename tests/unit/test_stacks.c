@@ -17,7 +17,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "stacks.h"
+#include "cpu/stacks.h"
 
 struct found {
 	uint32_t pid, tid, gen;

@@ -32,13 +32,13 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "cpu.h"
-#include "elf_reader.h"
-#include "maps.h"
-#include "profile.h"
-#include "stacks.h"
-#include "symbolize.h"
-#include "symbolize_int.h"
+#include "cpu/cpu.h"
+#include "proc/elf_reader.h"
+#include "proc/maps.h"
+#include "profile/profile.h"
+#include "cpu/stacks.h"
+#include "sym/symbolize.h"
+#include "sym/symbolize_int.h"
 
 #define LIBC "/usr/lib/x86_64-linux-gnu/libc.so.6"
 

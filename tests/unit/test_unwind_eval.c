@@ -25,8 +25,8 @@
 #include <string.h>
 #include <time.h>
 
-#include "elf_reader.h"
-#include "unwind.h"
+#include "proc/elf_reader.h"
+#include "unwind/unwind.h"
 
 /* ---- a stack image --------------------------------------------------------------- */
 

@@ -35,10 +35,10 @@
 
 #include <linux/types.h>
 
-#include "../bpf/unwind.h"	/* before user/unwind.h, whose #include "unwind.h" finds itself */
+#include "bpf/unwind.h"
 #include "../lib/fixture.h"
-#include "elf_reader.h"
-#include "unwind.h"
+#include "proc/elf_reader.h"
+#include "unwind/unwind.h"
 
 #define LIBC "/usr/lib/x86_64-linux-gnu/libc.so.6"
 #define LIBSTDCXX "/usr/lib/x86_64-linux-gnu/libstdc++.so.6"

@@ -71,7 +71,7 @@ WORKLOAD_CFLAGS_cpu_split_static := $(CPU_WL_FLAGS) -static
 WORKLOAD_CFLAGS_numa_balance := -static
 # move_pages(2) of 64 MiB to node 1 in the two-node guests (tests/workloads/numa_move.c)
 WORKLOAD_CFLAGS_numa_move := -static
-# unwinding by CFI (user/unwind.h): known call chains in code WITHOUT frame pointers (gcc's
+# unwinding by CFI (user/unwind/unwind.h): known call chains in code WITHOUT frame pointers (gcc's
 # x86-64 default, said explicitly) and without sibling calls, so that every frame named in a
 # chain is a real one (shared/notes/stacks.md). unw_mixed runs through libunwfp.so, the one
 # object built with frame pointers; unw_dlopen dlopen()s libunwlate.so from its own directory

@@ -1,0 +1,971 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
+/*
+ * Allocation profiling sessions (alloc.h): the backend and hook choice, the
+ * command tracekit starts, and the tables every backend feeds.
+ *
+ * Tables: distinct stacks (per process, kind and exact frames, so no two are
+ * merged) with the weighted sums of what was allocated at them, and the live
+ * table of recorded objects (process, address → stack, size, weight, time).
+ * A sampled allocation of s bytes under byte sampling with mean M was
+ * recorded with probability 1 - exp(-s/M), so it stands for 1/that objects
+ * and s/that bytes: the sums estimate the truth without bias (jemalloc's
+ * prof_unbias, jeprof's AdjustSamples). In-use figures are the live table's
+ * at the moment the profile is built, less what is younger than --min-age.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <math.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <elf.h>
+#include <unistd.h>
+
+#include "alloc/agent_proto.h"
+#include "alloc/alloc_int.h"
+#include "alloc/alloc_syms.h"
+#include "core/fsutil.h"
+#include "core/internal.h"
+#include "profile/profile_locs.h"
+#include "core/spawn_held.h"
+
+#define MIN_CAP 1024
+
+static const char *const loss_names[TK_ALOSS__COUNT] = {
+	[TK_ALOSS_RINGBUF] = "ringbuf_reserve_failed",
+	[TK_ALOSS_STACK_MAP_FULL] = "stack_map_full",
+	[TK_ALOSS_LIVE_MAP_FULL] = "live_map_full",
+	[TK_ALOSS_PENDING_MAP_FULL] = "pending_map_full",
+	[TK_ALOSS_TRUNCATED] = "truncated_stacks",
+	[TK_ALOSS_STACK_ERRORS] = "stack_errors",
+	[TK_ALOSS_UNSYMBOLIZED] = "unsymbolized_frames",
+	[TK_ALOSS_UNKNOWN_FREE] = "frees_of_unknown_objects",
+};
+
+const char *tk_alloc_loss__name(enum tk_alloc_loss l)
+{
+	return l < TK_ALOSS__COUNT ? loss_names[l] : "unknown";
+}
+
+double tk_alloc__weight(uint64_t size, uint64_t mean)
+{
+	double p;
+
+	if (!mean)
+		return 1.0;
+	if (!size)
+		size = 1;
+	/* -expm1(-x) = 1 - exp(-x), exact for small x */
+	p = -expm1(-(double)size / (double)mean);
+	return p > 0 ? 1.0 / p : 1.0;
+}
+
+/* ---- tables ------------------------------------------------------------------------ */
+
+/* Stack kinds: allocations, and the growth kinds after them */
+#define KIND_ALLOC 0
+#define KIND_GROWTH(k) (1 + (k))
+
+struct astack {
+	uint64_t hash;
+	uint32_t pid;
+	uint32_t tid;			/* the first thread seen */
+	uint32_t kind;
+	uint32_t nr;
+	bool truncated;
+	char comm[16];
+	uint64_t *ips;			/* leaf first */
+	double alloc_objs;		/* weighted */
+	double alloc_bytes;
+	double inuse_objs;		/* filled while building */
+	double inuse_bytes;
+};
+
+struct live_obj {
+	uint64_t ptr;			/* 0: empty slot */
+	uint32_t pid;
+	uint32_t stack;			/* index into stacks */
+	uint64_t size;
+	uint64_t ts_ns;
+	double weight;
+};
+
+struct tk_alloc_live {
+	struct astack *stacks;		/* dense */
+	size_t nr_stacks, cap_stacks;
+	uint32_t *index;		/* open addressing over stacks: index + 1, 0 empty */
+	size_t cap_index;		/* a power of two */
+
+	struct live_obj *live;		/* open addressing, backward-shift deletion */
+	size_t cap_live;		/* a power of two */
+	size_t nr_live;
+
+	uint64_t allocs, frees;
+};
+
+static uint64_t mix64(uint64_t h)
+{
+	h ^= h >> 33;
+	h *= 0xff51afd7ed558ccdULL;
+	h ^= h >> 33;
+	h *= 0xc4ceb9fe1a85ec53ULL;
+	h ^= h >> 33;
+	return h;
+}
+
+static uint64_t stack_hash(uint32_t pid, uint32_t kind, const uint64_t *ips, uint32_t nr)
+{
+	uint64_t h = 0xcbf29ce484222325ULL ^ ((uint64_t)pid << 32 | kind);
+	uint32_t i;
+
+	for (i = 0; i < nr; i++)
+		h = (h ^ ips[i]) * 0x100000001b3ULL;
+	return mix64(h ^ nr);
+}
+
+static int index_grow(struct tk_alloc_live *t)
+{
+	size_t cap = t->cap_index ? t->cap_index * 2 : MIN_CAP, i;
+	uint32_t *idx = calloc(cap, sizeof(*idx));
+
+	if (!idx)
+		return -ENOMEM;
+	for (i = 0; i < t->nr_stacks; i++) {
+		size_t j = t->stacks[i].hash & (cap - 1);
+
+		while (idx[j])
+			j = (j + 1) & (cap - 1);
+		idx[j] = i + 1;
+	}
+	free(t->index);
+	t->index = idx;
+	t->cap_index = cap;
+	return 0;
+}
+
+/* The stack's index, added when new; -ENOMEM. */
+static long stack_get(struct tk_alloc_live *t, uint32_t pid, uint32_t tid, uint32_t kind,
+		      const char *comm, const uint64_t *ips, uint32_t nr, bool truncated)
+{
+	uint64_t h;
+	size_t j;
+	struct astack *s;
+	int err;
+
+	if (nr > TK_ALLOC_MAX_FRAMES) {
+		nr = TK_ALLOC_MAX_FRAMES;
+		truncated = true;
+	}
+	h = stack_hash(pid, kind, ips, nr);
+	if ((t->nr_stacks + 1) * 2 > t->cap_index && (err = index_grow(t)))
+		return err;
+	for (j = h & (t->cap_index - 1); t->index[j]; j = (j + 1) & (t->cap_index - 1)) {
+		s = &t->stacks[t->index[j] - 1];
+		if (s->hash == h && s->pid == pid && s->kind == kind && s->nr == nr &&
+		    !memcmp(s->ips, ips, nr * sizeof(*ips))) {
+			s->truncated |= truncated;
+			return t->index[j] - 1;
+		}
+	}
+	if (t->nr_stacks >= UINT32_MAX - 1)
+		return -E2BIG;
+	if (t->nr_stacks == t->cap_stacks) {
+		size_t cap = t->cap_stacks ? t->cap_stacks * 2 : MIN_CAP;
+		struct astack *n = realloc(t->stacks, cap * sizeof(*n));
+
+		if (!n)
+			return -ENOMEM;
+		t->stacks = n;
+		t->cap_stacks = cap;
+	}
+	s = &t->stacks[t->nr_stacks];
+	memset(s, 0, sizeof(*s));
+	s->ips = malloc(nr ? nr * sizeof(*ips) : 1);
+	if (!s->ips)
+		return -ENOMEM;
+	memcpy(s->ips, ips, nr * sizeof(*ips));
+	s->hash = h;
+	s->pid = pid;
+	s->tid = tid;
+	s->kind = kind;
+	s->nr = nr;
+	s->truncated = truncated;
+	if (comm)
+		snprintf(s->comm, sizeof(s->comm), "%s", comm);
+	t->index[j] = t->nr_stacks + 1;
+	return t->nr_stacks++;
+}
+
+static size_t live_slot(const struct tk_alloc_live *t, uint32_t pid, uint64_t ptr)
+{
+	return mix64(ptr ^ (uint64_t)pid << 48) & (t->cap_live - 1);
+}
+
+static int live_grow(struct tk_alloc_live *t)
+{
+	size_t cap = t->cap_live ? t->cap_live * 2 : MIN_CAP, i;
+	struct live_obj *old = t->live, *n = calloc(cap, sizeof(*n));
+	size_t old_cap = t->cap_live;
+
+	if (!n)
+		return -ENOMEM;
+	t->live = n;
+	t->cap_live = cap;
+	for (i = 0; i < old_cap; i++) {
+		size_t j;
+
+		if (!old[i].ptr)
+			continue;
+		for (j = live_slot(t, old[i].pid, old[i].ptr); n[j].ptr; j = (j + 1) & (cap - 1))
+			;
+		n[j] = old[i];
+	}
+	free(old);
+	return 0;
+}
+
+static struct live_obj *live_find(struct tk_alloc_live *t, uint32_t pid, uint64_t ptr)
+{
+	size_t j;
+
+	if (!t->cap_live)
+		return NULL;
+	for (j = live_slot(t, pid, ptr); t->live[j].ptr; j = (j + 1) & (t->cap_live - 1))
+		if (t->live[j].ptr == ptr && t->live[j].pid == pid)
+			return &t->live[j];
+	return NULL;
+}
+
+/* Remove the slot, shifting later members of its run back (no tombstones). */
+static void live_remove(struct tk_alloc_live *t, struct live_obj *o)
+{
+	size_t mask = t->cap_live - 1, i = o - t->live, j = i;
+
+	for (;;) {
+		size_t k;
+
+		j = (j + 1) & mask;
+		if (!t->live[j].ptr)
+			break;
+		k = live_slot(t, t->live[j].pid, t->live[j].ptr);
+		/* leave j where it is when its home k lies cyclically in (i, j] */
+		if (i <= j ? (i < k && k <= j) : (i < k || k <= j))
+			continue;
+		t->live[i] = t->live[j];
+		i = j;
+	}
+	memset(&t->live[i], 0, sizeof(t->live[i]));
+	t->nr_live--;
+}
+
+static void live_free(struct tk_alloc_live *t)
+{
+	size_t i;
+
+	if (!t)
+		return;
+	for (i = 0; i < t->nr_stacks; i++)
+		free(t->stacks[i].ips);
+	free(t->stacks);
+	free(t->index);
+	free(t->live);
+	free(t);
+}
+
+/* ---- records from the backends ------------------------------------------------------- */
+
+/* Capture @pid's maps now (again), and tell the backend (its unwinder). */
+static void capture(struct tk_alloc *a, uint32_t pid)
+{
+	if (!tk_symbolizer__capture(a->sym, pid, 0) && a->captured)
+		a->captured(a, pid);
+}
+
+static void capture_once(struct tk_alloc *a, uint32_t pid)
+{
+	if (!tk_symbolizer__has(a->sym, pid, 0))
+		capture(a, pid);
+}
+
+int tk_alloc__on_alloc(struct tk_alloc *a, const struct tk_alloc_rec *r)
+{
+	struct tk_alloc_live *t = a->live;
+	struct live_obj *o;
+	double w;
+	long si;
+	size_t j;
+	int err;
+
+	capture_once(a, r->pid);
+	si = stack_get(t, r->pid, r->tid, KIND_ALLOC, r->comm, r->ips, r->nr_ips, r->truncated);
+	if (si < 0)
+		return si;
+	w = tk_alloc__weight(r->size, a->sample_bytes);
+	t->stacks[si].alloc_objs += w;
+	t->stacks[si].alloc_bytes += w * r->size;
+	t->allocs++;
+	if (!r->ptr)
+		return 0;
+	/* an address handed out again: its free was not seen (started before us, or lost) */
+	o = live_find(t, r->pid, r->ptr);
+	if (o)
+		live_remove(t, o);
+	if ((t->nr_live + 1) * 2 > t->cap_live && (err = live_grow(t)))
+		return err;
+	for (j = live_slot(t, r->pid, r->ptr); t->live[j].ptr; j = (j + 1) & (t->cap_live - 1))
+		;
+	t->live[j] = (struct live_obj){ .ptr = r->ptr, .pid = r->pid, .stack = si,
+					.size = r->size, .ts_ns = r->ts_ns, .weight = w };
+	t->nr_live++;
+	return 0;
+}
+
+int tk_alloc__on_free(struct tk_alloc *a, uint32_t pid, uint64_t ptr)
+{
+	struct live_obj *o = live_find(a->live, pid, ptr);
+
+	if (!o)
+		return 0;
+	live_remove(a->live, o);
+	a->live->frees++;
+	return 0;
+}
+
+int tk_alloc__on_growth(struct tk_alloc *a, enum tk_growth_kind kind, uint32_t pid, uint32_t tid,
+			const char *comm, const uint64_t *ips, uint32_t nr_ips, bool truncated,
+			uint64_t count, uint64_t bytes)
+{
+	long si;
+
+	if (kind >= TK_GROWTH__COUNT)
+		return -EINVAL;
+	capture_once(a, pid);
+	si = stack_get(a->live, pid, tid, KIND_GROWTH(kind), comm, ips, nr_ips, truncated);
+	if (si < 0)
+		return si;
+	a->live->stacks[si].alloc_objs += count;
+	a->live->stacks[si].alloc_bytes += bytes;
+	a->growth_events += count;
+	return 0;
+}
+
+void tk_alloc__add_loss(struct tk_alloc *a, enum tk_alloc_loss l, uint64_t n)
+{
+	if (l < TK_ALOSS__COUNT)
+		a->losses[l] += n;
+}
+
+void tk_alloc__refresh_maps(struct tk_alloc *a, uint32_t pid)
+{
+	capture(a, pid);
+}
+
+int tk_alloc__setenv(struct tk_alloc *a, const char *name, const char *fmt, ...)
+{
+	char *val, *e;
+	va_list ap;
+	int i, n;
+
+	va_start(ap, fmt);
+	n = vasprintf(&val, fmt, ap);
+	va_end(ap);
+	if (n < 0)
+		return -ENOMEM;
+	for (i = 0; i < a->nr_env; i++) {
+		size_t len = strlen(name);
+
+		if (strncmp(a->env[i], name, len) || a->env[i][len] != '=')
+			continue;
+		/* LD_PRELOAD accumulates; anything else is replaced */
+		if (!strcmp(name, "LD_PRELOAD"))
+			n = asprintf(&e, "%s:%s", a->env[i], val);
+		else
+			n = asprintf(&e, "%s=%s", name, val);
+		free(val);
+		if (n < 0)
+			return -ENOMEM;
+		free(a->env[i]);
+		a->env[i] = e;
+		return 0;
+	}
+	if (a->nr_env >= TK_ALLOC_MAX_ENV - 1) {
+		free(val);
+		return -E2BIG;
+	}
+	n = asprintf(&e, "%s=%s", name, val);
+	free(val);
+	if (n < 0)
+		return -ENOMEM;
+	a->env[a->nr_env++] = e;
+	a->env[a->nr_env] = NULL;
+	return 0;
+}
+
+static bool env_has(const struct tk_alloc *a, const char *name)
+{
+	size_t len = strlen(name);
+	int i;
+
+	for (i = 0; i < a->nr_env; i++)
+		if (!strncmp(a->env[i], name, len) && a->env[i][len] == '=')
+			return true;
+	return false;
+}
+
+static bool env_preloads(const struct tk_alloc *a, const char *lib)
+{
+	int i;
+
+	for (i = 0; i < a->nr_env; i++)
+		if (!strncmp(a->env[i], "LD_PRELOAD=", 11) && strstr(a->env[i], lib))
+			return true;
+	return false;
+}
+
+/* ---- the command --------------------------------------------------------------------- */
+
+/*
+ * 1 when @path is an ELF executable with a program interpreter (ld.so loads it,
+ * LD_PRELOAD works), 0 when it is a static ELF, 1 for a script (its
+ * interpreter is), negative errno when unreadable.
+ */
+static int is_dynamic(const char *path)
+{
+	Elf64_Ehdr eh;
+	Elf64_Phdr ph;
+	int fd, i, ret = 0;
+
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	if (pread(fd, &eh, sizeof(eh), 0) != sizeof(eh) || memcmp(eh.e_ident, ELFMAG, SELFMAG) ||
+	    eh.e_ident[EI_CLASS] != ELFCLASS64) {
+		close(fd);
+		return 1;
+	}
+	for (i = 0; i < eh.e_phnum && i < 256; i++) {
+		if (pread(fd, &ph, sizeof(ph), eh.e_phoff + (uint64_t)i * eh.e_phentsize) !=
+		    sizeof(ph))
+			break;
+		if (ph.p_type == PT_INTERP) {
+			ret = 1;
+			break;
+		}
+	}
+	close(fd);
+	return ret;
+}
+
+static void find_preload_dir(struct tk_alloc *a)
+{
+	char exe[PATH_MAX];
+	ssize_t n;
+
+	if (a->opts.preload_dir) {
+		snprintf(a->preload_dir, sizeof(a->preload_dir), "%s", a->opts.preload_dir);
+		return;
+	}
+	n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+	if (n <= 0) {
+		snprintf(a->preload_dir, sizeof(a->preload_dir), ".");
+		return;
+	}
+	exe[n] = '\0';
+	*strrchr(exe, '/') = '\0';
+	snprintf(a->preload_dir, sizeof(a->preload_dir), "%s", exe[0] ? exe : "/");
+}
+
+static bool preload_present(const struct tk_alloc *a, const char *lib)
+{
+	char path[PATH_MAX + 64];
+	struct stat st;
+
+	snprintf(path, sizeof(path), "%s/%s", a->preload_dir, lib);
+	return !stat(path, &st) && S_ISREG(st.st_mode);
+}
+
+/*
+ * The executable defines an allocator itself (jemalloc linked in, with or
+ * without a prefix): its own calls bind to it, not to anything preloaded.
+ */
+static bool own_allocator(const char *exe)
+{
+	struct tk_alloc_syms *syms = calloc(1, sizeof(*syms));
+	char why[128];
+	bool own;
+
+	if (!syms)
+		return false;
+	own = !tk_alloc_syms__find_static(exe, syms, why, sizeof(why)) &&
+	      tk_alloc_syms__usable(syms);
+	free(syms);
+	return own;
+}
+
+static int choose(struct tk_alloc *a, const struct tk_caps *caps, char *why, size_t why_sz)
+{
+	enum tk_backend b = a->opts.backend;
+	char exe[PATH_MAX];
+	int dyn = 0, err;
+
+	if (b == TK_BACKEND_NONE) {
+		b = caps->backends[TK_COLLECT_ALLOC].backend;
+		if (b == TK_BACKEND_NONE) {
+			snprintf(why, why_sz, "no backend can profile allocations here: %s",
+				 caps->backends[TK_COLLECT_ALLOC].reason);
+			return -ENOTSUP;
+		}
+	}
+	if (b != TK_BACKEND_BPF && b != TK_BACKEND_JEMALLOC) {
+		snprintf(why, why_sz, "backend %s cannot profile allocations", tk_backend__name(b));
+		return -EINVAL;
+	}
+	if (a->opts.mode == TK_ALLOC_MODE_GROWTH && b != TK_BACKEND_BPF) {
+		snprintf(why, why_sz, "--mode growth traces page faults, brk and mmap with BPF, "
+			 "which is %s; the jemalloc backend gives sampled heap profiles only",
+			 caps->backends[TK_COLLECT_ALLOC].backend == TK_BACKEND_BPF ?
+			 "not the backend asked for" : "not available here (see 'tracekit caps')");
+		return -ENOTSUP;
+	}
+	if (b == TK_BACKEND_JEMALLOC && a->opts.mode == TK_ALLOC_MODE_FULL) {
+		snprintf(why, why_sz, "--mode full needs BPF uprobes; jemalloc's profiler samples");
+		return -ENOTSUP;
+	}
+	a->be = b == TK_BACKEND_BPF ? &tk_alloc_backend_bpf : &tk_alloc_backend_jemalloc;
+	/* jemalloc's profiler takes its own stacks: no unwind tables to build */
+	if (a->be != &tk_alloc_backend_bpf)
+		tk_symbolizer__set_unwind(a->sym, false);
+
+	if (a->opts.argv) {
+		err = tk_find_command(a->opts.argv[0], exe, sizeof(exe));
+		if (err) {
+			snprintf(why, why_sz, "cannot run '%s': %s", a->opts.argv[0],
+				 strerror(-err));
+			return err;
+		}
+		dyn = is_dynamic(exe);
+		if (dyn < 0) {
+			snprintf(why, why_sz, "cannot read '%s': %s", exe, strerror(-dyn));
+			return dyn;
+		}
+	}
+	if (b != TK_BACKEND_BPF || a->opts.mode == TK_ALLOC_MODE_GROWTH) {
+		a->hook = TK_ALLOC_HOOK_NONE;
+	} else if (a->opts.argv && dyn && a->opts.mode == TK_ALLOC_MODE_SAMPLED &&
+		   !a->opts.no_preload && !own_allocator(exe) &&
+		   preload_present(a, TK_PRELOAD_SAMPLER)) {
+		a->hook = TK_ALLOC_HOOK_PRELOAD;
+	} else {
+		a->hook = TK_ALLOC_HOOK_UPROBES;
+		if (a->opts.argv && dyn) {
+			if (!preload_present(a, TK_PRELOAD_AGENT)) {
+				snprintf(why, why_sz, "%s/%s is missing: it holds the command until "
+					 "its allocator is hooked (build it with make)",
+					 a->preload_dir, TK_PRELOAD_AGENT);
+				return -ENOENT;
+			}
+			a->attach_after_exec = true;
+		}
+	}
+	return 0;
+}
+
+static int start_command(struct tk_alloc *a, char *why, size_t why_sz)
+{
+	int sv[2] = { -1, -1 }, err;
+	pid_t pid;
+
+	if (a->attach_after_exec) {
+		if (!env_preloads(a, TK_PRELOAD_AGENT) &&
+		    (err = tk_alloc__setenv(a, "LD_PRELOAD", "%s/%s", a->preload_dir,
+					    TK_PRELOAD_AGENT)))
+			return err;
+		if ((err = tk_alloc__setenv(a, TK_ENV_AGENT_HOLD, "1")))
+			return err;
+	}
+	if (a->hook == TK_ALLOC_HOOK_PRELOAD) {
+		if ((err = tk_alloc__setenv(a, "LD_PRELOAD", "%s/%s", a->preload_dir,
+					    TK_PRELOAD_SAMPLER)) ||
+		    (err = tk_alloc__setenv(a, TK_ENV_SAMPLE_BYTES, "%" PRIu64, a->sample_bytes)))
+			return err;
+	}
+	if (env_has(a, TK_ENV_AGENT_HOLD) || env_has(a, TK_ENV_AGENT_JEMALLOC)) {
+		if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv))
+			return -errno;
+		if ((err = tk_alloc__setenv(a, TK_ENV_AGENT_FD, "%d", sv[1]))) {
+			close(sv[0]);
+			close(sv[1]);
+			return err;
+		}
+		a->agent_fd = sv[0];
+	}
+	pid = tk_spawn_held(a->opts.argv, a->env, sv[1], &a->release_fd, &a->exec_err_fd);
+	if (sv[1] >= 0)
+		close(sv[1]);
+	if (pid < 0) {
+		snprintf(why, why_sz, "cannot start '%s': %s", a->opts.argv[0], strerror(-pid));
+		return pid;
+	}
+	a->child = a->pid = pid;
+	return 0;
+}
+
+/* ---- the session --------------------------------------------------------------------- */
+
+int tk_alloc__new_bare(const struct tk_alloc_opts *opts, const struct tk_alloc_backend *be,
+		       struct tk_alloc **out)
+{
+	struct tk_symbolizer_opts so = { .sz = sizeof(so) };
+	struct tk_alloc *a;
+	int err;
+
+	*out = NULL;
+	a = calloc(1, sizeof(*a));
+	if (!a)
+		return -ENOMEM;
+	memcpy(&a->opts, opts, opts->sz < sizeof(a->opts) ? opts->sz : sizeof(a->opts));
+	a->opts.sz = sizeof(a->opts);
+	a->be = be;
+	a->release_fd = a->exec_err_fd = a->agent_fd = -1;
+	a->pid = opts->pid;
+	a->sample_bytes = a->opts.mode == TK_ALLOC_MODE_SAMPLED ?
+		(a->opts.sample_bytes ? a->opts.sample_bytes : TK_ALLOC_DEFAULT_SAMPLE_BYTES) : 0;
+	a->live = calloc(1, sizeof(*a->live));
+	so.proc_root = a->opts.proc_root;
+	so.unwind_tables = a->opts.unwind != TK_UNWIND_FP;
+	if (!a->live || (err = tk_symbolizer__new(&so, &a->sym))) {
+		a->be = NULL;
+		tk_alloc__free(a);
+		return -ENOMEM;
+	}
+	a->start_ns = tk_now_ns(CLOCK_REALTIME);
+	a->start_mono_ns = tk_now_ns(CLOCK_MONOTONIC);
+	*out = a;
+	return 0;
+}
+
+int tk_alloc__open(const struct tk_alloc_opts *opts, const struct tk_caps *caps,
+		   struct tk_alloc **out, char *why, size_t why_sz)
+{
+	const char *step = "";
+	struct tk_alloc *a;
+	char dummy[8];
+	int err;
+
+	if (!why || !why_sz) {
+		why = dummy;
+		why_sz = sizeof(dummy);
+	}
+	why[0] = '\0';
+	*out = NULL;
+	if (!opts || !caps || (!opts->pid) == (!opts->argv) || opts->mode > TK_ALLOC_MODE_GROWTH) {
+		snprintf(why, why_sz, "give a process or a command");
+		return -EINVAL;
+	}
+	err = tk_alloc__new_bare(opts, NULL, &a);
+	if (err)
+		return err;
+	a->caps = caps;
+	find_preload_dir(a);
+	step = "choosing a backend";
+	err = choose(a, caps, why, why_sz);
+	if (err)
+		goto fail;
+	if (a->opts.argv) {
+		step = "preparing the command's environment";
+		if (a->be->prepare_env && (err = a->be->prepare_env(a, why, why_sz)))
+			goto fail;
+		step = "starting the command";
+		err = start_command(a, why, why_sz);
+		if (err)
+			goto fail;
+	}
+	step = "opening the backend";
+	err = a->be->open(a, why, why_sz);
+	if (err)
+		goto fail;
+	*out = a;
+	return 0;
+fail:
+	if (!why[0])
+		snprintf(why, why_sz, "%s %s: %s", step, a->be ? a->be->name : "", strerror(-err));
+	tk_alloc__free(a);
+	return err;
+}
+
+/* The agent holds the command after ld.so: hook its allocator, then let it go. */
+static int agent_hold(struct tk_alloc *a, char *why, size_t why_sz)
+{
+	struct pollfd pfd = { .fd = a->agent_fd, .events = POLLIN };
+	char c = 0;
+	int err, n;
+
+	do {
+		n = poll(&pfd, 1, 30000);
+	} while (n < 0 && errno == EINTR);
+	if (n <= 0 || read(a->agent_fd, &c, 1) != 1 || c != TK_AGENT_HELD) {
+		snprintf(why, why_sz, "'%s' did not load %s (a setuid program, or one that "
+			 "clears LD_PRELOAD?)", a->opts.argv[0], TK_PRELOAD_AGENT);
+		return -ETIMEDOUT;
+	}
+	a->after_exec = true;
+	err = a->be->start(a, why, why_sz);
+	c = TK_AGENT_GO;
+	if (write(a->agent_fd, &c, 1) != 1 && !err)
+		err = -EPIPE;
+	return err;
+}
+
+int tk_alloc__start(struct tk_alloc *a, char *why, size_t why_sz)
+{
+	char dummy[8];
+	int err;
+
+	if (!why || !why_sz) {
+		why = dummy;
+		why_sz = sizeof(dummy);
+	}
+	why[0] = '\0';
+	if (a->started)
+		return -EALREADY;
+	if (a->pid && !a->child)
+		capture(a, a->pid);
+	a->start_ns = tk_now_ns(CLOCK_REALTIME);
+	a->start_mono_ns = tk_now_ns(CLOCK_MONOTONIC);
+	err = a->be->start(a, why, why_sz);
+	if (err)
+		return err;
+	a->started = true;
+	if (a->child > 0) {
+		err = tk_spawn_release(&a->release_fd, &a->exec_err_fd);
+		if (err) {
+			snprintf(why, why_sz, "cannot run '%s': %s", a->opts.argv[0],
+				 strerror(err > 0 ? err : -err));
+			return err > 0 ? -err : err;
+		}
+		if (a->attach_after_exec && (err = agent_hold(a, why, why_sz)))
+			return err;
+		if (a->hook != TK_ALLOC_HOOK_PRELOAD)
+			capture_once(a, a->child);
+	}
+	return 0;
+}
+
+int tk_alloc__poll(struct tk_alloc *a, int timeout_ms)
+{
+	int err = a->be->poll(a, timeout_ms);
+
+	return err == -EINTR ? 0 : err;
+}
+
+void tk_alloc__stats(const struct tk_alloc *a, struct tk_alloc_stats *st)
+{
+	int i;
+
+	memset(st, 0, sizeof(*st));
+	st->allocs = a->live->allocs;
+	st->frees = a->live->frees;
+	st->live = a->live->nr_live;
+	st->growth_events = a->growth_events;
+	st->calls = a->calls;
+	for (i = 0; i < TK_ALOSS__COUNT; i++)
+		st->lost += a->losses[i];
+}
+
+const char *tk_alloc__backend(const struct tk_alloc *a)
+{
+	return a->be ? a->be->name : "none";
+}
+
+const char *tk_alloc__describe(const struct tk_alloc *a)
+{
+	return a->describe;
+}
+
+int tk_alloc__pid(const struct tk_alloc *a)
+{
+	return a->pid;
+}
+
+static const char *const growth_frames[TK_GROWTH__COUNT] = {
+	[TK_GROWTH_FAULT] = "[page fault]",
+	[TK_GROWTH_BRK] = "[brk]",
+	[TK_GROWTH_MMAP] = "[mmap]",
+};
+
+static int64_t to_i64(double v)
+{
+	if (v >= 9.2e18)
+		return INT64_MAX;
+	return v > 0 ? (int64_t)llround(v) : 0;
+}
+
+static const char *mode_name(enum tk_alloc_mode m)
+{
+	return m == TK_ALLOC_MODE_FULL ? "full" : m == TK_ALLOC_MODE_GROWTH ? "growth" : "sampled";
+}
+
+/* The profile of what the tables hold now. */
+static int build_profile(struct tk_alloc *a, uint64_t min_age_ns, struct tk_profile **out)
+{
+	struct tk_alloc_live *t = a->live;
+	int64_t now = tk_now_ns(CLOCK_MONOTONIC);
+	struct tk_profile *p;
+	struct tk_locs *fr = NULL;
+	uint64_t *locs = NULL, hidden = 0;
+	size_t i;
+	int err = -ENOMEM, l;
+
+	p = tk_profile__new_heap(a->be->name);
+	if (!p)
+		return -ENOMEM;
+	p->period = a->sample_bytes ? (int64_t)a->sample_bytes : 1;
+	p->time_nanos = a->start_ns;
+	p->duration_nanos = now - a->start_mono_ns;
+	fr = tk_locs__new(a->sym, p);
+	locs = malloc((TK_ALLOC_MAX_FRAMES + 1) * sizeof(*locs));
+	if (!fr || !locs)
+		goto out;
+
+	for (i = 0; i < t->nr_stacks; i++)
+		t->stacks[i].inuse_objs = t->stacks[i].inuse_bytes = 0;
+	for (i = 0; i < t->cap_live; i++) {
+		struct live_obj *o = &t->live[i];
+
+		if (!o->ptr)
+			continue;
+		if (min_age_ns && (int64_t)(now - o->ts_ns) < (int64_t)min_age_ns) {
+			hidden++;
+			continue;
+		}
+		t->stacks[o->stack].inuse_objs += o->weight;
+		t->stacks[o->stack].inuse_bytes += o->weight * o->size;
+	}
+	for (i = 0; i < t->nr_stacks; i++) {
+		struct astack *s = &t->stacks[i];
+		int64_t v[TK_PROFILE_MAX_VALUES];
+		uint32_t n = 0, f;
+
+		if (s->kind == KIND_ALLOC) {
+			v[0] = to_i64(s->alloc_objs);
+			v[1] = to_i64(s->alloc_bytes);
+			v[2] = to_i64(s->inuse_objs);
+			v[3] = to_i64(s->inuse_bytes);
+		} else {
+			/* growth: faults make memory resident; brk and mmap reserve it */
+			bool fault = s->kind == KIND_GROWTH(TK_GROWTH_FAULT);
+
+			v[0] = to_i64(s->alloc_objs);
+			v[1] = to_i64(s->alloc_bytes);
+			v[2] = fault ? v[0] : 0;
+			v[3] = fault ? v[1] : 0;
+			locs[n] = tk_profile__location(p, 0, 0,
+				tk_profile__function(p, growth_frames[s->kind - 1], NULL), false);
+			if (!locs[n])
+				goto out;
+			n++;
+		}
+		if (!v[0] && !v[1] && !v[2] && !v[3])
+			continue;
+		for (f = 0; f < s->nr; f++) {
+			/*
+			 * Allocation stacks start at the return address into the
+			 * allocator's caller; a page fault's at the faulting instruction.
+			 */
+			bool ret = s->kind == KIND_ALLOC || f > 0;
+
+			err = tk_locs__user(fr, s->pid, 0, s->ips[f], ret, &locs[n++]);
+			if (err)
+				goto out;
+		}
+		err = tk_profile__add_sample(p, locs, n, v, s->pid, s->tid, s->comm);
+		if (err)
+			goto out;
+	}
+	a->losses[TK_ALOSS_UNSYMBOLIZED] = tk_locs__unsymbolized(fr);
+	for (l = 0; l < TK_ALOSS__COUNT; l++)
+		tk_profile__set_loss(p, loss_names[l], a->losses[l]);
+	if (a->be && !strcmp(a->be->name, "bpf"))
+		tk_unw__report(p, a->unwind, a->unwinding ? &a->unw_info : NULL);
+	if (a->unwind_note[0])
+		tk_profile__add_comment(p, "%s", a->unwind_note);
+	tk_profile__add_comment(p, "tracekit alloc: mode %s, backend %s%s%s",
+				mode_name(a->opts.mode), a->be->name, a->describe[0] ? ": " : "",
+				a->describe);
+	if (a->opts.mode == TK_ALLOC_MODE_SAMPLED)
+		tk_profile__add_comment(p, "sampled: one allocation per %" PRIu64 " bytes on "
+					"average; values are unbiased estimates", a->sample_bytes);
+	else if (a->opts.mode == TK_ALLOC_MODE_GROWTH)
+		tk_profile__add_comment(p, "growth: page faults (resident memory, in use), brk and "
+					"mmap (address space, allocated only); releases are not "
+					"seen");
+	if (min_age_ns)
+		tk_profile__add_comment(p, "in use: objects older than %.3g s only (%" PRIu64
+					" younger ones left out)", min_age_ns / 1e9, hidden);
+	*out = p;
+	p = NULL;
+	err = 0;
+out:
+	free(locs);
+	tk_locs__free(fr);
+	tk_profile__free(p);
+	return err;
+}
+
+int tk_alloc__snapshot(struct tk_alloc *a, uint64_t min_age_ns, struct tk_profile **out)
+{
+	*out = NULL;
+	if (a->be->build)
+		return a->be->build(a, min_age_ns, false, out);
+	return build_profile(a, min_age_ns, out);
+}
+
+int tk_alloc__finish(struct tk_alloc *a, uint64_t min_age_ns, struct tk_profile **out)
+{
+	int err;
+
+	*out = NULL;
+	if (!a->finished) {
+		a->finished = true;
+		err = a->be->drain(a);
+		if (err)
+			return err;
+	}
+	if (a->be->build)
+		return a->be->build(a, min_age_ns, true, out);
+	return build_profile(a, min_age_ns, out);
+}
+
+void tk_alloc__free(struct tk_alloc *a)
+{
+	int i;
+
+	if (!a)
+		return;
+	if (a->be && a->be->free)
+		a->be->free(a);
+	if (a->child > 0 && a->release_fd >= 0) {
+		/* never released: it must not run untraced */
+		kill(a->child, SIGKILL);
+		waitpid(a->child, NULL, 0);
+	}
+	if (a->release_fd >= 0)
+		close(a->release_fd);
+	if (a->exec_err_fd >= 0)
+		close(a->exec_err_fd);
+	if (a->agent_fd >= 0)
+		close(a->agent_fd);
+	for (i = 0; i < a->nr_env; i++)
+		free(a->env[i]);
+	live_free(a->live);
+	tk_symbolizer__free(a->sym);
+	free(a);
+}

@@ -1,0 +1,184 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
+/*
+ * CPU profiling sessions: the backend comes from the capability snapshot (or
+ * the caller), both backends fill one table of raw stacks, and finishing
+ * symbolizes it into the profile model with every loss counted.
+ */
+#include <errno.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "cpu/cpu.h"
+#include "core/internal.h"
+#include "cpu/perf_ring.h"
+
+static const char *const loss_names[TK_LOSS__COUNT] = {
+	[TK_LOSS_RINGBUF] = "ringbuf_reserve_failed",
+	[TK_LOSS_STACK_MAP_FULL] = "stack_map_full",
+	[TK_LOSS_COUNT_MAP_FULL] = "count_map_full",
+	[TK_LOSS_TRUNCATED] = "truncated_stacks",
+	[TK_LOSS_STACK_ERRORS] = "stack_errors",
+	[TK_LOSS_PERF_LOST] = "perf_lost_records",
+	[TK_LOSS_UNSYMBOLIZED] = "unsymbolized_frames",
+	[TK_LOSS_MAPS_MISSED] = "processes_without_maps",
+};
+
+const char *tk_cpu_loss__name(enum tk_cpu_loss l)
+{
+	return l < TK_LOSS__COUNT ? loss_names[l] : "unknown";
+}
+
+int tk_cpu__open(const struct tk_cpu_opts *opts, const struct tk_caps *caps, struct tk_cpu **out,
+		 char *why, size_t why_sz)
+{
+	struct tk_symbolizer_opts sopts = { .sz = sizeof(sopts) };
+	enum tk_backend backend;
+	struct tk_cpu *c;
+	int err;
+
+	*out = NULL;
+	if (why && why_sz)
+		why[0] = '\0';
+	if (!opts || opts->sz < offsetof(struct tk_cpu_opts, proc_root) || !caps)
+		return -EINVAL;
+	if (opts->freq_hz < 0 || opts->freq_hz > 100000 || opts->nr_pids < 0 ||
+	    opts->nr_pids > TK_CPU_MAX_PIDS || (opts->user_only && opts->kernel_only))
+		return -EINVAL;
+
+	backend = opts->backend;
+	if (backend == TK_BACKEND_NONE) {
+		backend = caps->backends[TK_COLLECT_CPU].backend;
+		/* following children needs the CO-RE fork follower, so kernel BTF */
+		if (backend == TK_BACKEND_BPF && opts->follow_children &&
+		    !(caps->caps[TK_CAP_BTF].present && caps->caps[TK_CAP_BTF].status ==
+		      TK_SUPPORTED) && caps->caps[TK_CAP_PERF_CPU_CLOCK].status == TK_SUPPORTED)
+			backend = TK_BACKEND_PERF;
+		if (backend == TK_BACKEND_NONE) {
+			if (why)
+				snprintf(why, why_sz, "no CPU backend works here: %s",
+					 caps->backends[TK_COLLECT_CPU].reason);
+			return -EOPNOTSUPP;
+		}
+	} else if (backend == TK_BACKEND_BPF &&
+		   caps->backends[TK_COLLECT_CPU].backend != TK_BACKEND_BPF) {
+		if (why)
+			snprintf(why, why_sz, "the bpf backend is not available: %s",
+				 caps->backends[TK_COLLECT_CPU].reason);
+		return -EOPNOTSUPP;
+	} else if (backend != TK_BACKEND_BPF && backend != TK_BACKEND_PERF) {
+		return -EINVAL;
+	}
+
+	c = calloc(1, sizeof(*c));
+	if (!c)
+		return -ENOMEM;
+	memcpy(&c->opts, opts, opts->sz < sizeof(c->opts) ? opts->sz : sizeof(c->opts));
+	c->opts.sz = sizeof(c->opts);
+	if (!c->opts.freq_hz)
+		c->opts.freq_hz = 99;
+	c->be = backend == TK_BACKEND_BPF ? &tk_cpu_backend_bpf : &tk_cpu_backend_perf;
+	/* probed in a full snapshot; in a CPU-only one, tried when BTF exists */
+	if (caps->caps[TK_CAP_PROG_TP_BTF].present)
+		c->tp_btf = caps->caps[TK_CAP_PROG_TP_BTF].status == TK_SUPPORTED;
+	else
+		c->tp_btf = caps->caps[TK_CAP_BTF].present &&
+			    caps->caps[TK_CAP_BTF].status == TK_SUPPORTED;
+	c->stacks = tk_stacks__new();
+	sopts.proc_root = c->opts.proc_root;
+	sopts.unwind_tables = c->opts.unwind != TK_UNWIND_FP && !c->opts.kernel_only;
+	err = c->stacks ? tk_symbolizer__new(&sopts, &c->sym) : -ENOMEM;
+	if (err) {
+		tk_cpu__free(c);
+		return err;
+	}
+	*out = c;
+	return 0;
+}
+
+int tk_cpu__start(struct tk_cpu *c)
+{
+	c->start_ns = tk_now_ns(CLOCK_REALTIME);
+	c->start_mono_ns = tk_now_ns(CLOCK_MONOTONIC);
+	return c->be->start(c);
+}
+
+int tk_cpu__poll(struct tk_cpu *c, int timeout_ms)
+{
+	int err = c->be->poll(c, timeout_ms);
+
+	return err == -EINTR ? 0 : err;
+}
+
+void tk_cpu__stats(const struct tk_cpu *c, struct tk_cpu_stats *st)
+{
+	int i;
+
+	st->samples = c->samples;
+	st->processes = c->processes;
+	st->lost = 0;
+	for (i = 0; i < TK_LOSS__COUNT; i++)
+		if (i != TK_LOSS_UNSYMBOLIZED)
+			st->lost += c->losses[i];
+}
+
+const char *tk_cpu__backend(const struct tk_cpu *c)
+{
+	return c->be->name;
+}
+
+int tk_cpu__build_profile(struct tk_cpu *c, int64_t start_real_ns, int64_t start_mono_ns,
+			  struct tk_profile **out)
+{
+	uint64_t unsymbolized = 0;
+	struct tk_profile *p;
+	int err, i;
+
+	*out = NULL;
+	p = tk_profile__new_cpu(c->be->name, c->opts.freq_hz);
+	if (!p)
+		return -ENOMEM;
+	p->time_nanos = start_real_ns;
+	p->duration_nanos = tk_now_ns(CLOCK_MONOTONIC) - start_mono_ns;
+	err = tk_cpu_profile__build(c->stacks, c->sym, p, &unsymbolized);
+	if (err) {
+		tk_profile__free(p);
+		return err;
+	}
+	c->losses[TK_LOSS_UNSYMBOLIZED] = unsymbolized;
+	if (!c->opts.user_only && tk_symbolizer__kernel_status(c->sym) == -EPERM)
+		tk_profile__add_comment(p, "kernel frames unnamed: /proc/kallsyms shows zero "
+				       "addresses (kernel.kptr_restrict); run as root with "
+				       "kptr_restrict at most 1");
+	if (c->be == &tk_cpu_backend_perf && tk_cpu_perf__note(c)[0])
+		tk_profile__add_comment(p, "%s", tk_cpu_perf__note(c));
+	for (i = 0; i < TK_LOSS__COUNT; i++)
+		tk_profile__set_loss(p, tk_cpu_loss__name(i), c->losses[i]);
+	if (!c->opts.kernel_only)
+		tk_unw__report(p, c->unwind, c->unwinding ? &c->unw_info : NULL);
+	if (c->unwind_note[0])
+		tk_profile__add_comment(p, "%s", c->unwind_note);
+	*out = p;
+	return 0;
+}
+
+int tk_cpu__finish(struct tk_cpu *c, struct tk_profile **out)
+{
+	int err = c->be->drain(c);
+
+	*out = NULL;
+	return err ? err : tk_cpu__build_profile(c, c->start_ns, c->start_mono_ns, out);
+}
+
+void tk_cpu__free(struct tk_cpu *c)
+{
+	if (!c)
+		return;
+	if (c->be && c->priv)
+		c->be->free(c);
+	tk_symbolizer__free(c->sym);
+	tk_stacks__free(c->stacks);
+	free(c);
+}

@@ -1,0 +1,139 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause */
+/*
+ * CPU profiling sessions: open (choose a backend from the capability
+ * snapshot) → start → poll until done → finish (symbolize, build the profile).
+ */
+#ifndef __TK_CPU_H
+#define __TK_CPU_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "profile/profile.h"
+#include "cpu/stacks.h"
+#include "sym/symbolize.h"
+#include "tracekit/tracekit.h"
+#include "unwind/unwind.h"
+
+#define TK_CPU_MAX_PIDS 64
+
+struct tk_cpu_opts {
+	size_t sz;			/* TK_OPTS_SZ(tk_cpu_opts) */
+	int freq_hz;			/* default 99 */
+	int pids[TK_CPU_MAX_PIDS];	/* processes to profile; none: whole system */
+	int nr_pids;
+	bool follow_children;		/* also profile processes the pids fork later */
+	const char *cgroup;		/* cgroup v2 directory to narrow to, or NULL */
+	bool user_only;
+	bool kernel_only;
+	enum tk_backend backend;	/* TK_BACKEND_NONE: choose from the snapshot */
+	const char *proc_root;		/* default "/proc" */
+	enum tk_unwind_mode unwind;	/* user stacks: CFI where possible (auto), fp, cfi */
+	size_t unwind_rows;		/* room for unwind rows; 0: the default (16 MiB) */
+};
+
+struct tk_cpu_stats {
+	uint64_t samples;
+	uint64_t processes;		/* distinct processes seen */
+	uint64_t lost;			/* sum of all loss counters so far */
+};
+
+struct tk_cpu;
+
+/*
+ * Choose the backend (opts->backend, or the snapshot's choice) and prepare
+ * it. On failure, @why (if given) says what stood in the way.
+ */
+int tk_cpu__open(const struct tk_cpu_opts *opts, const struct tk_caps *caps, struct tk_cpu **out,
+		 char *why, size_t why_sz);
+int tk_cpu__start(struct tk_cpu *c);
+/* Process what has arrived; waits at most @timeout_ms. Returns 0 or -errno (-EINTR is 0). */
+int tk_cpu__poll(struct tk_cpu *c, int timeout_ms);
+void tk_cpu__stats(const struct tk_cpu *c, struct tk_cpu_stats *st);
+const char *tk_cpu__backend(const struct tk_cpu *c);
+/* Stop sampling, collect, symbolize, and build the profile. */
+int tk_cpu__finish(struct tk_cpu *c, struct tk_profile **out);
+/*
+ * Symbolize what c->stacks holds into a profile that started at the given
+ * times, with every loss counter and note (kptr_restrict, perf's exclusions).
+ * tk_cpu__finish after the drain; the sidecar once per period.
+ */
+int tk_cpu__build_profile(struct tk_cpu *c, int64_t start_real_ns, int64_t start_mono_ns,
+			  struct tk_profile **out);
+void tk_cpu__free(struct tk_cpu *c);
+
+/* ---- for the backends (cpu.c, cpu_bpf.c, cpu_perf.c) ------------------------------ */
+
+/* Loss counters every CPU profile carries, by index. */
+enum tk_cpu_loss {
+	TK_LOSS_RINGBUF = 0,		/* "ringbuf_reserve_failed" */
+	TK_LOSS_STACK_MAP_FULL,		/* "stack_map_full" */
+	TK_LOSS_COUNT_MAP_FULL,		/* "count_map_full" */
+	TK_LOSS_TRUNCATED,		/* "truncated_stacks" */
+	TK_LOSS_STACK_ERRORS,		/* "stack_errors": bpf_get_stack failed */
+	TK_LOSS_PERF_LOST,		/* "perf_lost_records": PERF_RECORD_LOST */
+	TK_LOSS_UNSYMBOLIZED,		/* "unsymbolized_frames" */
+	TK_LOSS_MAPS_MISSED,		/* "processes_without_maps": gone before capture */
+	TK_LOSS__COUNT,
+};
+const char *tk_cpu_loss__name(enum tk_cpu_loss l);
+
+struct tk_cpu_backend {
+	const char *name;			/* "bpf", "perf" */
+	int (*start)(struct tk_cpu *c);
+	int (*poll)(struct tk_cpu *c, int timeout_ms);
+	/* stop sampling and move everything into c->stacks */
+	int (*drain)(struct tk_cpu *c);
+	void (*free)(struct tk_cpu *c);
+};
+
+extern const struct tk_cpu_backend tk_cpu_backend_bpf;
+extern const struct tk_cpu_backend tk_cpu_backend_perf;
+
+struct tk_cpu {
+	struct tk_cpu_opts opts;
+	const struct tk_cpu_backend *be;
+	void *priv;				/* the backend's state */
+	struct tk_stacks *stacks;
+	struct tk_symbolizer *sym;
+	uint64_t losses[TK_LOSS__COUNT];
+	uint64_t samples;
+	uint64_t processes;
+	int64_t start_ns;			/* CLOCK_REALTIME at start */
+	int64_t start_mono_ns;			/* CLOCK_MONOTONIC at start */
+	int nr_cpus;
+	bool tp_btf;				/* tp_btf programs work (else raw_tp) */
+	uint64_t maps_missed;			/* bpf: captures that failed */
+	uint64_t unwind[UNW_CNT__COUNT];	/* the unwinder's counters (enum unw_counter) */
+	struct tk_unw_info unw_info;		/* filled by the backend that unwinds */
+	bool unwinding;				/* user stacks are walked with CFI rows */
+	char unwind_note[256];			/* why not, when CFI was wanted */
+};
+
+/* Online CPUs from /sys/devices/system/cpu/online into @cpus; the count or -errno. */
+int tk_online_cpus(int *cpus, int max);
+
+/*
+ * Symbolize every entry of @t into @p (locations leaf first, kernel frames
+ * before user frames) and count frames left as module+offset or unknown in
+ * *@unsymbolized. Returns 0 or a negative errno.
+ */
+int tk_cpu_profile__build(const struct tk_stacks *t, struct tk_symbolizer *s, struct tk_profile *p,
+			  uint64_t *unsymbolized);
+/*
+ * A C++ symbol demangled ("cxx_leak_site(std::vector<char*>&, unsigned long)"),
+ * malloc'ed; NULL when @name is not a mangled name or cannot be demangled.
+ */
+char *tk_demangle(const char *name);
+/*
+ * Intern into @p the location of user address @addr, which was resolved at
+ * @look (@addr, or @addr - 1 for a return address) into @f with the result
+ * @err of tk_symbolizer__user(): its function (demangled); or "module+0xOFFSET" (the
+ * offset of @addr) in its mapping; or "[unknown]". Also used by jeprof.c.
+ * Returns 0 or -ENOMEM.
+ */
+int tk_cpu_profile__user_location(struct tk_profile *p, const struct tk_sym_frame *f, int err,
+				  uint64_t addr, uint64_t look, uint64_t *loc);
+
+#endif /* __TK_CPU_H */

@@ -1,0 +1,293 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
+/*
+ * From raw stacks to the profile model: every frame becomes a location in a
+ * mapping with a function. A frame the symbols do not cover is named
+ * "basename+0xOFFSET" (its file offset) in its mapping; one in no known
+ * mapping is "[unknown]"; a kernel frame kallsyms cannot name is
+ * "[kernel]+0xADDRESS". Return addresses (every frame but the leaf) are
+ * looked up one byte back, so a call that ends a function names that
+ * function, but are stored as they are, as pprof expects.
+ *
+ * A frame seen again in the same process resolves from a cache keyed by
+ * (pid, gen, address, leaf or not, kernel or not).
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cpu/cpu.h"
+#include "core/fsutil.h"
+#include "profile/profile_locs.h"
+
+#define F_USED 1u
+#define F_KERNEL 2u
+#define F_RETURN 4u		/* not the leaf: a return address */
+#define F_UNSYM 8u		/* left as module+offset or unknown */
+
+struct loc_slot {
+	uint64_t addr;
+	uint32_t pid;
+	uint32_t gen;
+	uint32_t flags;
+	uint64_t loc;
+};
+
+struct loc_cache {
+	struct loc_slot *slots;
+	size_t cap;		/* a power of two */
+	size_t n;
+};
+
+struct tk_locs {
+	struct tk_symbolizer *s;
+	struct tk_profile *p;
+	uint64_t unsymbolized;
+	uint64_t *locs;
+	struct loc_cache cache;
+	uint64_t kernel_unknown;	/* mapping of kernel frames kallsyms cannot name */
+};
+
+static uint64_t slot_hash(uint32_t pid, uint32_t gen, uint64_t addr, uint32_t flags)
+{
+	uint64_t h = addr ^ ((uint64_t)pid << 32 | gen) * 0x9e3779b97f4a7c15ULL ^ flags;
+
+	h ^= h >> 33;
+	h *= 0xff51afd7ed558ccdULL;
+	h ^= h >> 33;
+	h *= 0xc4ceb9fe1a85ec53ULL;
+	h ^= h >> 33;
+	return h;
+}
+
+static struct loc_slot *cache_slot(struct loc_cache *c, uint32_t pid, uint32_t gen, uint64_t addr,
+				   uint32_t flags)
+{
+	size_t mask = c->cap - 1, i;
+
+	for (i = slot_hash(pid, gen, addr, flags) & mask; c->slots[i].flags; i = (i + 1) & mask) {
+		struct loc_slot *s = &c->slots[i];
+
+		if (s->addr == addr && s->pid == pid && s->gen == gen &&
+		    (s->flags & (F_KERNEL | F_RETURN)) == flags)
+			return s;
+	}
+	return &c->slots[i];
+}
+
+static int cache_grow(struct loc_cache *c)
+{
+	struct loc_cache n = { .cap = c->cap ? c->cap * 2 : 4096 };
+	size_t i;
+
+	n.slots = calloc(n.cap, sizeof(*n.slots));
+	if (!n.slots)
+		return -ENOMEM;
+	for (i = 0; i < c->cap; i++) {
+		struct loc_slot *o = &c->slots[i];
+
+		if (o->flags)
+			*cache_slot(&n, o->pid, o->gen, o->addr,
+				    o->flags & (F_KERNEL | F_RETURN)) = *o;
+	}
+	n.n = c->n;
+	free(c->slots);
+	*c = n;
+	return 0;
+}
+
+/* libstdc++'s demangler (C linkage; the C++ ABI's) */
+extern char *__cxa_demangle(const char *mangled, char *buf, size_t *len, int *status);
+
+char *tk_demangle(const char *name)
+{
+	int status = 0;
+	char *plain;
+
+	/* Itanium C++ ABI names; "_ZL..." (internal linkage) too */
+	if (!name || name[0] != '_' || name[1] != 'Z')
+		return NULL;
+	plain = __cxa_demangle(name, NULL, NULL, &status);
+	if (status) {
+		free(plain);
+		return NULL;
+	}
+	return plain;
+}
+
+static int kernel_location(struct tk_locs *b, uint64_t addr, bool ret, uint64_t *loc,
+			   bool *unsym)
+{
+	struct tk_sym_frame f;
+	uint64_t mid, fid;
+	char name[64];
+
+	*unsym = !addr || tk_symbolizer__kernel(b->s, ret ? addr - 1 : addr, &f);
+	if (*unsym) {
+		if (!b->kernel_unknown)
+			b->kernel_unknown = tk_profile__mapping(b->p, 0, 0, 0, "[kernel.kallsyms]",
+								NULL);
+		mid = b->kernel_unknown;
+		snprintf(name, sizeof(name), "[kernel]+0x%" PRIx64, addr);
+		fid = tk_profile__function(b->p, name, NULL);
+	} else {
+		mid = tk_profile__mapping(b->p, f.map_start, f.map_limit, 0, f.module, NULL);
+		fid = tk_profile__function(b->p, f.function, NULL);
+	}
+	if (!mid || !fid)
+		return -ENOMEM;
+	*loc = tk_profile__location(b->p, mid, addr, fid, true);
+	return *loc ? 0 : -ENOMEM;
+}
+
+int tk_cpu_profile__user_location(struct tk_profile *p, const struct tk_sym_frame *f, int err,
+				  uint64_t addr, uint64_t look, uint64_t *loc)
+{
+	uint64_t mid = 0, fid;
+	char name[320];
+
+	if (f->module) {
+		mid = tk_profile__mapping(p, f->map_start, f->map_limit, f->map_offset, f->module,
+					  f->build_id);
+		if (!mid)
+			return -ENOMEM;
+	}
+	if (!err && f->function) {
+		char *plain = tk_demangle(f->function);
+
+		fid = tk_profile__function(p, plain ? plain : f->function, NULL);
+		free(plain);
+	} else if (f->module) {
+		/* the offset of the address itself, not of the byte looked up */
+		snprintf(name, sizeof(name), "%s+0x%" PRIx64, tk_path_basename(f->module),
+			 f->module_offset + (addr - look));
+		fid = tk_profile__function(p, name, NULL);
+	} else {
+		fid = tk_profile__function(p, "[unknown]", NULL);
+	}
+	if (!fid)
+		return -ENOMEM;
+	*loc = tk_profile__location(p, mid, addr, fid, false);
+	return *loc ? 0 : -ENOMEM;
+}
+
+static int user_location(struct tk_locs *b, uint32_t pid, uint32_t gen, uint64_t addr,
+			 bool ret, uint64_t *loc, bool *unsym)
+{
+	uint64_t look = ret && addr ? addr - 1 : addr;
+	struct tk_sym_frame f;
+	int err;
+
+	err = tk_symbolizer__user(b->s, pid, gen, look, &f);
+	*unsym = err != 0;
+	return tk_cpu_profile__user_location(b->p, &f, err, addr, look, loc);
+}
+
+static int frame_location(struct tk_locs *b, uint32_t pid, uint32_t gen, uint64_t addr,
+			  uint32_t flags, uint64_t *loc)
+{
+	struct loc_slot *slot;
+	bool unsym;
+	int err;
+
+	if ((b->cache.n + 1) * 2 > b->cache.cap && (err = cache_grow(&b->cache)))
+		return err;
+	if (flags & F_KERNEL)
+		pid = gen = 0;
+	slot = cache_slot(&b->cache, pid, gen, addr, flags);
+	if (!slot->flags) {
+		if (flags & F_KERNEL)
+			err = kernel_location(b, addr, flags & F_RETURN, loc, &unsym);
+		else
+			err = user_location(b, pid, gen, addr, flags & F_RETURN, loc, &unsym);
+		if (err)
+			return err;
+		slot->addr = addr;
+		slot->pid = pid;
+		slot->gen = gen;
+		slot->flags = flags | F_USED | (unsym ? F_UNSYM : 0);
+		slot->loc = *loc;
+		b->cache.n++;
+	}
+	*loc = slot->loc;
+	if (slot->flags & F_UNSYM)
+		b->unsymbolized++;
+	return 0;
+}
+
+struct tk_locs *tk_locs__new(struct tk_symbolizer *s, struct tk_profile *p)
+{
+	struct tk_locs *b = calloc(1, sizeof(*b));
+
+	if (!b)
+		return NULL;
+	b->s = s;
+	b->p = p;
+	return b;
+}
+
+int tk_locs__user(struct tk_locs *b, uint32_t pid, uint32_t gen, uint64_t addr, bool ret,
+		    uint64_t *loc)
+{
+	return frame_location(b, pid, gen, addr, ret ? F_RETURN : 0, loc);
+}
+
+int tk_locs__kernel(struct tk_locs *b, uint64_t addr, bool ret, uint64_t *loc)
+{
+	return frame_location(b, 0, 0, addr, F_KERNEL | (ret ? F_RETURN : 0), loc);
+}
+
+uint64_t tk_locs__unsymbolized(const struct tk_locs *b)
+{
+	return b->unsymbolized;
+}
+
+void tk_locs__free(struct tk_locs *b)
+{
+	if (!b)
+		return;
+	free(b->cache.slots);
+	free(b);
+}
+
+static int build_entry(const struct tk_stack_entry *e, void *ctx)
+{
+	struct tk_locs *b = ctx;
+	int64_t values[TK_PROFILE_MAX_VALUES] = { 0 };
+	uint32_t i, n = 0;
+	int err;
+
+	for (i = 0; i < e->nr_kernel; i++) {
+		err = frame_location(b, e->pid, e->gen, e->kernel[i], F_KERNEL | (i ? F_RETURN : 0),
+				     &b->locs[n++]);
+		if (err)
+			return err;
+	}
+	for (i = 0; i < e->nr_user; i++) {
+		err = frame_location(b, e->pid, e->gen, e->user[i], i ? F_RETURN : 0,
+				     &b->locs[n++]);
+		if (err)
+			return err;
+	}
+	values[0] = e->count;
+	values[1] = e->count * b->p->period;
+	return tk_profile__add_sample(b->p, b->locs, n, values, e->pid, e->tid, e->comm);
+}
+
+int tk_cpu_profile__build(const struct tk_stacks *t, struct tk_symbolizer *s, struct tk_profile *p,
+			  uint64_t *unsymbolized)
+{
+	struct tk_locs b = { .s = s, .p = p };
+	int err;
+
+	b.locs = malloc(2 * TK_MAX_FRAMES * sizeof(*b.locs));
+	if (!b.locs)
+		return -ENOMEM;
+	err = tk_stacks__for_each(t, build_entry, &b);
+	free(b.locs);
+	free(b.cache.slots);
+	if (unsymbolized)
+		*unsymbolized = b.unsymbolized;
+	return err;
+}

@@ -1,0 +1,400 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
+/*
+ * The BPF CPU backend: loader of bpf/cpu_sample.bpf.c. One cpu-clock perf
+ * event per online CPU runs the sampler; stacks and counts stay in kernel
+ * maps until the end; the ring buffer brings the first sample of every
+ * (process, generation) so its mappings are captured while it lives.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/perf_event.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+#include <linux/types.h>
+
+#include "cpu/cpu.h"
+#include "bpf/cpu_sample.h"
+#include "cpu_sample.skel.h"
+#include "core/fsutil.h"
+#include "core/internal.h"
+#include "unwind/unwind_bpf.h"
+
+struct bpf_state {
+	struct cpu_sample_bpf *skel;
+	struct bpf_link **links;	/* one per CPU */
+	int nr_links;
+	struct ring_buffer *rb;
+	struct cpu_follow_bpf *follow;	/* only with follow_children */
+	int cgroup_fd;
+	struct tk_unw_bpf *unw;		/* NULL: user stacks by frame pointer */
+	bool precapture;		/* the -p processes' entries are still to be written */
+};
+
+/* The parent of @pid from PID/stat, or -1. */
+static int parent_of(const char *proc_root, int pid)
+{
+	char rel[32], buf[512], *p;
+	int ppid;
+
+	snprintf(rel, sizeof(rel), "%d/stat", pid);
+	if (tk_read_file(proc_root ? proc_root : "/proc", rel, buf, sizeof(buf)) < 0)
+		return -1;
+	p = strrchr(buf, ')');	/* the comm may hold anything */
+	return p && sscanf(p + 1, " %*c %d", &ppid) == 1 ? ppid : -1;
+}
+
+/*
+ * The -p processes are known: their unwind entries at the first poll, with
+ * sampling already running and start-up over, rather than at their first
+ * sample's event (their first samples go by the frame pointer meanwhile).
+ * A command this process started is left to its exec's event: held before
+ * its exec, its image is still ours.
+ */
+static void precapture(struct tk_cpu *c, struct bpf_state *st)
+{
+	int i;
+
+	st->precapture = false;
+	for (i = 0; i < c->opts.nr_pids; i++) {
+		int pid = c->opts.pids[i];
+
+		if (parent_of(c->opts.proc_root, pid) == getpid() ||
+		    tk_symbolizer__has(c->sym, pid, 0))
+			continue;
+		if (!tk_symbolizer__capture(c->sym, pid, 0))
+			tk_unw_bpf__update(st->unw, c->sym, pid, 0);
+	}
+}
+
+/* Online CPUs from a cpulist like "0-3,8"; fills @cpus, returns the count or -errno. */
+int tk_online_cpus(int *cpus, int max)
+{
+	char buf[1024], *p, *end;
+	int n = 0;
+	long err = tk_read_file("/sys", "devices/system/cpu/online", buf, sizeof(buf));
+
+	if (err < 0)
+		return err;
+	for (p = buf; *p && *p != '\n';) {
+		long a = strtol(p, &end, 10), b = a, i;
+
+		if (end == p)
+			return -EINVAL;
+		p = end;
+		if (*p == '-') {
+			b = strtol(p + 1, &end, 10);
+			if (end == p + 1 || b < a)
+				return -EINVAL;
+			p = end;
+		}
+		for (i = a; i <= b && n < max; i++)
+			cpus[n++] = i;
+		if (*p == ',')
+			p++;
+	}
+	return n;
+}
+
+static int handle_event(void *ctx, void *data, size_t size)
+{
+	struct tk_cpu *c = ctx;
+	struct bpf_state *st = c->priv;
+	const struct cpu_event *e = data;
+	int err;
+
+	if (size < sizeof(*e))
+		return 0;
+	if (e->type == CPU_EV_UNWIND_MISS) {
+		tk_unw_bpf__miss(st->unw, e->pid, e->gen);
+		return 0;
+	}
+	if (e->type != CPU_EV_SAMPLED)
+		return 0;
+	c->processes++;
+	err = tk_symbolizer__capture(c->sym, e->pid, e->gen);
+	if (err)
+		c->maps_missed++;
+	else
+		tk_unw_bpf__update(st->unw, c->sym, e->pid, e->gen);
+	return 0;
+}
+
+static void read_counters(struct tk_cpu *c, struct bpf_state *st)
+{
+	uint64_t sum[CPU_CNT__COUNT] = {};
+	int cpu, i;
+
+	for (cpu = 0; cpu < CPU_MAX_CPUS; cpu++)
+		for (i = 0; i < CPU_CNT__COUNT; i++)
+			sum[i] += st->skel->bss->counters[cpu][i];
+	c->samples = sum[CPU_CNT_SAMPLES];
+	c->losses[TK_LOSS_RINGBUF] = sum[CPU_CNT_RINGBUF_FULL];
+	c->losses[TK_LOSS_STACK_MAP_FULL] = sum[CPU_CNT_STACK_MAP_FULL];
+	c->losses[TK_LOSS_COUNT_MAP_FULL] = sum[CPU_CNT_COUNT_MAP_FULL];
+	/* samples of untracked processes are kept, under generation 0: maps may mismatch */
+	c->losses[TK_LOSS_MAPS_MISSED] = c->maps_missed + sum[CPU_CNT_PROC_MAP_FULL];
+	c->losses[TK_LOSS_STACK_ERRORS] = sum[CPU_CNT_STACK_ERRORS];
+	c->losses[TK_LOSS_TRUNCATED] = sum[CPU_CNT_TRUNCATED];
+	if (st->unw) {
+		tk_unw_bpf__sum(st->skel->bss->unw_counters, UNW_MAX_CPUS, c->unwind);
+		tk_unw_bpf__stats(st->unw, &c->unw_info);
+	}
+}
+
+static int open_cpu_clock(int cpu, int freq)
+{
+	struct perf_event_attr attr = {
+		.type = PERF_TYPE_SOFTWARE,
+		.size = sizeof(attr),
+		.config = PERF_COUNT_SW_CPU_CLOCK,
+		.sample_freq = freq,
+		.freq = 1,
+	};
+	return tk_perf_event_open(&attr, -1, cpu, 0);
+}
+
+static void bpf_free(struct tk_cpu *c)
+{
+	struct bpf_state *st = c->priv;
+	int i;
+
+	if (!st)
+		return;
+	for (i = 0; i < st->nr_links; i++)
+		bpf_link__destroy(st->links[i]);
+	free(st->links);
+	ring_buffer__free(st->rb);
+	tk_unw_bpf__free(st->unw);
+	tk_cpu_follow__destroy(st->follow);
+	cpu_sample_bpf__destroy(st->skel);
+	if (st->cgroup_fd >= 0)
+		close(st->cgroup_fd);
+	free(st);
+	c->priv = NULL;
+}
+
+/*
+ * Open and load the sampler; with @mode not fp, with the CFI unwinder. In
+ * auto mode a kernel that refuses the unwinder gets the sampler without it,
+ * and the profile says why.
+ */
+static int load_sampler(struct tk_cpu *c, struct bpf_state *st, enum tk_unwind_mode mode)
+{
+	const struct tk_cpu_opts *o = &c->opts;
+	struct tk_unw_bpf_opts uo = {
+		.mode = o->kernel_only ? TK_UNWIND_FP : mode,
+		.rows = o->unwind_rows,
+		.procs = o->nr_pids ? 64 + 4 * o->nr_pids : 1024,
+		.prog_type = BPF_PROG_TYPE_PERF_EVENT,
+	};
+	char why[200];
+	int err;
+
+	st->skel = cpu_sample_bpf__open();
+	if (!st->skel)
+		return -errno;
+	st->skel->rodata->filter_pids = o->nr_pids > 0;
+	st->skel->rodata->filter_cgroup = o->cgroup != NULL;
+	st->skel->rodata->kernel_stacks = !o->user_only;
+	st->skel->rodata->user_stacks = !o->kernel_only;
+	st->skel->rodata->self_tgid = getpid();
+	{
+		struct tk_unw_bpf_vars v = TK_UNW_BPF_VARS(st->skel);
+
+		err = tk_unw_bpf__prepare(&v, &uo, why, sizeof(why));
+		if (err) {
+			snprintf(c->unwind_note, sizeof(c->unwind_note), "unwinding: %s", why);
+			return err;
+		}
+		if (why[0])
+			snprintf(c->unwind_note, sizeof(c->unwind_note),
+				 "unwinding: frame pointers only: %s", why);
+		err = cpu_sample_bpf__load(st->skel);
+		if (!err)
+			err = tk_unw_bpf__open(&v, &st->unw);
+	}
+	{
+		struct tk_unw_bpf_vars v = TK_UNW_BPF_VARS(st->skel);
+
+		if (tk_unw_bpf__refused(&v, uo.mode, err, c->unwind_note,
+					sizeof(c->unwind_note))) {
+			tk_unw_bpf__free(st->unw);
+			st->unw = NULL;
+			cpu_sample_bpf__destroy(st->skel);
+			st->skel = NULL;
+			return load_sampler(c, st, TK_UNWIND_FP);
+		}
+	}
+	c->unwinding = st->unw != NULL;
+	return err;
+}
+
+static int bpf_start(struct tk_cpu *c)
+{
+	const struct tk_cpu_opts *o = &c->opts;
+	struct bpf_state *st;
+	int cpus[1024], nr_cpus, i, err;
+	__u8 one = 1;
+
+	st = calloc(1, sizeof(*st));
+	if (!st)
+		return -ENOMEM;
+	st->cgroup_fd = -1;
+	c->priv = st;
+
+	err = load_sampler(c, st, o->unwind);
+	if (err)
+		goto fail;
+	if (o->follow_children && o->nr_pids) {
+		st->follow = tk_cpu_follow__attach(bpf_map__fd(st->skel->maps.pids), c->tp_btf);
+		if (!st->follow && c->tp_btf)	/* tp_btf refused: raw_tp does the same */
+			st->follow = tk_cpu_follow__attach(bpf_map__fd(st->skel->maps.pids),
+							   false);
+		if (!st->follow) {
+			err = -errno;
+			goto fail;
+		}
+	}
+	for (i = 0; i < o->nr_pids; i++) {
+		__u32 pid = o->pids[i];
+
+		err = bpf_map__update_elem(st->skel->maps.pids, &pid, sizeof(pid), &one,
+					   sizeof(one), BPF_ANY);
+		if (err)
+			goto fail;
+	}
+	if (o->cgroup) {
+		__u32 zero = 0;
+
+		st->cgroup_fd = open(o->cgroup, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		if (st->cgroup_fd < 0) {
+			err = -errno;
+			goto fail;
+		}
+		err = bpf_map__update_elem(st->skel->maps.cgroup_map, &zero, sizeof(zero),
+					   &st->cgroup_fd, sizeof(st->cgroup_fd), BPF_ANY);
+		if (err)
+			goto fail;
+	}
+	err = cpu_sample_bpf__attach(st->skel);
+	if (err)
+		goto fail;
+	st->rb = ring_buffer__new(bpf_map__fd(st->skel->maps.events), handle_event, c, NULL);
+	if (!st->rb) {
+		err = -errno;
+		goto fail;
+	}
+
+	nr_cpus = tk_online_cpus(cpus, 1024);
+	if (nr_cpus < 0) {
+		err = nr_cpus;
+		goto fail;
+	}
+	st->links = calloc(nr_cpus, sizeof(*st->links));
+	if (!st->links) {
+		err = -ENOMEM;
+		goto fail;
+	}
+	for (i = 0; i < nr_cpus; i++) {
+		int fd = open_cpu_clock(cpus[i], o->freq_hz);
+
+		if (fd < 0) {
+			err = fd;
+			goto fail;
+		}
+		st->links[i] = bpf_program__attach_perf_event(st->skel->progs.cpu_sample, fd);
+		if (!st->links[i]) {
+			err = -errno;
+			close(fd);
+			goto fail;
+		}
+		st->nr_links++;
+	}
+	c->nr_cpus = nr_cpus;
+	st->precapture = st->unw && o->nr_pids;
+	return 0;
+fail:
+	bpf_free(c);
+	return err;
+}
+
+static int bpf_poll(struct tk_cpu *c, int timeout_ms)
+{
+	struct bpf_state *st = c->priv;
+	int err;
+
+	if (st->precapture)
+		precapture(c, st);
+	err = ring_buffer__poll(st->rb, timeout_ms);
+	tk_unw_bpf__retry(st->unw, c->sym);
+	read_counters(c, st);
+	return err < 0 && err != -EINTR ? err : 0;
+}
+
+/* Copy one side's stack out of the stacks map; 0 frames when there is none. */
+static uint32_t lookup_stack(int fd, __u64 hash, struct cpu_stack *out)
+{
+	if (hash == CPU_NO_STACK || bpf_map_lookup_elem(fd, &hash, out))
+		return 0;
+	return out->nr > CPU_MAX_FRAMES ? CPU_MAX_FRAMES : out->nr;
+}
+
+static int bpf_drain(struct tk_cpu *c)
+{
+	struct bpf_state *st = c->priv;
+	int counts_fd, kstacks_fd, ustacks_fd, i, err = 0;
+	struct cpu_key key, next;
+	struct cpu_stack *ks, *us;
+	bool first = true;
+
+	/* stop sampling first, then take what the ring and the maps hold */
+	for (i = 0; i < st->nr_links; i++)
+		bpf_link__destroy(st->links[i]);
+	st->nr_links = 0;
+	ring_buffer__consume(st->rb);
+	read_counters(c, st);
+
+	ks = malloc(sizeof(*ks));
+	us = malloc(sizeof(*us));
+	if (!ks || !us) {
+		err = -ENOMEM;
+		goto out;
+	}
+	counts_fd = bpf_map__fd(st->skel->maps.counts);
+	kstacks_fd = bpf_map__fd(st->skel->maps.kstacks);
+	ustacks_fd = bpf_map__fd(st->skel->maps.ustacks);
+	while (!bpf_map_get_next_key(counts_fd, first ? NULL : &key, &next)) {
+		uint32_t nk, nu;
+		__u64 n;
+
+		first = false;
+		key = next;
+		if (bpf_map_lookup_elem(counts_fd, &key, &n))
+			continue;
+		nk = lookup_stack(kstacks_fd, key.kstack, ks);
+		nu = lookup_stack(ustacks_fd, key.ustack, us);
+		err = tk_stacks__add(c->stacks, key.pid, key.tid, key.gen, key.comm, (const uint64_t *)ks->ips, nk,
+				     (const uint64_t *)us->ips, nu, n,
+				     key.flags & (CPU_KSTACK_TRUNCATED | CPU_USTACK_TRUNCATED));
+		if (err)
+			break;
+	}
+out:
+	free(ks);
+	free(us);
+	return err;
+}
+
+const struct tk_cpu_backend tk_cpu_backend_bpf = {
+	.name = "bpf",
+	.start = bpf_start,
+	.poll = bpf_poll,
+	.drain = bpf_drain,
+	.free = bpf_free,
+};

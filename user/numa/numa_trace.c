@@ -1,0 +1,907 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
+/*
+ * The BPF backend of tracekit numa: loader of bpf/numa_trace.bpf.c.
+ *
+ * Open reads what this kernel has from its BTF (user/numa/numa_btf.c): the
+ * positions of the tracepoints' arguments, the migrate_reason table, the
+ * misplaced-page function and its node parameter; and from its config where
+ * a page's node sits in its flags. Those go into .rodata, so one object
+ * serves 6.1 to 6.18. The misplaced-page function is probed with fentry/fexit
+ * first and kprobes second, and so is the per-folio migration function
+ * (folio_migrate_flags or another, by BTF), which gives node pairs for every
+ * migration: where it is attached the pairs are its, else the misplaced
+ * function's. What cannot be loaded or attached is a missing[] line, not a
+ * failure. Everything is aggregated in kernel maps and .bss, read whole at
+ * every collect (cumulative; the session takes differences).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/utsname.h>
+#include <unistd.h>
+
+#include <bpf/bpf.h>
+#include <bpf/btf.h>
+#include <bpf/libbpf.h>
+#include <linux/types.h>
+
+#include "core/fsutil.h"
+#include "numa/numa_btf.h"
+#include "numa/numa_int.h"
+#include "bpf/numa_trace.h"
+#include "numa_trace.skel.h"
+#include "unwind/unwind_bpf.h"
+#include "profile/profile_locs.h"
+
+_Static_assert(NT_NR_REASONS == TK_MR__COUNT, "bpf/numa_trace.h and the report disagree");
+_Static_assert(NT_LAT_BUCKETS == TK_NUMA_LAT_BUCKETS, "latency buckets disagree");
+_Static_assert(NT_MAX_SKIP == TK_NUMA_MAX_SKIP, "skip_vma reasons disagree");
+
+enum mp_mode { MP_NONE = 0, MP_FENTRY, MP_KPROBE };
+
+static const char *const sched_tps[NT_SCHED__COUNT] = {
+	"sched_move_numa", "sched_swap_numa", "sched_stick_numa",
+};
+
+struct nt_state {
+	struct numa_trace_bpf *skel;
+	struct bpf_link *links[12];
+	int nr_links;
+	struct ring_buffer *rb;
+	int cgroup_fd;
+
+	/* what open found in the kernel */
+	struct tk_numa_mig_args mig;
+	bool have_migrate, have_start, have_sched[NT_SCHED__COUNT];
+	int start_reason;
+	int sched_args[NT_SCHED__COUNT][NT_SA__COUNT];
+	int skip_arg;			/* sched_skip_vma_numa's reason; -1: no such tracepoint */
+	char skip_names[NT_MAX_SKIP][24];
+	int nr_skip;
+	uint8_t reason_map[NT_MAX_KREASONS];
+	char mp_fn[64];			/* misplaced-page function, "" when none */
+	int mp_node_arg;
+	int nodes_pgshift, nodes_shift;	/* nodes_shift -1: unknown */
+	char nodes_from[96];		/* where NODES_SHIFT came from */
+	enum mp_mode mp;		/* what loaded */
+	bool mp_attached;
+	int fentry_err;			/* fentry's load error, 0 none tried or fine */
+	struct tk_numa_folio_fn ff;	/* per-folio migration function; ff.name "" when none */
+	enum mp_mode fm;		/* what loaded for it: MP_FENTRY means fexit */
+	bool ff_attached;
+	int ff_err;			/* its first load error */
+
+	/* what start attached, for every report */
+	bool att_migrate, att_start, att_sched[NT_SCHED__COUNT], att_skip;
+	char missing[TK_NUMA_MAX_MISSING][160];
+	int nr_missing;
+	char attach[256];
+	uint64_t maps_missed;
+	struct tk_unw_bpf *unw;		/* --stacks by CFI; NULL: by frame pointer */
+	char unwind_note[256];
+};
+
+static int silent_print(enum libbpf_print_level level, const char *fmt, va_list ap)
+{
+	return 0;
+}
+
+static void missing(struct nt_state *st, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+static void missing(struct nt_state *st, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (st->nr_missing >= TK_NUMA_MAX_MISSING)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(st->missing[st->nr_missing++], sizeof(st->missing[0]), fmt, ap);
+	va_end(ap);
+}
+
+/* ---- open: what the kernel has ---------------------------------------------------- */
+
+/* NODES_PGSHIFT from the config, else NODES_SHIFT from BTF (x86_64 is SPARSEMEM_VMEMMAP). */
+static void find_node_bits(struct tk_numa *n, struct nt_state *st, const struct btf *btf)
+{
+	char *config = NULL, from[4096];
+	struct utsname u;
+	int err, max;
+
+	st->nodes_shift = -1;
+	uname(&u);
+	err = tk_numa__read_kconfig(n->opts.proc_root, NULL, u.release, &config, from,
+				    sizeof(from));
+	if (!err) {
+		err = tk_numa__nodes_pgshift(config, &st->nodes_pgshift, &st->nodes_shift);
+		free(config);
+		if (!err) {
+			snprintf(st->nodes_from, sizeof(st->nodes_from), "%.80s", from);
+			return;
+		}
+		if (err == -EOPNOTSUPP) {
+			missing(st, "%.80s: not SPARSEMEM_VMEMMAP: the source node of misplaced "
+				    "pages is unknown", from);
+			return;
+		}
+	}
+	/* MAX_NUMNODES = 1 << NODES_SHIFT */
+	max = tk_numa_btf__max_numnodes(btf);
+	if (max > 0 && !(max & (max - 1))) {
+		st->nodes_shift = __builtin_ctz(max);
+		st->nodes_pgshift = 64 - st->nodes_shift;
+		snprintf(st->nodes_from, sizeof(st->nodes_from), "NODES_SHIFT by BTF");
+		return;
+	}
+	missing(st, "no kernel config (/proc/config.gz, /boot/config-%.40s) and no NODES_SHIFT in "
+		    "BTF: the source node of misplaced pages is unknown", u.release);
+}
+
+static void probe_kernel(struct tk_numa *n, struct nt_state *st, const struct btf *btf)
+{
+	int i, named;
+
+	st->have_migrate = !tk_numa_btf__migrate_args(btf, &st->mig);
+	if (!st->have_migrate)
+		missing(st, "migrate:mm_migrate_pages: not in this kernel's BTF (or of a shape "
+			    "this build does not know): no migration counts by reason");
+	st->start_reason = tk_numa_btf__start_reason(btf);
+	st->have_start = st->start_reason >= 0;
+	if (!st->have_start)
+		missing(st, "migrate:mm_migrate_pages_start: not in this kernel: no latency of "
+			    "misplaced-page migrations");
+	for (i = 0; i < NT_SCHED__COUNT; i++) {
+		st->have_sched[i] = !tk_numa_btf__sched_args(btf, sched_tps[i],
+							     &st->sched_args[i][NT_SA_TASK],
+							     &st->sched_args[i][NT_SA_SRC_CPU],
+							     &st->sched_args[i][NT_SA_DST_CPU]);
+		if (!st->have_sched[i])
+			missing(st, "sched:%s: not in this kernel", sched_tps[i]);
+	}
+	st->skip_arg = tk_numa_btf__skip_vma_arg(btf);
+	if (st->skip_arg >= 0)
+		st->nr_skip = tk_numa_btf__skip_reasons(btf, st->skip_names, NT_MAX_SKIP);
+	if (st->skip_arg < 0 || st->nr_skip <= 0) {
+		st->skip_arg = -1;
+		missing(st, "sched_skip_vma_numa: not in this kernel (6.7+): why NUMA balancing "
+			    "skipped VMAs is not seen");
+	}
+	named = tk_numa_btf__reasons(btf, st->reason_map, NT_MAX_KREASONS);
+	if (named < 0)
+		missing(st, "enum migrate_reason: not in BTF: every reason is \"unknown\"");
+	if (tk_numa_btf__misplaced_fn(btf, st->mp_fn, sizeof(st->mp_fn), &st->mp_node_arg)) {
+		st->mp_fn[0] = '\0';
+		missing(st, "no migrate_misplaced_folio or migrate_misplaced_page in BTF: no "
+			    "per-page misplaced counts or destination nodes");
+	}
+	if (tk_numa_btf__folio_fn(btf, &st->ff)) {
+		st->ff.name[0] = '\0';
+		missing(st, "no folio_migrate_flags (or like function) in BTF: node pairs of "
+			    "misplaced pages only");
+	}
+	if (st->mp_fn[0] || st->ff.name[0])
+		find_node_bits(n, st, btf);
+	if (st->ff.name[0] && st->nodes_shift < 0) {
+		st->ff.name[0] = '\0';	/* nodes unknown: nothing to count */
+		missing(st, "node bits of page flags unknown: no node pairs per migrated folio");
+	}
+}
+
+static bool have_kprobes(const struct tk_numa *n)
+{
+	const char *sys = n->opts.sys_root ? n->opts.sys_root : "/sys";
+	char path[4096];
+
+	if (n->caps && n->caps->caps[TK_CAP_PROG_KPROBE].present)
+		return n->caps->caps[TK_CAP_PROG_KPROBE].status == TK_SUPPORTED;
+	return !tk_path_join(path, sizeof(path), sys, "bus/event_source/devices/kprobe") &&
+	       !access(path, F_OK);
+}
+
+/*
+ * Open, configure and load the object with the misplaced-page probe of @mp,
+ * folio probe of @fm, and --stacks unwound per @unwind.
+ */
+static int load_as(struct tk_numa *n, struct nt_state *st, enum mp_mode mp, enum mp_mode fm,
+		   enum tk_unwind_mode unwind)
+{
+	struct numa_trace_bpf *s;
+	int i, k, err;
+
+	s = numa_trace_bpf__open();
+	if (!s)
+		return -errno;
+	s->rodata->filter_pids = n->opts.nr_pids > 0;
+	s->rodata->filter_cgroup = n->opts.cgroup != NULL;
+	s->rodata->want_stacks = n->opts.stacks;
+	if (st->have_migrate) {
+		int pos[NT_LARGE_SPLIT + 1] = { st->mig.succeeded,     st->mig.failed,
+						st->mig.thp_succeeded, st->mig.thp_failed,
+						st->mig.thp_split,     st->mig.split };
+
+		for (i = 0; i <= NT_LARGE_SPLIT; i++)
+			s->rodata->mig_arg[i] = pos[i] < 0 ? NT_NO_ARG : pos[i];
+		s->rodata->mig_reason_arg = st->mig.reason;
+		bpf_program__set_autoload(s->progs.migrate_end, true);
+	}
+	if (st->have_start && st->have_migrate) {
+		s->rodata->start_reason_arg = st->start_reason;
+		bpf_program__set_autoload(s->progs.migrate_start, true);
+	}
+	for (k = 0; k < NT_SCHED__COUNT; k++)
+		for (i = 0; i < NT_SA__COUNT; i++)
+			s->rodata->sched_arg[k][i] = st->sched_args[k][i] < 0 ? 0 :
+						     st->sched_args[k][i];
+	bpf_program__set_autoload(s->progs.sched_move, st->have_sched[NT_SCHED_MOVE]);
+	bpf_program__set_autoload(s->progs.sched_swap, st->have_sched[NT_SCHED_SWAP]);
+	bpf_program__set_autoload(s->progs.sched_stick, st->have_sched[NT_SCHED_STICK]);
+	if (st->skip_arg >= 0) {
+		s->rodata->skip_reason_arg = st->skip_arg;
+		bpf_program__set_autoload(s->progs.skip_vma, true);
+	}
+	for (i = 0; i < NT_MAX_KREASONS; i++)
+		s->rodata->reason_map[i] = st->reason_map[i];
+	s->rodata->unknown_reason = TK_MR_UNKNOWN;
+	s->rodata->misplaced_reason = TK_MR_NUMA_MISPLACED;
+	s->rodata->misplaced_node_arg = st->mp_node_arg;
+	if (st->nodes_shift > 0) {
+		s->rodata->nodes_pgshift = st->nodes_pgshift;
+		s->rodata->nodes_mask = (1ULL << st->nodes_shift) - 1;
+	}
+	if (n->opts.stacks) {
+		bpf_map__set_max_entries(s->maps.ustacks, 65536);
+		bpf_map__set_max_entries(s->maps.stack_pages, 131072);
+	}
+	if (mp == MP_FENTRY) {
+		bpf_program__set_autoload(s->progs.misplaced_fentry, true);
+		bpf_program__set_autoload(s->progs.misplaced_fexit, true);
+		bpf_program__set_attach_target(s->progs.misplaced_fentry, 0, st->mp_fn);
+		bpf_program__set_attach_target(s->progs.misplaced_fexit, 0, st->mp_fn);
+	} else if (mp == MP_KPROBE) {
+		bpf_program__set_autoload(s->progs.misplaced_kprobe, true);
+		bpf_program__set_autoload(s->progs.misplaced_kretprobe, true);
+	}
+	s->rodata->folio_dst_arg = st->ff.dst;
+	s->rodata->folio_src_arg = st->ff.src;
+	if (fm == MP_FENTRY) {
+		s->rodata->folio_ret_arg = st->ff.ret < 0 ? NT_NO_ARG : st->ff.ret;
+		bpf_program__set_autoload(s->progs.folio_fexit, true);
+		bpf_program__set_attach_target(s->progs.folio_fexit, 0, st->ff.name);
+	} else if (fm == MP_KPROBE) {
+		bpf_program__set_autoload(s->progs.folio_kprobe, true);
+	}
+	{
+		struct tk_unw_bpf_vars v = TK_UNW_BPF_VARS(s);
+		struct tk_unw_bpf_opts uo = {
+			.mode = n->opts.stacks ? unwind : TK_UNWIND_FP,
+			.rows = n->opts.unwind_rows,
+			.procs = 1024,
+			.prog_type = BPF_PROG_TYPE_RAW_TRACEPOINT,
+		};
+		char why[200];
+
+		err = tk_unw_bpf__prepare(&v, &uo, why, sizeof(why));
+		if (why[0])
+			snprintf(st->unwind_note, sizeof(st->unwind_note), "unwinding: %s%s",
+				 err ? "" : "frame pointers only: ", why);
+		if (!err)
+			err = numa_trace_bpf__load(s);
+		if (!err)
+			err = tk_unw_bpf__open(&v, &st->unw);
+	}
+	{
+		struct tk_unw_bpf_vars v = TK_UNW_BPF_VARS(s);
+
+		/* a kernel that refuses the unwinder: the same programs without it */
+		if (tk_unw_bpf__refused(&v, n->opts.stacks ? unwind : TK_UNWIND_FP, err,
+					st->unwind_note, sizeof(st->unwind_note))) {
+			tk_unw_bpf__free(st->unw);
+			st->unw = NULL;
+			numa_trace_bpf__destroy(s);
+			return load_as(n, st, mp, fm, TK_UNWIND_FP);
+		}
+	}
+	if (err) {
+		tk_unw_bpf__free(st->unw);
+		st->unw = NULL;
+		numa_trace_bpf__destroy(s);
+		return err;
+	}
+	st->skel = s;
+	st->mp = mp;
+	st->fm = fm;
+	return 0;
+}
+
+static int load(struct tk_numa *n, struct nt_state *st, enum mp_mode mp, enum mp_mode fm)
+{
+	return load_as(n, st, mp, fm, n->opts.unwind);
+}
+
+/*
+ * Load with the function probes of @mode: both, else the misplaced one
+ * alone (the per-folio function may be one the kernel will not trace).
+ */
+static int load_probes(struct tk_numa *n, struct nt_state *st, enum mp_mode mode)
+{
+	enum mp_mode mp = st->mp_fn[0] ? mode : MP_NONE;
+	int err = -ENOENT;
+
+	if (st->ff.name[0]) {
+		err = load(n, st, mp, mode);
+		if (err && !st->ff_err)
+			st->ff_err = err;
+		if (!err || mp == MP_NONE)
+			return err;
+	}
+	return load(n, st, mp, MP_NONE);
+}
+
+static void bpf_free(struct tk_numa *n)
+{
+	struct nt_state *st = n->priv;
+	int i;
+
+	if (!st)
+		return;
+	for (i = st->nr_links - 1; i >= 0; i--)
+		bpf_link__destroy(st->links[i]);
+	ring_buffer__free(st->rb);
+	tk_unw_bpf__free(st->unw);
+	numa_trace_bpf__destroy(st->skel);
+	if (st->cgroup_fd >= 0)
+		close(st->cgroup_fd);
+	free(st);
+	n->priv = NULL;
+}
+
+static int bpf_open(struct tk_numa *n, char *why, size_t why_sz)
+{
+	libbpf_print_fn_t old;
+	struct nt_state *st;
+	struct btf *btf;
+	int err;
+
+	st = calloc(1, sizeof(*st));
+	if (!st) {
+		snprintf(why, why_sz, "out of memory");
+		return -ENOMEM;
+	}
+	st->cgroup_fd = -1;
+	st->nodes_shift = -1;
+	st->skip_arg = -1;
+	n->priv = st;
+
+	btf = btf__load_vmlinux_btf();
+	if (!btf) {
+		err = -errno;
+		snprintf(why, why_sz, "kernel has no BTF (/sys/kernel/btf/vmlinux): %s; the "
+			 "vmstat backend needs none", strerror(-err));
+		goto fail;
+	}
+	probe_kernel(n, st, btf);
+	btf__free(btf);
+	if (!st->have_migrate && !st->have_sched[0] && !st->have_sched[1] && !st->have_sched[2]) {
+		snprintf(why, why_sz, "this kernel has neither migrate:mm_migrate_pages nor the "
+			 "sched_*_numa tracepoints");
+		err = -ENOENT;
+		goto fail;
+	}
+
+	old = libbpf_set_print(silent_print);
+	err = -ENOENT;
+	if (st->mp_fn[0] || st->ff.name[0]) {
+		err = load_probes(n, st, MP_FENTRY);
+		st->fentry_err = err;
+		if (err && have_kprobes(n))
+			err = load_probes(n, st, MP_KPROBE);
+	}
+	if (err)
+		err = load(n, st, MP_NONE, MP_NONE);
+	libbpf_set_print(old);
+	if (err) {
+		snprintf(why, why_sz, "cannot load the BPF programs: %s", strerror(-err));
+		goto fail;
+	}
+	return 0;
+fail:
+	bpf_free(n);
+	return err;
+}
+
+/* ---- start ------------------------------------------------------------------------------ */
+
+static int add_link(struct nt_state *st, struct bpf_link *l)
+{
+	if (!l)
+		return -errno;
+	st->links[st->nr_links++] = l;
+	return 0;
+}
+
+static int attach_tp(struct nt_state *st, struct bpf_program *prog, const char *tp)
+{
+	return add_link(st, bpf_program__attach_raw_tracepoint(prog, tp));
+}
+
+static void attach_misplaced(struct tk_numa *n, struct nt_state *st)
+{
+	struct numa_trace_bpf *s = st->skel;
+	int err = 0, n0 = st->nr_links;
+
+	if (!st->mp_fn[0])
+		return;
+	if (st->mp == MP_FENTRY) {
+		err = add_link(st, bpf_program__attach(s->progs.misplaced_fentry));
+		if (!err)
+			err = add_link(st, bpf_program__attach(s->progs.misplaced_fexit));
+	} else if (st->mp == MP_KPROBE) {
+		err = add_link(st, bpf_program__attach_kprobe(s->progs.misplaced_kprobe, false,
+							      st->mp_fn));
+		if (!err)
+			err = add_link(st, bpf_program__attach_kprobe(s->progs.misplaced_kretprobe,
+								      true, st->mp_fn));
+	}
+	if (st->mp != MP_NONE && !err) {
+		st->mp_attached = true;
+		return;
+	}
+	while (st->nr_links > n0)
+		bpf_link__destroy(st->links[--st->nr_links]);
+	if (st->fentry_err && st->mp == MP_NONE)
+		/* (within the report's 160 characters) */
+		missing(st, "fentry on %s: refused (%s); no kprobes: no misplaced-page counts "
+			    "nor node pairs; latency from mm_migrate_pages_start", st->mp_fn,
+			strerror(-st->fentry_err));
+	else
+		missing(st, "%s on %s: %s: no per-page misplaced counts or destination nodes",
+			st->mp == MP_FENTRY ? "fentry" : "kprobe", st->mp_fn, strerror(-err));
+}
+
+static void attach_folio(struct tk_numa *n, struct nt_state *st)
+{
+	struct numa_trace_bpf *s = st->skel;
+	int err;
+
+	if (!st->ff.name[0])
+		return;
+	if (st->fm == MP_FENTRY)
+		err = add_link(st, bpf_program__attach(s->progs.folio_fexit));
+	else if (st->fm == MP_KPROBE)
+		err = add_link(st, bpf_program__attach_kprobe(s->progs.folio_kprobe, false,
+							      st->ff.name));
+	else
+		err = st->ff_err ? st->ff_err : -ENOENT;
+	st->ff_attached = !err;
+	if (!err)
+		return;
+	/* (within the report's 160 characters) */
+	if (st->fm == MP_NONE && !have_kprobes(n))
+		missing(st, "fexit on %s: refused (%s); no kprobes: no node pairs per migrated "
+			    "folio", st->ff.name, strerror(-err));
+	else
+		missing(st, "%s on %s: %s: no node pairs per migrated folio",
+			st->fm == MP_KPROBE ? "kprobe" : "fexit", st->ff.name, strerror(-err));
+}
+
+static void describe(struct nt_state *st)
+{
+	char *a = st->attach;
+	size_t sz = sizeof(st->attach), len = 0;
+	int i, nsched = 0;
+
+	if (st->att_migrate)
+		len += snprintf(a + len, sz - len, "raw_tp mm_migrate_pages (args by BTF%s%s)%s",
+				st->mig.split_name[0] ? ": " : "", st->mig.split_name,
+				st->att_start ? ", mm_migrate_pages_start" : "");
+	for (i = 0; i < NT_SCHED__COUNT; i++)
+		nsched += st->att_sched[i];
+	if (nsched == NT_SCHED__COUNT)
+		len += snprintf(a + len, sz - len, "%ssched_{move,swap,stick}_numa",
+				len ? ", " : "raw_tp ");
+	else
+		for (i = 0; i < NT_SCHED__COUNT; i++)
+			if (st->att_sched[i])
+				len += snprintf(a + len, sz - len, "%s%s", len ? ", " : "raw_tp ",
+						sched_tps[i]);
+	if (len < sz && st->att_skip)
+		len += snprintf(a + len, sz - len, "%ssched_skip_vma_numa", len ? ", " : "raw_tp ");
+	if (len < sz && st->mp_attached)
+		len += snprintf(a + len, sz - len, "; %s: %s", st->mp_fn,
+				st->mp == MP_FENTRY ? "fentry" : "kprobe");
+	if (len < sz && st->ff_attached)
+		len += snprintf(a + len, sz - len, "; node pairs: %s %s per folio (%s)",
+				st->ff.name, st->fm == MP_FENTRY ? "fexit" : "kprobe",
+				st->nodes_from);
+	else if (len < sz && st->mp_attached)
+		len += snprintf(a + len, sz - len, "; node pairs: misplaced only (source: %s)",
+				st->nodes_shift < 0 ? "unknown" : st->nodes_from);
+}
+
+static int handle_event(void *ctx, void *data, size_t size)
+{
+	struct tk_numa *n = ctx;
+	struct nt_state *st = n->priv;
+	const struct nt_event *e = data;
+
+	if (size < sizeof(*e))
+		return 0;
+	if (e->type == NT_EV_UNWIND_MISS) {
+		tk_unw_bpf__miss(st->unw, e->pid, 0);
+		return 0;
+	}
+	if (e->type != NT_EV_PROC)
+		return 0;
+	/* the process may be gone by the end: its maps now, for --stacks */
+	if (n->opts.stacks && n->sym && !tk_symbolizer__has(n->sym, e->pid, 0)) {
+		if (tk_symbolizer__capture(n->sym, e->pid, 0))
+			st->maps_missed++;
+		else
+			tk_unw_bpf__update(st->unw, n->sym, e->pid, 0);
+	}
+	return 0;
+}
+
+static int bpf_start(struct tk_numa *n, char *why, size_t why_sz)
+{
+	struct nt_state *st = n->priv;
+	struct numa_trace_bpf *s = st->skel;
+	libbpf_print_fn_t old;
+	__u8 one = 1;
+	int i, err;
+
+	for (i = 0; i < n->opts.nr_pids; i++) {
+		__u32 pid = n->opts.pids[i];
+
+		err = bpf_map__update_elem(s->maps.pids, &pid, sizeof(pid), &one, sizeof(one),
+					   BPF_ANY);
+		if (err) {
+			snprintf(why, why_sz, "cannot add pid %u to the filter: %s", pid,
+				 strerror(-err));
+			return err;
+		}
+	}
+	if (n->opts.cgroup) {
+		__u32 zero = 0;
+
+		st->cgroup_fd = open(n->opts.cgroup, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		if (st->cgroup_fd < 0) {
+			err = -errno;
+			snprintf(why, why_sz, "cgroup %s: %s", n->opts.cgroup, strerror(-err));
+			return err;
+		}
+		err = bpf_map__update_elem(s->maps.cgroup_map, &zero, sizeof(zero),
+					   &st->cgroup_fd, sizeof(st->cgroup_fd), BPF_ANY);
+		if (err) {
+			snprintf(why, why_sz, "cgroup %s: %s", n->opts.cgroup, strerror(-err));
+			return err;
+		}
+	}
+	st->rb = ring_buffer__new(bpf_map__fd(s->maps.events), handle_event, n, NULL);
+	if (!st->rb) {
+		err = -errno;
+		snprintf(why, why_sz, "ring buffer: %s", strerror(-err));
+		return err;
+	}
+
+	old = libbpf_set_print(silent_print);
+	/* the misplaced-page function first: its state must exist before the end event */
+	attach_misplaced(n, st);
+	attach_folio(n, st);
+	if (st->have_migrate) {
+		err = attach_tp(st, s->progs.migrate_end, "mm_migrate_pages");
+		st->att_migrate = !err;
+		if (err)
+			missing(st, "raw_tp mm_migrate_pages: %s: no migration counts by reason",
+				strerror(-err));
+	}
+	if (st->att_migrate && st->have_start) {
+		err = attach_tp(st, s->progs.migrate_start, "mm_migrate_pages_start");
+		st->att_start = !err;
+		if (err)
+			missing(st, "raw_tp mm_migrate_pages_start: %s: no latency",
+				strerror(-err));
+	}
+	for (i = 0; i < NT_SCHED__COUNT; i++) {
+		struct bpf_program *p = i == NT_SCHED_MOVE ? s->progs.sched_move :
+					i == NT_SCHED_SWAP ? s->progs.sched_swap :
+							     s->progs.sched_stick;
+
+		if (!st->have_sched[i])
+			continue;
+		err = attach_tp(st, p, sched_tps[i]);
+		st->att_sched[i] = !err;
+		if (err)
+			missing(st, "raw_tp %s: %s", sched_tps[i], strerror(-err));
+	}
+	if (st->skip_arg >= 0) {
+		err = attach_tp(st, s->progs.skip_vma, "sched_skip_vma_numa");
+		st->att_skip = !err;
+		if (err)
+			missing(st, "raw_tp sched_skip_vma_numa: %s: why NUMA balancing skipped VMAs "
+				    "is not seen", strerror(-err));
+	}
+	libbpf_set_print(old);
+	if (!st->att_migrate && !st->att_sched[0] && !st->att_sched[1] && !st->att_sched[2]) {
+		snprintf(why, why_sz, "no tracepoint could be attached (%s)",
+			 st->nr_missing ? st->missing[st->nr_missing - 1] : "?");
+		return -ENOENT;
+	}
+	describe(st);
+	return 0;
+}
+
+static int bpf_poll(struct tk_numa *n, int timeout_ms)
+{
+	struct nt_state *st = n->priv;
+	int err = ring_buffer__poll(st->rb, timeout_ms);
+
+	tk_unw_bpf__retry(st->unw, n->sym);
+	return err < 0 && err != -EINTR ? err : 0;
+}
+
+/* ---- collect ------------------------------------------------------------------------------ */
+
+static void add_counts(struct tk_numa_counts *o, const struct nt_counts *c)
+{
+	o->succeeded += c->c[NT_SUCCEEDED];
+	o->failed += c->c[NT_FAILED];
+	o->thp_succeeded += c->c[NT_THP_SUCCEEDED];
+	o->thp_failed += c->c[NT_THP_FAILED];
+	o->thp_split += c->c[NT_THP_SPLIT];
+	o->large_folio_split += c->c[NT_LARGE_SPLIT];
+	o->calls += c->c[NT_CALLS];
+}
+
+static struct tk_numa_proc *proc_of(struct tk_numa_report *r, uint32_t pid, const char *comm)
+{
+	char c[17];
+
+	memcpy(c, comm, 16);
+	c[16] = '\0';
+	return tk_numa_report__proc(r, pid, c);
+}
+
+/* Processes: names and placement counts first (the latest name), then their pages. */
+static int collect_procs(struct nt_state *st, struct tk_numa_report *r)
+{
+	int fd = bpf_map__fd(st->skel->maps.procs);
+	struct nt_reason_key key, next;
+	struct nt_reason_val v;
+	struct tk_numa_proc *p;
+	__u32 pk, pnext;
+	struct nt_proc np;
+	bool first = true;
+
+	while (!bpf_map_get_next_key(fd, first ? NULL : &pk, &pnext)) {
+		first = false;
+		pk = pnext;
+		if (bpf_map_lookup_elem(fd, &pk, &np))
+			continue;
+		p = proc_of(r, pk, np.comm);
+		if (!p) {
+			if (errno == E2BIG)
+				continue;	/* past TK_NUMA_MAX_PROCS: the totals have it */
+			return -ENOMEM;
+		}
+		p->sched_move = np.sched[NT_SCHED_MOVE];
+		p->sched_swap = np.sched[NT_SCHED_SWAP];
+		p->sched_stick = np.sched[NT_SCHED_STICK];
+		p->misplaced = np.misplaced;
+		p->misplaced_ok = np.misplaced_ok;
+		if (st->att_skip)
+			memcpy(p->skip_vma, np.skip_vma, sizeof(p->skip_vma));
+	}
+	fd = bpf_map__fd(st->skel->maps.reasons);
+	first = true;
+	while (!bpf_map_get_next_key(fd, first ? NULL : &key, &next)) {
+		first = false;
+		key = next;
+		if (bpf_map_lookup_elem(fd, &key, &v))
+			continue;
+		p = proc_of(r, key.tgid, v.comm);
+		if (!p) {
+			if (errno == E2BIG)
+				continue;
+			return -ENOMEM;
+		}
+		add_counts(&p->total, &v.counts);
+		if (key.reason < TK_MR__COUNT)
+			p->by_reason[key.reason] += v.counts.c[NT_SUCCEEDED];
+	}
+	return 0;
+}
+
+static int bpf_collect(struct tk_numa *n, struct tk_numa_report *r)
+{
+	struct nt_state *st = n->priv;
+	struct numa_trace_bpf *s = st->skel;
+	uint64_t cnt[NT_CNT__COUNT] = {};
+	int cpu, i, err, fd;
+
+	ring_buffer__consume(st->rb);
+	for (cpu = 0; cpu < NT_MAX_CPUS; cpu++) {
+		for (i = 0; i < NT_CNT__COUNT; i++)
+			cnt[i] += s->bss->counters[cpu][i];
+		for (i = 0; i < NT_NR_REASONS; i++) {
+			add_counts(&r->by_reason[i], &s->bss->totals[cpu][i]);
+			add_counts(&r->total, &s->bss->totals[cpu][i]);
+		}
+		for (i = 0; i < NT_SCHED__COUNT; i++)
+			r->sched[i] += s->bss->sched_total[cpu][i];
+		for (i = 0; i < NT_MAX_SKIP && st->att_skip; i++)
+			r->skip_vma[i] += s->bss->skip_total[cpu][i];
+		if (st->att_start) {
+			const struct nt_lat *l = &s->bss->lat[cpu];
+
+			for (i = 0; i < NT_LAT_BUCKETS; i++)
+				r->latency[i] += l->buckets[i];
+			r->latency_count += l->count;
+			r->latency_sum_ns += l->sum_ns;
+			if (l->max_ns > r->latency_max_ns)
+				r->latency_max_ns = l->max_ns;
+		}
+	}
+	r->have_reasons = st->att_migrate;
+	r->have_latency = st->att_start;
+	r->have_sched = st->att_sched[0] || st->att_sched[1] || st->att_sched[2];
+	r->have_skip_vma = st->att_skip;
+	if (st->att_skip) {
+		memcpy(r->skip_names, st->skip_names, sizeof(r->skip_names));
+		r->nr_skip = st->nr_skip;
+	}
+	r->have_procs = true;
+	err = collect_procs(st, r);
+	if (err)
+		return err;
+
+	/* one source of pairs: every migrated folio where seen, else misplaced pages */
+	if (st->ff_attached) {
+		struct nt_folio_pair_key key, next;
+		bool first = true;
+		__u64 pages;
+
+		r->have_pairs = true;
+		fd = bpf_map__fd(s->maps.folio_pairs);
+		while (!bpf_map_get_next_key(fd, first ? NULL : &key, &next)) {
+			first = false;
+			key = next;
+			if (!bpf_map_lookup_elem(fd, &key, &pages))
+				tk_numa_report__add_pair(r, key.src, key.dst, pages);
+		}
+	} else if (st->mp_attached) {
+		struct nt_pair_key key, next;
+		bool first = true;
+		__u64 pages;
+
+		r->have_pairs = true;
+		fd = bpf_map__fd(s->maps.pairs);
+		while (!bpf_map_get_next_key(fd, first ? NULL : &key, &next)) {
+			first = false;
+			key = next;
+			if (!bpf_map_lookup_elem(fd, &key, &pages))
+				tk_numa_report__add_pair(r, key.src, key.dst, pages);
+		}
+	}
+
+	snprintf(r->attach, sizeof(r->attach), "%s", st->attach);
+	for (i = 0; i < st->nr_missing; i++)
+		tk_numa_report__missing(r, "%s", st->missing[i]);
+	if (cnt[NT_CNT_REASON_MAP_FULL] || cnt[NT_CNT_PROC_MAP_FULL])
+		tk_numa_report__missing(r, "%llu events not kept per process (maps full): the "
+					   "totals have them",
+					(unsigned long long)(cnt[NT_CNT_REASON_MAP_FULL] +
+							     cnt[NT_CNT_PROC_MAP_FULL]));
+	if (cnt[NT_CNT_PAIR_MAP_FULL])
+		tk_numa_report__missing(r, "%llu migrated folios not counted by node pair (map "
+					   "full)", (unsigned long long)cnt[NT_CNT_PAIR_MAP_FULL]);
+	if (cnt[NT_CNT_RINGBUF_FULL])
+		tk_numa_report__missing(r, "%llu new processes not announced (ring buffer full)",
+					(unsigned long long)cnt[NT_CNT_RINGBUF_FULL]);
+	if (cnt[NT_CNT_SKIP_UNKNOWN])
+		tk_numa_report__missing(r, "%llu skipped VMAs with a reason value past %d",
+					(unsigned long long)cnt[NT_CNT_SKIP_UNKNOWN], NT_MAX_SKIP);
+	if (cnt[NT_CNT_UNKNOWN_REASON])
+		tk_numa_report__missing(r, "%llu migrations with a reason value past the table",
+					(unsigned long long)cnt[NT_CNT_UNKNOWN_REASON]);
+	return 0;
+}
+
+/* ---- --stacks ---------------------------------------------------------------------------- */
+
+static int bpf_stacks(struct tk_numa *n, struct tk_profile **out)
+{
+	struct nt_state *st = n->priv;
+	struct numa_trace_bpf *s = st->skel;
+	int fd = bpf_map__fd(s->maps.stack_pages), ufd = bpf_map__fd(s->maps.ustacks);
+	uint64_t cnt[NT_CNT__COUNT] = {}, locs[NT_MAX_FRAMES];
+	struct nt_stack_key key, next;
+	struct tk_profile *p;
+	struct tk_locs *fr = NULL;
+	struct nt_stack *us;
+	struct nt_proc np;
+	bool first = true;
+	int cpu, i, err;
+
+	*out = NULL;
+	if (!n->opts.stacks || !n->sym)
+		return -ENOTSUP;
+	ring_buffer__consume(st->rb);
+	p = tk_profile__new_counts("bpf", "pages", "count");
+	us = malloc(sizeof(*us));
+	if (!p || !us) {
+		err = -ENOMEM;
+		goto out;
+	}
+	fr = tk_locs__new(n->sym, p);
+	if (!fr) {
+		err = -ENOMEM;
+		goto out;
+	}
+	p->time_nanos = n->start_ns;
+	while (!bpf_map_get_next_key(fd, first ? NULL : &key, &next)) {
+		__u64 pages;
+		int64_t v;
+		uint32_t nr = 0;
+
+		first = false;
+		key = next;
+		if (bpf_map_lookup_elem(fd, &key, &pages) || !pages)
+			continue;
+		if (key.ustack != NT_NO_STACK && !bpf_map_lookup_elem(ufd, &key.ustack, us))
+			nr = us->nr > NT_MAX_FRAMES ? NT_MAX_FRAMES : us->nr;
+		for (i = 0; i < (int)nr; i++) {
+			err = tk_locs__user(fr, key.tgid, 0, us->ips[i], i > 0, &locs[i]);
+			if (err)
+				goto out;
+		}
+		if (bpf_map_lookup_elem(bpf_map__fd(s->maps.procs), &key.tgid, &np))
+			snprintf(np.comm, sizeof(np.comm), "?");
+		np.comm[sizeof(np.comm) - 1] = '\0';
+		v = pages;
+		err = tk_profile__add_sample(p, locs, nr, &v, key.tgid, key.tgid, np.comm);
+		if (err)
+			goto out;
+	}
+	for (cpu = 0; cpu < NT_MAX_CPUS; cpu++)
+		for (i = 0; i < NT_CNT__COUNT; i++)
+			cnt[i] += s->bss->counters[cpu][i];
+	tk_profile__set_loss(p, "stack_map_full", cnt[NT_CNT_STACK_MAP_FULL]);
+	tk_profile__set_loss(p, "stack_errors", cnt[NT_CNT_STACK_ERRORS]);
+	tk_profile__set_loss(p, "truncated_stacks", cnt[NT_CNT_TRUNCATED]);
+	tk_profile__set_loss(p, "maps_missed", st->maps_missed);
+	{
+		uint64_t unw[UNW_CNT__COUNT];
+		struct tk_unw_info info;
+
+		tk_unw_bpf__sum(s->bss->unw_counters, UNW_MAX_CPUS, unw);
+		tk_unw_bpf__stats(st->unw, &info);
+		tk_unw__report(p, unw, st->unw ? &info : NULL);
+		if (st->unwind_note[0])
+			tk_profile__add_comment(p, "%s", st->unwind_note);
+	}
+	tk_profile__set_loss(p, "unsymbolized_frames", tk_locs__unsymbolized(fr));
+	tk_profile__add_comment(p, "tracekit numa: pages migrated (mm_migrate_pages succeeded) "
+				   "by the user stack of the task that caused it");
+	*out = p;
+	p = NULL;
+	err = 0;
+out:
+	tk_locs__free(fr);
+	free(us);
+	tk_profile__free(p);
+	return err;
+}
+
+const struct tk_numa_backend tk_numa_backend_bpf = {
+	.name = "bpf",
+	.open = bpf_open,
+	.start = bpf_start,
+	.poll = bpf_poll,
+	.collect = bpf_collect,
+	.stacks = bpf_stacks,
+	.free = bpf_free,
+};

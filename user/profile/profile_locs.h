@@ -1,0 +1,28 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause */
+/*
+ * Frames to profile locations, with a cache: what tk_cpu_profile__build()
+ * does for each frame, for collectors that walk their own stacks (alloc).
+ * Return addresses (@ret) are looked up one byte back; frames nothing names
+ * become "module+0xOFFSET" or "[unknown]" and are counted as unsymbolized.
+ */
+#ifndef __TK_PROFILE_LOCS_H
+#define __TK_PROFILE_LOCS_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "profile/profile.h"
+#include "sym/symbolize.h"
+
+struct tk_locs;
+
+struct tk_locs *tk_locs__new(struct tk_symbolizer *s, struct tk_profile *p);
+/* The location of user address @addr of (@pid, @gen) into *@loc. Returns 0 or -ENOMEM. */
+int tk_locs__user(struct tk_locs *b, uint32_t pid, uint32_t gen, uint64_t addr, bool ret,
+		    uint64_t *loc);
+int tk_locs__kernel(struct tk_locs *b, uint64_t addr, bool ret, uint64_t *loc);
+/* Frames looked up so far that were left unnamed (each use counts). */
+uint64_t tk_locs__unsymbolized(const struct tk_locs *b);
+void tk_locs__free(struct tk_locs *b);
+
+#endif /* __TK_PROFILE_LOCS_H */

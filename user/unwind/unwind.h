@@ -1,0 +1,151 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause */
+/*
+ * Unwinding user stacks without frame pointers: the row tables built from an
+ * object's CFI (unwind_table.c), the user-space evaluator of those rows
+ * (unwind_eval.c, the perf_event fallback's), and the store that lays tables
+ * out in one array of rows and describes a process's mappings for either
+ * evaluator (unwind_store.c). The format is bpf/unwind.h.
+ */
+#ifndef __TK_UNWIND_H
+#define __TK_UNWIND_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <linux/types.h>
+
+#include "bpf/unwind.h"	/* the rows and the process entries */
+
+/* ---- tables (unwind_table.c) ------------------------------------------------------------ */
+
+enum tk_unw_source {
+	TK_UNW_SRC_NONE = 0,		/* the object has no CFI */
+	TK_UNW_SRC_EH_FRAME,		/* its own .eh_frame */
+	TK_UNW_SRC_DEBUG_FRAME,		/* .debug_frame (its own, or its debug file's) */
+};
+
+struct tk_unw_table_stats {
+	uint64_t fdes;			/* FDEs read */
+	uint64_t rows;			/* rows kept (after merging equal neighbours) */
+	uint64_t unsupported;		/* rows of kind UNW_ROW_UNSUPPORTED */
+	uint64_t signal;		/* signal-trampoline rows */
+	uint64_t plt;			/* PLT rows */
+	uint64_t deref;			/* realigned-stack (DRAP) rows */
+	uint64_t build_ns;		/* time to build */
+};
+
+struct tk_unw_table {
+	uint64_t base;			/* row pc + base = ELF virtual address */
+	struct unw_row *rows;		/* sorted by pc */
+	size_t nr;
+	enum tk_unw_source source;
+	struct tk_unw_table_stats st;
+};
+
+struct tk_elf;
+
+/*
+ * Build the rows of the object @elf from its .eh_frame, or from .debug_frame
+ * (its own, or that of @debug: its separate debug file, NULL when none) when
+ * it has no .eh_frame. An object without CFI gets a table with no rows and
+ * source TK_UNW_SRC_NONE (not an error). Returns 0 or a negative errno.
+ */
+int tk_unw_table__build(struct tk_elf *elf, struct tk_elf *debug, struct tk_unw_table **out);
+void tk_unw_table__free(struct tk_unw_table *t);
+/* The row covering ELF virtual address @vaddr, or NULL. */
+const struct unw_row *tk_unw_table__find(const struct tk_unw_table *t, uint64_t vaddr);
+
+/* ---- the user-space evaluator (unwind_eval.c) ------------------------------------------- */
+
+struct tk_unw_regs {
+	uint64_t ip;
+	uint64_t sp;
+	uint64_t bp;
+};
+
+/*
+ * Reads @len bytes of the stack image at user address @addr into @buf;
+ * returns 0, or a negative errno when the image does not hold them.
+ */
+typedef int (*tk_unw_read_fn)(void *ctx, uint64_t addr, void *buf, size_t len);
+
+/*
+ * Walk the stack of a process described by @proc (NULL: no entry: frame
+ * pointers only, UNW_C_NO_PROC) over the rows array @rows of @nr_rows, from
+ * @regs, exactly as the BPF evaluator does. Writes up to @max addresses (the
+ * leaf first, then return addresses, as bpf_get_stack) to @ips and returns
+ * their count; *causes gets the enum unw_cause bits of the walk, and
+ * @frames (may be NULL) [0] the frames found by a row, [1] those by rbp.
+ */
+int tk_unw__walk(const struct unw_proc *proc, const struct unw_row *rows, size_t nr_rows,
+		 const struct tk_unw_regs *regs, tk_unw_read_fn read, void *ctx, uint64_t *ips,
+		 int max, uint32_t *causes, uint32_t frames[2]);
+
+/* ---- the store (unwind_store.c) --------------------------------------------------------- */
+
+struct tk_unw_store;
+struct tk_symbolizer;
+
+/*
+ * A store of @cap rows. @mem: where rows go (the BPF rows array mapped into
+ * memory), or NULL for memory of its own. Returns 0 or a negative errno.
+ */
+int tk_unw_store__new(struct unw_row *mem, size_t cap, struct tk_unw_store **out);
+void tk_unw_store__free(struct tk_unw_store *s);
+/* The rows array (to give tk_unw__walk) and the rows in use. */
+const struct unw_row *tk_unw_store__rows(const struct tk_unw_store *s, size_t *nr);
+
+struct tk_unw_store_stats {
+	uint64_t tables;		/* distinct tables laid out */
+	uint64_t rows;			/* rows in use */
+	uint64_t cap;			/* rows the store can hold */
+	uint64_t full;			/* tables that did not fit (their mappings: by rbp) */
+	uint64_t build_ns;		/* time spent building tables */
+};
+void tk_unw_store__stats(const struct tk_unw_store *s, struct tk_unw_store_stats *st);
+
+/*
+ * Describe (@pid, @gen), as the symbolizer captured it, in @p: its executable
+ * file mappings (and the vdso) with their tables laid out in the store.
+ * Returns 0, -ESRCH when the symbolizer has no capture of it.
+ */
+int tk_unw_store__proc(struct tk_unw_store *s, struct tk_symbolizer *sym, uint32_t pid,
+		       uint32_t gen, struct unw_proc *p);
+
+/* ---- what a profile says of its unwinding (unwind_store.c) ------------------------------ */
+
+struct tk_profile;
+
+struct tk_unw_info {
+	bool in_kernel;			/* the BPF evaluator; else the user-space one */
+	struct tk_unw_store_stats store;
+	uint64_t procs;			/* process entries written */
+	uint64_t procs_full;		/* entries that found no room */
+	uint64_t procs_cap;
+	uint64_t recaptures;		/* processes captured again after a miss */
+	uint64_t memory;		/* bytes reserved for rows and entries */
+};
+
+/*
+ * Write the walk counters @cnt (enum unw_counter) into @p: each cause as a
+ * loss counter ("unwind_..."), and a note with frames, whole stacks, tables
+ * and memory. @info may be NULL (frame pointers only).
+ */
+void tk_unw__report(struct tk_profile *p, const uint64_t cnt[UNW_CNT__COUNT],
+		    const struct tk_unw_info *info);
+/* The loss-counter name of counter @c (UNW_CNT_FP and after), or NULL. */
+const char *tk_unw__loss_name(enum unw_counter c);
+
+/* ---- what a user asks for -------------------------------------------------------------- */
+
+enum tk_unwind_mode {
+	TK_UNWIND_AUTO = 0,		/* CFI where the kernel allows it, else frame pointers */
+	TK_UNWIND_FP,			/* frame pointers only (the kernel's bpf_get_stack) */
+	TK_UNWIND_CFI,			/* CFI; fail when it cannot be had */
+};
+
+/* "auto", "fp", "cfi" → mode; -EINVAL otherwise. */
+int tk_unwind_mode__parse(const char *s, enum tk_unwind_mode *mode);
+const char *tk_unwind_mode__name(enum tk_unwind_mode mode);
+
+#endif /* __TK_UNWIND_H */

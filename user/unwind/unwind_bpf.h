@@ -1,0 +1,98 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause */
+/*
+ * The user-space side of bpf/unwind.bpf.h, for every BPF collector that
+ * includes it: open → tk_unw_bpf__prepare → load → tk_unw_bpf__open → for each
+ * captured process tk_unw_bpf__update → tk_unw_bpf__sum of its counters.
+ */
+#ifndef __TK_UNWIND_BPF_H
+#define __TK_UNWIND_BPF_H
+
+#include <bpf/libbpf.h>
+
+#include "unwind/unwind.h"
+
+/* The unwinder's variables and maps in one skeleton. */
+struct tk_unw_bpf_vars {
+	bool *enabled;			/* rodata unw_enabled */
+	__u32 *task_regs;		/* rodata unw_task_regs */
+	__u32 *task_stack_off;		/* rodata unw_task_stack_off */
+	__u32 *thread_size;		/* rodata unw_thread_size */
+	struct bpf_map *rows;		/* unw_rows */
+	struct bpf_map *procs;		/* unw_procs */
+};
+
+#define TK_UNW_BPF_VARS(skel) {						\
+	.enabled = &(skel)->rodata->unw_enabled,			\
+	.task_regs = &(skel)->rodata->unw_task_regs,			\
+	.task_stack_off = &(skel)->rodata->unw_task_stack_off,		\
+	.thread_size = &(skel)->rodata->unw_thread_size,		\
+	.rows = (skel)->maps.unw_rows,					\
+	.procs = (skel)->maps.unw_procs,				\
+}
+
+struct tk_unw_bpf_opts {
+	enum tk_unwind_mode mode;
+	size_t rows;			/* capacity of the rows array; 0: 2M rows (16 MiB) */
+	size_t procs;			/* processes with an entry at once; 0: 1024 */
+	enum bpf_prog_type prog_type;	/* of the programs that unwind */
+};
+
+/*
+ * Before load: size the maps, set the switches. Unwinding stays off (and
+ * the maps minimal) with TK_UNWIND_FP, or when this kernel offers no way to
+ * find a task's user registers: then @why says so, and the return is 0 in
+ * auto mode, a negative errno with TK_UNWIND_CFI.
+ */
+int tk_unw_bpf__prepare(const struct tk_unw_bpf_vars *v, const struct tk_unw_bpf_opts *o,
+			char *why, size_t why_sz);
+
+/*
+ * After a failed load with the unwinder on: true when @mode is auto, so the
+ * caller loads again with TK_UNWIND_FP; @note says why the stacks then go by
+ * frame pointer (with TK_UNWIND_CFI: why the load failed).
+ */
+bool tk_unw_bpf__refused(const struct tk_unw_bpf_vars *v, enum tk_unwind_mode mode, int err,
+			 char *note, size_t note_sz);
+
+struct tk_unw_bpf;
+
+/* After load; *out stays NULL (and 0 is returned) when unwinding is off. */
+int tk_unw_bpf__open(const struct tk_unw_bpf_vars *v, struct tk_unw_bpf **out);
+void tk_unw_bpf__free(struct tk_unw_bpf *u);
+/* Write (@pid, @gen)'s entry from the symbolizer's capture. NULL @u: nothing to do. */
+int tk_unw_bpf__update(struct tk_unw_bpf *u, struct tk_symbolizer *sym, uint32_t pid,
+		       uint32_t gen);
+void tk_unw_bpf__forget(struct tk_unw_bpf *u, uint32_t pid);
+/* A miss event of (@pid, @gen): capture it again at a tk_unw_bpf__retry (rate-limited). */
+void tk_unw_bpf__miss(struct tk_unw_bpf *u, uint32_t pid, uint32_t gen);
+/* At every poll: capture again, and describe anew, the processes whose misses are due. */
+void tk_unw_bpf__retry(struct tk_unw_bpf *u, struct tk_symbolizer *sym);
+/* Sum the per-CPU unw_counters of a skeleton's .bss. */
+void tk_unw_bpf__sum(const __u64 (*counters)[UNW_CNT__COUNT], int nr_cpus,
+		     uint64_t out[UNW_CNT__COUNT]);
+void tk_unw_bpf__stats(const struct tk_unw_bpf *u, struct tk_unw_info *info);
+
+/* The rows array as mapped, and its capacity. */
+struct unw_row *tk_unw_bpf__rows(struct tk_unw_bpf *u, size_t *cap);
+
+/* ---- the BPF evaluator run on demand (unwind_check.c) ----------------------------------- */
+
+struct tk_unw_check;
+
+/* Load the evaluator with room for @rows rows; @why says what failed. */
+int tk_unw_check__open(size_t rows, struct tk_unw_check **out, char *why, size_t why_sz);
+void tk_unw_check__free(struct tk_unw_check *c);
+/* Its rows array, to fill (mapped: what is written is what BPF reads). */
+struct unw_row *tk_unw_check__rows(struct tk_unw_check *c, size_t *cap);
+/*
+ * Walk, in the kernel, the stack image in this process's memory from @regs
+ * with @proc as this process's entry (NULL: none): tk_unw__walk's contract,
+ * plus @skip. Returns the frame count or a negative errno.
+ */
+int tk_unw_check__walk(struct tk_unw_check *c, const struct unw_proc *proc,
+		       const struct tk_unw_regs *regs, uint32_t skip, uint64_t *ips, int max,
+		       uint32_t *causes, uint32_t frames[2]);
+/* Walk a stack whose frames are known: 0 when the kernel walked it right; @msg says. */
+int tk_unw_check__selftest(char *msg, size_t msg_sz);
+
+#endif /* __TK_UNWIND_BPF_H */

@@ -1,0 +1,245 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
+/*
+ * The user-space evaluator of unwind rows (bpf/unwind.h), for the perf_event
+ * fallback: it walks a copied stack image with the rows of the process's
+ * mappings, frame by frame, exactly as the BPF evaluator (bpf/unwind.bpf.h)
+ * walks live memory, so both give the same frames and the same causes for
+ * the same stack. A frame the rows do not explain is taken by the frame
+ * pointer, and the reason is counted; see enum unw_cause.
+ */
+#include <stdbool.h>
+
+#include "unwind/unwind.h"
+
+enum step {
+	STEP_ROW,		/* the frame was found by a row */
+	STEP_FP,		/* take it by the frame pointer */
+	STEP_STOP,		/* the walk ends here */
+};
+
+struct walk {
+	uint64_t ip, sp, bp;
+	uint32_t causes;
+	bool interrupted;	/* ip is where a signal interrupted the code, not a return address */
+	tk_unw_read_fn read;
+	void *ctx;
+};
+
+static bool read_u64(struct walk *w, uint64_t addr, uint64_t *v)
+{
+	if (w->read(w->ctx, addr, v, sizeof(*v)) == 0)
+		return true;
+	w->causes |= UNW_C_READ_FAULT;
+	return false;
+}
+
+/*
+ * The two searches are the BPF evaluator's, step for step (bounded the same
+ * way), so that even a corrupt process entry or table gives the same answer.
+ */
+
+/* The mapping of @p holding @addr, or NULL. */
+static const struct unw_map *find_map(const struct unw_proc *p, uint64_t addr)
+{
+	uint32_t lo = 0, hi = p->nr < UNW_MAX_MAPS ? p->nr : UNW_MAX_MAPS, mid, i;
+	const struct unw_map *m;
+
+	for (i = 0; i < UNW_MAP_SEARCH && lo < hi; i++) {
+		mid = (lo + hi) / 2;
+		m = &p->maps[mid];
+		if (addr < m->start)
+			hi = mid;
+		else if (addr >= m->end)
+			lo = mid + 1;
+		else
+			return m;
+	}
+	return NULL;
+}
+
+/*
+ * The last row of @m's table at or below @look, or NULL; also NULL when
+ * @look is below the bias or more than 4 GiB past it (row pcs are 32 bits),
+ * or when the table does not lie inside the @nr_rows rows.
+ */
+static const struct unw_row *find_row(const struct unw_row *rows, size_t nr_rows,
+				      const struct unw_map *m, uint64_t look)
+{
+	uint64_t rel = look - m->bias;
+	uint32_t lo = m->row_start, hi = m->row_start + m->row_count, mid, i;
+	const struct unw_row *found = NULL;
+
+	if (look < m->bias || rel > UINT32_MAX || (uint64_t)m->row_start + m->row_count > nr_rows)
+		return NULL;
+	for (i = 0; i < UNW_ROW_SEARCH && lo < hi; i++) {
+		mid = lo + (hi - lo) / 2;
+		if (rows[mid].pc <= rel) {
+			found = &rows[mid];
+			lo = mid + 1;
+		} else {
+			hi = mid;
+		}
+	}
+	return found;
+}
+
+/* The signal trampoline: the interrupted registers are in the ucontext at rsp. */
+static enum step signal_frame(struct walk *w)
+{
+	uint64_t ip, sp, bp;
+
+	if (!read_u64(w, w->sp + UNW_SC_RIP, &ip) || !read_u64(w, w->sp + UNW_SC_RSP, &sp) ||
+	    !read_u64(w, w->sp + UNW_SC_RBP, &bp))
+		return STEP_STOP;
+	w->ip = ip;
+	w->sp = sp;
+	w->bp = bp;
+	w->interrupted = true;
+	return STEP_ROW;
+}
+
+/* One frame by row @r (NULL: none covers the address). */
+static enum step row_step(struct walk *w, const struct unw_row *r)
+{
+	uint64_t cfa, ra, bp = w->bp;
+
+	switch (r ? r->kind : UNW_ROW_INVALID) {
+	case UNW_ROW_SP:
+		cfa = w->sp + r->cfa_off;
+		break;
+	case UNW_ROW_FP:
+		cfa = w->bp + r->cfa_off;
+		break;
+	case UNW_ROW_DEREF_FP:
+	case UNW_ROW_DRAP:
+		if (!read_u64(w, w->bp + r->cfa_off, &cfa))
+			return STEP_STOP;
+		break;
+	case UNW_ROW_PLT:
+		/* the frame's own rip, not @look: a PLT stub calls nothing, it is a leaf */
+		cfa = w->sp + 8 + ((int64_t)(w->ip & 15) >= r->cfa_off ? 8 : 0);
+		break;
+	case UNW_ROW_SIGNAL:
+		return signal_frame(w);
+	case UNW_ROW_END:
+		w->causes |= UNW_C_END;
+		return STEP_STOP;
+	case UNW_ROW_INVALID:
+		w->causes |= UNW_C_NO_ROW;
+		return STEP_FP;
+	default:		/* UNW_ROW_UNSUPPORTED, or a kind this evaluator does not know */
+		w->causes |= UNW_C_UNSUPPORTED;
+		return STEP_FP;
+	}
+	/* the caller's frame lies above this one; anything else is garbage, and could loop */
+	if (cfa <= w->sp) {
+		w->causes |= UNW_C_BAD_FRAME;
+		return STEP_STOP;
+	}
+	if (!read_u64(w, cfa - 8, &ra))
+		return STEP_STOP;
+	/*
+	 * rbp saved below the stack pointer: an epilogue has popped it already
+	 * (the CFI of many epilogues does not say so), and rbp holds it.
+	 */
+	if (r->kind == UNW_ROW_DRAP) {
+		/* gcc's realigned stack keeps the caller's rbp where rbp points */
+		if (!read_u64(w, w->bp + 8 * (int64_t)r->rbp_off, &bp))
+			return STEP_STOP;
+	} else if (r->rbp_off == UNW_RBP_LOST)
+		bp = 0;
+	else if (r->rbp_off && cfa + 8 * (int64_t)r->rbp_off >= w->sp &&
+		 !read_u64(w, cfa + 8 * (int64_t)r->rbp_off, &bp))
+		return STEP_STOP;
+	w->sp = cfa;
+	w->bp = bp;
+	w->ip = ra;
+	return STEP_ROW;
+}
+
+/* One frame by the frame pointer: [rbp] is the caller's rbp, [rbp + 8] the return address. */
+static enum step fp_step(struct walk *w)
+{
+	uint64_t ra, bp;
+
+	if (!w->bp)
+		return STEP_STOP;	/* the end of the chain, as frame pointers see it */
+	if (w->bp < w->sp || (w->bp & 7)) {
+		w->causes |= UNW_C_BAD_FRAME;
+		return STEP_STOP;
+	}
+	if (!read_u64(w, w->bp + 8, &ra) || !read_u64(w, w->bp, &bp))
+		return STEP_STOP;
+	w->sp = w->bp + 16;
+	w->bp = bp;
+	w->ip = ra;
+	return STEP_FP;
+}
+
+/* How to take the frame at w->ip, looked up at @look: by a row, by rbp, or not at all. */
+static enum step frame_step(struct walk *w, const struct unw_proc *proc,
+			    const struct unw_row *rows, size_t nr_rows, uint64_t look)
+{
+	const struct unw_map *m;
+
+	if (!proc)
+		return STEP_FP;
+	m = find_map(proc, look);
+	if (!m) {
+		w->causes |= UNW_C_NO_MAPPING;
+		return STEP_STOP;
+	}
+	if (m->flags & UNW_MAP_PENDING) {
+		w->causes |= UNW_C_NOT_LOADED;
+		return STEP_FP;
+	}
+	if ((m->flags & UNW_MAP_NO_CFI) || !m->row_count) {
+		w->causes |= UNW_C_FP;
+		return STEP_FP;
+	}
+	return row_step(w, find_row(rows, nr_rows, m, look));
+}
+
+int tk_unw__walk(const struct unw_proc *proc, const struct unw_row *rows, size_t nr_rows,
+		 const struct tk_unw_regs *regs, tk_unw_read_fn read, void *ctx, uint64_t *ips,
+		 int max, uint32_t *causes, uint32_t frames[2])
+{
+	struct walk w = { .ip = regs->ip, .sp = regs->sp, .bp = regs->bp,
+			  .causes = proc ? 0 : UNW_C_NO_PROC, .read = read, .ctx = ctx };
+	uint32_t by_row = 0, by_fp = 0;
+	enum step s;
+	int nr = 0;
+
+	for (;;) {
+		bool exact = nr == 0 || w.interrupted;
+
+		if (nr >= max) {
+			w.causes |= UNW_C_DEPTH;
+			break;
+		}
+		ips[nr++] = w.ip;
+		/*
+		 * A return address points past its call, maybe past its function's
+		 * end: it is looked up one byte before. The leaf's ip, and the ip a
+		 * signal interrupted, are the instruction itself.
+		 */
+		w.interrupted = false;
+		s = frame_step(&w, proc, rows, nr_rows, exact ? w.ip : w.ip - 1);
+		if (s == STEP_FP)
+			s = fp_step(&w);
+		if (s == STEP_STOP)
+			break;
+		if (s == STEP_ROW)
+			by_row++;
+		else
+			by_fp++;
+		if (!w.ip)
+			break;
+	}
+	*causes = w.causes;
+	if (frames) {
+		frames[0] = by_row;
+		frames[1] = by_fp;
+	}
+	return nr;
+}
