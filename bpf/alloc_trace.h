@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause */
-/* Records and keys shared by bpf/alloc_trace.bpf.c and user/alloc_trace.c. */
+/* Records and keys shared by bpf/alloc_trace.bpf.c and user/alloc/alloc_trace.c. */
 #ifndef __ALLOC_TRACE_H
 #define __ALLOC_TRACE_H
 
@@ -8,7 +8,7 @@
 #define AT_RAND_BITS 12
 #define AT_RAND_ENTRIES (1 << AT_RAND_BITS)	/* geometric intervals table */
 
-/* Function kinds: the low byte of a uprobe's cookie (user/alloc_syms.h's order) */
+/* Function kinds: the low byte of a uprobe's cookie (user/alloc/alloc_syms.h's order) */
 enum at_kind {
 	AT_MALLOC = 0,			/* size */
 	AT_CALLOC,			/* nmemb, size */

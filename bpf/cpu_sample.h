@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause */
-/* Records and keys shared by bpf/cpu_sample.bpf.c and user/cpu_sample.c. */
+/* Records and keys shared by bpf/cpu_sample.bpf.c and user/cpu/cpu_sample.c. */
 #ifndef __CPU_SAMPLE_H
 #define __CPU_SAMPLE_H
 

@@ -32,7 +32,7 @@
 const volatile bool filter_pids = false;	/* only tgids in the pids map */
 const volatile bool filter_cgroup = false;	/* only tasks under cgroup_map[0] */
 const volatile bool want_stacks = false;	/* --stacks */
-/* Argument positions, from the kernel's BTF (user/numa_btf.c); NT_NO_ARG: absent */
+/* Argument positions, from the kernel's BTF (user/numa/numa_btf.c); NT_NO_ARG: absent */
 const volatile __u32 mig_arg[NT_LARGE_SPLIT + 1] = {};
 const volatile __u32 mig_reason_arg = 0;
 const volatile __u32 start_reason_arg = 0;
@@ -672,7 +672,7 @@ static __always_inline void folio_moved(const void *dst, const void *src)
 	}
 }
 
-/* attach target set by user space: folio_migrate_flags or another (user/numa_btf.c) */
+/* attach target set by user space: folio_migrate_flags or another (user/numa/numa_btf.c) */
 SEC("?fexit/folio_migrate_flags")
 int folio_fexit(__u64 *ctx)
 {

@@ -11,7 +11,7 @@
  * so 127 frames of two binary searches each stay far inside the verifier's
  * limits on every kernel from 5.10 on (no tail calls, no bpf_loop). The
  * walk's state lives in a per-CPU array; the same algorithm, step for step,
- * is user/unwind_eval.c's.
+ * is user/unwind/unwind_eval.c's.
  *
  * Until user space has written a process's entry (its first sample or exec
  * reaches user space through the collector's ring buffer; tables are built

@@ -2,10 +2,10 @@
 /*
  * Unwind rows: the one table format that both evaluators read — the BPF one
  * (bpf/unwind.bpf.h, in every collector that takes user stacks) and the
- * user-space one (user/unwind_eval.c, for the perf_event fallback).
+ * user-space one (user/unwind/unwind_eval.c, for the perf_event fallback).
  *
  * User space turns each ELF object's CFI (.eh_frame, or .debug_frame of its
- * debug file) into rows sorted by address (user/unwind_table.c). A row says,
+ * debug file) into rows sorted by address (user/unwind/unwind_table.c). A row says,
  * from its address up to the next row's, how to find the caller on x86-64:
  *
  *   CFA  = rsp + cfa_off | rbp + cfa_off | *(rbp + cfa_off) | the PLT rule

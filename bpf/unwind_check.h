@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause */
-/* What bpf/unwind_check.bpf.c leaves for user/unwind_check.c. */
+/* What bpf/unwind_check.bpf.c leaves for user/unwind/unwind_check.c. */
 #ifndef __UNWIND_CHECK_H
 #define __UNWIND_CHECK_H
 
