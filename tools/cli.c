@@ -66,9 +66,11 @@ int parse_pid(const char *s, int *pid)
 	return 0;
 }
 
-int libbpf_log(int level, const char *fmt, va_list ap)
+void cli_log(void *ctx, enum tk_log_level level, const char *fmt, va_list ap)
 {
-	return vfprintf(stderr, fmt, ap);
+	/* what libbpf's own printer shows (warnings and information), all with -v */
+	if (level <= TK_LOG_INFO || env.verbose)
+		vfprintf(stderr, fmt, ap);
 }
 
 int parse_long(const char *s, long min, long max, long *out)

@@ -8,6 +8,7 @@
 #include <stdbool.h>
 
 #include "profile/profile.h"
+#include "tracekit/common.h"
 #include "unwind/unwind.h"
 
 #define EXIT_USAGE 2
@@ -29,8 +30,8 @@ int usage_error(const char *cmd, const char *fmt, ...) __attribute__((format(pri
 int parse_pid(const char *s, int *pid);
 /* A whole number in [@min, @max] or -EINVAL. */
 int parse_long(const char *s, long min, long max, long *out);
-/* A libbpf print callback that prints everything (for -v). */
-int libbpf_log(int level, const char *fmt, va_list ap);
+/* The log callback of the commands' sessions: warnings and information on stderr, all with -v. */
+void cli_log(void *ctx, enum tk_log_level level, const char *fmt, va_list ap);
 /* True when @argv (up to "--") contains @opt. */
 bool has_option(int argc, char **argv, const char *opt);
 

@@ -235,7 +235,7 @@ int cmd_alloc(int argc, char **argv)
 	if (optind < argc)
 		aopts.argv = argv + optind;
 	if (env.verbose)
-		capopts.libbpf_log = libbpf_log;
+		capopts.log = cli_log;
 	capopts.pid = aopts.pid;
 
 	caps = calloc(1, sizeof(*caps));

@@ -80,7 +80,7 @@ int cmd_caps(int argc, char **argv)
 	if (optind < argc)
 		return usage_error("caps", "unexpected argument '%s'", argv[optind]);
 	if (env.verbose)
-		copts.libbpf_log = libbpf_log;
+		copts.log = cli_log;
 
 	caps = calloc(1, sizeof(*caps));
 	if (!caps)

@@ -176,7 +176,7 @@ int cmd_cpu(int argc, char **argv)
 				    "(see /proc/self/mountinfo for cgroup2 mounts)", copts.cgroup);
 	}
 	if (env.verbose)
-		capopts.libbpf_log = libbpf_log;
+		capopts.log = cli_log;
 
 	/* the perf backend opens an event per thread per CPU: allow what the hard limit allows */
 	if (!getrlimit(RLIMIT_NOFILE, &rl) && rl.rlim_cur < rl.rlim_max) {

@@ -275,7 +275,7 @@ int cmd_numa(int argc, char **argv)
 				    "(see /proc/self/mountinfo for cgroup2 mounts)", nopts.cgroup);
 	}
 	if (env.verbose)
-		capopts.libbpf_log = libbpf_log;
+		capopts.log = cli_log;
 
 	caps = calloc(1, sizeof(*caps));
 	if (!caps)

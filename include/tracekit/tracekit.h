@@ -15,9 +15,9 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "tracekit/common.h"
 #include "proc/procinfo.h"
 
-#define TK_OPTS_SZ(type) sizeof(struct type)
 
 /* ---- capability snapshot ------------------------------------------------ */
 
@@ -132,21 +132,6 @@ typedef int (*tk_probe_fn)(enum tk_probe which, struct tk_probe_ctx *ctx);
 /* The real probes: throw-away BPF objects and perf events, closed at once. */
 int tk_probe_kernel(enum tk_probe which, struct tk_probe_ctx *ctx);
 
-enum tk_backend {
-	TK_BACKEND_NONE = 0,
-	TK_BACKEND_BPF,
-	TK_BACKEND_PERF,
-	TK_BACKEND_JEMALLOC,
-	TK_BACKEND_VMSTAT,
-};
-
-enum tk_collector {
-	TK_COLLECT_CPU,
-	TK_COLLECT_ALLOC,
-	TK_COLLECT_NUMA,
-	TK_COLLECT__COUNT,
-};
-
 struct tk_backend_choice {
 	enum tk_backend backend;
 	char reason[256];
@@ -210,11 +195,12 @@ struct tk_caps_opts {
 	tk_probe_fn probe;	/* default tk_probe_kernel */
 	const char *release;	/* default: proc_root/sys/kernel/osrelease */
 	/*
-	 * Where libbpf's messages go while the probes run (a libbpf_print_fn_t);
-	 * NULL: nowhere — refused probes are expected and their words are
-	 * already in the report.
+	 * Where messages go while the probes run (libbpf's among them); NULL:
+	 * nowhere — refused probes are expected and their words are already in
+	 * the report.
 	 */
-	int (*libbpf_log)(int level, const char *fmt, va_list ap);
+	tk_log_fn log;
+	void *log_ctx;
 	/*
 	 * TK_CAPS_ALL: the whole report. TK_CAPS_CPU: only what the CPU backend
 	 * choice needs (privileges, bpf(2), perf_event programs, cpu-clock, BTF
@@ -241,8 +227,6 @@ int tk_caps__snapshot(const struct tk_caps_opts *opts, struct tk_caps *caps);
 const char *tk_cap__id_name(enum tk_cap_id id);
 const char *tk_cap__title(enum tk_cap_id id);
 const char *tk_status__name(enum tk_status s);
-const char *tk_backend__name(enum tk_backend b);
-const char *tk_collector__name(enum tk_collector c);
 
 int tk_caps__write_json(const struct tk_caps *caps, FILE *f);
 int tk_caps__write_text(const struct tk_caps *caps, FILE *f);

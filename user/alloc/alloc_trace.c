@@ -36,6 +36,7 @@
 #include "alloc_trace.skel.h"
 #include "unwind/unwind_bpf.h"
 #include "core/internal.h"
+#include "core/log.h"
 
 /* Not in the 6.1 uapi headers this builds against (include/uapi/linux/bpf.h) */
 #define AT_TRACE_UPROBE_MULTI 48
@@ -81,11 +82,6 @@ struct at_state {
 };
 
 /* ---- small helpers ------------------------------------------------------------------- */
-
-static int silent_print(enum libbpf_print_level level, const char *fmt, va_list ap)
-{
-	return 0;
-}
 
 /* A raw BPF_LINK_CREATE of a uprobe_multi link (libbpf 1.1.2 has no API for it). */
 struct uprobe_multi_attr {
@@ -725,7 +721,7 @@ static int open_unwinder(struct tk_alloc *a, struct at_state *st)
 
 static int bpf_open(struct tk_alloc *a, char *why, size_t why_sz)
 {
-	libbpf_print_fn_t old;
+	struct tk_log_scope quiet;
 	struct at_state *st;
 	int err = 0;
 
@@ -770,14 +766,14 @@ static int bpf_open(struct tk_alloc *a, char *why, size_t why_sz)
 	 * sessions, where the kernel has them (6.13+); refusals are expected: quiet.
 	 * TK_ALLOC_NO_SESSIONS=1 takes the older kernels' way (for tests).
 	 */
-	old = libbpf_set_print(silent_print);
+	tk_log__push(&tk_log_quiet, &quiet);
 	if (!getenv("TK_ALLOC_NO_SESSIONS"))
 		st->skel = load(a, LOAD_SESSION, &err);
 	if (st->skel && !sessions_work(st->skel)) {
 		alloc_trace_bpf__destroy(st->skel);
 		st->skel = NULL;
 	}
-	libbpf_set_print(old);
+	tk_log__pop(&quiet);
 	st->sessions = st->skel != NULL;
 	err = 0;	/* a refused session is no error: the classic way follows */
 	if (!st->skel)
@@ -1054,7 +1050,7 @@ int tk_alloc__measure_rate(int pid, const struct tk_caps *caps, int ms, struct t
 	struct alloc_trace_bpf *s = NULL, *probe, *multi = NULL;
 	double t0, secs, c, cf, r_a, r_f, load_frac;
 	uint64_t a0, f0;
-	libbpf_print_fn_t old;
+	struct tk_log_scope quiet;
 	int err = 0, i;
 
 	memset(out, 0, sizeof(*out));
@@ -1076,7 +1072,7 @@ int tk_alloc__measure_rate(int pid, const struct tk_caps *caps, int ms, struct t
 			 strerror(-err));
 		goto out;
 	}
-	old = libbpf_set_print(silent_print);
+	tk_log__push(&tk_log_quiet, &quiet);
 	{
 		struct tk_alloc fake = { .sample_bytes = TK_ALLOC_DEFAULT_SAMPLE_BYTES,
 					  .opts.unwind = TK_UNWIND_FP };
@@ -1085,7 +1081,7 @@ int tk_alloc__measure_rate(int pid, const struct tk_caps *caps, int ms, struct t
 	}
 	out->sessions = probe && sessions_work(probe);
 	alloc_trace_bpf__destroy(probe);
-	libbpf_set_print(old);
+	tk_log__pop(&quiet);
 	err = 0;
 
 	/*

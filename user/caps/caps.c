@@ -21,6 +21,7 @@
 #include "caps/caps_int.h"
 #include "core/fsutil.h"
 #include "core/internal.h"
+#include "core/log.h"
 #include "tracekit/tracekit.h"
 
 static const struct {
@@ -260,15 +261,11 @@ static void find_tracefs(struct snap *s)
 	free(mi);
 }
 
-static int silent_print(enum libbpf_print_level level, const char *fmt, va_list ap)
-{
-	return 0;
-}
-
 int tk_caps__snapshot(const struct tk_caps_opts *opts, struct tk_caps *caps)
 {
 	struct tk_caps_opts o = {};
-	libbpf_print_fn_t old_print;
+	struct tk_log_scope saved;
+	struct tk_log log;
 	struct snap s = {};
 	struct timespec t0, t1;
 	char rel[64];
@@ -303,8 +300,8 @@ int tk_caps__snapshot(const struct tk_caps_opts *opts, struct tk_caps *caps)
 		s.btf = btf__parse(s.btf_path, NULL);	/* NULL: a fixture's empty file */
 	find_tracefs(&s);
 
-	old_print = libbpf_set_print(opts->libbpf_log ? (libbpf_print_fn_t)opts->libbpf_log
-						      : silent_print);
+	log = (struct tk_log){ opts->log, opts->log_ctx };
+	tk_log__push(&log, &saved);
 	snap_privileges(&s, caps);
 	snap_bpf(&s, caps);
 	snap_perf(&s, caps);
@@ -329,7 +326,7 @@ int tk_caps__snapshot(const struct tk_caps_opts *opts, struct tk_caps *caps)
 	}
 	choose_backends(&s, caps);
 out:
-	libbpf_set_print(old_print);
+	tk_log__pop(&saved);
 	clock_gettime(CLOCK_MONOTONIC, &t1);
 	caps->elapsed_ms = (t1.tv_sec - t0.tv_sec) * 1e3 + (t1.tv_nsec - t0.tv_nsec) / 1e6;
 	btf__free(s.btf);

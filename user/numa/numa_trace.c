@@ -29,6 +29,7 @@
 #include <linux/types.h>
 
 #include "core/fsutil.h"
+#include "core/log.h"
 #include "numa/numa_btf.h"
 #include "numa/numa_int.h"
 #include "bpf/numa_trace.h"
@@ -83,11 +84,6 @@ struct nt_state {
 	struct tk_unw_bpf *unw;		/* --stacks by CFI; NULL: by frame pointer */
 	char unwind_note[256];
 };
-
-static int silent_print(enum libbpf_print_level level, const char *fmt, va_list ap)
-{
-	return 0;
-}
 
 static void missing(struct nt_state *st, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
@@ -360,7 +356,7 @@ static void bpf_free(struct tk_numa *n)
 
 static int bpf_open(struct tk_numa *n, char *why, size_t why_sz)
 {
-	libbpf_print_fn_t old;
+	struct tk_log_scope quiet;
 	struct nt_state *st;
 	struct btf *btf;
 	int err;
@@ -391,7 +387,7 @@ static int bpf_open(struct tk_numa *n, char *why, size_t why_sz)
 		goto fail;
 	}
 
-	old = libbpf_set_print(silent_print);
+	tk_log__push(&tk_log_quiet, &quiet);
 	err = -ENOENT;
 	if (st->mp_fn[0] || st->ff.name[0]) {
 		err = load_probes(n, st, MP_FENTRY);
@@ -401,7 +397,7 @@ static int bpf_open(struct tk_numa *n, char *why, size_t why_sz)
 	}
 	if (err)
 		err = load(n, st, MP_NONE, MP_NONE);
-	libbpf_set_print(old);
+	tk_log__pop(&quiet);
 	if (err) {
 		snprintf(why, why_sz, "cannot load the BPF programs: %s", strerror(-err));
 		goto fail;
@@ -549,7 +545,7 @@ static int bpf_start(struct tk_numa *n, char *why, size_t why_sz)
 {
 	struct nt_state *st = n->priv;
 	struct numa_trace_bpf *s = st->skel;
-	libbpf_print_fn_t old;
+	struct tk_log_scope quiet;
 	__u8 one = 1;
 	int i, err;
 
@@ -587,7 +583,7 @@ static int bpf_start(struct tk_numa *n, char *why, size_t why_sz)
 		return err;
 	}
 
-	old = libbpf_set_print(silent_print);
+	tk_log__push(&tk_log_quiet, &quiet);
 	/* the misplaced-page function first: its state must exist before the end event */
 	attach_misplaced(n, st);
 	attach_folio(n, st);
@@ -624,7 +620,7 @@ static int bpf_start(struct tk_numa *n, char *why, size_t why_sz)
 			missing(st, "raw_tp sched_skip_vma_numa: %s: why NUMA balancing skipped VMAs "
 				    "is not seen", strerror(-err));
 	}
-	libbpf_set_print(old);
+	tk_log__pop(&quiet);
 	if (!st->att_migrate && !st->att_sched[0] && !st->att_sched[1] && !st->att_sched[2]) {
 		snprintf(why, why_sz, "no tracepoint could be attached (%s)",
 			 st->nr_missing ? st->missing[st->nr_missing - 1] : "?");
