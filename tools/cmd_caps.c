@@ -82,32 +82,26 @@ int cmd_caps(int argc, char **argv)
 	if (env.verbose)
 		copts.log = cli_log;
 
-	caps = calloc(1, sizeof(*caps));
-	if (!caps)
-		return fail(EXIT_FAILURE, "out of memory");
-	err = tk_caps__snapshot(&copts, caps);
-	if (err == -ESRCH) {
-		free(caps);
+	err = tk_caps__take(&copts, &caps);
+	if (err == -ESRCH)
 		return fail(EXIT_FAILURE, "caps: no process with PID %d", copts.pid);
-	}
 	if (err) {
-		free(caps);
 		return fail(EXIT_FAILURE, "caps: cannot take the snapshot: %s", strerror(-err));
 	}
 
 	err = tk_outfile__open(&out, output);
 	if (err) {
-		free(caps);
+		tk_caps__free(caps);
 		return fail(EXIT_FAILURE, "caps: cannot write '%s': %s", output, strerror(-err));
 	}
 	err = env.json ? tk_caps__write_json(caps, out.f) : tk_caps__write_text(caps, out.f);
 	if (err) {
 		tk_outfile__abort(&out);
-		free(caps);
+		tk_caps__free(caps);
 		return fail(EXIT_FAILURE, "caps: writing '%s' failed: %s", output, strerror(-err));
 	}
 	err = tk_outfile__commit(&out);
-	free(caps);
+	tk_caps__free(caps);
 	if (err)
 		return fail(EXIT_FAILURE, "caps: writing '%s' failed: %s", output, strerror(-err));
 	return EXIT_SUCCESS;

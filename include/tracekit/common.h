@@ -47,6 +47,13 @@ enum tk_collector {
 	TK_COLLECT__COUNT,
 };
 
+/* How user stacks are walked, for the collectors that take them. */
+enum tk_unwind_mode {
+	TK_UNWIND_AUTO = 0,		/* CFI where the kernel allows it, else frame pointers */
+	TK_UNWIND_FP,			/* frame pointers only (the kernel's bpf_get_stack) */
+	TK_UNWIND_CFI,			/* CFI; fail when it cannot be had */
+};
+
 /* "bpf", "perf", "jemalloc", "vmstat" ("none" for TK_BACKEND_NONE) */
 const char *tk_backend__name(enum tk_backend b);
 /* "cpu", "alloc", "numa" */

@@ -1,236 +1,28 @@
 /* SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause */
 /*
- * libtracekit: the one public header for programs that embed tracekit.
+ * libtracekit: the public API, whole. Link with `pkg-config --libs tracekit`.
  *
- * Conventions (libbpf's): a function returning int returns 0 or a negative
- * errno; one returning a pointer returns NULL and sets errno. Library code
- * never prints. Option structs carry their size in .sz.
+ *   tracekit/common.h   conventions, log callback, backends and collectors
+ *   tracekit/caps.h     the capability snapshot
+ *   tracekit/cpu.h      CPU profiling options
+ *   tracekit/alloc.h    allocation profiling options
+ *   tracekit/numa.h     NUMA migration options
+ *   tracekit/session.h  running any of them, intervals, results and writers
+ *   tracekit/profile.h  profiles and their formats
+ *   tracekit/sidecar.h  a profiling sidecar inside the calling process
+ *
+ * docs/api.md has the guide and an example program.
  */
 #ifndef __TRACEKIT_H
 #define __TRACEKIT_H
 
-#include <stdarg.h>
-#include <stdbool.h>
-#include <stddef.h>
-#include <stdint.h>
-#include <stdio.h>
-
 #include "tracekit/common.h"
-#include "proc/procinfo.h"
-
-
-/* ---- capability snapshot ------------------------------------------------ */
-
-enum tk_status {
-	TK_SUPPORTED = 0,	/* works, or does not stand in the way */
-	TK_UNSUPPORTED,		/* this kernel / machine cannot do it */
-	TK_DISABLED,		/* present but switched off or forbidden */
-};
-
-/* Every entry of the report, in report order. Ids are stable (see docs/caps-json.md). */
-enum tk_cap_id {
-	/* privileges of the caller */
-	TK_CAP_CAP_BPF,
-	TK_CAP_CAP_PERFMON,
-	TK_CAP_CAP_SYS_ADMIN,
-	TK_CAP_PERF_EVENT_PARANOID,
-	TK_CAP_KPTR_RESTRICT,
-	TK_CAP_UNPRIV_BPF_DISABLED,
-	TK_CAP_LOCKDOWN,
-	/* eBPF */
-	TK_CAP_BPF_SYSCALL,
-	TK_CAP_BTF,
-	TK_CAP_RINGBUF,
-	TK_CAP_CORE,
-	TK_CAP_PROG_PERF_EVENT,
-	TK_CAP_PROG_TRACEPOINT,
-	TK_CAP_PROG_RAW_TP,
-	TK_CAP_PROG_TP_BTF,
-	TK_CAP_PROG_FENTRY,
-	TK_CAP_PROG_UPROBE,
-	TK_CAP_PROG_KPROBE,
-	TK_CAP_BPF_UNWIND,
-	/* perf_event_open */
-	TK_CAP_PERF_CPU_CLOCK,
-	TK_CAP_PERF_HARDWARE,
-	/* kernel tracepoints and functions the collectors use */
-	TK_CAP_TRACEFS,
-	TK_CAP_TP_SCHED_PROCESS_EXEC,
-	TK_CAP_TP_SCHED_PROCESS_EXIT,
-	TK_CAP_TP_MM_MIGRATE_PAGES,
-	TK_CAP_TP_SCHED_MOVE_NUMA,
-	TK_CAP_TP_SCHED_SWAP_NUMA,
-	TK_CAP_TP_SCHED_STICK_NUMA,
-	TK_CAP_TP_KMEM_MM_PAGE_ALLOC,
-	TK_CAP_TP_KMEM_KMALLOC,
-	TK_CAP_TP_PAGE_FAULT_USER,
-	TK_CAP_FN_MIGRATE_MISPLACED,
-	/* memory */
-	TK_CAP_MEM_CGROUP,
-	/* NUMA */
-	TK_CAP_NUMA,
-	TK_CAP_NUMA_BALANCING,
-	/* the target process (-p PID) */
-	TK_CAP_PROC_ALLOCATOR,
-	TK_CAP_PROC_JEMALLOC_PROF,
-	TK_CAP_PROC_BUILD_ID,
-	TK_CAP_PROC_FRAME_POINTERS,
-	TK_CAP__COUNT,
-};
-
-struct tk_cap {
-	bool present;		/* false for entries that do not apply (no -p) */
-	bool not_needed;	/* not supported, but tracekit does not need it here */
-	enum tk_status status;
-	char value[128];	/* what was found, short: "2", "v1", "migrate_misplaced_folio" */
-	char reason[256];	/* why not supported (or a note when supported) */
-	char remedy[256];	/* what a person can do about it; empty if nothing */
-};
-
-/* The kernel probes, as one function the unit tests can replace. */
-enum tk_probe {
-	TK_PROBE_BPF_SYSCALL,
-	TK_PROBE_RINGBUF,
-	TK_PROBE_CORE,
-	TK_PROBE_PROG_PERF_EVENT,
-	TK_PROBE_PROG_TRACEPOINT,
-	TK_PROBE_PROG_RAW_TP,
-	TK_PROBE_PROG_TP_BTF,
-	TK_PROBE_PROG_FENTRY,
-	TK_PROBE_PROG_UPROBE,
-	TK_PROBE_PROG_KPROBE,
-	TK_PROBE_PERF_CPU_CLOCK,
-	TK_PROBE_PERF_HARDWARE,
-	TK_PROBE_UNWIND,	/* the CFI unwinder loads into a perf_event program */
-	TK_PROBE__COUNT,
-};
-
-/* What the CO-RE self-test read from the kernel (TK_PROBE_CORE). */
-struct tk_core_facts {
-	uint32_t tgid;
-	bool mm_migrate_has_nr_split;
-	bool mm_migrate_has_large_folio_split;
-	bool has_mr_numa_misplaced;
-};
-
-struct btf;
-
-struct tk_probe_ctx {
-	const char *sys_root;	/* where tracefs, event_source devices live */
-	const char *btf_path;	/* kernel BTF file, NULL when there is none */
-	const struct btf *btf;	/* the same, parsed once (NULL: unparsable or none) */
-	char msg[256];		/* out: what happened, for people */
-	const char *tracefs_dir;	/* mounted tracefs under sys_root, or NULL */
-	bool own_only;		/* out: perf events only for the caller's own processes */
-	bool user_only;		/* out: ... and only with exclude_kernel */
-	struct tk_core_facts core;	/* out: TK_PROBE_CORE only */
-};
-
-/* Returns 0 when the kernel allowed it, or the negative errno it answered. */
-typedef int (*tk_probe_fn)(enum tk_probe which, struct tk_probe_ctx *ctx);
-
-/* The real probes: throw-away BPF objects and perf events, closed at once. */
-int tk_probe_kernel(enum tk_probe which, struct tk_probe_ctx *ctx);
-
-struct tk_backend_choice {
-	enum tk_backend backend;
-	char reason[256];
-};
-
-#define TK_MAX_NUMA_NODES 64
-
-struct tk_numa_node {
-	int id;
-	char cpus[128];		/* cpulist, e.g. "0-3,8" */
-	uint64_t mem_total_kb;
-	uint64_t mem_free_kb;
-};
-
-enum tk_cgroup_version { TK_CGROUP_NONE = 0, TK_CGROUP_V1, TK_CGROUP_V2 };
-
-struct tk_memory {
-	uint64_t mem_total_kb;		/* /proc/meminfo */
-	uint64_t mem_available_kb;
-	uint64_t swap_total_kb;
-	uint64_t swap_free_kb;
-	int rss_pid;			/* whose resident figure this is */
-	uint64_t rss_kb;		/* VmRSS */
-	uint64_t hwm_kb;		/* VmHWM */
-	enum tk_cgroup_version cgroup;
-	char cgroup_path[512];		/* the cgroup, as in /proc/PID/cgroup */
-	char cgroup_dir[1024];		/* where its files are, under sys_root */
-	/* figures, or UINT64_MAX when the file is missing; limit "max" → UINT64_MAX */
-	bool has_current, has_limit, has_peak;
-	uint64_t current_bytes;		/* memory.current / memory.usage_in_bytes */
-	uint64_t limit_bytes;		/* memory.max / memory.limit_in_bytes */
-	uint64_t peak_bytes;		/* memory.peak / memory.max_usage_in_bytes */
-	bool limit_unlimited;
-	char cgroup_files[256];		/* the accounting files found, space separated */
-};
-
-struct tk_numa_topology {	/* the machine's nodes (struct tk_numa is a NUMA session) */
-	int nr_nodes;
-	struct tk_numa_node nodes[TK_MAX_NUMA_NODES];
-	long balancing;			/* kernel.numa_balancing, -1 when absent */
-};
-
-struct tk_caps {
-	char kernel_release[128];
-	char machine[32];
-	int pid;			/* -p PID, 0 for none */
-	struct tk_cap caps[TK_CAP__COUNT];
-	struct tk_memory memory;
-	struct tk_numa_topology numa;
-	struct tk_proc_info proc;	/* valid when pid != 0 */
-	struct tk_core_facts core;
-	struct tk_backend_choice backends[TK_COLLECT__COUNT];
-	double elapsed_ms;		/* time the snapshot took */
-};
-
-struct tk_caps_opts {
-	size_t sz;		/* TK_OPTS_SZ(tk_caps_opts) */
-	const char *proc_root;	/* default "/proc" */
-	const char *sys_root;	/* default "/sys" */
-	int pid;		/* 0: the caller; else the target process */
-	tk_probe_fn probe;	/* default tk_probe_kernel */
-	const char *release;	/* default: proc_root/sys/kernel/osrelease */
-	/*
-	 * Where messages go while the probes run (libbpf's among them); NULL:
-	 * nowhere — refused probes are expected and their words are already in
-	 * the report.
-	 */
-	tk_log_fn log;
-	void *log_ctx;
-	/*
-	 * TK_CAPS_ALL: the whole report. TK_CAPS_CPU: only what the CPU backend
-	 * choice needs (privileges, bpf(2), perf_event programs, cpu-clock, BTF
-	 * presence), for a fast start; other entries are absent and the other
-	 * collectors' backends are "none", not assessed.
-	 */
-	unsigned int scope;
-};
-
-enum tk_caps_scope {
-	TK_CAPS_ALL = 0,
-	TK_CAPS_CPU = 1,
-};
-
-/*
- * Take a snapshot. Read-only: it changes no sysctl, mounts nothing, pins
- * nothing; probe objects are closed before it returns. Returns 0 or a
- * negative errno: -ESRCH when opts->pid does not exist, -EINVAL on bad opts.
- * Whatever the report says, a returned 0 means it is complete.
- */
-int tk_caps__snapshot(const struct tk_caps_opts *opts, struct tk_caps *caps);
-
-/* Stable names: "bpf.syscall", "supported", "bpf", "cpu" ... */
-const char *tk_cap__id_name(enum tk_cap_id id);
-const char *tk_cap__title(enum tk_cap_id id);
-const char *tk_status__name(enum tk_status s);
-
-int tk_caps__write_json(const struct tk_caps *caps, FILE *f);
-int tk_caps__write_text(const struct tk_caps *caps, FILE *f);
-
-#include "sidecar/sidecar.h"
+#include "tracekit/caps.h"
+#include "tracekit/cpu.h"
+#include "tracekit/alloc.h"
+#include "tracekit/numa.h"
+#include "tracekit/profile.h"
+#include "tracekit/session.h"
+#include "tracekit/sidecar.h"
 
 #endif /* __TRACEKIT_H */

@@ -24,7 +24,7 @@
 #include "alloc/alloc_rate.h"
 #include "profile/profile.h"
 #include "spawn.h"
-#include "tracekit/tracekit.h"
+#include "caps/caps.h"
 
 static struct tk_caps caps;
 

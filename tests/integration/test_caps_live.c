@@ -29,7 +29,7 @@
 
 #include "core/internal.h"
 #include "spawn.h"
-#include "tracekit/tracekit.h"
+#include "caps/caps.h"
 
 /* In the test body: cmocka 1.1 reports a skip() in a setup as an error. */
 static struct tk_caps *snapshot(int pid)

@@ -33,7 +33,7 @@
 #include "cpu/cpu.h"
 #include "cpu/perf_ring.h"
 #include "spawn.h"
-#include "tracekit/tracekit.h"
+#include "caps/caps.h"
 
 static struct tk_caps *caps;
 

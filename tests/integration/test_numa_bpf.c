@@ -30,7 +30,7 @@
 
 #include "../lib/spawn.h"
 #include "numa/numa_report.h"
-#include "tracekit/tracekit.h"
+#include "caps/caps.h"
 
 static struct tk_caps caps;
 

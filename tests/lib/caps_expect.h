@@ -6,7 +6,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "tracekit/tracekit.h"
+#include "caps/caps.h"
 
 /* Does @hay contain every '|'-separated word of @words? The first missing one in @missing. */
 bool has_words(const char *hay, const char *words, char *missing, size_t size);

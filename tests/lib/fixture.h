@@ -14,7 +14,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "tracekit/tracekit.h"
+#include "caps/caps.h"
 
 struct fx {
 	char root[PATH_MAX];	/* the mkdtemp directory */

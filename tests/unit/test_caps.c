@@ -19,7 +19,7 @@
 
 #include "../lib/caps_expect.h"
 #include "../lib/fixture.h"
-#include "tracekit/tracekit.h"
+#include "caps/caps.h"
 
 struct t {
 	struct fx *fx;
@@ -45,7 +45,7 @@ static int setup(void **state)
 	t->opts.sz = TK_OPTS_SZ(tk_caps_opts);
 	t->opts.proc_root = t->fx->proc;
 	t->opts.sys_root = t->fx->sys;
-	t->opts.probe = fx_probe;
+	
 	*state = t;
 	return 0;
 }
@@ -64,7 +64,7 @@ static int teardown(void **state)
 
 static struct tk_caps *snap(struct t *t)
 {
-	assert_int_equal(tk_caps__snapshot(&t->opts, &t->caps), 0);
+	assert_int_equal(tk_caps__snapshot_probe(&t->opts, fx_probe, &t->caps), 0);
 	return &t->caps;
 }
 
@@ -200,7 +200,7 @@ static void test_pid_missing(void **state)
 	struct t *t = *state;
 
 	t->opts.pid = 999999;
-	assert_int_equal(tk_caps__snapshot(&t->opts, &t->caps), -ESRCH);
+	assert_int_equal(tk_caps__snapshot_probe(&t->opts, fx_probe, &t->caps), -ESRCH);
 	assert_int_equal(fx_probe_calls[TK_PROBE_BPF_SYSCALL], 0);
 }
 
@@ -210,7 +210,7 @@ static void test_invalid_opts(void **state)
 	struct tk_caps_opts opts = t->opts;
 
 	assert_int_equal(tk_caps__snapshot(NULL, &t->caps), -EINVAL);
-	assert_int_equal(tk_caps__snapshot(&t->opts, NULL), -EINVAL);
+	assert_int_equal(tk_caps__snapshot_probe(&t->opts, fx_probe, NULL), -EINVAL);
 	opts.sz = 0;
 	assert_int_equal(tk_caps__snapshot(&opts, &t->caps), -EINVAL);
 	opts = t->opts;

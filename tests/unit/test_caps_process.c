@@ -28,7 +28,7 @@
 
 #include "../lib/caps_expect.h"
 #include "../lib/fixture.h"
-#include "tracekit/tracekit.h"
+#include "caps/caps.h"
 
 #define TPID 4343
 #define LIBC "/usr/lib/x86_64-linux-gnu/libc.so.6"
@@ -58,7 +58,7 @@ static int setup(void **state)
 	t->opts.sz = TK_OPTS_SZ(tk_caps_opts);
 	t->opts.proc_root = t->fx->proc;
 	t->opts.sys_root = t->fx->sys;
-	t->opts.probe = fx_probe;
+	
 	t->opts.pid = TPID;
 	*state = t;
 	return 0;
@@ -235,7 +235,7 @@ static bool readelf_build_id(const char *path, char *id, size_t size)
 
 static struct tk_caps *snap(struct t *t)
 {
-	assert_int_equal(tk_caps__snapshot(&t->opts, &t->caps), 0);
+	assert_int_equal(tk_caps__snapshot_probe(&t->opts, fx_probe, &t->caps), 0);
 	return &t->caps;
 }
 
@@ -681,7 +681,7 @@ static void test_maps_dangling_is_gone(void **state)
 	FX(fx_remove(t->fx, rel));
 	FX(fx_symlink(t->fx, "no-such-file", rel));
 	assert_int_equal(tk_proc_info__read(t->fx->proc, TPID, &pi), -ENOENT);
-	assert_int_equal(tk_caps__snapshot(&t->opts, &t->caps), -ESRCH);
+	assert_int_equal(tk_caps__snapshot_probe(&t->opts, fx_probe, &t->caps), -ESRCH);
 }
 
 /* Set the effective CAP_DAC_OVERRIDE and CAP_DAC_READ_SEARCH from @on; the old set in @old. */
@@ -735,7 +735,7 @@ static void test_maps_unreadable_eacces(void **state)
 		skip();
 	}
 	err = tk_proc_info__read(t->fx->proc, TPID, &pi);
-	snap_err = tk_caps__snapshot(&t->opts, &t->caps);
+	snap_err = tk_caps__snapshot_probe(&t->opts, fx_probe, &t->caps);
 	restore_dac_caps(old);
 	assert_int_equal(err, -EACCES);
 	assert_int_equal(snap_err, 0);

@@ -42,7 +42,7 @@
 #include <cmocka.h>
 
 #include "../lib/fixture.h"
-#include "sidecar/sidecar.h"
+#include "tracekit/sidecar.h"
 #include "spawn.h"
 #include "test_pprof_decode.h"
 

@@ -33,7 +33,7 @@ WORKLOAD_LIBS_sym_shlib := -L$(BUILD)/workloads -lsymhot -Wl,-rpath,'$$ORIGIN'
 WORKLOAD_CFLAGS_libsymhot := -fno-omit-frame-pointer
 $(BUILD)/workloads/sym_shlib: $(BUILD)/workloads/libsymhot.so
 # sidecar_example embeds libtracekit (the sidecar contract: DESIGN.md "Embedding")
-WORKLOAD_CFLAGS_sidecar_example := -DTK_EMBED -Iuser $(CPU_WL_FLAGS)
+WORKLOAD_CFLAGS_sidecar_example := -DTK_EMBED -Iinclude $(CPU_WL_FLAGS)
 WORKLOAD_LIBS_sidecar_example := $(LIB) $(LIBS) -lpthread
 $(BUILD)/workloads/sidecar_example: $(LIB)
 # alloc: leak_site/churn call chains need frame pointers and no tail calls, as cpu above

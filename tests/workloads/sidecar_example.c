@@ -25,7 +25,7 @@
 #include <time.h>
 
 #ifdef TK_EMBED
-#include "sidecar/sidecar.h"
+#include "tracekit/sidecar.h"
 #endif
 
 #define NOINLINE __attribute__((noinline))

@@ -19,16 +19,11 @@
 #include "unwind/unwind.h"
 #include "profile/profile.h"
 #include "sym/symbolize.h"
-#include "tracekit/tracekit.h"
+#include "caps/caps.h"
+#include "tracekit/alloc.h"
 
-#define TK_ALLOC_DEFAULT_SAMPLE_BYTES (512 * 1024)
 #define TK_ALLOC_MAX_FRAMES 127
 
-enum tk_alloc_mode {
-	TK_ALLOC_MODE_SAMPLED = 0,	/* byte-weighted sampling, mean sample_bytes */
-	TK_ALLOC_MODE_FULL,		/* every allocation and free */
-	TK_ALLOC_MODE_GROWTH,		/* page faults, brk, mmap: no allocator hooks */
-};
 
 /* How allocations reach BPF (bpf backend) */
 enum tk_alloc_hook {
@@ -38,20 +33,6 @@ enum tk_alloc_hook {
 					   two marker functions only */
 };
 
-struct tk_alloc_opts {
-	size_t sz;			/* TK_OPTS_SZ(tk_alloc_opts) */
-	enum tk_alloc_mode mode;
-	uint64_t sample_bytes;		/* mean bytes between samples; 0: the default */
-	int pid;			/* -p PID; 0 with argv */
-	char *const *argv;		/* -- CMD ARGS (NULL-terminated), or NULL */
-	enum tk_backend backend;	/* TK_BACKEND_NONE: choose from the snapshot */
-	bool no_preload;		/* -- CMD: use uprobes, not the in-process sampler */
-	const char *preload_dir;	/* where libtkalloc.so and libtkagent.so are;
-					   NULL: the directory of /proc/self/exe */
-	const char *proc_root;		/* default "/proc" */
-	enum tk_unwind_mode unwind;	/* user stacks: CFI where possible (auto), fp, cfi */
-	size_t unwind_rows;		/* room for unwind rows; 0: the default (16 MiB) */
-};
 
 /* Growth records (growth mode) */
 enum tk_growth_kind {
@@ -91,14 +72,6 @@ enum tk_alloc_loss {
 };
 const char *tk_alloc_loss__name(enum tk_alloc_loss l);
 
-struct tk_alloc_stats {
-	uint64_t allocs;		/* records (sampled or all) */
-	uint64_t frees;			/* of recorded objects */
-	uint64_t live;			/* recorded objects still live */
-	uint64_t growth_events;
-	uint64_t lost;			/* sum of loss counters */
-	uint64_t calls;			/* allocator calls seen by BPF, when counted */
-};
 
 struct tk_alloc;
 

@@ -3,7 +3,7 @@
  * The capability snapshot: what this kernel, these privileges and this
  * process allow tracekit to do, and why. Files come from opts->proc_root and
  * opts->sys_root (fixture trees in the unit tests); the kernel is asked through
- * opts->probe (throw-away objects; replaced by a fake in the unit tests).
+ * the probe function (throw-away objects; replaced by a fake in the unit tests).
  * Nothing on the machine is changed.
  */
 #include <errno.h>
@@ -22,7 +22,8 @@
 #include "core/fsutil.h"
 #include "core/internal.h"
 #include "core/log.h"
-#include "tracekit/tracekit.h"
+#include "core/opts.h"
+#include "caps/caps.h"
 
 static const struct {
 	const char *id;
@@ -261,9 +262,10 @@ static void find_tracefs(struct snap *s)
 	free(mi);
 }
 
-int tk_caps__snapshot(const struct tk_caps_opts *opts, struct tk_caps *caps)
+int tk_caps__snapshot_probe(const struct tk_caps_opts *opts, tk_probe_fn probe,
+			    struct tk_caps *caps)
 {
-	struct tk_caps_opts o = {};
+	struct tk_caps_opts o;
 	struct tk_log_scope saved;
 	struct tk_log log;
 	struct snap s = {};
@@ -271,10 +273,8 @@ int tk_caps__snapshot(const struct tk_caps_opts *opts, struct tk_caps *caps)
 	char rel[64];
 	int err = 0;
 
-	if (!opts || opts->sz < sizeof(size_t) || !caps)
+	if (!opts || !caps || TK_OPTS_COPY(&o, opts))
 		return -EINVAL;
-	/* .sz: a caller built against an older (smaller) struct gets zeros for the rest */
-	memcpy(&o, opts, opts->sz < sizeof(o) ? opts->sz : sizeof(o));
 	opts = &o;
 	if (opts->pid < 0)
 		return -EINVAL;
@@ -282,7 +282,7 @@ int tk_caps__snapshot(const struct tk_caps_opts *opts, struct tk_caps *caps)
 	memset(caps, 0, sizeof(*caps));
 	s.proc = opts->proc_root ? opts->proc_root : "/proc";
 	s.sys = opts->sys_root ? opts->sys_root : "/sys";
-	s.probe = opts->probe ? opts->probe : tk_probe_kernel;
+	s.probe = probe ? probe : tk_probe_kernel;
 	caps->pid = opts->pid;
 
 	if (caps->pid) {
@@ -332,4 +332,97 @@ out:
 	btf__free(s.btf);
 	free(s.kallsyms);
 	return err;
+}
+
+int tk_caps__snapshot(const struct tk_caps_opts *opts, struct tk_caps *caps)
+{
+	return tk_caps__snapshot_probe(opts, NULL, caps);
+}
+
+int tk_caps__take(const struct tk_caps_opts *opts, struct tk_caps **out)
+{
+	struct tk_caps *caps;
+	int err;
+
+	if (!out)
+		return -EINVAL;
+	*out = NULL;
+	caps = calloc(1, sizeof(*caps));
+	if (!caps)
+		return -ENOMEM;
+	err = tk_caps__snapshot(opts, caps);
+	if (err) {
+		free(caps);
+		return err;
+	}
+	*out = caps;
+	return 0;
+}
+
+void tk_caps__free(struct tk_caps *caps)
+{
+	free(caps);
+}
+
+static const struct tk_cap *entry(const struct tk_caps *caps, enum tk_cap_id id)
+{
+	return caps && (unsigned int)id < TK_CAP__COUNT ? &caps->caps[id] : NULL;
+}
+
+bool tk_caps__present(const struct tk_caps *caps, enum tk_cap_id id)
+{
+	const struct tk_cap *c = entry(caps, id);
+
+	return c && c->present;
+}
+
+enum tk_status tk_caps__status(const struct tk_caps *caps, enum tk_cap_id id)
+{
+	const struct tk_cap *c = entry(caps, id);
+
+	return c && c->present ? c->status : TK_UNSUPPORTED;
+}
+
+const char *tk_caps__value(const struct tk_caps *caps, enum tk_cap_id id)
+{
+	const struct tk_cap *c = entry(caps, id);
+
+	return c ? c->value : "";
+}
+
+const char *tk_caps__reason(const struct tk_caps *caps, enum tk_cap_id id)
+{
+	const struct tk_cap *c = entry(caps, id);
+
+	return c ? c->reason : "";
+}
+
+const char *tk_caps__remedy(const struct tk_caps *caps, enum tk_cap_id id)
+{
+	const struct tk_cap *c = entry(caps, id);
+
+	return c ? c->remedy : "";
+}
+
+enum tk_backend tk_caps__backend(const struct tk_caps *caps, enum tk_collector c,
+				 const char **reason)
+{
+	if (!caps || (unsigned int)c >= TK_COLLECT__COUNT) {
+		if (reason)
+			*reason = "";
+		return TK_BACKEND_NONE;
+	}
+	if (reason)
+		*reason = caps->backends[c].reason;
+	return caps->backends[c].backend;
+}
+
+const char *tk_caps__kernel_release(const struct tk_caps *caps)
+{
+	return caps ? caps->kernel_release : "";
+}
+
+double tk_caps__elapsed_ms(const struct tk_caps *caps)
+{
+	return caps ? caps->elapsed_ms : 0;
 }

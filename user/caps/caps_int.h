@@ -8,7 +8,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "tracekit/tracekit.h"
+#include "caps/caps.h"
 
 /* Capability bits (linux/capability.h) */
 #define CAP_SYS_ADMIN_BIT 21

@@ -10,7 +10,7 @@
 #include <string.h>
 
 #include "core/json.h"
-#include "tracekit/tracekit.h"
+#include "caps/caps.h"
 
 #define TEXT_WIDTH 80
 #define OBJ_COL 34	/* where an object's path starts */

@@ -23,7 +23,7 @@
 #include "core/fsutil.h"
 #include "core/internal.h"
 #include "unwind/unwind_bpf.h"
-#include "tracekit/tracekit.h"
+#include "caps/caps.h"
 
 #define setmsg(ctx, ...) snprintf((ctx)->msg, sizeof((ctx)->msg), __VA_ARGS__)
 

@@ -10,7 +10,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "tracekit/tracekit.h"
+#include "caps/caps.h"
 
 /* perf_event_open(2), always close-on-exec: the fd, or a negative errno. */
 static inline int tk_perf_event_open(struct perf_event_attr *attr, pid_t pid, int cpu,

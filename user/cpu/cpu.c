@@ -129,8 +129,9 @@ const char *tk_cpu__backend(const struct tk_cpu *c)
 	return c->be->name;
 }
 
-int tk_cpu__build_profile(struct tk_cpu *c, int64_t start_real_ns, int64_t start_mono_ns,
-			  struct tk_profile **out)
+/* The profile of table @t with the loss and unwinder counters @losses and @unw. */
+static int build(struct tk_cpu *c, const struct tk_stacks *t, uint64_t *losses, const uint64_t *unw,
+		 int64_t start_real_ns, int64_t start_mono_ns, struct tk_profile **out)
 {
 	uint64_t unsymbolized = 0;
 	struct tk_profile *p;
@@ -142,12 +143,12 @@ int tk_cpu__build_profile(struct tk_cpu *c, int64_t start_real_ns, int64_t start
 		return -ENOMEM;
 	p->time_nanos = start_real_ns;
 	p->duration_nanos = tk_now_ns(CLOCK_MONOTONIC) - start_mono_ns;
-	err = tk_cpu_profile__build(c->stacks, c->sym, p, &unsymbolized);
+	err = tk_cpu_profile__build(t, c->sym, p, &unsymbolized);
 	if (err) {
 		tk_profile__free(p);
 		return err;
 	}
-	c->losses[TK_LOSS_UNSYMBOLIZED] = unsymbolized;
+	losses[TK_LOSS_UNSYMBOLIZED] = unsymbolized;
 	if (!c->opts.user_only && tk_symbolizer__kernel_status(c->sym) == -EPERM)
 		tk_profile__add_comment(p, "kernel frames unnamed: /proc/kallsyms shows zero "
 				       "addresses (kernel.kptr_restrict); run as root with "
@@ -155,12 +156,83 @@ int tk_cpu__build_profile(struct tk_cpu *c, int64_t start_real_ns, int64_t start
 	if (c->be == &tk_cpu_backend_perf && tk_cpu_perf__note(c)[0])
 		tk_profile__add_comment(p, "%s", tk_cpu_perf__note(c));
 	for (i = 0; i < TK_LOSS__COUNT; i++)
-		tk_profile__set_loss(p, tk_cpu_loss__name(i), c->losses[i]);
+		tk_profile__set_loss(p, tk_cpu_loss__name(i), losses[i]);
 	if (!c->opts.kernel_only)
-		tk_unw__report(p, c->unwind, c->unwinding ? &c->unw_info : NULL);
+		tk_unw__report(p, unw, c->unwinding ? &c->unw_info : NULL);
 	if (c->unwind_note[0])
 		tk_profile__add_comment(p, "%s", c->unwind_note);
 	*out = p;
+	return 0;
+}
+
+int tk_cpu__build_profile(struct tk_cpu *c, int64_t start_real_ns, int64_t start_mono_ns,
+			  struct tk_profile **out)
+{
+	int err = build(c, c->stacks, c->losses, c->unwind, start_real_ns, start_mono_ns, out);
+
+	return err;
+}
+
+static uint64_t grew(uint64_t now, uint64_t before)
+{
+	return now > before ? now - before : 0;
+}
+
+int tk_cpu__rotate(struct tk_cpu *c, bool final, struct tk_profile **out)
+{
+	uint64_t losses[TK_LOSS__COUNT], unw[UNW_CNT__COUNT];
+	int64_t now_real, now_mono, from_real, from_mono;
+	struct tk_stacks *iv, *copy = NULL;
+	int err, i;
+
+	*out = NULL;
+	err = final ? c->be->drain(c) : c->be->collect ? c->be->collect(c) : 0;
+	if (err)
+		return err;
+	now_real = tk_now_ns(CLOCK_REALTIME);
+	now_mono = tk_now_ns(CLOCK_MONOTONIC);
+	from_real = c->rotated ? c->rot_real_ns : c->start_ns;
+	from_mono = c->rotated ? c->rot_mono_ns : c->start_mono_ns;
+	iv = tk_stacks__new();
+	if (!iv)
+		return -ENOMEM;
+	err = tk_stacks__add_diff(iv, c->stacks, c->rot_prev);
+	for (i = 0; i < TK_LOSS__COUNT; i++)
+		losses[i] = grew(c->losses[i], c->rot_losses[i]);
+	for (i = 0; i < UNW_CNT__COUNT; i++)
+		unw[i] = grew(c->unwind[i], c->rot_unwind[i]);
+	if (!err)
+		err = build(c, iv, losses, unw, from_real, from_mono, out);
+	tk_stacks__free(iv);
+	if (err)
+		return err;
+
+	/* where the next interval starts */
+	if (c->periods_only && !c->be->collect) {
+		/* the backend adds into c->stacks as it goes: start it afresh */
+		copy = tk_stacks__new();
+		if (!copy)
+			return 0;	/* this period is out; the next one continues from here */
+		tk_stacks__free(c->stacks);
+		c->stacks = copy;
+		tk_stacks__free(c->rot_prev);
+		c->rot_prev = NULL;
+	} else {
+		copy = tk_stacks__new();
+		if (copy && tk_stacks__add_diff(copy, c->stacks, NULL)) {
+			tk_stacks__free(copy);
+			copy = NULL;
+		}
+		if (!copy)
+			return 0;	/* the next interval will also hold this one's samples */
+		tk_stacks__free(c->rot_prev);
+		c->rot_prev = copy;
+	}
+	memcpy(c->rot_losses, c->losses, sizeof(c->rot_losses));
+	memcpy(c->rot_unwind, c->unwind, sizeof(c->rot_unwind));
+	c->rot_real_ns = now_real;
+	c->rot_mono_ns = now_mono;
+	c->rotated = true;
 	return 0;
 }
 
@@ -180,5 +252,6 @@ void tk_cpu__free(struct tk_cpu *c)
 		c->be->free(c);
 	tk_symbolizer__free(c->sym);
 	tk_stacks__free(c->stacks);
+	tk_stacks__free(c->rot_prev);
 	free(c);
 }

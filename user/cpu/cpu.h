@@ -13,31 +13,9 @@
 #include "profile/profile.h"
 #include "cpu/stacks.h"
 #include "sym/symbolize.h"
-#include "tracekit/tracekit.h"
+#include "caps/caps.h"
+#include "tracekit/cpu.h"
 #include "unwind/unwind.h"
-
-#define TK_CPU_MAX_PIDS 64
-
-struct tk_cpu_opts {
-	size_t sz;			/* TK_OPTS_SZ(tk_cpu_opts) */
-	int freq_hz;			/* default 99 */
-	int pids[TK_CPU_MAX_PIDS];	/* processes to profile; none: whole system */
-	int nr_pids;
-	bool follow_children;		/* also profile processes the pids fork later */
-	const char *cgroup;		/* cgroup v2 directory to narrow to, or NULL */
-	bool user_only;
-	bool kernel_only;
-	enum tk_backend backend;	/* TK_BACKEND_NONE: choose from the snapshot */
-	const char *proc_root;		/* default "/proc" */
-	enum tk_unwind_mode unwind;	/* user stacks: CFI where possible (auto), fp, cfi */
-	size_t unwind_rows;		/* room for unwind rows; 0: the default (16 MiB) */
-};
-
-struct tk_cpu_stats {
-	uint64_t samples;
-	uint64_t processes;		/* distinct processes seen */
-	uint64_t lost;			/* sum of all loss counters so far */
-};
 
 struct tk_cpu;
 
@@ -61,6 +39,12 @@ int tk_cpu__finish(struct tk_cpu *c, struct tk_profile **out);
  */
 int tk_cpu__build_profile(struct tk_cpu *c, int64_t start_real_ns, int64_t start_mono_ns,
 			  struct tk_profile **out);
+/*
+ * The profile of the interval since the previous rotation (or the start), and
+ * a new interval begins. @final: sampling stops first (as in tk_cpu__finish).
+ * The session keeps the whole run unless c->periods_only (the sidecar).
+ */
+int tk_cpu__rotate(struct tk_cpu *c, bool final, struct tk_profile **out);
 void tk_cpu__free(struct tk_cpu *c);
 
 /* ---- for the backends (cpu.c, cpu_bpf.c, cpu_perf.c) ------------------------------ */
@@ -85,6 +69,12 @@ struct tk_cpu_backend {
 	int (*poll)(struct tk_cpu *c, int timeout_ms);
 	/* stop sampling and move everything into c->stacks */
 	int (*drain)(struct tk_cpu *c);
+	/*
+	 * Without stopping, make c->stacks hold everything so far (a backend
+	 * that aggregates elsewhere: the kernel's maps); NULL when c->stacks
+	 * is always up to date.
+	 */
+	int (*collect)(struct tk_cpu *c);
 	void (*free)(struct tk_cpu *c);
 };
 
@@ -109,6 +99,13 @@ struct tk_cpu {
 	struct tk_unw_info unw_info;		/* filled by the backend that unwinds */
 	bool unwinding;				/* user stacks are walked with CFI rows */
 	char unwind_note[256];			/* why not, when CFI was wanted */
+	/* rotation (tk_cpu__rotate): where the current interval started */
+	bool rotated;
+	bool periods_only;			/* forget each interval once built */
+	struct tk_stacks *rot_prev;		/* c->stacks then (NULL: empty) */
+	uint64_t rot_losses[TK_LOSS__COUNT];
+	uint64_t rot_unwind[UNW_CNT__COUNT];
+	int64_t rot_real_ns, rot_mono_ns;
 };
 
 /* Online CPUs from /sys/devices/system/cpu/online into @cpus; the count or -errno. */

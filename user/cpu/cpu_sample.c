@@ -345,20 +345,13 @@ static uint32_t lookup_stack(int fd, __u64 hash, struct cpu_stack *out)
 	return out->nr > CPU_MAX_FRAMES ? CPU_MAX_FRAMES : out->nr;
 }
 
-static int bpf_drain(struct tk_cpu *c)
+/* Everything the kernel's maps count so far into @t. */
+static int copy_counts(struct bpf_state *st, struct tk_stacks *t)
 {
-	struct bpf_state *st = c->priv;
-	int counts_fd, kstacks_fd, ustacks_fd, i, err = 0;
+	int counts_fd, kstacks_fd, ustacks_fd, err = 0;
 	struct cpu_key key, next;
 	struct cpu_stack *ks, *us;
 	bool first = true;
-
-	/* stop sampling first, then take what the ring and the maps hold */
-	for (i = 0; i < st->nr_links; i++)
-		bpf_link__destroy(st->links[i]);
-	st->nr_links = 0;
-	ring_buffer__consume(st->rb);
-	read_counters(c, st);
 
 	ks = malloc(sizeof(*ks));
 	us = malloc(sizeof(*us));
@@ -379,8 +372,8 @@ static int bpf_drain(struct tk_cpu *c)
 			continue;
 		nk = lookup_stack(kstacks_fd, key.kstack, ks);
 		nu = lookup_stack(ustacks_fd, key.ustack, us);
-		err = tk_stacks__add(c->stacks, key.pid, key.tid, key.gen, key.comm, (const uint64_t *)ks->ips, nk,
-				     (const uint64_t *)us->ips, nu, n,
+		err = tk_stacks__add(t, key.pid, key.tid, key.gen, key.comm,
+				     (const uint64_t *)ks->ips, nk, (const uint64_t *)us->ips, nu, n,
 				     key.flags & (CPU_KSTACK_TRUNCATED | CPU_USTACK_TRUNCATED));
 		if (err)
 			break;
@@ -391,10 +384,52 @@ out:
 	return err;
 }
 
+/* c->stacks becomes what the maps count now (they count from the start). */
+static int bpf_collect_into(struct tk_cpu *c, struct bpf_state *st)
+{
+	struct tk_stacks *t = tk_stacks__new();
+	int err;
+
+	if (!t)
+		return -ENOMEM;
+	err = copy_counts(st, t);
+	if (err) {
+		tk_stacks__free(t);
+		return err;
+	}
+	tk_stacks__free(c->stacks);
+	c->stacks = t;
+	return 0;
+}
+
+static int bpf_collect(struct tk_cpu *c)
+{
+	struct bpf_state *st = c->priv;
+
+	ring_buffer__consume(st->rb);
+	read_counters(c, st);
+	return bpf_collect_into(c, st);
+}
+
+static int bpf_drain(struct tk_cpu *c)
+{
+	struct bpf_state *st = c->priv;
+	int i;
+
+	/* stop sampling first, then take what the ring and the maps hold */
+	for (i = 0; i < st->nr_links; i++)
+		bpf_link__destroy(st->links[i]);
+	st->nr_links = 0;
+	ring_buffer__consume(st->rb);
+	read_counters(c, st);
+	return bpf_collect_into(c, st);
+}
+
 const struct tk_cpu_backend tk_cpu_backend_bpf = {
 	.name = "bpf",
 	.start = bpf_start,
 	.poll = bpf_poll,
 	.drain = bpf_drain,
+	.collect = bpf_collect,
 	.free = bpf_free,
 };

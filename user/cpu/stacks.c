@@ -281,3 +281,46 @@ size_t tk_stacks__size(const struct tk_stacks *t)
 {
 	return t->nr;
 }
+
+uint64_t tk_stacks__count(const struct tk_stacks *t, const struct tk_stack_entry *e)
+{
+	size_t mask = t->cap - 1, i;
+	const struct stack_rec *r;
+	uint64_t h;
+
+	h = hash_key(e->pid, e->tid, e->gen, e->truncated, e->kernel, e->nr_kernel, e->user,
+		     e->nr_user);
+	for (i = h & mask; t->slots[i].rec; i = (i + 1) & mask) {
+		if (t->slots[i].hash_lo != (uint32_t)h)
+			continue;
+		r = rec_at(t, t->slots[i].rec - 1);
+		if (rec_equal(r, h, e->pid, e->tid, e->gen, e->truncated, e->kernel, e->nr_kernel,
+			      e->user, e->nr_user))
+			return r->count;
+	}
+	return 0;
+}
+
+struct diff_ctx {
+	struct tk_stacks *out;
+	const struct tk_stacks *prev;
+};
+
+static int add_growth(const struct tk_stack_entry *e, void *arg)
+{
+	struct diff_ctx *d = arg;
+	uint64_t before = d->prev ? tk_stacks__count(d->prev, e) : 0;
+
+	if (e->count <= before)
+		return 0;
+	return tk_stacks__add(d->out, e->pid, e->tid, e->gen, e->comm, e->kernel, e->nr_kernel,
+			      e->user, e->nr_user, e->count - before, e->truncated);
+}
+
+int tk_stacks__add_diff(struct tk_stacks *out, const struct tk_stacks *cur,
+			const struct tk_stacks *prev)
+{
+	struct diff_ctx d = { out, prev };
+
+	return tk_stacks__for_each(cur, add_growth, &d);
+}

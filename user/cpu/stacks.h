@@ -41,6 +41,14 @@ int tk_stacks__add(struct tk_stacks *t, uint32_t pid, uint32_t tid, uint32_t gen
 typedef int (*tk_stacks_cb)(const struct tk_stack_entry *e, void *ctx);
 /* Visit every entry; a non-zero return from @cb stops and is returned. */
 int tk_stacks__for_each(const struct tk_stacks *t, tk_stacks_cb cb, void *ctx);
+/* The count of @e's stack (same process, thread, generation and frames) in @t; 0 if absent. */
+uint64_t tk_stacks__count(const struct tk_stacks *t, const struct tk_stack_entry *e);
+/*
+ * Add to @out what @cur counts beyond @prev (NULL: nothing), stack by stack:
+ * the interval between two cumulative tables. Also a copy (@prev NULL).
+ */
+int tk_stacks__add_diff(struct tk_stacks *out, const struct tk_stacks *cur,
+			const struct tk_stacks *prev);
 uint64_t tk_stacks__total(const struct tk_stacks *t);	/* sum of counts */
 size_t tk_stacks__size(const struct tk_stacks *t);	/* distinct entries */
 

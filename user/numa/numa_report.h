@@ -158,23 +158,11 @@ int tk_numa_report__write_json(const struct tk_numa_report *r, FILE *f);
 
 /* ---- sessions (numa_session.c) ------------------------------------------------------ */
 
-#include "tracekit/tracekit.h"
+#include "caps/caps.h"
+#include "tracekit/numa.h"
 #include "unwind/unwind.h"
 
-#define TK_NUMA_MAX_PIDS 64
 
-struct tk_numa_opts {
-	size_t sz;			/* TK_OPTS_SZ(tk_numa_opts) */
-	int pids[TK_NUMA_MAX_PIDS];	/* only these processes; none: all */
-	int nr_pids;
-	const char *cgroup;		/* cgroup v2 directory, or NULL */
-	bool stacks;			/* --stacks: user stacks of the tasks that migrate */
-	enum tk_backend backend;	/* TK_BACKEND_NONE: the snapshot's choice (bpf, vmstat) */
-	const char *proc_root;		/* default "/proc" */
-	const char *sys_root;		/* default "/sys" */
-	enum tk_unwind_mode unwind;	/* --stacks: CFI where possible (auto), fp, cfi */
-	size_t unwind_rows;		/* room for unwind rows; 0: the default (16 MiB) */
-};
 
 struct tk_numa;
 

@@ -13,6 +13,8 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "tracekit/profile.h"
+
 #define TK_PROFILE_MAX_VALUES 4
 
 struct tk_value_type {
@@ -105,7 +107,6 @@ struct tk_profile *tk_profile__new_heap(const char *backend);
  * period type, period 1. @type and @unit must outlive the profile (literals).
  */
 struct tk_profile *tk_profile__new_counts(const char *backend, const char *type, const char *unit);
-void tk_profile__free(struct tk_profile *p);
 
 /* Interning: the same mapping/function/location key returns the same id. */
 uint64_t tk_profile__mapping(struct tk_profile *p, uint64_t start, uint64_t limit, uint64_t offset,
@@ -118,33 +119,7 @@ int tk_profile__add_sample(struct tk_profile *p, const uint64_t *locs, uint32_t 
 			   const int64_t *values, uint32_t pid, uint32_t tid, const char *comm);
 /* Add (or set) a loss counter by name. */
 void tk_profile__set_loss(struct tk_profile *p, const char *name, uint64_t count);
-int tk_profile__add_comment(struct tk_profile *p, const char *fmt, ...)
-	__attribute__((format(printf, 2, 3)));
 
-/* ---- writers (profile_*.c) ------------------------------------------------------ */
-
-enum tk_format {
-	TK_FORMAT_TEXT = 0,
-	TK_FORMAT_PPROF,
-	TK_FORMAT_FOLDED,
-	TK_FORMAT_SVG,
-	TK_FORMAT_JSON,
-};
-
-/* "pprof", "folded", "svg", "json", "text" → format; -EINVAL otherwise. */
-int tk_format__parse(const char *name, enum tk_format *fmt);
-/* From an output file name: .pb.gz/.pprof → pprof, .folded, .svg, .json, .txt; -EINVAL. */
-int tk_format__from_path(const char *path, enum tk_format *fmt);
-
-/* gzipped profile.proto */
-int tk_profile__write_pprof(const struct tk_profile *p, FILE *f);
-/* "comm;main;caller;callee 42" per stack (root first), value = samples */
-int tk_profile__write_folded(const struct tk_profile *p, FILE *f);
-/* self-contained SVG flame graph */
-int tk_profile__write_svg(const struct tk_profile *p, FILE *f, const char *title);
-int tk_profile__write_json(const struct tk_profile *p, FILE *f);
-/* top-@top functions by self and total samples, within 80 columns */
-int tk_profile__write_text(const struct tk_profile *p, FILE *f, int top);
-int tk_profile__write(const struct tk_profile *p, enum tk_format fmt, FILE *f);
+/* the writers: include/tracekit/profile.h */
 
 #endif /* __TK_PROFILE_H */

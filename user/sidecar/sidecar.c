@@ -35,7 +35,7 @@
 #include "alloc/jedump.h"
 #include "core/outfile.h"
 #include "cpu/perf_ring.h"
-#include "sidecar/sidecar.h"
+#include "tracekit/sidecar.h"
 
 #define DEFAULT_FREQ 99
 #define DEFAULT_PERIOD_S 60

@@ -14,7 +14,8 @@
 #include <stdint.h>
 #include <linux/types.h>
 
-#include "bpf/unwind.h"	/* the rows and the process entries */
+#include "bpf/unwind.h"
+#include "tracekit/common.h"	/* the rows and the process entries */
 
 /* ---- tables (unwind_table.c) ------------------------------------------------------------ */
 
@@ -138,11 +139,7 @@ const char *tk_unw__loss_name(enum unw_counter c);
 
 /* ---- what a user asks for -------------------------------------------------------------- */
 
-enum tk_unwind_mode {
-	TK_UNWIND_AUTO = 0,		/* CFI where the kernel allows it, else frame pointers */
-	TK_UNWIND_FP,			/* frame pointers only (the kernel's bpf_get_stack) */
-	TK_UNWIND_CFI,			/* CFI; fail when it cannot be had */
-};
+/* enum tk_unwind_mode: include/tracekit/common.h */
 
 /* "auto", "fp", "cfi" → mode; -EINVAL otherwise. */
 int tk_unwind_mode__parse(const char *s, enum tk_unwind_mode *mode);

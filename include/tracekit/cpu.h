@@ -1,0 +1,46 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause */
+/*
+ * CPU profiling: where the CPU goes, by kernel and user stack, at a frequency.
+ * Run it as a session (tracekit/session.h: tk_session__open_cpu).
+ */
+#ifndef __TRACEKIT_CPU_H
+#define __TRACEKIT_CPU_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "tracekit/common.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define TK_CPU_MAX_PIDS 64
+
+struct tk_cpu_opts {
+	size_t sz;			/* TK_OPTS_SZ(tk_cpu_opts) */
+	int freq_hz;			/* default 99 */
+	int pids[TK_CPU_MAX_PIDS];	/* processes to profile; none: whole system */
+	int nr_pids;
+	bool follow_children;		/* also profile processes the pids fork later */
+	const char *cgroup;		/* cgroup v2 directory to narrow to, or NULL */
+	bool user_only;
+	bool kernel_only;
+	enum tk_backend backend;	/* TK_BACKEND_NONE: choose from the snapshot */
+	const char *proc_root;		/* default "/proc" */
+	enum tk_unwind_mode unwind;	/* user stacks: CFI where possible (auto), fp, cfi */
+	size_t unwind_rows;		/* room for unwind rows; 0: the default (16 MiB) */
+};
+
+struct tk_cpu_stats {
+	uint64_t samples;
+	uint64_t processes;		/* distinct processes seen */
+	uint64_t lost;			/* sum of all loss counters so far */
+};
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* __TRACEKIT_CPU_H */
