@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 
 #include "cli.h"
 #include "core/fsutil.h"
@@ -140,22 +141,15 @@ int outputs_resolve(struct outputs *o, const char *cmd)
 	return 0;
 }
 
-int outputs_write(const struct outputs *o, const char *cmd, const struct tk_profile *p, int top)
+int outputs_write(const struct outputs *o, const char *cmd, const struct tk_result *r, int top)
 {
-	struct tk_outfile out;
 	int i, err;
 
 	for (i = 0; i < o->n; i++) {
-		err = tk_outfile__open(&out, o->path[i]);
-		if (err)
-			return fail(EXIT_FAILURE, "%s: cannot write '%s': %s", cmd, o->path[i],
-				    strerror(-err));
-		err = o->fmt[i] == TK_FORMAT_TEXT ? tk_profile__write_text(p, out.f, top)
-						  : tk_profile__write(p, o->fmt[i], out.f);
-		if (!err)
-			err = tk_outfile__commit(&out);
-		else
-			tk_outfile__abort(&out);
+		err = tk_result__write_file(r, o->path[i], o->fmt[i], top);
+		if (err == -ELOOP)
+			return fail(EXIT_FAILURE, "%s: cannot write '%s': it is a symlink (refused: "
+				    "never followed nor replaced)", cmd, o->path[i]);
 		if (err)
 			return fail(EXIT_FAILURE, "%s: writing '%s' failed: %s", cmd, o->path[i],
 				    strerror(-err));
@@ -208,19 +202,134 @@ int common_option(const char *cmd, int c, char **argv, const char *usage, struct
 	}
 }
 
-volatile sig_atomic_t stop_requested;
+/* The session a SIGINT or SIGTERM ends (tk_session__stop is async-signal-safe). */
+static struct tk_session *volatile stop_session;
 
 static void on_stop_signal(int sig)
 {
-	stop_requested = 1;
+	tk_session__stop(stop_session);
 }
 
-void catch_stop_signals(void)
+/* Without SA_RESTART: a signal ends a wait at once. */
+static void catch_stop_signals(struct tk_session *s)
 {
 	struct sigaction sa = { .sa_handler = on_stop_signal };
 
+	stop_session = s;
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
+}
+
+struct run_ctx {
+	const struct cli_run *run;
+	bool tty;
+};
+
+static void status_line(struct tk_session *s, const struct cli_run *run, double elapsed,
+			bool final)
+{
+	struct tk_session_stats st;
+
+	tk_session__stats(s, &st);
+	fprintf(stderr, "\r\033[K%.1f s  ", elapsed);
+	switch (tk_session__collector(s)) {
+	case TK_COLLECT_CPU:
+		fprintf(stderr, "%llu samples  %llu processes  %llu lost",
+			(unsigned long long)st.events, (unsigned long long)st.processes,
+			(unsigned long long)st.lost);
+		break;
+	case TK_COLLECT_ALLOC:
+		fprintf(stderr, "%llu recorded  %llu live  %llu lost",
+			(unsigned long long)st.events, (unsigned long long)st.live,
+			(unsigned long long)st.lost);
+		break;
+	default:
+		fprintf(stderr, "backend %s", tk_session__backend(s));
+		break;
+	}
+	if (final)
+		fputc('\n', stderr);
+}
+
+static void on_tick(struct tk_session *s, double elapsed, void *arg)
+{
+	struct run_ctx *rc = arg;
+
+	if (rc->tty)
+		status_line(s, rc->run, elapsed, false);
+}
+
+static int on_interval(struct tk_session *s, struct tk_result *r, double elapsed, void *arg)
+{
+	struct run_ctx *rc = arg;
+	int err;
+
+	if (rc->tty)
+		fputs("\r\033[K", stderr);
+	printf("--- %.1f s\n", elapsed);
+	err = tk_result__write(r, TK_FORMAT_TEXT, stdout, rc->run->top);
+	fflush(stdout);
+	tk_result__free(r);
+	if (err)
+		fprintf(stderr, "tracekit: %s: no interval report: %s\n", rc->run->cmd,
+			strerror(-err));
+	return 0;
+}
+
+int cli_session(struct tk_session *s, const struct cli_run *run)
+{
+	struct tk_run_opts ro = { .sz = sizeof(ro) };
+	struct run_ctx rc = { .run = run, .tty = isatty(2) };
+	struct tk_result *r = NULL;
+	int err, ret = EXIT_FAILURE, status;
+	int64_t t0;
+	char why[512];
+	struct timespec ts;
+
+	catch_stop_signals(s);
+	err = tk_session__start(s, why, sizeof(why));
+	if (err) {
+		ret = fail(EXIT_FAILURE, "%s: %s", run->cmd, why[0] ? why : strerror(-err));
+		goto out;
+	}
+	if (env.verbose && tk_session__describe(s)[0])
+		fprintf(stderr, "tracekit: %s: backend %s: %s\n", run->cmd, tk_session__backend(s),
+			tk_session__describe(s));
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	t0 = ts.tv_sec * 1000000000LL + ts.tv_nsec;
+	ro.duration_ms = (uint64_t)(run->duration * 1000);
+	ro.interval_ms = (uint64_t)(run->interval * 1000);
+	ro.on_interval = on_interval;
+	ro.on_tick = on_tick;
+	ro.ctx = &rc;
+	err = tk_session__run(s, &ro);
+	if (err) {
+		ret = fail(EXIT_FAILURE, "%s: collection failed: %s", run->cmd, strerror(-err));
+		goto out;
+	}
+	if (rc.tty) {
+		clock_gettime(CLOCK_MONOTONIC, &ts);
+		status_line(s, run, (ts.tv_sec * 1000000000LL + ts.tv_nsec - t0) / 1e9, true);
+	}
+	err = tk_session__finish(s, &r);
+	if (err) {
+		ret = fail(EXIT_FAILURE, "%s: cannot build the %s: %s", run->cmd,
+			   tk_session__collector(s) == TK_COLLECT_NUMA ? "report" : "profile",
+			   strerror(-err));
+		goto out;
+	}
+	if (outputs_write(run->outs, run->cmd, r, run->top))
+		goto out;
+	ret = EXIT_SUCCESS;
+out:
+	stop_session = NULL;
+	status = tk_session__exit_status(s);
+	if (status >= 0 && WIFEXITED(status) && WEXITSTATUS(status) && run->argv)
+		fprintf(stderr, "tracekit: '%s' exited with status %d\n", run->argv[0],
+			WEXITSTATUS(status));
+	tk_result__free(r);
+	tk_session__free(s);
+	return ret;
 }
 
 double mono_s(void)

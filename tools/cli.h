@@ -8,7 +8,7 @@
 #include <stdbool.h>
 
 #include "profile/profile.h"
-#include "tracekit/common.h"
+#include "tracekit/tracekit.h"
 #include "unwind/unwind.h"
 
 #define EXIT_USAGE 2
@@ -35,10 +35,6 @@ void cli_log(void *ctx, enum tk_log_level level, const char *fmt, va_list ap);
 /* True when @argv (up to "--") contains @opt. */
 bool has_option(int argc, char **argv, const char *opt);
 
-/* Set by SIGINT or SIGTERM once catch_stop_signals() ran: the capture ends, output is written. */
-extern volatile sig_atomic_t stop_requested;
-/* Catch SIGINT and SIGTERM without SA_RESTART, so a signal ends a wait at once. */
-void catch_stop_signals(void);
 /* CLOCK_MONOTONIC in seconds. */
 double mono_s(void);
 /* A number of seconds (fractions allowed) in [@min, @max], or -EINVAL. */
@@ -60,7 +56,21 @@ int outputs_add(struct outputs *o, const char *cmd, const char *path);
 /* Formats from --format or the names (stdout text when none); 0 or a usage error's code. */
 int outputs_resolve(struct outputs *o, const char *cmd);
 /* Write every output whole or not at all; 0 or EXIT_FAILURE (after saying why). */
-int outputs_write(const struct outputs *o, const char *cmd, const struct tk_profile *p, int top);
+int outputs_write(const struct outputs *o, const char *cmd, const struct tk_result *r, int top);
+
+/* How a collecting command runs its session (cli_session). */
+struct cli_run {
+	const char *cmd;		/* "cpu", "alloc", "numa" */
+	double duration, interval;	/* seconds; 0: none */
+	const struct outputs *outs;
+	int top;
+	char *const *argv;		/* the command, for its exit status */
+};
+/*
+ * Start @s, run it (status line on a terminal, -i reports on stdout, SIGINT
+ * and SIGTERM end it), finish, write the outputs; frees @s. Returns the exit code.
+ */
+int cli_session(struct tk_session *s, const struct cli_run *run);
 
 /*
  * The options every collecting command (cpu, alloc, numa) shares, by these

@@ -90,16 +90,6 @@ static int parse_bytes(const char *s, uint64_t *out)
 	return 0;
 }
 
-static void status_line(struct tk_alloc *a, double elapsed, bool final)
-{
-	struct tk_alloc_stats st;
-
-	tk_alloc__stats(a, &st);
-	fprintf(stderr, "\r\033[K%.1f s  %" PRIu64 " recorded  %" PRIu64 " live  %" PRIu64
-		" lost%s", elapsed, st.allocs + st.growth_events, st.live, st.lost,
-		final ? "\n" : "");
-}
-
 /* The expected slowdown of @mode, measured on the running process. */
 static void print_expectation(int pid, const struct tk_caps *caps, enum tk_alloc_mode mode)
 {
@@ -145,16 +135,15 @@ int cmd_alloc(int argc, char **argv)
 	};
 	struct tk_alloc_opts aopts = { .sz = TK_OPTS_SZ(tk_alloc_opts) };
 	struct tk_caps_opts capopts = { .sz = TK_OPTS_SZ(tk_caps_opts) };
+	struct tk_session_opts sopts = { .sz = TK_OPTS_SZ(tk_session_opts), .log = cli_log };
+	struct cli_run run = { .cmd = "alloc" };
 	struct outputs outs = {};
-	double duration = 0, interval = 0, min_age = 0, t0, last_status = 0, last_interval;
-	long top = 20;
-	struct tk_profile *prof = NULL;
+	double duration = 0, interval = 0, min_age = 0;
 	struct tk_caps *caps = NULL;
-	struct tk_alloc *a = NULL;
-	int c, err, ret = EXIT_FAILURE, child_status = 0;
-	bool tty = isatty(2), child_done = false;
-	pid_t child = 0;
+	struct tk_session *s;
+	long top = 20;
 	char why[512];
+	int c, err;
 
 	env.json = has_option(argc, argv, "--json");
 	opterr = 0;
@@ -233,114 +222,41 @@ int cmd_alloc(int argc, char **argv)
 	if (aopts.pid && kill(aopts.pid, 0) && errno == ESRCH)
 		return fail(EXIT_FAILURE, "alloc: no process with PID %d", aopts.pid);
 	if (optind < argc)
-		aopts.argv = argv + optind;
+		sopts.argv = argv + optind;
+	aopts.min_age_ns = (uint64_t)(min_age * 1e9);
 	if (env.verbose)
 		capopts.log = cli_log;
 	capopts.pid = aopts.pid;
 
-	caps = calloc(1, sizeof(*caps));
-	if (!caps)
-		return fail(EXIT_FAILURE, "out of memory");
-	err = tk_caps__snapshot(&capopts, caps);
-	if (err) {
-		ret = fail(EXIT_FAILURE, "alloc: cannot take the capability snapshot: %s",
-			   strerror(-err));
-		goto out;
-	}
+	err = tk_caps__take(&capopts, &caps);
+	if (err)
+		return fail(EXIT_FAILURE, "alloc: cannot take the capability snapshot: %s",
+			    strerror(-err));
 	if (aopts.pid && aopts.mode != TK_ALLOC_MODE_GROWTH &&
 	    aopts.backend != TK_BACKEND_JEMALLOC &&
-	    caps->backends[TK_COLLECT_ALLOC].backend == TK_BACKEND_BPF)
+	    tk_caps__backend(caps, TK_COLLECT_ALLOC, NULL) == TK_BACKEND_BPF)
 		print_expectation(aopts.pid, caps, aopts.mode);
 	else if (aopts.mode == TK_ALLOC_MODE_FULL)
 		fprintf(stderr, "tracekit: alloc: --mode full traps every allocation and free "
 			"(a uprobe each, microseconds apiece): the program will run much slower\n");
 
-	err = tk_alloc__open(&aopts, caps, &a, why, sizeof(why));
-	if (err) {
-		ret = fail(EXIT_FAILURE, "alloc: %s%s", why[0] ? why : strerror(-err),
-			   err == -EPERM || err == -EACCES ? " (see 'tracekit caps')" : "");
-		goto out;
+	sopts.caps = caps;
+	s = tk_session__open_alloc(&aopts, &sopts, why, sizeof(why));
+	if (!s) {
+		err = -errno;
+		tk_caps__free(caps);
+		return fail(EXIT_FAILURE, "alloc: %s%s", why[0] ? why : strerror(-err),
+			    err == -EPERM || err == -EACCES ? " (see 'tracekit caps')" : "");
 	}
-	if (aopts.argv)
-		child = tk_alloc__pid(a);
-	if (min_age && !strcmp(tk_alloc__backend(a), "jemalloc"))
+	if (min_age && !strcmp(tk_session__backend(s), "jemalloc"))
 		fprintf(stderr, "tracekit: alloc: --min-age is ignored: jemalloc's dumps do not "
 			"say when objects were allocated\n");
-	catch_stop_signals();
-	err = tk_alloc__start(a, why, sizeof(why));
-	if (err) {
-		ret = fail(EXIT_FAILURE, "alloc: cannot start: %s%s", why[0] ? why : strerror(-err),
-			   err == -EPERM || err == -EACCES ? " (see 'tracekit caps')" : "");
-		goto out;
-	}
-	if (env.verbose)
-		fprintf(stderr, "tracekit: alloc: backend %s: %s\n", tk_alloc__backend(a),
-			tk_alloc__describe(a));
-
-	t0 = last_interval = mono_s();
-	while (!stop_requested) {
-		double now;
-
-		err = tk_alloc__poll(a, 100);
-		if (err) {
-			ret = fail(EXIT_FAILURE, "alloc: tracing failed: %s", strerror(-err));
-			goto out;
-		}
-		now = mono_s();
-		if (duration && now - t0 >= duration)
-			break;
-		if (child > 0 && waitpid(child, &child_status, WNOHANG) == child) {
-			child_done = true;
-			break;
-		}
-		if (!child && !process_alive(aopts.pid))
-			break;
-		if (interval && now - last_interval >= interval) {
-			struct tk_profile *snap;
-
-			last_interval = now;
-			if (tty)
-				fputs("\r\033[K", stderr);
-			err = tk_alloc__snapshot(a, (uint64_t)(min_age * 1e9), &snap);
-			if (err) {
-				fprintf(stderr, "tracekit: alloc: no interval report: %s\n",
-					strerror(-err));
-			} else {
-				printf("--- %.1f s\n", now - t0);
-				tk_profile__write_text(snap, stdout, top);
-				fflush(stdout);
-				tk_profile__free(snap);
-			}
-		}
-		if (tty && now - last_status >= 0.5) {
-			status_line(a, now - t0, false);
-			last_status = now;
-		}
-	}
-	if (tty)
-		status_line(a, mono_s() - t0, true);
-
-	err = tk_alloc__finish(a, (uint64_t)(min_age * 1e9), &prof);
-	if (err) {
-		const char *je = strcmp(tk_alloc__backend(a), "jemalloc") ? NULL :
-				 tk_alloc_je__error(a);
-
-		ret = fail(EXIT_FAILURE, "alloc: cannot build the profile: %s",
-			   je ? je : strerror(-err));
-		goto out;
-	}
-	if (outputs_write(&outs, "alloc", prof, top))
-		goto out;
-	ret = EXIT_SUCCESS;
-out:
-	/* stopped early: the command goes on untraced (tk_alloc__free kills one never started) */
-	tk_profile__free(prof);
-	tk_alloc__free(a);
-	if (child > 0 && !child_done && waitpid(child, &child_status, WNOHANG) == child)
-		child_done = true;
-	if (child_done && WIFEXITED(child_status) && WEXITSTATUS(child_status))
-		fprintf(stderr, "tracekit: '%s' exited with status %d\n", aopts.argv[0],
-			WEXITSTATUS(child_status));
-	free(caps);
-	return ret;
+	run.duration = duration;
+	run.interval = interval;
+	run.outs = &outs;
+	run.top = top;
+	run.argv = sopts.argv;
+	err = cli_session(s, &run);
+	tk_caps__free(caps);
+	return err;
 }

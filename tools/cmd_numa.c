@@ -94,84 +94,6 @@ static int resolve_outputs(struct outputs *o, bool stacks)
 	return 0;
 }
 
-static int write_outputs(const struct outputs *o, const struct tk_numa_report *r,
-			 const struct tk_profile *prof, int top)
-{
-	struct tk_outfile out;
-	int i, err;
-
-	for (i = 0; i < o->n; i++) {
-		err = tk_outfile__open(&out, o->path[i]);
-		if (err)
-			return fail(EXIT_FAILURE, "numa: cannot write '%s': %s", o->path[i],
-				    err == -ELOOP ? "it is a symlink (refused: never followed "
-				    "nor replaced)" : strerror(-err));
-		if (o->fmt[i] == TK_FORMAT_TEXT)
-			err = tk_numa_report__write_text(r, out.f, top);
-		else if (o->fmt[i] == TK_FORMAT_JSON)
-			err = tk_numa_report__write_json(r, out.f);
-		else
-			err = tk_profile__write(prof, o->fmt[i], out.f);
-		if (!err)
-			err = tk_outfile__commit(&out);
-		else
-			tk_outfile__abort(&out);
-		if (err)
-			return fail(EXIT_FAILURE, "numa: writing '%s' failed: %s", o->path[i],
-				    strerror(-err));
-	}
-	return 0;
-}
-
-static bool any_alive(const struct tk_numa_opts *o)
-{
-	int i;
-
-	for (i = 0; i < o->nr_pids; i++)
-		if (process_alive(o->pids[i]))
-			return true;
-	return false;
-}
-
-/* Open and start the session; with --backend auto, vmstat when eBPF fails. */
-static int open_session(struct tk_numa_opts *nopts, const struct tk_caps *caps,
-			struct tk_numa **out, char *fallback, size_t fallback_sz)
-{
-	char why[512];
-	int err;
-
-	fallback[0] = '\0';
-	err = tk_numa__open(nopts, caps, out, why, sizeof(why));
-	if (!err) {
-		err = tk_numa__start(*out, why, sizeof(why));
-		if (err) {
-			tk_numa__free(*out);
-			*out = NULL;
-		}
-	}
-	if (!err)
-		return 0;
-	if (nopts->backend == TK_BACKEND_NONE &&
-	    caps->backends[TK_COLLECT_NUMA].backend == TK_BACKEND_BPF) {
-		snprintf(fallback, fallback_sz, "eBPF backend: %s",
-			 why[0] ? why : strerror(-err));
-		fprintf(stderr, "tracekit: numa: %s; counting with vmstat instead\n", fallback);
-		nopts->backend = TK_BACKEND_VMSTAT;
-		err = tk_numa__open(nopts, caps, out, why, sizeof(why));
-		if (!err) {
-			err = tk_numa__start(*out, why, sizeof(why));
-			if (err) {
-				tk_numa__free(*out);
-				*out = NULL;
-			}
-		}
-		if (!err)
-			return 0;
-	}
-	return fail(EXIT_FAILURE, "numa: %s%s", why[0] ? why : strerror(-err),
-		    err == -EPERM || err == -EACCES ? " (see 'tracekit caps')" : "");
-}
-
 int cmd_numa(int argc, char **argv)
 {
 	enum { OPT_CGROUP = 256, OPT_STACKS, OPT_BACKEND };
@@ -187,16 +109,14 @@ int cmd_numa(int argc, char **argv)
 		{},
 	};
 	struct tk_numa_opts nopts = { .sz = TK_OPTS_SZ(tk_numa_opts) };
-	struct tk_caps_opts capopts = { .sz = TK_OPTS_SZ(tk_caps_opts), .scope = TK_CAPS_ALL };
-	struct tk_numa_report total = {};
+	struct tk_session_opts sopts = { .sz = TK_OPTS_SZ(tk_session_opts), .log = cli_log };
+	struct cli_run run = { .cmd = "numa" };
 	struct outputs outs = {};
-	double duration = 0, interval = 0, t0, now, last_interval, last_status = 0;
-	struct tk_profile *prof = NULL;
-	struct tk_caps *caps = NULL;
-	struct tk_numa *n = NULL;
-	bool tty = isatty(2), need_stacks = false, have_total = false;
-	char fallback[400];
-	int c, i, err, ret = EXIT_FAILURE;
+	double duration = 0, interval = 0;
+	bool need_stacks = false;
+	struct tk_session *s;
+	char why[512];
+	int c, i, err;
 	long top = 20;
 
 	env.json = has_option(argc, argv, "--json");
@@ -261,112 +181,24 @@ int cmd_numa(int argc, char **argv)
 			return fail(EXIT_FAILURE, "numa: cannot write '%s': it is a symlink (refused: "
 				    "never followed nor replaced)", outs.path[i]);
 	}
-	for (i = 0; i < nopts.nr_pids; i++)
-		if (kill(nopts.pids[i], 0) && errno == ESRCH)
-			return fail(EXIT_FAILURE, "numa: no process with PID %d", nopts.pids[i]);
-	if (nopts.cgroup) {
-		struct statfs sfs;
-
-		if (statfs(nopts.cgroup, &sfs))
-			return fail(EXIT_FAILURE, "numa: --cgroup '%s': %s", nopts.cgroup,
-				    strerror(errno));
-		if (sfs.f_type != CGROUP2_SUPER_MAGIC)
-			return fail(EXIT_FAILURE, "numa: --cgroup '%s' is not a cgroup v2 directory "
-				    "(see /proc/self/mountinfo for cgroup2 mounts)", nopts.cgroup);
+	s = tk_session__open_numa(&nopts, &sopts, why, sizeof(why));
+	if (!s) {
+		err = -errno;
+		return fail(EXIT_FAILURE, "numa: %s%s", why[0] ? why : strerror(-err),
+			    err == -EPERM || err == -EACCES ? " (see 'tracekit caps')" : "");
 	}
 	if (env.verbose)
-		capopts.log = cli_log;
-
-	caps = calloc(1, sizeof(*caps));
-	if (!caps)
-		return fail(EXIT_FAILURE, "out of memory");
-	err = tk_caps__snapshot(&capopts, caps);
-	if (err) {
-		ret = fail(EXIT_FAILURE, "numa: cannot take the capability snapshot: %s",
-			   strerror(-err));
-		goto out;
+		fprintf(stderr, "tracekit: numa: backend %s%s%s\n", tk_session__backend(s),
+			tk_session__why_backend(s)[0] ? ": " : "", tk_session__why_backend(s));
+	if (need_stacks && strcmp(tk_session__backend(s), "bpf")) {
+		err = fail(EXIT_FAILURE, "numa: --stacks needs the bpf backend; this run uses %s",
+			   tk_session__backend(s));
+		tk_session__free(s);
+		return err;
 	}
-	catch_stop_signals();
-	if (open_session(&nopts, caps, &n, fallback, sizeof(fallback))) {
-		ret = EXIT_FAILURE;
-		goto out;
-	}
-	if (strcmp(tk_numa__backend(n), "bpf") && !fallback[0] &&
-	    nopts.backend == TK_BACKEND_NONE)
-		fprintf(stderr, "tracekit: numa: backend %s: %s\n", tk_numa__backend(n),
-			caps->backends[TK_COLLECT_NUMA].reason);
-	else if (env.verbose)
-		fprintf(stderr, "tracekit: numa: backend %s%s%s\n", tk_numa__backend(n),
-			nopts.backend == TK_BACKEND_NONE && !fallback[0] ? ": " : "",
-			nopts.backend == TK_BACKEND_NONE && !fallback[0] ?
-			caps->backends[TK_COLLECT_NUMA].reason : "");
-	if (need_stacks && strcmp(tk_numa__backend(n), "bpf")) {
-		ret = fail(EXIT_FAILURE, "numa: --stacks needs the bpf backend; this run uses %s",
-			   tk_numa__backend(n));
-		goto out;
-	}
-
-	t0 = last_interval = mono_s();
-	while (!stop_requested) {
-		err = tk_numa__poll(n, 100);
-		if (err) {
-			ret = fail(EXIT_FAILURE, "numa: tracing failed: %s", strerror(-err));
-			goto out;
-		}
-		now = mono_s();
-		if (duration && now - t0 >= duration)
-			break;
-		if (nopts.nr_pids && !any_alive(&nopts))
-			break;
-		if (interval && now - last_interval >= interval) {
-			struct tk_numa_report iv;
-
-			last_interval = now;
-			if (tty)
-				fputs("\r\033[K", stderr);
-			err = tk_numa__collect(n, &iv, NULL);
-			if (err) {
-				fprintf(stderr, "tracekit: numa: no interval report: %s\n",
-					strerror(-err));
-			} else {
-				printf("--- %.1f s\n", now - t0);
-				tk_numa_report__write_text(&iv, stdout, top);
-				fflush(stdout);
-				tk_numa_report__free(&iv);
-			}
-		}
-		if (tty && now - last_status >= 0.5) {
-			fprintf(stderr, "\r\033[K%.1f s  backend %s", now - t0, tk_numa__backend(n));
-			last_status = now;
-		}
-	}
-	if (tty)
-		fputs("\r\033[K", stderr);
-
-	err = tk_numa__collect(n, NULL, &total);
-	if (err) {
-		ret = fail(EXIT_FAILURE, "numa: cannot read what was recorded: %s", strerror(-err));
-		goto out;
-	}
-	have_total = true;
-	if (fallback[0])
-		tk_numa_report__missing(&total, "%s", fallback);
-	if (need_stacks) {
-		err = tk_numa__stacks(n, &prof);
-		if (err) {
-			ret = fail(EXIT_FAILURE, "numa: cannot build the --stacks profile: %s",
-				   strerror(-err));
-			goto out;
-		}
-	}
-	if (write_outputs(&outs, &total, prof, top))
-		goto out;
-	ret = EXIT_SUCCESS;
-out:
-	if (have_total)
-		tk_numa_report__free(&total);
-	tk_profile__free(prof);
-	tk_numa__free(n);
-	free(caps);
-	return ret;
+	run.duration = duration;
+	run.interval = interval;
+	run.outs = &outs;
+	run.top = top;
+	return cli_session(s, &run);
 }
