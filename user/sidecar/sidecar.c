@@ -245,14 +245,15 @@ static int write_file(struct tk_sidecar *s, const struct tk_profile *p, const ch
 	return tk_outfile__commit(&o);
 }
 
-static int write_period(struct tk_sidecar *s, int64_t start_real, int64_t start_mono)
+/* The period that ends now (@final: sampling stopped) into its file. */
+static int write_period(struct tk_sidecar *s, bool final, int64_t start_real)
 {
 	struct tk_cpu *c = &s->cpu;
 	struct tk_cpu_stats st;
 	struct tk_profile *p;
 	int err;
 
-	err = tk_cpu__build_profile(c, start_real, start_mono, &p);
+	err = tk_cpu__rotate(c, final, &p);
 	if (err)
 		return err;
 	tk_profile__add_comment(p, "tracekit sidecar: pid %d, period %llu of %d s", (int)s->pid,
@@ -260,9 +261,10 @@ static int write_period(struct tk_sidecar *s, int64_t start_real, int64_t start_
 	err = write_file(s, p, "cpu", start_real, &s->seq);
 	if (!err) {
 		atomic_fetch_add(&s->files, 1);
+		/* the session counts from its start: the files' share so far */
 		tk_cpu__stats(c, &st);
-		atomic_fetch_add(&s->samples, st.samples);
-		atomic_fetch_add(&s->lost, st.lost);
+		atomic_store(&s->samples, st.samples);
+		atomic_store(&s->lost, st.lost);
 	}
 	tk_profile__free(p);
 	return err;
@@ -355,20 +357,6 @@ static int write_heap(struct tk_sidecar *s, int64_t start_real, int64_t end_real
 	return err;
 }
 
-/* A fresh table and counters for the next period. */
-static int next_period(struct tk_cpu *c)
-{
-	struct tk_stacks *t = tk_stacks__new();
-
-	if (!t)
-		return -ENOMEM;
-	tk_stacks__free(c->stacks);
-	c->stacks = t;
-	memset(c->losses, 0, sizeof(c->losses));
-	c->samples = 0;
-	return 0;
-}
-
 /* ---- the thread ------------------------------------------------------------ */
 
 static void report(struct tk_sidecar *s, int state, const char *why)
@@ -449,6 +437,7 @@ static int setup(struct tk_sidecar *s, char *why, size_t why_sz)
 	c->opts.pids[0] = s->pid;
 	c->opts.nr_pids = 1;
 	c->be = &tk_cpu_backend_perf;
+	c->periods_only = true;		/* a file per period; nothing kept after it */
 	c->stacks = tk_stacks__new();
 	if (!c->stacks)
 		return -ENOMEM;
@@ -511,16 +500,14 @@ static void *run(void *arg)
 			if (stopping || now >= deadline)
 				break;
 			left_ms = (deadline - now) / 1000000 + 1;
-			err = c->be->poll(c, left_ms < POLL_MS ? (int)left_ms : POLL_MS);
+			err = tk_cpu__poll(c, left_ms < POLL_MS ? (int)left_ms : POLL_MS);
 			if (err && err != -EINTR) {
 				atomic_store(&s->last_error, err);
 				stopping = true;	/* the events are unusable: end here */
 				break;
 			}
 		}
-		if (stopping)
-			c->be->drain(c);
-		err = write_period(s, start_real, start_mono);
+		err = write_period(s, stopping, start_real);
 		atomic_fetch_add(&s->periods, 1);
 		if (err)
 			atomic_store(&s->last_error, err);
@@ -529,8 +516,6 @@ static void *run(void *arg)
 			if (err)
 				atomic_store(&s->heap_last_error, err);
 		}
-		if (next_period(c))
-			break;
 		start_real = tk_now_ns(CLOCK_REALTIME);
 		start_mono = tk_now_ns(CLOCK_MONOTONIC);
 	}
