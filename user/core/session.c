@@ -233,7 +233,8 @@ struct tk_session *tk_session__new(const struct tk_collector_ops *ops, void *cop
 		goto fail;
 	}
 	s->log = (struct tk_log){ s->sopts.log, s->sopts.log_ctx };
-	memcpy(s->pids, pids, nr_pids * sizeof(*pids));
+	if (nr_pids)
+		memcpy(s->pids, pids, nr_pids * sizeof(*pids));
 	s->nr_pids = nr_pids;
 	for (i = 0; i < nr_pids; i++) {
 		if (kill(pids[i], 0) && errno == ESRCH) {
