@@ -90,7 +90,8 @@ endif
 
 all: $(BUILD)/tracekit $(PRELOADS) tests
 
-tests: $(UNIT_BINS) $(SAN_UNIT_BINS) $(INTEG_BINS) $(WORKLOAD_LIBS) $(WORKLOADS) $(FUZZERS)
+tests: $(UNIT_BINS) $(SAN_UNIT_BINS) $(INTEG_BINS) $(WORKLOAD_LIBS) $(WORKLOADS) $(FUZZERS) \
+	$(EXAMPLES) $(BUILD)/examples/headers.ok
 
 static: $(BUILD)/tracekit-static
 
@@ -180,6 +181,25 @@ $(BUILD)/tests/integration/%: $(OBJ)/tests/integration/%.o $(TEST_HELPER_OBJS) $
 	$(call msg,LINK,$@)
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) $(CFLAGS) $^ -lcmocka $(LIBS) -o $@
+
+# --- the API's example programs (docs/examples/): only the public headers, as an embedder
+EXAMPLES := $(patsubst docs/examples/%.c,$(BUILD)/examples/%,$(sort $(wildcard docs/examples/*.c)))
+PUBLIC_HEADERS := $(sort $(wildcard include/tracekit/*.h))
+$(BUILD)/examples/%: docs/examples/%.c $(LIB) $(PUBLIC_HEADERS)
+	$(call msg,CC,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) -std=gnu11 $(CFLAGS) $(WARN) -Iinclude $< $(LIB) $(LIBS) -o $@
+# every public header stands alone, in C and in C++
+$(BUILD)/examples/headers.ok: $(PUBLIC_HEADERS)
+	$(call msg,HEADERS,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)for h in $(PUBLIC_HEADERS); do \
+		echo "#include \"$${h#include/}\"" | $(CC) -std=c99 -Wall -Werror -Iinclude \
+			-fsyntax-only -x c - || exit 1; \
+		echo "#include \"$${h#include/}\"" | $(CLANG)++ -Wall -Werror -Iinclude \
+			-fsyntax-only -x c++ - || exit 1; \
+	done
+	$(Q)touch $@
 
 # --- preloaded libraries ------------------------------------------------------
 # The markers' uprobes walk frame pointers from the marker's entry: every function that calls
