@@ -36,6 +36,7 @@
 #include "alloc_trace.skel.h"
 #include "unwind/unwind_bpf.h"
 #include "core/internal.h"
+#include "core/percpu.h"
 #include "core/log.h"
 
 /* Not in the 6.1 uapi headers this builds against (include/uapi/linux/bpf.h) */
@@ -546,13 +547,10 @@ static void read_counters(struct tk_alloc *a, struct at_state *st)
 		{ AT_CNT_TRUNCATED, TK_ALOSS_TRUNCATED },
 		{ AT_CNT_STACK_ERRORS, TK_ALOSS_STACK_ERRORS },
 	};
-	uint64_t sum[AT_CNT__COUNT] = {};
+	uint64_t sum[AT_CNT__COUNT];
 	size_t i;
-	int cpu;
 
-	for (cpu = 0; cpu < AT_MAX_CPUS; cpu++)
-		for (i = 0; i < AT_CNT__COUNT; i++)
-			sum[i] += st->skel->bss->counters[cpu][i];
+	tk_percpu__sum(st->skel->bss->counters, AT_MAX_CPUS, AT_CNT__COUNT, sum);
 	/* with the markers, libtkalloc.so sees the calls, not BPF */
 	if (a->hook == TK_ALLOC_HOOK_UPROBES)
 		a->calls += sum[AT_CNT_ALLOC_CALLS] + sum[AT_CNT_FREE_CALLS] -
@@ -968,12 +966,10 @@ static double time_calls(void (*fn)(void), int n)
 
 static uint64_t sum_counter(struct alloc_trace_bpf *s, enum at_counter c)
 {
-	uint64_t n = 0;
-	int cpu;
+	uint64_t sum[AT_CNT__COUNT];
 
-	for (cpu = 0; cpu < AT_MAX_CPUS; cpu++)
-		n += s->bss->counters[cpu][c];
-	return n;
+	tk_percpu__sum(s->bss->counters, AT_MAX_CPUS, AT_CNT__COUNT, sum);
+	return sum[c];
 }
 
 /* One hit on @fn, the best of 3 runs of 2000 calls with and without. */

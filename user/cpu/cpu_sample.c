@@ -22,6 +22,7 @@
 #include "bpf/cpu_sample.h"
 #include "cpu_sample.skel.h"
 #include "core/fsutil.h"
+#include "core/percpu.h"
 #include "core/internal.h"
 #include "unwind/unwind_bpf.h"
 
@@ -127,12 +128,9 @@ static int handle_event(void *ctx, void *data, size_t size)
 
 static void read_counters(struct tk_cpu *c, struct bpf_state *st)
 {
-	uint64_t sum[CPU_CNT__COUNT] = {};
-	int cpu, i;
+	uint64_t sum[CPU_CNT__COUNT];
 
-	for (cpu = 0; cpu < CPU_MAX_CPUS; cpu++)
-		for (i = 0; i < CPU_CNT__COUNT; i++)
-			sum[i] += st->skel->bss->counters[cpu][i];
+	tk_percpu__sum(st->skel->bss->counters, CPU_MAX_CPUS, CPU_CNT__COUNT, sum);
 	c->samples = sum[CPU_CNT_SAMPLES];
 	c->losses[TK_LOSS_RINGBUF] = sum[CPU_CNT_RINGBUF_FULL];
 	c->losses[TK_LOSS_STACK_MAP_FULL] = sum[CPU_CNT_STACK_MAP_FULL];

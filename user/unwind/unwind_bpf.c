@@ -18,6 +18,7 @@
 #include <bpf/libbpf.h>
 
 #include "core/internal.h"
+#include "core/percpu.h"
 #include "sym/symbolize.h"
 #include "unwind/unwind_bpf.h"
 
@@ -248,12 +249,7 @@ void tk_unw_bpf__forget(struct tk_unw_bpf *u, uint32_t pid)
 void tk_unw_bpf__sum(const __u64 (*counters)[UNW_CNT__COUNT], int nr_cpus,
 		     uint64_t out[UNW_CNT__COUNT])
 {
-	int cpu, i;
-
-	memset(out, 0, UNW_CNT__COUNT * sizeof(*out));
-	for (cpu = 0; cpu < nr_cpus; cpu++)
-		for (i = 0; i < UNW_CNT__COUNT; i++)
-			out[i] += counters[cpu][i];
+	tk_percpu__sum(counters, nr_cpus, UNW_CNT__COUNT, out);
 }
 
 void tk_unw_bpf__stats(const struct tk_unw_bpf *u, struct tk_unw_info *info)
