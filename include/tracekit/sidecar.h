@@ -3,7 +3,7 @@
  * The sidecar: a program profiling its own CPU use, one pprof file per
  * period, written into a directory of its own.
  *
- * The contract (DESIGN.md, "Embedding"):
+ * The contract (docs/design.md, "Embedding"):
  * - Disabled unless opts->enabled: then tk_sidecar__start() does nothing at
  *   all and returns TK_SIDECAR_DISABLED.
  * - Where it cannot run (perf_event_open refused, the directory unusable,

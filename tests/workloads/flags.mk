@@ -32,7 +32,7 @@ WORKLOAD_CFLAGS_sym_shlib := -fno-omit-frame-pointer
 WORKLOAD_LIBS_sym_shlib := -L$(BUILD)/workloads -lsymhot -Wl,-rpath,'$$ORIGIN'
 WORKLOAD_CFLAGS_libsymhot := -fno-omit-frame-pointer
 $(BUILD)/workloads/sym_shlib: $(BUILD)/workloads/libsymhot.so
-# sidecar_example embeds libtracekit (the sidecar contract: DESIGN.md "Embedding")
+# sidecar_example embeds libtracekit (the sidecar contract: docs/design.md "Embedding")
 WORKLOAD_CFLAGS_sidecar_example := -DTK_EMBED -Iinclude $(CPU_WL_FLAGS)
 WORKLOAD_LIBS_sidecar_example := $(LIB) $(LIBS) -lpthread
 $(BUILD)/workloads/sidecar_example: $(LIB)

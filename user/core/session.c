@@ -155,8 +155,11 @@ static int open_chain(struct tk_session *s, bool start, char *why, size_t why_sz
 		if (!err && start)
 			err = s->ops->start(s, msg, sizeof(msg));
 		tk_log__pop(&scope);
-		if (!err)
+		if (!err) {
+			if (s->ops->spawns_command && s->sopts.argv)
+				s->cmd_pid = s->ops->command_pid(s);	/* this backend's */
 			return 0;
+		}
 		if (s->coll)
 			tried = backend_of(s->ops->backend(s));
 		else
@@ -167,7 +170,13 @@ static int open_chain(struct tk_session *s, bool start, char *why, size_t why_sz
 		else	/* the first failure says most; the fallback's after it */
 			put_why(why, why_sz, "%s; %s backend: %s", s->why_backend,
 				tk_backend__name(tried), msg[0] ? msg : strerror(-err));
-		if (!s->auto_backend || s->sopts.no_fallback || err == -ENOMEM)
+		/*
+		 * A collector's own command may be running by now (released before
+		 * its allocator could be hooked): another backend would start a
+		 * second one.
+		 */
+		if (!s->auto_backend || s->sopts.no_fallback || err == -ENOMEM ||
+		    (start && s->ops->spawns_command && s->sopts.argv))
 			return err;
 		b = next_backend(s->ops, tried);
 		if (b == TK_BACKEND_NONE)
@@ -278,8 +287,6 @@ struct tk_session *tk_session__new(const struct tk_collector_ops *ops, void *cop
 	err = open_chain(s, false, why, why_sz);
 	if (err)
 		goto fail;
-	if (s->sopts.argv && ops->spawns_command)
-		s->cmd_pid = ops->command_pid(s);
 	if (!s->why_backend[0] && s->auto_backend) {
 		tk_caps__backend(s->caps, ops->id, &reason);
 		snprintf(s->why_backend, sizeof(s->why_backend), "%s", reason);

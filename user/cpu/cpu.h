@@ -47,7 +47,7 @@ int tk_cpu__build_profile(struct tk_cpu *c, int64_t start_real_ns, int64_t start
 int tk_cpu__rotate(struct tk_cpu *c, bool final, struct tk_profile **out);
 void tk_cpu__free(struct tk_cpu *c);
 
-/* ---- for the backends (cpu.c, cpu_bpf.c, cpu_perf.c) ------------------------------ */
+/* ---- for the backends (cpu.c, cpu_sample.c, cpu_perf.c) ------------------------------ */
 
 /* Loss counters every CPU profile carries, by index. */
 enum tk_cpu_loss {

@@ -22,6 +22,12 @@ static int numa_open(struct tk_session *s, enum tk_backend b, char *why, size_t 
 	err = tk_numa__open(&o, s->caps, &n, why, why_sz);
 	if (err)
 		return err;
+	if (o.stacks && strcmp(tk_numa__backend(n), "bpf")) {
+		snprintf(why, why_sz, "--stacks needs the bpf backend; the %s backend has no stacks",
+			 tk_numa__backend(n));
+		tk_numa__free(n);
+		return -ENOTSUP;
+	}
 	s->coll = n;
 	return 0;
 }
