@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause */
-/* Records and keys shared by bpf/numa_trace.bpf.c and user/numa/numa_trace.c. */
+/* Records and keys shared by bpf/numa_trace.bpf.c and user/numa/numa_trace*.c. */
 #ifndef __NUMA_TRACE_H
 #define __NUMA_TRACE_H
 

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause */
 /*
  * Unwinding user stacks without frame pointers: the row tables built from an
- * object's CFI (unwind_table.c), the user-space evaluator of those rows
+ * object's CFI (unwind_table.c, its CFI pre-scan unwind_cfi_scan.c and its
+ * row builder unwind_rows.c), the user-space evaluator of those rows
  * (unwind_eval.c, the perf_event fallback's), and the store that lays tables
  * out in one array of rows and describes a process's mappings for either
  * evaluator (unwind_store.c). The format is bpf/unwind.h.

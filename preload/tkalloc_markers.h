@@ -1,0 +1,85 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause */
+/*
+ * libtkalloc.so: the markers, the functions tracekit's uprobes are put on,
+ * and the test log (tkalloc_test.h) a slow path fills beside them.
+ *
+ * Part of libtkalloc.so's one translation unit: preload/tkalloc.c includes
+ * it once, after the macros and the state it uses; it is no header for
+ * anything else. One unit, so that the fast paths inline what they read and
+ * jump straight to their slow paths. Its definitions stay static, not
+ * inline: inline would change the compiler's inlining hints, and so the code.
+ */
+#ifndef __TK_ALLOC_MARKERS_H
+#define __TK_ALLOC_MARKERS_H
+
+/* ---- the markers: tracekit's uprobes ------------------------------------------ */
+
+TK_EXPORT struct tk_alloc_test_log tk_alloc_test_log;
+
+static TK_COLD void tk_test_log(uint32_t kind, void *ptr, size_t size, void **entry_fp)
+{
+	struct tk_alloc_test_log *log = &tk_alloc_test_log;
+	uint64_t n = __atomic_fetch_add(&log->nr, 1, __ATOMIC_RELAXED);
+
+	__atomic_fetch_add(kind == TK_ALLOC_TEST_ALLOC ? &log->nr_alloc : &log->nr_free, 1,
+			   __ATOMIC_RELAXED);
+	if (n < TK_ALLOC_TEST_EVENTS) {
+		log->ev[n].ptr = (uintptr_t)ptr;
+		log->ev[n].size = size;
+		log->ev[n].tid = gettid();
+		log->ev[n].caller = (uintptr_t)entry_fp[1];
+		__atomic_store_n(&log->ev[n].kind, kind, __ATOMIC_RELEASE);
+	}
+}
+
+/*
+ * The markers: a 5-byte nop and a return, in assembly. A uprobe on a
+ * 5-byte nop is the cheapest kind: the kernel emulates it, and since 6.18
+ * (x86) rewrites it into a call of a uprobe trampoline, no trap at all
+ * (~0.25 us a hit here, against ~0.6 us for an emulated push and ~11 us
+ * for an instruction it must single-step). They keep no frame: a walk from
+ * their entry starts at the slow path's frame, whose return address is the
+ * allocation's caller (their CFI says so to a walk by CFI, which then sees
+ * the slow path as a frame of its own: tracekit drops it). The local aliases are what this library calls, so
+ * the calls do not go through its PLT.
+ */
+#define TK_MARKER_ASM(name, local)                                                  \
+	".text\n"                                                                   \
+	".p2align 4\n"                                                              \
+	".globl " name "\n"                                                         \
+	".type " name ", @function\n"                                               \
+	".globl " local "\n"                                                        \
+	".hidden " local "\n"                                                       \
+	name ":\n"                                                                  \
+	local ":\n"                                                                 \
+	"	.cfi_startproc\n"                                                   \
+	"	.byte 0x0f, 0x1f, 0x44, 0x00, 0x00\n"	/* nopl 0x0(%rax,%rax,1) */   \
+	"	ret\n"                                                              \
+	"	.cfi_endproc\n"                                                     \
+	".size " name ", .-" name "\n"
+__asm__(TK_MARKER_ASM("tk_alloc_marker_alloc", "tk_marker_alloc_local")
+	TK_MARKER_ASM("tk_alloc_marker_free", "tk_marker_free_local"));
+
+void tk_marker_alloc_local(void *ptr, size_t size);
+void tk_marker_free_local(void *ptr);
+
+/*
+ * Call a marker from a slow path (a macro: the frame read for the test log
+ * is the slow path's, as a walk from the marker's entry sees it).
+ */
+#define marker_alloc(ptr, size)                                                    \
+	do {                                                                       \
+		if (unlikely(test_log_on))                                         \
+			tk_test_log(TK_ALLOC_TEST_ALLOC, (ptr), (size),            \
+				    (void **)__builtin_frame_address(0));          \
+		tk_marker_alloc_local((ptr), (size));                              \
+	} while (0)
+#define marker_free(ptr)                                                           \
+	do {                                                                       \
+		if (unlikely(test_log_on))                                         \
+			tk_test_log(TK_ALLOC_TEST_FREE, (ptr), 0,                  \
+				    (void **)__builtin_frame_address(0));          \
+		tk_marker_free_local(ptr);                                         \
+	} while (0)
+
+#endif /* __TK_ALLOC_MARKERS_H */

@@ -1,0 +1,71 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause */
+/*
+ * Inside tk_unw_table__build(): what its parts share. unwind_table.c finds
+ * an object's CFI sections and builds its table from one; unwind_cfi_scan.c
+ * finds and checks every CIE and FDE of a section before libdw runs any of
+ * it; unwind_rows.c turns what libdw says of each FDE into rows.
+ */
+#ifndef __TK_UNWIND_TABLE_INT_H
+#define __TK_UNWIND_TABLE_INT_H
+
+#include <elfutils/libdw.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "unwind/unwind.h"
+
+struct fde {
+	uint64_t start;
+	uint64_t end;		/* exclusive */
+	uint64_t cost;		/* bytes libdw runs, at most, for one query in it */
+};
+
+struct range {
+	uint64_t start;
+	uint64_t end;
+};
+
+struct builder {
+	struct tk_unw_table *t;
+	size_t cap;			/* of t->rows */
+	struct fde *fdes;
+	size_t nr_fdes, cap_fdes;
+	struct range *exec;		/* executable PT_LOAD segments of the object */
+	size_t nr_exec;
+	uint64_t work, budget;
+	uint64_t *offs;			/* section offsets of every FDE, ascending */
+	size_t nr_offs, cap_offs;
+	bool malformed;			/* an entry could not be parsed */
+	bool unsafe;			/* a program libdw must not run (program_ok) */
+};
+
+/* One CFI section: its bytes for dwarf_next_cfi(), where they are loaded, its libdw handle. */
+struct cfi_sec {
+	Elf *e;				/* the object it is read from */
+	Elf_Data *data;
+	uint64_t vaddr;
+	bool eh;			/* .eh_frame, not .debug_frame */
+	const unsigned char *ident;
+	Dwarf_CFI *cfi;
+};
+
+/* ---- the pre-scan (unwind_cfi_scan.c) --------------------------------------------------- */
+
+/* A pointer encoded as @enc (DW_EH_PE_*) at *@p, for the sources too. */
+int tk_unw_read_encoded(const uint8_t **p, const uint8_t *end, uint8_t enc, uint64_t field_vaddr,
+			uint64_t datarel, uint64_t *val);
+/* Every FDE of @s into b->fdes, checked, and every FDE's offset into b->offs. */
+int tk_unw_collect_fdes(struct builder *b, const struct cfi_sec *s);
+/* Does every .eh_frame_hdr table libdw may take for @s name only FDEs found? */
+bool tk_unw_hdrs_ok(const struct builder *b, const struct cfi_sec *s);
+/* Sort b->fdes and drop those that overlap one before them. */
+void tk_unw_sort_fdes(struct builder *b);
+
+/* ---- rows (unwind_rows.c) --------------------------------------------------------------- */
+
+/* Append the rows of @fde to b->t, charging b->work. */
+int tk_unw_fde_rows(struct builder *b, Dwarf_CFI *cfi, const struct fde *fde,
+		    uint64_t next_start);
+
+#endif /* __TK_UNWIND_TABLE_INT_H */
