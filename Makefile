@@ -1,6 +1,7 @@
 # SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
 #
-# make            build/tracekit (dynamically linked) and the test programs
+# make            build/tracekit (dynamically linked), libtracekit (.a, .so, tracekit.pc)
+#                 and the test programs
 # make static     build/tracekit-static (one statically linked file)
 # make test       install what the tests need, build, run every test tier
 # make check      build, run the unit tests and their sanitizer builds only (the fast loop)
@@ -17,10 +18,28 @@ CLANG ?= clang
 BPFTOOL ?= bpftool
 ARCH := x86
 VERSION := 0.1.0
+VERSION_PARTS := $(subst ., ,$(VERSION))
+MAJOR := $(word 1,$(VERSION_PARTS))
+MINOR := $(word 2,$(VERSION_PARTS))
+PATCH := $(word 3,$(VERSION_PARTS))
 
 BUILD := build
 OBJ := $(BUILD)/obj
 SKEL := skeletons
+
+# Where `make install` puts things (DESTDIR, if given, is prepended to each). Debian's
+# multiarch library directory: $(CC) -print-multiarch says which (a compiler that cannot
+# say gets x86_64-linux-gnu, the only architecture tracekit builds for).
+PREFIX := /usr/local
+MULTIARCH := $(or $(shell $(CC) -print-multiarch 2>/dev/null),x86_64-linux-gnu)
+BINDIR = $(PREFIX)/bin
+LIBDIR = $(PREFIX)/lib/$(MULTIARCH)
+INCLUDEDIR = $(PREFIX)/include
+MANDIR = $(PREFIX)/share/man
+BASHCOMPDIR = $(PREFIX)/share/bash-completion/completions
+PKGCONFIGDIR = $(LIBDIR)/pkgconfig
+# libtkalloc.so and libtkagent.so: a directory of tracekit's own, not on the loader's path
+PRELOAD_DIR = $(LIBDIR)/tracekit
 
 CFLAGS ?= -g -O2
 # snprintf truncation is deliberate in fixed-size report fields
@@ -44,6 +63,15 @@ BPF_CFLAGS := -g -O2 -target bpf -D__TARGET_ARCH_$(ARCH) -Ivmlinux/$(ARCH) -Ibpf
 LIB_SRCS := $(sort $(wildcard user/*/*.c))
 LIB_OBJS := $(patsubst %.c,$(OBJ)/%.o,$(LIB_SRCS))
 LIB := $(BUILD)/libtracekit.a
+# The shared library: the same sources compiled again as PIC (the objects above are PIE,
+# for the programs), exporting only tk_* names (user/libtracekit.map), linked against the
+# shared libbpf, libdw, libelf... so none of theirs is re-exported.
+PIC_OBJ := $(BUILD)/pic
+PIC_LIB_OBJS := $(patsubst %.c,$(PIC_OBJ)/%.o,$(LIB_SRCS))
+SONAME := libtracekit.so.$(MAJOR)
+SHLIB := $(BUILD)/libtracekit.so.$(MAJOR).$(MINOR).$(PATCH)
+SHLIB_LINKS := $(BUILD)/$(SONAME) $(BUILD)/libtracekit.so
+PC := $(BUILD)/tracekit.pc
 SKELS := $(patsubst %,$(SKEL)/%.skel.h,$(BPF_APPS))
 
 UNIT_SRCS := $(sort $(wildcard tests/unit/test_*.c))
@@ -86,9 +114,9 @@ endif
 
 .DELETE_ON_ERROR:
 .SECONDARY:
-.PHONY: all static tests test check deps clean fuzz vmlinux run vmtest
+.PHONY: all static tests test check deps clean fuzz vmlinux run vmtest FORCE
 
-all: $(BUILD)/tracekit $(PRELOADS) tests
+all: $(BUILD)/tracekit $(PRELOADS) $(SHLIB_LINKS) $(PC) tests
 
 tests: $(UNIT_BINS) $(SAN_UNIT_BINS) $(INTEG_BINS) $(WORKLOAD_LIBS) $(WORKLOADS) $(FUZZERS)
 
@@ -134,6 +162,16 @@ vmtest: deps
 vmlinux:
 	$(Q)tools/gen-vmlinux-h.sh
 
+# What the build writes the install directories into (tracekit.pc, the preload directory
+# compiled into libtracekit) depends on this file, which changes only when they do: `make
+# install PREFIX=/usr` after `make` rebuilds those few files and nothing else.
+INSTALL_CONFIG := $(BUILD)/install-config
+INSTALL_CONFIG_NOW := VERSION=$(VERSION) PREFIX=$(PREFIX) LIBDIR=$(LIBDIR) \
+	INCLUDEDIR=$(INCLUDEDIR) PRELOAD_DIR=$(PRELOAD_DIR) BINDIR=$(BINDIR)
+$(INSTALL_CONFIG): FORCE | $(OBJ)
+	$(Q)if [ "$$(cat $@ 2>/dev/null)" != '$(INSTALL_CONFIG_NOW)' ]; then \
+		printf '%s\n' '$(INSTALL_CONFIG_NOW)' > $@; fi
+
 # --- BPF: object -> linked object -> skeleton --------------------------------
 $(BUILD)/bpf/%.tmp.bpf.o: bpf/%.bpf.c vmlinux/$(ARCH)/vmlinux.h | $(BUILD)/bpf
 	$(call msg,BPF,$@)
@@ -149,7 +187,7 @@ $(SKEL)/%.skel.h: $(BUILD)/bpf/%.bpf.o | $(SKEL)
 
 # Skeletons are generated headers: every library object waits for them (order only; the
 # dependency files name the skeleton each object really includes).
-$(LIB_OBJS) $(SAN_LIB_OBJS) $(FUZZ_LIB_OBJS): | $(SKELS)
+$(LIB_OBJS) $(PIC_LIB_OBJS) $(SAN_LIB_OBJS) $(FUZZ_LIB_OBJS): | $(SKELS)
 
 # --- user space -----------------------------------------------------------
 $(OBJ)/%.o: %.c | $(OBJ)
@@ -160,6 +198,29 @@ $(OBJ)/%.o: %.c | $(OBJ)
 $(LIB): $(LIB_OBJS)
 	$(call msg,AR,$@)
 	$(Q)rm -f $@ && ar rcs $@ $^
+
+$(PIC_OBJ)/%.o: %.c | $(OBJ)
+	$(call msg,CC-PIC,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) $(ALL_CFLAGS) -fPIC -c $< -o $@
+
+# -z defs: every symbol the library uses comes from itself or a library it names
+$(SHLIB): $(PIC_LIB_OBJS) user/libtracekit.map
+	$(call msg,LINK-SO,$@)
+	$(Q)$(CC) $(CFLAGS) -shared -Wl,-soname,$(SONAME) -Wl,--version-script=user/libtracekit.map \
+		-Wl,-z,defs -Wl,--as-needed $(PIC_LIB_OBJS) $(LIBS) -o $@
+
+$(SHLIB_LINKS): $(SHLIB)
+	$(call msg,LN,$@)
+	$(Q)ln -sf $(notdir $<) $@
+
+# tracekit.pc: libdir and includedir as ${prefix}/... when under PREFIX (so
+# pkg-config --define-prefix can relocate it)
+$(PC): user/tracekit.pc.in $(INSTALL_CONFIG)
+	$(call msg,GEN,$@)
+	$(Q)sed -e '/^#/d' -e 's|@PREFIX@|$(PREFIX)|g' -e 's|@VERSION@|$(VERSION)|g' \
+		-e 's|@LIBDIR@|$(patsubst $(PREFIX)/%,$${prefix}/%,$(LIBDIR))|g' \
+		-e 's|@INCLUDEDIR@|$(patsubst $(PREFIX)/%,$${prefix}/%,$(INCLUDEDIR))|g' $< > $@
 
 TOOL_OBJS := $(patsubst %.c,$(OBJ)/%.o,$(sort $(wildcard tools/*.c)))
 
