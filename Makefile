@@ -40,6 +40,7 @@ BASHCOMPDIR = $(PREFIX)/share/bash-completion/completions
 PKGCONFIGDIR = $(LIBDIR)/pkgconfig
 # libtkalloc.so and libtkagent.so: a directory of tracekit's own, not on the loader's path
 PRELOAD_DIR = $(LIBDIR)/tracekit
+DOCDIR = $(PREFIX)/share/doc/tracekit
 
 CFLAGS ?= -g -O2
 # snprintf truncation is deliberate in fixed-size report fields
@@ -72,6 +73,13 @@ SONAME := libtracekit.so.$(MAJOR)
 SHLIB := $(BUILD)/libtracekit.so.$(MAJOR).$(MINOR).$(PATCH)
 SHLIB_LINKS := $(BUILD)/$(SONAME) $(BUILD)/libtracekit.so
 PC := $(BUILD)/tracekit.pc
+# Man pages: tools/man/NAME.8.scd → build/man/NAME.8. scdoc, because it is one small C
+# program in Debian (the scdoc package) and needs no toolchain (pandoc pulls in Haskell,
+# asciidoctor Ruby), its source is plain text that reads well in review, and its output
+# is clean man(7).
+MAN_SRCS := $(sort $(wildcard tools/man/*.8.scd))
+MANPAGES := $(patsubst tools/man/%.scd,$(BUILD)/man/%,$(MAN_SRCS))
+SCDOC ?= scdoc
 SKELS := $(patsubst %,$(SKEL)/%.skel.h,$(BPF_APPS))
 
 UNIT_SRCS := $(sort $(wildcard tests/unit/test_*.c))
@@ -116,7 +124,7 @@ endif
 .SECONDARY:
 .PHONY: all static tests test check deps clean fuzz vmlinux run vmtest FORCE
 
-all: $(BUILD)/tracekit $(PRELOADS) $(SHLIB_LINKS) $(PC) tests
+all: $(BUILD)/tracekit $(PRELOADS) $(SHLIB_LINKS) $(PC) $(MANPAGES) tests
 
 tests: $(UNIT_BINS) $(SAN_UNIT_BINS) $(INTEG_BINS) $(WORKLOAD_LIBS) $(WORKLOADS) $(FUZZERS)
 
@@ -167,7 +175,7 @@ vmlinux:
 # install PREFIX=/usr` after `make` rebuilds those few files and nothing else.
 INSTALL_CONFIG := $(BUILD)/install-config
 INSTALL_CONFIG_NOW := VERSION=$(VERSION) PREFIX=$(PREFIX) LIBDIR=$(LIBDIR) \
-	INCLUDEDIR=$(INCLUDEDIR) PRELOAD_DIR=$(PRELOAD_DIR) BINDIR=$(BINDIR)
+	INCLUDEDIR=$(INCLUDEDIR) PRELOAD_DIR=$(PRELOAD_DIR) BINDIR=$(BINDIR) DOCDIR=$(DOCDIR)
 $(INSTALL_CONFIG): FORCE | $(OBJ)
 	$(Q)if [ "$$(cat $@ 2>/dev/null)" != '$(INSTALL_CONFIG_NOW)' ]; then \
 		printf '%s\n' '$(INSTALL_CONFIG_NOW)' > $@; fi
@@ -231,6 +239,19 @@ $(PC): user/tracekit.pc.in $(INSTALL_CONFIG)
 	$(Q)sed -e '/^#/d' -e 's|@PREFIX@|$(PREFIX)|g' -e 's|@VERSION@|$(VERSION)|g' \
 		-e 's|@LIBDIR@|$(patsubst $(PREFIX)/%,$${prefix}/%,$(LIBDIR))|g' \
 		-e 's|@INCLUDEDIR@|$(patsubst $(PREFIX)/%,$${prefix}/%,$(INCLUDEDIR))|g' $< > $@
+
+# The pages name the installed directories (FILES) and carry the version; their date is
+# their source's last commit, so the same source gives the same page.
+$(BUILD)/man/%.8: tools/man/%.8.scd $(INSTALL_CONFIG)
+	$(call msg,SCDOC,$@)
+	$(Q)command -v $(SCDOC) >/dev/null || { echo "$(SCDOC) not found: apt-get install scdoc" \
+		"(tools/install-deps.sh)" >&2; exit 1; }
+	$(Q)mkdir -p $(@D)
+	$(Q)sed -e 's|@VERSION@|$(VERSION)|g' -e 's|@PRELOAD_DIR@|$(PRELOAD_DIR)|g' \
+		-e 's|@PRELOAD_REL@|$(PRELOAD_REL)|g' -e 's|@DOCDIR@|$(DOCDIR)|g' $< | \
+		SOURCE_DATE_EPOCH=$$(git log -1 --format=%ct -- $< 2>/dev/null | grep . || \
+		date +%s) $(SCDOC) > $@ || { echo "$<: scdoc failed (the line is the source's)" >&2; \
+		exit 1; }
 
 TOOL_OBJS := $(patsubst %.c,$(OBJ)/%.o,$(sort $(wildcard tools/*.c)))
 
