@@ -5,6 +5,8 @@
 # make static     build/tracekit-static (one statically linked file)
 # make test       install what the tests need, build, run every test tier
 # make check      build, run the unit tests and their sanitizer builds only (the fast loop)
+# make install    install into PREFIX (default /usr/local), under DESTDIR if given
+# make uninstall  remove what make install put there
 # make V=1        show every command
 #
 # A BPF capability NAME is bpf/NAME.bpf.c + bpf/NAME.h + its loader user/STAGE/NAME.c: add
@@ -122,7 +124,7 @@ endif
 
 .DELETE_ON_ERROR:
 .SECONDARY:
-.PHONY: all static tests test check deps clean fuzz vmlinux run vmtest FORCE
+.PHONY: all static tests test check deps clean fuzz vmlinux run vmtest install uninstall FORCE
 
 all: $(BUILD)/tracekit $(PRELOADS) $(SHLIB_LINKS) $(PC) $(MANPAGES) tests
 
@@ -190,6 +192,49 @@ $(ALLOC_SESSION_OBJS): CPPFLAGS += -DTK_PRELOAD_DIR='"$(PRELOAD_DIR)"' \
 	-DTK_PRELOAD_REL='"$(PRELOAD_REL)"'
 $(OBJ)/user/alloc/alloc.o $(PIC_OBJ)/user/alloc/alloc.o: $(INSTALL_CONFIG)
 
+# --- install -----------------------------------------------------------------------
+# tracekit goes to bin, not sbin, though it is mostly run as root and its pages are in
+# section 8 (system administration): 'tracekit caps' is meant to be run by anyone (it
+# says, unprivileged, what is missing), CAP_BPF + CAP_PERFMON let a user who is not root
+# run every command, and Debian's PATH for users has no sbin. perf is in /usr/bin for the
+# same reason; bpftool, which can do nothing unprivileged, is in /usr/sbin.
+#
+# The public header includes two headers of user/ ("proc/procinfo.h", "sidecar/sidecar.h"):
+# until it stands alone they go beside it, in include/tracekit/proc/ and .../sidecar/,
+# where its quoted includes find them first. The list comes from the compiler (-MM), so it
+# follows the header.
+PUBLIC_HEADERS := $(sort $(wildcard include/tracekit/*.h))
+PUBLIC_HEADER_DEPS = $(sort $(filter user/%,$(shell $(CC) $(CPPFLAGS) -MM $(PUBLIC_HEADERS))))
+DOCS := $(sort $(wildcard docs/*.md))
+COMPLETION := tools/completion/tracekit
+INSTALL := install
+
+install: $(BUILD)/tracekit $(PRELOADS) $(LIB) $(SHLIB_LINKS) $(PC) $(MANPAGES)
+	$(call msg,INSTALL,$(DESTDIR)$(PREFIX))
+	$(Q)$(INSTALL) -D -m 0755 $(BUILD)/tracekit $(DESTDIR)$(BINDIR)/tracekit
+	$(Q)$(INSTALL) -D -m 0644 $(SHLIB) $(DESTDIR)$(LIBDIR)/$(notdir $(SHLIB))
+	$(Q)ln -sf $(notdir $(SHLIB)) $(DESTDIR)$(LIBDIR)/$(SONAME)
+	$(Q)ln -sf $(SONAME) $(DESTDIR)$(LIBDIR)/libtracekit.so
+	$(Q)$(INSTALL) -D -m 0644 $(LIB) $(DESTDIR)$(LIBDIR)/libtracekit.a
+	$(Q)$(INSTALL) -D -m 0644 $(PC) $(DESTDIR)$(PKGCONFIGDIR)/tracekit.pc
+	$(Q)$(INSTALL) -D -m 0644 -t $(DESTDIR)$(PRELOAD_DIR) $(PRELOADS)
+	$(Q)$(INSTALL) -D -m 0644 -t $(DESTDIR)$(INCLUDEDIR)/tracekit $(PUBLIC_HEADERS)
+	$(Q)$(foreach h,$(PUBLIC_HEADER_DEPS),\
+		$(INSTALL) -D -m 0644 $(h) $(DESTDIR)$(INCLUDEDIR)/tracekit/$(h:user/%=%) &&) true
+	$(Q)$(INSTALL) -D -m 0644 -t $(DESTDIR)$(MANDIR)/man8 $(MANPAGES)
+	$(Q)$(INSTALL) -D -m 0644 $(COMPLETION) $(DESTDIR)$(BASHCOMPDIR)/tracekit
+	$(Q)$(INSTALL) -D -m 0644 -t $(DESTDIR)$(DOCDIR) $(DOCS)
+
+# Only what install puts there; the directories that are tracekit's own go whole.
+uninstall:
+	$(call msg,UNINSTALL,$(DESTDIR)$(PREFIX))
+	$(Q)rm -f $(DESTDIR)$(BINDIR)/tracekit $(DESTDIR)$(LIBDIR)/$(notdir $(SHLIB)) \
+		$(DESTDIR)$(LIBDIR)/$(SONAME) $(DESTDIR)$(LIBDIR)/libtracekit.so \
+		$(DESTDIR)$(LIBDIR)/libtracekit.a $(DESTDIR)$(PKGCONFIGDIR)/tracekit.pc \
+		$(addprefix $(DESTDIR)$(MANDIR)/man8/,$(notdir $(MANPAGES))) \
+		$(DESTDIR)$(BASHCOMPDIR)/tracekit
+	$(Q)rm -rf $(DESTDIR)$(PRELOAD_DIR) $(DESTDIR)$(INCLUDEDIR)/tracekit $(DESTDIR)$(DOCDIR)
+
 # --- BPF: object -> linked object -> skeleton --------------------------------
 $(BUILD)/bpf/%.tmp.bpf.o: bpf/%.bpf.c vmlinux/$(ARCH)/vmlinux.h | $(BUILD)/bpf
 	$(call msg,BPF,$@)
@@ -228,7 +273,11 @@ $(SHLIB): $(PIC_LIB_OBJS) user/libtracekit.map
 	$(Q)$(CC) $(CFLAGS) -shared -Wl,-soname,$(SONAME) -Wl,--version-script=user/libtracekit.map \
 		-Wl,-z,defs -Wl,--as-needed $(PIC_LIB_OBJS) $(LIBS) -o $@
 
-$(SHLIB_LINKS): $(SHLIB)
+# libtracekit.so → libtracekit.so.0 → libtracekit.so.0.1.0, as Debian lays them out
+$(BUILD)/$(SONAME): $(SHLIB)
+	$(call msg,LN,$@)
+	$(Q)ln -sf $(notdir $<) $@
+$(BUILD)/libtracekit.so: $(BUILD)/$(SONAME)
 	$(call msg,LN,$@)
 	$(Q)ln -sf $(notdir $<) $@
 
