@@ -6,16 +6,18 @@
 # --help of every shipped binary and the man pages and bash completion against it
 # (tests/install/check-docs.sh, check-completion.sh), the static binary, the kernel matrix
 # (tests/vm/matrix.sh: every collector on this kernel and, statically linked, in QEMU
-# guests on others), fuzz targets (short runs).
+# guests on others), fuzz targets (short runs), make install into a stage
+# (tests/install/check-install.sh; the preload part as root).
 #   TK_FUZZ_SECONDS   seconds per fuzz target (default 10; 0 skips fuzzing)
 #   TK_TIERS          space-separated subset of: unit san integration help static vm fuzz
+#                     install
 set -uo pipefail
 
 cd "$(dirname "$0")/.."
 export TK_BUILD_DIR=${TK_BUILD_DIR:-build}
 B=$TK_BUILD_DIR
 FUZZ_SECONDS=${TK_FUZZ_SECONDS:-10}
-TIERS=${TK_TIERS:-unit san integration help static vm fuzz}
+TIERS=${TK_TIERS:-unit san integration help static vm fuzz install}
 
 passed=0 failed=0 skipped=0
 failures=()
@@ -199,6 +201,11 @@ if tier fuzz; then
 	else
 		echo "== fuzz targets skipped (TK_FUZZ_SECONDS=0)"
 	fi
+fi
+
+if tier install; then
+	echo "== make install into a stage (DESTDIR, PREFIX=/usr), and what it installed"
+	run_counted install tests/install/check-install.sh "$B"
 fi
 
 echo
