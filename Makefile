@@ -152,13 +152,13 @@ run: deps
 # The README's test command: install, build, run every tier, print a summary.
 test: deps
 	$(Q)$(MAKE) --no-print-directory all static
-	$(Q)tests/run.sh
+	$(Q)TK_BUILD_DIR=$(BUILD) tests/run.sh
 
 # The fast loop while changing code: the unit tests and their sanitizer builds, with no
 # package installs, no QEMU guests, no fuzzing (about a minute here from a built tree).
 check:
 	$(Q)$(MAKE) --no-print-directory all
-	$(Q)TK_TIERS="unit san" tests/run.sh
+	$(Q)TK_BUILD_DIR=$(BUILD) TK_TIERS="unit san" tests/run.sh
 
 # The kernel matrix alone (tests/vm/matrix.sh; `make test` runs it as its vm tier): every
 # collector on this kernel, then in two-node QEMU guests on Debian's 6.1 and 6.12 kernels.
