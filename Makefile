@@ -1,9 +1,12 @@
 # SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
 #
-# make            build/tracekit (dynamically linked) and the test programs
+# make            build/tracekit (dynamically linked), libtracekit (.a, .so, tracekit.pc)
+#                 and the test programs
 # make static     build/tracekit-static (one statically linked file)
 # make test       install what the tests need, build, run every test tier
 # make check      build, run the unit tests and their sanitizer builds only (the fast loop)
+# make install    install into PREFIX (default /usr/local), under DESTDIR if given
+# make uninstall  remove what make install put there
 # make V=1        show every command
 #
 # A BPF capability NAME is bpf/NAME.bpf.c + bpf/NAME.h + its loader user/STAGE/NAME.c: add
@@ -17,10 +20,29 @@ CLANG ?= clang
 BPFTOOL ?= bpftool
 ARCH := x86
 VERSION := 0.1.0
+VERSION_PARTS := $(subst ., ,$(VERSION))
+MAJOR := $(word 1,$(VERSION_PARTS))
+MINOR := $(word 2,$(VERSION_PARTS))
+PATCH := $(word 3,$(VERSION_PARTS))
 
 BUILD := build
 OBJ := $(BUILD)/obj
 SKEL := skeletons
+
+# Where `make install` puts things (DESTDIR, if given, is prepended to each). Debian's
+# multiarch library directory: $(CC) -print-multiarch says which (a compiler that cannot
+# say gets x86_64-linux-gnu, the only architecture tracekit builds for).
+PREFIX := /usr/local
+MULTIARCH := $(or $(shell $(CC) -print-multiarch 2>/dev/null),x86_64-linux-gnu)
+BINDIR = $(PREFIX)/bin
+LIBDIR = $(PREFIX)/lib/$(MULTIARCH)
+INCLUDEDIR = $(PREFIX)/include
+MANDIR = $(PREFIX)/share/man
+BASHCOMPDIR = $(PREFIX)/share/bash-completion/completions
+PKGCONFIGDIR = $(LIBDIR)/pkgconfig
+# libtkalloc.so and libtkagent.so: a directory of tracekit's own, not on the loader's path
+PRELOAD_DIR = $(LIBDIR)/tracekit
+DOCDIR = $(PREFIX)/share/doc/tracekit
 
 CFLAGS ?= -g -O2
 # snprintf truncation is deliberate in fixed-size report fields
@@ -44,6 +66,22 @@ BPF_CFLAGS := -g -O2 -target bpf -D__TARGET_ARCH_$(ARCH) -Ivmlinux/$(ARCH) -Ibpf
 LIB_SRCS := $(sort $(wildcard user/*/*.c))
 LIB_OBJS := $(patsubst %.c,$(OBJ)/%.o,$(LIB_SRCS))
 LIB := $(BUILD)/libtracekit.a
+# The shared library: the same sources compiled again as PIC (the objects above are PIE,
+# for the programs), exporting only tk_* names (user/libtracekit.map), linked against the
+# shared libbpf, libdw, libelf... so none of theirs is re-exported.
+PIC_OBJ := $(BUILD)/pic
+PIC_LIB_OBJS := $(patsubst %.c,$(PIC_OBJ)/%.o,$(LIB_SRCS))
+SONAME := libtracekit.so.$(MAJOR)
+SHLIB := $(BUILD)/libtracekit.so.$(MAJOR).$(MINOR).$(PATCH)
+SHLIB_LINKS := $(BUILD)/$(SONAME) $(BUILD)/libtracekit.so
+PC := $(BUILD)/tracekit.pc
+# Man pages: tools/man/NAME.8.scd → build/man/NAME.8. scdoc, because it is one small C
+# program in Debian (the scdoc package) and needs no toolchain (pandoc pulls in Haskell,
+# asciidoctor Ruby), its source is plain text that reads well in review, and its output
+# is clean man(7).
+MAN_SRCS := $(sort $(wildcard tools/man/*.8.scd))
+MANPAGES := $(patsubst tools/man/%.scd,$(BUILD)/man/%,$(MAN_SRCS))
+SCDOC ?= scdoc
 SKELS := $(patsubst %,$(SKEL)/%.skel.h,$(BPF_APPS))
 
 UNIT_SRCS := $(sort $(wildcard tests/unit/test_*.c))
@@ -86,9 +124,9 @@ endif
 
 .DELETE_ON_ERROR:
 .SECONDARY:
-.PHONY: all static tests test check deps clean fuzz vmlinux run vmtest
+.PHONY: all static tests test check deps clean fuzz vmlinux run vmtest install uninstall FORCE
 
-all: $(BUILD)/tracekit $(PRELOADS) tests
+all: $(BUILD)/tracekit $(PRELOADS) $(SHLIB_LINKS) $(PC) $(MANPAGES) tests
 
 tests: $(UNIT_BINS) $(SAN_UNIT_BINS) $(INTEG_BINS) $(WORKLOAD_LIBS) $(WORKLOADS) $(FUZZERS) \
 	$(EXAMPLES) $(BUILD)/examples/headers.ok
@@ -115,13 +153,13 @@ run: deps
 # The README's test command: install, build, run every tier, print a summary.
 test: deps
 	$(Q)$(MAKE) --no-print-directory all static
-	$(Q)tests/run.sh
+	$(Q)TK_BUILD_DIR=$(BUILD) tests/run.sh
 
 # The fast loop while changing code: the unit tests and their sanitizer builds, with no
 # package installs, no QEMU guests, no fuzzing (about a minute here from a built tree).
 check:
 	$(Q)$(MAKE) --no-print-directory all
-	$(Q)TK_TIERS="unit san" tests/run.sh
+	$(Q)TK_BUILD_DIR=$(BUILD) TK_TIERS="unit san" tests/run.sh
 
 # The kernel matrix alone (tests/vm/matrix.sh; `make test` runs it as its vm tier): every
 # collector on this kernel, then in two-node QEMU guests on Debian's 6.1 and 6.12 kernels.
@@ -134,6 +172,69 @@ vmtest: deps
 
 vmlinux:
 	$(Q)tools/gen-vmlinux-h.sh
+
+# What the build writes the install directories into (tracekit.pc, the preload directory
+# compiled into libtracekit) depends on this file, which changes only when they do: `make
+# install PREFIX=/usr` after `make` rebuilds those few files and nothing else.
+INSTALL_CONFIG := $(BUILD)/install-config
+INSTALL_CONFIG_NOW := VERSION=$(VERSION) PREFIX=$(PREFIX) LIBDIR=$(LIBDIR) \
+	INCLUDEDIR=$(INCLUDEDIR) PRELOAD_DIR=$(PRELOAD_DIR) BINDIR=$(BINDIR) DOCDIR=$(DOCDIR)
+$(INSTALL_CONFIG): FORCE | $(OBJ)
+	$(Q)if [ "$$(cat $@ 2>/dev/null)" != '$(INSTALL_CONFIG_NOW)' ]; then \
+		printf '%s\n' '$(INSTALL_CONFIG_NOW)' > $@; fi
+
+# The preload libraries' installed directory, compiled into the allocation sessions
+# (user/alloc/alloc.c find_preload_dir), absolute and relative to the executable's parent
+# directory (PREFIX/bin/.. → lib/MULTIARCH/tracekit, which holds in a DESTDIR stage too).
+# The sanitizer and fuzz builds are never installed: their objects do not wait for it.
+PRELOAD_REL = $(patsubst $(patsubst %/,%,$(dir $(BINDIR)))/%,%,$(PRELOAD_DIR))
+ALLOC_SESSION_OBJS := $(foreach d,$(OBJ) $(PIC_OBJ) $(SAN_OBJ) $(FUZZ_OBJ),$(d)/user/alloc/alloc.o)
+$(ALLOC_SESSION_OBJS): CPPFLAGS += -DTK_PRELOAD_DIR='"$(PRELOAD_DIR)"' \
+	-DTK_PRELOAD_REL='"$(PRELOAD_REL)"'
+$(OBJ)/user/alloc/alloc.o $(PIC_OBJ)/user/alloc/alloc.o: $(INSTALL_CONFIG)
+
+# --- install -----------------------------------------------------------------------
+# tracekit goes to bin, not sbin, though it is mostly run as root and its pages are in
+# section 8 (system administration): 'tracekit caps' is meant to be run by anyone (it
+# says, unprivileged, what is missing), CAP_BPF + CAP_PERFMON let a user who is not root
+# run every command, and Debian's PATH for users has no sbin. perf is in /usr/bin for the
+# same reason; bpftool, which can do nothing unprivileged, is in /usr/sbin.
+#
+# The public header includes two headers of user/ ("proc/procinfo.h", "sidecar/sidecar.h"):
+# until it stands alone they go beside it, in include/tracekit/proc/ and .../sidecar/,
+# where its quoted includes find them first. The list comes from the compiler (-MM), so it
+# follows the header.
+PUBLIC_HEADERS := $(sort $(wildcard include/tracekit/*.h))
+PUBLIC_HEADER_DEPS = $(sort $(filter user/%,$(shell $(CC) $(CPPFLAGS) -MM $(PUBLIC_HEADERS))))
+DOCS := $(sort $(wildcard docs/*.md))
+COMPLETION := tools/completion/tracekit
+INSTALL := install
+
+install: $(BUILD)/tracekit $(PRELOADS) $(LIB) $(SHLIB_LINKS) $(PC) $(MANPAGES)
+	$(call msg,INSTALL,$(DESTDIR)$(PREFIX))
+	$(Q)$(INSTALL) -D -m 0755 $(BUILD)/tracekit $(DESTDIR)$(BINDIR)/tracekit
+	$(Q)$(INSTALL) -D -m 0644 $(SHLIB) $(DESTDIR)$(LIBDIR)/$(notdir $(SHLIB))
+	$(Q)ln -sf $(notdir $(SHLIB)) $(DESTDIR)$(LIBDIR)/$(SONAME)
+	$(Q)ln -sf $(SONAME) $(DESTDIR)$(LIBDIR)/libtracekit.so
+	$(Q)$(INSTALL) -D -m 0644 $(LIB) $(DESTDIR)$(LIBDIR)/libtracekit.a
+	$(Q)$(INSTALL) -D -m 0644 $(PC) $(DESTDIR)$(PKGCONFIGDIR)/tracekit.pc
+	$(Q)$(INSTALL) -D -m 0644 -t $(DESTDIR)$(PRELOAD_DIR) $(PRELOADS)
+	$(Q)$(INSTALL) -D -m 0644 -t $(DESTDIR)$(INCLUDEDIR)/tracekit $(PUBLIC_HEADERS)
+	$(Q)$(foreach h,$(PUBLIC_HEADER_DEPS),\
+		$(INSTALL) -D -m 0644 $(h) $(DESTDIR)$(INCLUDEDIR)/tracekit/$(h:user/%=%) &&) true
+	$(Q)$(INSTALL) -D -m 0644 -t $(DESTDIR)$(MANDIR)/man8 $(MANPAGES)
+	$(Q)$(INSTALL) -D -m 0644 $(COMPLETION) $(DESTDIR)$(BASHCOMPDIR)/tracekit
+	$(Q)$(INSTALL) -D -m 0644 -t $(DESTDIR)$(DOCDIR) $(DOCS)
+
+# Only what install puts there; the directories that are tracekit's own go whole.
+uninstall:
+	$(call msg,UNINSTALL,$(DESTDIR)$(PREFIX))
+	$(Q)rm -f $(DESTDIR)$(BINDIR)/tracekit $(DESTDIR)$(LIBDIR)/$(notdir $(SHLIB)) \
+		$(DESTDIR)$(LIBDIR)/$(SONAME) $(DESTDIR)$(LIBDIR)/libtracekit.so \
+		$(DESTDIR)$(LIBDIR)/libtracekit.a $(DESTDIR)$(PKGCONFIGDIR)/tracekit.pc \
+		$(addprefix $(DESTDIR)$(MANDIR)/man8/,$(notdir $(MANPAGES))) \
+		$(DESTDIR)$(BASHCOMPDIR)/tracekit
+	$(Q)rm -rf $(DESTDIR)$(PRELOAD_DIR) $(DESTDIR)$(INCLUDEDIR)/tracekit $(DESTDIR)$(DOCDIR)
 
 # --- BPF: object -> linked object -> skeleton --------------------------------
 $(BUILD)/bpf/%.tmp.bpf.o: bpf/%.bpf.c vmlinux/$(ARCH)/vmlinux.h | $(BUILD)/bpf
@@ -150,7 +251,7 @@ $(SKEL)/%.skel.h: $(BUILD)/bpf/%.bpf.o | $(SKEL)
 
 # Skeletons are generated headers: every library object waits for them (order only; the
 # dependency files name the skeleton each object really includes).
-$(LIB_OBJS) $(SAN_LIB_OBJS) $(FUZZ_LIB_OBJS): | $(SKELS)
+$(LIB_OBJS) $(PIC_LIB_OBJS) $(SAN_LIB_OBJS) $(FUZZ_LIB_OBJS): | $(SKELS)
 
 # --- user space -----------------------------------------------------------
 $(OBJ)/%.o: %.c | $(OBJ)
@@ -161,6 +262,46 @@ $(OBJ)/%.o: %.c | $(OBJ)
 $(LIB): $(LIB_OBJS)
 	$(call msg,AR,$@)
 	$(Q)rm -f $@ && ar rcs $@ $^
+
+$(PIC_OBJ)/%.o: %.c | $(OBJ)
+	$(call msg,CC-PIC,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) $(ALL_CFLAGS) -fPIC -c $< -o $@
+
+# -z defs: every symbol the library uses comes from itself or a library it names
+$(SHLIB): $(PIC_LIB_OBJS) user/libtracekit.map
+	$(call msg,LINK-SO,$@)
+	$(Q)$(CC) $(CFLAGS) -shared -Wl,-soname,$(SONAME) -Wl,--version-script=user/libtracekit.map \
+		-Wl,-z,defs -Wl,--as-needed $(PIC_LIB_OBJS) $(LIBS) -o $@
+
+# libtracekit.so → libtracekit.so.0 → libtracekit.so.0.1.0, as Debian lays them out
+$(BUILD)/$(SONAME): $(SHLIB)
+	$(call msg,LN,$@)
+	$(Q)ln -sf $(notdir $<) $@
+$(BUILD)/libtracekit.so: $(BUILD)/$(SONAME)
+	$(call msg,LN,$@)
+	$(Q)ln -sf $(notdir $<) $@
+
+# tracekit.pc: libdir and includedir as ${prefix}/... when under PREFIX (so
+# pkg-config --define-prefix can relocate it)
+$(PC): user/tracekit.pc.in $(INSTALL_CONFIG)
+	$(call msg,GEN,$@)
+	$(Q)sed -e '/^#/d' -e 's|@PREFIX@|$(PREFIX)|g' -e 's|@VERSION@|$(VERSION)|g' \
+		-e 's|@LIBDIR@|$(patsubst $(PREFIX)/%,$${prefix}/%,$(LIBDIR))|g' \
+		-e 's|@INCLUDEDIR@|$(patsubst $(PREFIX)/%,$${prefix}/%,$(INCLUDEDIR))|g' $< > $@
+
+# The pages name the installed directories (FILES) and carry the version; their date is
+# their source's last commit, so the same source gives the same page.
+$(BUILD)/man/%.8: tools/man/%.8.scd $(INSTALL_CONFIG)
+	$(call msg,SCDOC,$@)
+	$(Q)command -v $(SCDOC) >/dev/null || { echo "$(SCDOC) not found: apt-get install scdoc" \
+		"(tools/install-deps.sh)" >&2; exit 1; }
+	$(Q)mkdir -p $(@D)
+	$(Q)sed -e 's|@VERSION@|$(VERSION)|g' -e 's|@PRELOAD_DIR@|$(PRELOAD_DIR)|g' \
+		-e 's|@PRELOAD_REL@|$(PRELOAD_REL)|g' -e 's|@DOCDIR@|$(DOCDIR)|g' $< | \
+		SOURCE_DATE_EPOCH=$$(git log -1 --format=%ct -- $< 2>/dev/null | grep . || \
+		date +%s) $(SCDOC) > $@ || { echo "$<: scdoc failed (the line is the source's)" >&2; \
+		exit 1; }
 
 TOOL_OBJS := $(patsubst %.c,$(OBJ)/%.o,$(sort $(wildcard tools/*.c)))
 

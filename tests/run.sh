@@ -3,18 +3,21 @@
 # Run every test tier on what `make all static` built, and end with one line:
 #   tests: N passed, N failed, N skipped
 # Tiers: unit (cmocka), unit under ASan+UBSan, integration (root, real kernel),
-# --help of every shipped binary, the static binary, the kernel matrix (tests/vm/matrix.sh:
-# every collector on this kernel and, statically linked, in QEMU guests on others), fuzz
-# targets (short runs).
+# --help of every shipped binary and the man pages and bash completion against it
+# (tests/install/check-docs.sh, check-completion.sh), the static binary, the kernel matrix
+# (tests/vm/matrix.sh: every collector on this kernel and, statically linked, in QEMU
+# guests on others), fuzz targets (short runs), make install into a stage
+# (tests/install/check-install.sh; the preload part as root).
 #   TK_FUZZ_SECONDS   seconds per fuzz target (default 10; 0 skips fuzzing)
 #   TK_TIERS          space-separated subset of: unit san integration help static vm fuzz
+#                     install
 set -uo pipefail
 
 cd "$(dirname "$0")/.."
 export TK_BUILD_DIR=${TK_BUILD_DIR:-build}
 B=$TK_BUILD_DIR
 FUZZ_SECONDS=${TK_FUZZ_SECONDS:-10}
-TIERS=${TK_TIERS:-unit san integration help static vm fuzz}
+TIERS=${TK_TIERS:-unit san integration help static vm fuzz install}
 
 passed=0 failed=0 skipped=0
 failures=()
@@ -48,6 +51,27 @@ none_found() {
 	echo "[  FAILED  ] no $name test binaries in $dir: run make"
 	failed=$((failed + 1))
 	failures+=("no $name test binaries in $dir")
+}
+
+# Run a script that ends with "NAME: N passed, N failed, N skipped" and add its counts.
+run_counted() {
+	local name=$1 out rc p f s
+	shift
+	out=$("$@" 2>&1)
+	rc=$?
+	printf '%s\n' "$out"
+	p=$(sed -n "s/^$name: \([0-9]*\) passed, \([0-9]*\) failed, \([0-9]*\) skipped$/\1/p" \
+		<<<"$out" | tail -n1)
+	f=$(sed -n "s/^$name: \([0-9]*\) passed, \([0-9]*\) failed, \([0-9]*\) skipped$/\2/p" \
+		<<<"$out" | tail -n1)
+	s=$(sed -n "s/^$name: \([0-9]*\) passed, \([0-9]*\) failed, \([0-9]*\) skipped$/\3/p" \
+		<<<"$out" | tail -n1)
+	p=${p:-0} f=${f:-0} s=${s:-0}
+	((rc != 0 && f == 0)) && f=1	# ended before its summary
+	passed=$((passed + p))
+	failed=$((failed + f))
+	skipped=$((skipped + s))
+	((f > 0)) && failures+=("$1")
 }
 
 check() {
@@ -106,6 +130,9 @@ if tier help; then
 		[[ $b == *.so || $b == *.d ]] && continue	# libraries and dependency files
 		check "--help: $b" help_ok "$b"
 	done
+	echo "== the man pages and the bash completion say what --help says"
+	run_counted docs tests/install/check-docs.sh "$B"
+	run_counted completion tests/install/check-completion.sh "$B"
 fi
 
 static_ok() {
@@ -174,6 +201,11 @@ if tier fuzz; then
 	else
 		echo "== fuzz targets skipped (TK_FUZZ_SECONDS=0)"
 	fi
+fi
+
+if tier install; then
+	echo "== make install into a stage (DESTDIR, PREFIX=/usr), and what it installed"
+	run_counted install tests/install/check-install.sh "$B"
 fi
 
 echo

@@ -13,9 +13,10 @@ set -euo pipefail
 # libbz2-dev for its static link (libdw.a's decompressors need them); libnuma-dev:
 # topology; libcmocka-dev: unit tests; libclang-rt-14-dev: ASan/UBSan/libFuzzer
 # runtimes; libjemalloc-dev: a real jemalloc for allocator-detection tests and the
-# alloc fallback; libstdc++-12-dev: the C++ allocation workload.
+# alloc fallback; libstdc++-12-dev: the C++ allocation workload; scdoc: the man pages
+# (tools/man/*.8.scd, built by make).
 PKGS=(
-	make gcc clang llvm pkg-config libstdc++-12-dev
+	make gcc clang llvm pkg-config libstdc++-12-dev scdoc
 	bpftool libbpf-dev
 	libelf-dev zlib1g-dev libzstd-dev
 	libdw-dev liblzma-dev libbz2-dev

@@ -34,7 +34,7 @@ struct tk_alloc_opts {
 	enum tk_backend backend;	/* TK_BACKEND_NONE: choose from the snapshot */
 	bool no_preload;		/* -- CMD: use uprobes, not the in-process sampler */
 	const char *preload_dir;	/* where libtkalloc.so and libtkagent.so are;
-					   NULL: the directory of /proc/self/exe */
+					   NULL: beside the executable, else installed */
 	const char *proc_root;		/* default "/proc" */
 	enum tk_unwind_mode unwind;	/* user stacks: CFI where possible (auto), fp, cfi */
 	size_t unwind_rows;		/* room for unwind rows; 0: the default (16 MiB) */

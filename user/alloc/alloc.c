@@ -464,23 +464,47 @@ static int is_dynamic(const char *path)
 	return ret;
 }
 
+#ifndef TK_PRELOAD_DIR
+#error "TK_PRELOAD_DIR and TK_PRELOAD_REL come from the Makefile (PRELOAD_DIR)"
+#endif
+
+/*
+ * Where libtkalloc.so and libtkagent.so are: opts.preload_dir if given; else beside the
+ * executable when libtkalloc.so is there (the build tree); else where an install puts them
+ * relative to the executable, EXE_DIR/../TK_PRELOAD_REL (PREFIX/bin/tracekit finds
+ * PREFIX/lib/MULTIARCH/tracekit, in a DESTDIR stage too); else the installed directory.
+ */
 static void find_preload_dir(struct tk_alloc *a)
 {
-	char exe[PATH_MAX];
+	char exe[PATH_MAX], dir[PATH_MAX + 64], lib[PATH_MAX + 128], real[PATH_MAX];
+	struct stat st;
 	ssize_t n;
+	int i;
 
 	if (a->opts.preload_dir) {
 		snprintf(a->preload_dir, sizeof(a->preload_dir), "%s", a->opts.preload_dir);
 		return;
 	}
 	n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
-	if (n <= 0) {
-		snprintf(a->preload_dir, sizeof(a->preload_dir), ".");
+	if (n > 0) {
+		exe[n] = '\0';
+		*strrchr(exe, '/') = '\0';
+	}
+	for (i = 0; n > 0 && i < 2; i++) {
+		if (i == 0)
+			snprintf(dir, sizeof(dir), "%s", exe[0] ? exe : "/");
+		else if (TK_PRELOAD_REL[0] != '/')
+			snprintf(dir, sizeof(dir), "%s/../%s", exe, TK_PRELOAD_REL);
+		else
+			break;	/* PRELOAD_DIR is not under the executable's prefix */
+		snprintf(lib, sizeof(lib), "%s/%s", dir, TK_PRELOAD_SAMPLER);
+		if (stat(lib, &st) || !S_ISREG(st.st_mode))
+			continue;
+		snprintf(a->preload_dir, sizeof(a->preload_dir), "%s",
+			 realpath(dir, real) ? real : dir);
 		return;
 	}
-	exe[n] = '\0';
-	*strrchr(exe, '/') = '\0';
-	snprintf(a->preload_dir, sizeof(a->preload_dir), "%s", exe[0] ? exe : "/");
+	snprintf(a->preload_dir, sizeof(a->preload_dir), "%s", TK_PRELOAD_DIR);
 }
 
 static bool preload_present(const struct tk_alloc *a, const char *lib)
