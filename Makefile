@@ -200,12 +200,8 @@ $(OBJ)/user/alloc/alloc.o $(PIC_OBJ)/user/alloc/alloc.o: $(INSTALL_CONFIG)
 # run every command, and Debian's PATH for users has no sbin. perf is in /usr/bin for the
 # same reason; bpftool, which can do nothing unprivileged, is in /usr/sbin.
 #
-# The public header includes two headers of user/ ("proc/procinfo.h", "sidecar/sidecar.h"):
-# until it stands alone they go beside it, in include/tracekit/proc/ and .../sidecar/,
-# where its quoted includes find them first. The list comes from the compiler (-MM), so it
-# follows the header.
-PUBLIC_HEADERS := $(sort $(wildcard include/tracekit/*.h))
-PUBLIC_HEADER_DEPS = $(sort $(filter user/%,$(shell $(CC) $(CPPFLAGS) -MM $(PUBLIC_HEADERS))))
+# The public headers stand alone (include/tracekit/*.h, checked by headers.ok): they go
+# to include/tracekit/ and nothing else does.
 DOCS := $(sort $(wildcard docs/*.md))
 COMPLETION := tools/completion/tracekit
 INSTALL := install
@@ -220,8 +216,6 @@ install: $(BUILD)/tracekit $(PRELOADS) $(LIB) $(SHLIB_LINKS) $(PC) $(MANPAGES)
 	$(Q)$(INSTALL) -D -m 0644 $(PC) $(DESTDIR)$(PKGCONFIGDIR)/tracekit.pc
 	$(Q)$(INSTALL) -D -m 0644 -t $(DESTDIR)$(PRELOAD_DIR) $(PRELOADS)
 	$(Q)$(INSTALL) -D -m 0644 -t $(DESTDIR)$(INCLUDEDIR)/tracekit $(PUBLIC_HEADERS)
-	$(Q)$(foreach h,$(PUBLIC_HEADER_DEPS),\
-		$(INSTALL) -D -m 0644 $(h) $(DESTDIR)$(INCLUDEDIR)/tracekit/$(h:user/%=%) &&) true
 	$(Q)$(INSTALL) -D -m 0644 -t $(DESTDIR)$(MANDIR)/man8 $(MANPAGES)
 	$(Q)$(INSTALL) -D -m 0644 $(COMPLETION) $(DESTDIR)$(BASHCOMPDIR)/tracekit
 	$(Q)$(INSTALL) -D -m 0644 -t $(DESTDIR)$(DOCDIR) $(DOCS)

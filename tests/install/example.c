@@ -2,8 +2,8 @@
 /*
  * The smallest program built on an installed libtracekit: tests/install/check-install.sh
  * compiles it with `pkg-config --cflags --libs tracekit` against a staged install and runs
- * it. It prints the capability snapshot as text, through the public API of today
- * (include/tracekit/tracekit.h; this file follows when that API changes).
+ * it. It prints the capability snapshot as text through the public API
+ * (include/tracekit/caps.h) and which backend each collector would use.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -15,16 +15,20 @@ int main(void)
 {
 	struct tk_caps_opts opts = { .sz = TK_OPTS_SZ(tk_caps_opts) };
 	struct tk_caps *caps;
-	int err;
+	const char *why;
+	int err, c;
 
-	caps = calloc(1, sizeof(*caps));
-	if (!caps)
-		return EXIT_FAILURE;
-	err = tk_caps__snapshot(&opts, caps);
+	err = tk_caps__take(&opts, &caps);
 	if (!err)
 		err = tk_caps__write_text(caps, stdout);
-	if (err)
+	if (err) {
 		fprintf(stderr, "example: %s\n", strerror(-err));
-	free(caps);
-	return err ? EXIT_FAILURE : EXIT_SUCCESS;
+		return EXIT_FAILURE;
+	}
+	for (c = 0; c < TK_COLLECT__COUNT; c++)
+		printf("libtracekit %s: %s would use %s (%s)\n", tk_version(),
+		       tk_collector__name(c),
+		       tk_backend__name(tk_caps__backend(caps, c, &why)), why);
+	tk_caps__free(caps);
+	return EXIT_SUCCESS;
 }
