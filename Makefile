@@ -96,6 +96,9 @@ WORKLOADS := $(patsubst tests/workloads/%.c,$(BUILD)/workloads/%,$(WORKLOAD_SRCS
 	$(patsubst tests/workloads/%.cc,$(BUILD)/workloads/%,$(WORKLOAD_CXX_SRCS))
 WORKLOAD_LIBS := $(patsubst tests/workloads/lib/%.c,$(BUILD)/workloads/lib%.so,\
 	$(sort $(wildcard tests/workloads/lib/*.c)))
+# docs/examples/NAME.c → build/examples/NAME, built against the public headers only
+EXAMPLES := $(patsubst docs/examples/%.c,$(BUILD)/examples/%,$(sort $(wildcard docs/examples/*.c)))
+PUBLIC_HEADERS := $(sort $(wildcard include/tracekit/*.h))
 FUZZ_SRCS := $(sort $(wildcard tests/fuzz/fuzz_*.c))
 FUZZERS := $(patsubst tests/fuzz/%.c,$(BUILD)/fuzz/%,$(FUZZ_SRCS))
 # Libraries `tracekit alloc -- CMD` preloads: preload/NAME.c → build/libNAME.so, next to
@@ -318,8 +321,6 @@ $(BUILD)/tests/integration/%: $(OBJ)/tests/integration/%.o $(TEST_HELPER_OBJS) $
 	$(Q)$(CC) $(CFLAGS) $^ -lcmocka $(LIBS) -o $@
 
 # --- the API's example programs (docs/examples/): only the public headers, as an embedder
-EXAMPLES := $(patsubst docs/examples/%.c,$(BUILD)/examples/%,$(sort $(wildcard docs/examples/*.c)))
-PUBLIC_HEADERS := $(sort $(wildcard include/tracekit/*.h))
 $(BUILD)/examples/%: docs/examples/%.c $(LIB) $(PUBLIC_HEADERS)
 	$(call msg,CC,$@)
 	$(Q)mkdir -p $(@D)

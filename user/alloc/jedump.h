@@ -91,7 +91,7 @@ struct tk_jedump_program {
 /*
  * What the ELF file at @path links of jemalloc (read with elf_reader.h: the
  * dynamic section's DT_NEEDED, the symbols; the profiling heuristic is
- * procinfo.c's: an unwinder referenced). Returns 0, or the error of opening
+ * procinfo_alloc.c's: an unwinder referenced). Returns 0, or the error of opening
  * it (-ENOEXEC for a script or anything not ELF).
  */
 int tk_jedump__program(const char *path, struct tk_jedump_program *out);
