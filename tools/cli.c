@@ -12,7 +12,6 @@
 #include <sys/wait.h>
 
 #include "cli.h"
-#include "core/fsutil.h"
 #include "core/json.h"
 #include "core/outfile.h"
 
@@ -97,18 +96,6 @@ bool has_option(int argc, char **argv, const char *opt)
 	return false;
 }
 
-bool process_alive(int pid)
-{
-	char rel[32], stat[512], *rp;
-
-	snprintf(rel, sizeof(rel), "%d/stat", pid);
-	if (tk_read_file("/proc", rel, stat, sizeof(stat)) <= 0)
-		return false;
-	/* "PID (comm) S ...": the state follows the last ')' */
-	rp = strrchr(stat, ')');
-	return rp && rp[1] == ' ' && rp[2] != 'Z' && rp[2] != 'X';
-}
-
 int outputs_add(struct outputs *o, const char *cmd, const char *path)
 {
 	if (o->n >= OUTPUTS_MAX)
@@ -183,7 +170,7 @@ int common_option(const char *cmd, int c, char **argv, const char *usage, struct
 	case CLI_OPT_UNWIND_MEM:
 		if (parse_long(optarg, 1, 4096, &v))
 			return usage_error(cmd, "invalid --unwind-mem '%s' (1 to 4096 MiB)", optarg);
-		env.unwind_rows = (size_t)v * 1048576 / sizeof(struct unw_row);
+		env.unwind_mem = (size_t)v * 1048576;
 		return CLI_CONTINUE;
 	case 'v':
 		env.verbose = true;

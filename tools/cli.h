@@ -7,9 +7,7 @@
 #include <signal.h>
 #include <stdbool.h>
 
-#include "profile/profile.h"
 #include "tracekit/tracekit.h"
-#include "unwind/unwind.h"
 
 #define EXIT_USAGE 2
 
@@ -17,7 +15,7 @@ struct cli_env {
 	bool verbose;
 	bool json;		/* errors as JSON on stdout */
 	enum tk_unwind_mode unwind;	/* --unwind (collectors that take user stacks) */
-	size_t unwind_rows;	/* --unwind-mem, in rows; 0: the default */
+	size_t unwind_mem;	/* --unwind-mem, in bytes; 0: the default */
 };
 
 extern struct cli_env env;
@@ -39,9 +37,6 @@ bool has_option(int argc, char **argv, const char *opt);
 double mono_s(void);
 /* A number of seconds (fractions allowed) in [@min, @max], or -EINVAL. */
 int parse_seconds(const char *s, double min, double max, double *out);
-
-/* Alive and not a zombie (a zombie does nothing and may never be reaped). */
-bool process_alive(int pid);
 
 /* The -o files of a profiling command, and their formats. */
 #define OUTPUTS_MAX 8

@@ -12,9 +12,6 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "alloc/alloc.h"
-#include "alloc/alloc_je.h"
-#include "alloc/alloc_rate.h"
 #include "cli.h"
 #include "tracekit/tracekit.h"
 
@@ -93,11 +90,11 @@ static int parse_bytes(const char *s, uint64_t *out)
 /* The expected slowdown of @mode, measured on the running process. */
 static void print_expectation(int pid, const struct tk_caps *caps, enum tk_alloc_mode mode)
 {
-	struct tk_alloc_rate r;
+	struct tk_alloc_rate r = { .sz = TK_OPTS_SZ(tk_alloc_rate) };
 	char why[256];
 	int err;
 
-	err = tk_alloc__measure_rate(pid, caps, 300, &r, why, sizeof(why));
+	err = tk_alloc__measure(pid, caps, 300, &r, why, sizeof(why));
 	if (err) {
 		fprintf(stderr, "tracekit: alloc: cannot measure the allocation rate of %d first: %s\n",
 			pid, why[0] ? why : strerror(-err));
@@ -210,7 +207,7 @@ int cmd_alloc(int argc, char **argv)
 	if ((err = outputs_resolve(&outs, "alloc")))
 		return err;
 	aopts.unwind = env.unwind;
-	aopts.unwind_rows = env.unwind_rows;
+	aopts.unwind_mem = env.unwind_mem;
 	if (optind < argc && aopts.pid)
 		return usage_error("alloc", "-p and a command exclude each other");
 	if (optind >= argc && !aopts.pid)

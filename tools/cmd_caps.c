@@ -7,7 +7,6 @@
 #include <string.h>
 
 #include "cli.h"
-#include "core/outfile.h"
 #include "tracekit/tracekit.h"
 
 static const char usage_caps[] =
@@ -41,7 +40,6 @@ int cmd_caps(int argc, char **argv)
 	};
 	struct tk_caps_opts copts = { .sz = TK_OPTS_SZ(tk_caps_opts) };
 	const char *output = "-";
-	struct tk_outfile out;
 	struct tk_caps *caps;
 	int c, err;
 
@@ -85,25 +83,16 @@ int cmd_caps(int argc, char **argv)
 	err = tk_caps__take(&copts, &caps);
 	if (err == -ESRCH)
 		return fail(EXIT_FAILURE, "caps: no process with PID %d", copts.pid);
-	if (err) {
-		return fail(EXIT_FAILURE, "caps: cannot take the snapshot: %s", strerror(-err));
-	}
-
-	err = tk_outfile__open(&out, output);
-	if (err) {
-		tk_caps__free(caps);
-		return fail(EXIT_FAILURE, "caps: cannot write '%s': %s", output, strerror(-err));
-	}
-	err = env.json ? tk_caps__write_json(caps, out.f) : tk_caps__write_text(caps, out.f);
-	if (err) {
-		tk_outfile__abort(&out);
-		tk_caps__free(caps);
-		return fail(EXIT_FAILURE, "caps: writing '%s' failed: %s", output, strerror(-err));
-	}
-	err = tk_outfile__commit(&out);
-	tk_caps__free(caps);
 	if (err)
-		return fail(EXIT_FAILURE, "caps: writing '%s' failed: %s", output, strerror(-err));
+		return fail(EXIT_FAILURE, "caps: cannot take the snapshot: %s", strerror(-err));
+
+	err = tk_caps__write_file(caps, output, env.json);
+	tk_caps__free(caps);
+	if (err == -ELOOP)
+		return fail(EXIT_FAILURE, "caps: cannot write '%s': it is a symlink (refused: never "
+			    "followed nor replaced)", output);
+	if (err)
+		return fail(EXIT_FAILURE, "caps: cannot write '%s': %s", output, strerror(-err));
 	return EXIT_SUCCESS;
 }
 

@@ -15,10 +15,6 @@
 #include <unistd.h>
 
 #include "cli.h"
-#include "core/fsutil.h"
-#include "cpu/cpu.h"
-#include "core/outfile.h"
-#include "core/spawn_held.h"
 #include "tracekit/tracekit.h"
 
 static const char usage_cpu[] =
@@ -141,7 +137,7 @@ int cmd_cpu(int argc, char **argv)
 	if (copts.kernel_only && copts.user_only)
 		return usage_error("cpu", "--kernel-only and --user-only exclude each other");
 	copts.unwind = env.unwind;
-	copts.unwind_rows = env.unwind_rows;
+	copts.unwind_mem = env.unwind_mem;
 	if ((err = outputs_resolve(&outs, "cpu")))
 		return err;
 	if (optind < argc && copts.nr_pids)

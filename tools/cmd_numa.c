@@ -13,8 +13,6 @@
 #include <unistd.h>
 
 #include "cli.h"
-#include "numa/numa_report.h"
-#include "core/outfile.h"
 #include "tracekit/tracekit.h"
 
 static const char usage_numa[] =
@@ -167,7 +165,7 @@ int cmd_numa(int argc, char **argv)
 	if (optind < argc)
 		return usage_error("numa", "unexpected argument '%s'", argv[optind]);
 	nopts.unwind = env.unwind;
-	nopts.unwind_rows = env.unwind_rows;
+	nopts.unwind_mem = env.unwind_mem;
 	if ((err = resolve_outputs(&outs, nopts.stacks)))
 		return err;
 	if (nopts.stacks && nopts.backend == TK_BACKEND_VMSTAT)

@@ -134,6 +134,11 @@ const char *tk_status__name(enum tk_status s);
 /* The report as JSON (schema tracekit.caps/1, docs/caps-json.md) or as text. */
 int tk_caps__write_json(const struct tk_caps *caps, FILE *f);
 int tk_caps__write_text(const struct tk_caps *caps, FILE *f);
+/*
+ * The same into the file @path ("-": stdout), JSON when @json, whole or not
+ * at all (written beside it, renamed into place; a symlink is refused: -ELOOP).
+ */
+int tk_caps__write_file(const struct tk_caps *caps, const char *path, bool json);
 
 #ifdef __cplusplus
 }

@@ -54,6 +54,10 @@ enum tk_unwind_mode {
 	TK_UNWIND_CFI,			/* CFI; fail when it cannot be had */
 };
 
+/* "auto", "fp", "cfi" → mode; -EINVAL otherwise. */
+int tk_unwind_mode__parse(const char *s, enum tk_unwind_mode *mode);
+const char *tk_unwind_mode__name(enum tk_unwind_mode mode);
+
 /* "bpf", "perf", "jemalloc", "vmstat" ("none" for TK_BACKEND_NONE) */
 const char *tk_backend__name(enum tk_backend b);
 /* "cpu", "alloc", "numa" */

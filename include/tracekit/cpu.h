@@ -30,7 +30,7 @@ struct tk_cpu_opts {
 	enum tk_backend backend;	/* TK_BACKEND_NONE: choose from the snapshot */
 	const char *proc_root;		/* default "/proc" */
 	enum tk_unwind_mode unwind;	/* user stacks: CFI where possible (auto), fp, cfi */
-	size_t unwind_rows;		/* room for unwind rows; 0: the default (16 MiB) */
+	size_t unwind_mem;		/* bytes for unwind tables; 0: the default (16 MiB) */
 };
 
 struct tk_cpu_stats {

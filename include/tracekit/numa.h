@@ -28,7 +28,7 @@ struct tk_numa_opts {
 	const char *proc_root;		/* default "/proc" */
 	const char *sys_root;		/* default "/sys" */
 	enum tk_unwind_mode unwind;	/* --stacks: CFI where possible (auto), fp, cfi */
-	size_t unwind_rows;		/* room for unwind rows; 0: the default (16 MiB) */
+	size_t unwind_mem;		/* bytes for unwind tables; 0: the default (16 MiB) */
 };
 
 #ifdef __cplusplus

@@ -14,31 +14,8 @@
 
 #include "alloc/alloc.h"
 
-struct tk_alloc_rate {
-	double ms;			/* counted for */
-	uint64_t alloc_calls;		/* counted: malloc family */
-	uint64_t free_calls;		/* counted: free family */
-	double alloc_per_s;		/* estimated untraced rates (see lower_bound) */
-	double free_per_s;
-	double uprobe_ns;		/* one uprobe hit here: the mean of the two below */
-	double emulated_ns;		/* on an instruction the kernel emulates (a push) */
-	double stepped_ns;		/* on one it single-steps out of line */
-	double alloc_hit_ns;		/* what a hit costs on the allocating functions here */
-	double free_hit_ns;		/* ... and on free */
-	bool lower_bound;		/* counting took over half the process's time: rates
-					   are lower bounds, slowdowns too */
-	bool sessions;			/* uprobe sessions: sampled mode traps the return
-					   of sampled calls only */
-	/*
-	 * Expected extra CPU time per second of the process's run, by mode (0.25:
-	 * a quarter more), from alloc_hit_ns and free_hit_ns times the traps each
-	 * mode places per call: sampled (with uprobes) 1 per call, plus 1 per allocation without
-	 * sessions; full 2 per allocation and 1 per free; growth ~0.
-	 */
-	double slowdown[TK_ALLOC_MODE_GROWTH + 1];
-	double traps_per_alloc[TK_ALLOC_MODE_GROWTH + 1];
-	double traps_per_free[TK_ALLOC_MODE_GROWTH + 1];
-};
+/* struct tk_alloc_rate: include/tracekit/alloc.h */
+
 
 /*
  * Count the allocator calls of @pid for @ms milliseconds (its allocator as

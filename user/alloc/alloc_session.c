@@ -10,6 +10,7 @@
 
 #include "alloc/alloc.h"
 #include "alloc/alloc_je.h"
+#include "alloc/alloc_rate.h"
 #include "core/opts.h"
 #include "core/session.h"
 
@@ -122,4 +123,23 @@ struct tk_session *tk_session__open_alloc(const struct tk_alloc_opts *opts,
 	}
 	return tk_session__new(&tk_alloc_session_ops, o, o->backend == TK_BACKEND_NONE, sopts,
 			       &o->pid, o->pid ? 1 : 0, why, why_sz);
+}
+
+int tk_alloc__measure(int pid, const struct tk_caps *caps, int ms, struct tk_alloc_rate *out,
+		      char *why, size_t why_sz)
+{
+	struct tk_alloc_rate r;
+	size_t sz;
+	int err;
+
+	if (!out || out->sz < sizeof(size_t) || pid <= 0 || ms < 0)
+		return -EINVAL;
+	sz = out->sz;
+	err = tk_alloc__measure_rate(pid, caps, ms ? ms : 300, &r, why, why_sz);
+	if (err)
+		return err;
+	/* a caller built against an older header gets what its struct holds */
+	memcpy(out, &r, sz < sizeof(r) ? sz : sizeof(r));
+	out->sz = sz;
+	return 0;
 }

@@ -278,7 +278,7 @@ static struct alloc_trace_bpf *load_as(struct tk_alloc *a, enum load_kind k,
 		struct tk_unw_bpf_opts uo = {
 			.mode = a && k != LOAD_COUNT && k != LOAD_COUNT_MULTI ? unwind :
 										TK_UNWIND_FP,
-			.rows = a ? a->opts.unwind_rows : 0,
+			.rows = a ? tk_unw__rows_for(a->opts.unwind_mem) : 0,
 			.procs = 256,
 			.prog_type = k == LOAD_GROWTH ? BPF_PROG_TYPE_RAW_TRACEPOINT :
 							BPF_PROG_TYPE_KPROBE,

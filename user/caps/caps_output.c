@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "core/json.h"
+#include "core/outfile.h"
 #include "caps/caps.h"
 
 #define TEXT_WIDTH 80
@@ -513,4 +514,22 @@ int tk_caps__write_text(const struct tk_caps *caps, FILE *f)
 			text_objects(f, p);
 	}
 	return ferror(f) ? -EIO : 0;
+}
+
+int tk_caps__write_file(const struct tk_caps *caps, const char *path, bool json)
+{
+	struct tk_outfile out;
+	int err;
+
+	if (!caps || !path)
+		return -EINVAL;
+	err = tk_outfile__open(&out, path);
+	if (err)
+		return err;
+	err = json ? tk_caps__write_json(caps, out.f) : tk_caps__write_text(caps, out.f);
+	if (err) {
+		tk_outfile__abort(&out);
+		return err;
+	}
+	return tk_outfile__commit(&out);
 }

@@ -458,7 +458,8 @@ int tk_cpu_perf__start(struct tk_cpu *c, const struct tk_cpu_perf_opts *o)
 		goto fail;
 	}
 	if (a->sample_type & PERF_SAMPLE_STACK_USER) {
-		err = tk_unw_store__new(NULL, opts->unwind_rows ? opts->unwind_rows : UNWIND_ROWS,
+		err = tk_unw_store__new(NULL, opts->unwind_mem ? tk_unw__rows_for(opts->unwind_mem) :
+					UNWIND_ROWS,
 					&st->unw);
 		if (err)
 			goto fail;

@@ -187,7 +187,7 @@ static int load_sampler(struct tk_cpu *c, struct bpf_state *st, enum tk_unwind_m
 	const struct tk_cpu_opts *o = &c->opts;
 	struct tk_unw_bpf_opts uo = {
 		.mode = o->kernel_only ? TK_UNWIND_FP : mode,
-		.rows = o->unwind_rows,
+		.rows = tk_unw__rows_for(o->unwind_mem),
 		.procs = o->nr_pids ? 64 + 4 * o->nr_pids : 1024,
 		.prog_type = BPF_PROG_TYPE_PERF_EVENT,
 	};

@@ -227,7 +227,7 @@ static int load_as(struct tk_numa *n, struct nt_state *st, enum mp_mode mp, enum
 		struct tk_unw_bpf_vars v = TK_UNW_BPF_VARS(s);
 		struct tk_unw_bpf_opts uo = {
 			.mode = n->opts.stacks ? unwind : TK_UNWIND_FP,
-			.rows = n->opts.unwind_rows,
+			.rows = tk_unw__rows_for(n->opts.unwind_mem),
 			.procs = 1024,
 			.prog_type = BPF_PROG_TYPE_RAW_TRACEPOINT,
 		};

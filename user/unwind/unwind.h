@@ -92,6 +92,11 @@ struct tk_symbolizer;
  * A store of @cap rows. @mem: where rows go (the BPF rows array mapped into
  * memory), or NULL for memory of its own. Returns 0 or a negative errno.
  */
+/* Rows that fit in @bytes of unwind memory (the options' unwind_mem); 0 stays 0 (the default). */
+static inline size_t tk_unw__rows_for(size_t bytes)
+{
+	return bytes / sizeof(struct unw_row);
+}
 int tk_unw_store__new(struct unw_row *mem, size_t cap, struct tk_unw_store **out);
 void tk_unw_store__free(struct tk_unw_store *s);
 /* The rows array (to give tk_unw__walk) and the rows in use. */
@@ -142,8 +147,6 @@ const char *tk_unw__loss_name(enum unw_counter c);
 
 /* enum tk_unwind_mode: include/tracekit/common.h */
 
-/* "auto", "fp", "cfi" → mode; -EINVAL otherwise. */
-int tk_unwind_mode__parse(const char *s, enum tk_unwind_mode *mode);
-const char *tk_unwind_mode__name(enum tk_unwind_mode mode);
+/* tk_unwind_mode__parse, __name: include/tracekit/common.h */
 
 #endif /* __TK_UNWIND_H */
