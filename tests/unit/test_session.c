@@ -424,6 +424,33 @@ static void test_duration(void **state)
 	tk_session__free(s);
 }
 
+/* The collectors' openers refuse what cannot work before anything is taken or started. */
+static void test_openers_refuse(void **state)
+{
+	struct tk_cpu_opts co = { .sz = sizeof(co), .nr_pids = TK_CPU_MAX_PIDS + 1 };
+	struct tk_numa_opts no = { .sz = sizeof(no), .stacks = true,
+				   .backend = TK_BACKEND_VMSTAT };
+	struct tk_alloc_opts ao = { .sz = sizeof(ao) };
+	struct { struct tk_cpu_opts o; long newer; } big = { .o.sz = sizeof(big), .newer = 1 };
+	char why[256];
+
+	assert_null(tk_session__open_cpu(&co, NULL, why, sizeof(why)));
+	assert_int_equal(errno, EINVAL);
+	assert_string_equal(why, "bad number of processes (65)");
+	assert_null(tk_session__open_cpu(&big.o, NULL, why, sizeof(why)));
+	assert_int_equal(errno, EINVAL);
+	assert_non_null(strstr(why, "options unknown to this libtracekit"));
+	co.nr_pids = 0;
+	co.cgroup = "/proc";
+	assert_null(tk_session__open_cpu(&co, NULL, why, sizeof(why)));
+	assert_int_equal(errno, ENOTDIR);
+	assert_non_null(strstr(why, "is not a cgroup v2 directory"));
+	assert_null(tk_session__open_numa(&no, NULL, why, sizeof(why)));
+	assert_string_equal(why, "--stacks needs the bpf backend: vmstat has no stacks");
+	assert_null(tk_session__open_alloc(&ao, NULL, why, sizeof(why)));
+	assert_string_equal(why, "give a process (opts->pid) or a command (sopts->argv)");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -439,6 +466,7 @@ int main(void)
 		cmocka_unit_test_setup(test_processes_gone_zombie, setup),
 		cmocka_unit_test_setup(test_stop_and_intervals, setup),
 		cmocka_unit_test_setup(test_duration, setup),
+		cmocka_unit_test_setup(test_openers_refuse, setup),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -110,17 +110,14 @@ struct tk_session *tk_session__open_alloc(const struct tk_alloc_opts *opts,
 					  const struct tk_session_opts *sopts, char *why,
 					  size_t why_sz)
 {
-	struct tk_alloc_opts *o = malloc(sizeof(*o));
+	struct tk_alloc_opts *o = tk_session__copy_opts(opts, sizeof(*o), why, why_sz);
 	bool cmd = sopts && sopts->argv;
 
-	if (!o || TK_OPTS_COPY(o, opts) || o->argv || (!o->pid) == !cmd) {
-		if (why && why_sz)
-			snprintf(why, why_sz, "%s", !o ? strerror(ENOMEM) :
-				 "give a process (opts->pid) or a command (sopts->argv)");
-		errno = o ? EINVAL : ENOMEM;
-		free(o);
+	if (!o)
 		return NULL;
-	}
+	if (o->argv || (!o->pid) == !cmd)
+		return tk_session__refuse(o, EINVAL, why, why_sz, "give a process (opts->pid) or a "
+					  "command (sopts->argv)");
 	return tk_session__new(&tk_alloc_session_ops, o, o->backend == TK_BACKEND_NONE, sopts,
 			       &o->pid, o->pid ? 1 : 0, why, why_sz);
 }

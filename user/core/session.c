@@ -192,6 +192,32 @@ static int open_chain(struct tk_session *s, bool start, char *why, size_t why_sz
 	}
 }
 
+void *tk_session__copy_opts(const void *opts, size_t sz, char *why, size_t why_sz)
+{
+	void *o = malloc(sz);
+
+	if (!o)
+		return tk_session__refuse(NULL, ENOMEM, why, why_sz, "%s", strerror(ENOMEM));
+	if (tk_opts__copy(o, sz, opts))
+		return tk_session__refuse(o, EINVAL, why, why_sz, "options unknown to this "
+					  "libtracekit (a newer caller's fields are set)");
+	return o;
+}
+
+void *tk_session__refuse(void *copts, int err, char *why, size_t why_sz, const char *fmt, ...)
+{
+	va_list ap;
+
+	free(copts);
+	if (fmt && why && why_sz) {
+		va_start(ap, fmt);
+		vsnprintf(why, why_sz, fmt, ap);
+		va_end(ap);
+	}
+	errno = err;
+	return NULL;
+}
+
 int tk_session__check_cgroup(const char *dir, char *why, size_t why_sz)
 {
 	struct statfs sfs;

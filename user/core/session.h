@@ -94,6 +94,14 @@ extern const struct tk_collector_ops tk_numa_session_ops;
 struct tk_session *tk_session__new(const struct tk_collector_ops *ops, void *copts,
 				   bool auto_backend, const struct tk_session_opts *sopts,
 				   const int *pids, int nr_pids, char *why, size_t why_sz);
+/*
+ * For the openers: a malloc'ed copy of the caller's collector options (@sz
+ * bytes known here, core/opts.h's rules), or NULL with errno and @why.
+ */
+void *tk_session__copy_opts(const void *opts, size_t sz, char *why, size_t why_sz);
+/* An opener's refusal: frees @copts, sets errno to @err and, with @fmt, @why. NULL. */
+void *tk_session__refuse(void *copts, int err, char *why, size_t why_sz, const char *fmt, ...)
+	__attribute__((format(printf, 5, 6)));
 /* 0 when @dir is a cgroup v2 directory; else a negative errno and @why. */
 int tk_session__check_cgroup(const char *dir, char *why, size_t why_sz);
 

@@ -92,29 +92,16 @@ struct tk_session *tk_session__open_cpu(const struct tk_cpu_opts *opts,
 					const struct tk_session_opts *sopts, char *why,
 					size_t why_sz)
 {
-	struct tk_cpu_opts *o = malloc(sizeof(*o));
-	int err;
+	struct tk_cpu_opts *o = tk_session__copy_opts(opts, sizeof(*o), why, why_sz);
+	int err, room = TK_CPU_MAX_PIDS - (sopts && sopts->argv ? 1 : 0);
 
-	if (!o || TK_OPTS_COPY(o, opts) || (sopts && sopts->argv &&
-					    o->nr_pids >= TK_CPU_MAX_PIDS)) {
-		if (why && why_sz)
-			snprintf(why, why_sz, "%s", o ? "bad CPU options" : strerror(ENOMEM));
-		free(o);
-		errno = o ? EINVAL : ENOMEM;
+	if (!o)
 		return NULL;
-	}
-	if (o->nr_pids < 0 || o->nr_pids > TK_CPU_MAX_PIDS) {
-		if (why && why_sz)
-			snprintf(why, why_sz, "bad number of processes (%d)", o->nr_pids);
-		free(o);
-		errno = EINVAL;
-		return NULL;
-	}
-	if (o->cgroup && (err = tk_session__check_cgroup(o->cgroup, why, why_sz))) {
-		free(o);
-		errno = -err;
-		return NULL;
-	}
+	if (o->nr_pids < 0 || o->nr_pids > room)
+		return tk_session__refuse(o, EINVAL, why, why_sz, "bad number of processes (%d)",
+					  o->nr_pids);
+	if (o->cgroup && (err = tk_session__check_cgroup(o->cgroup, why, why_sz)))
+		return tk_session__refuse(o, -err, why, why_sz, NULL);
 	return tk_session__new(&tk_cpu_session_ops, o, o->backend == TK_BACKEND_NONE, sopts,
 			       o->pids, o->nr_pids, why, why_sz);
 }

@@ -111,28 +111,19 @@ struct tk_session *tk_session__open_numa(const struct tk_numa_opts *opts,
 					 const struct tk_session_opts *sopts, char *why,
 					 size_t why_sz)
 {
-	struct tk_numa_opts *o = malloc(sizeof(*o));
+	struct tk_numa_opts *o = tk_session__copy_opts(opts, sizeof(*o), why, why_sz);
 	int err;
 
-	if (!o || TK_OPTS_COPY(o, opts) || o->nr_pids < 0 || o->nr_pids > TK_NUMA_MAX_PIDS) {
-		if (why && why_sz)
-			snprintf(why, why_sz, "%s", o ? "bad NUMA options" : strerror(ENOMEM));
-		errno = o ? EINVAL : ENOMEM;
-		free(o);
+	if (!o)
 		return NULL;
-	}
-	if (o->stacks && o->backend == TK_BACKEND_VMSTAT) {
-		if (why && why_sz)
-			snprintf(why, why_sz, "--stacks needs the bpf backend: vmstat has no stacks");
-		free(o);
-		errno = EINVAL;
-		return NULL;
-	}
-	if (o->cgroup && (err = tk_session__check_cgroup(o->cgroup, why, why_sz))) {
-		free(o);
-		errno = -err;
-		return NULL;
-	}
+	if (o->nr_pids < 0 || o->nr_pids > TK_NUMA_MAX_PIDS)
+		return tk_session__refuse(o, EINVAL, why, why_sz, "bad number of processes (%d)",
+					  o->nr_pids);
+	if (o->stacks && o->backend == TK_BACKEND_VMSTAT)
+		return tk_session__refuse(o, EINVAL, why, why_sz, "--stacks needs the bpf backend: "
+					  "vmstat has no stacks");
+	if (o->cgroup && (err = tk_session__check_cgroup(o->cgroup, why, why_sz)))
+		return tk_session__refuse(o, -err, why, why_sz, NULL);
 	return tk_session__new(&tk_numa_session_ops, o, o->backend == TK_BACKEND_NONE, sopts,
 			       o->pids, o->nr_pids, why, why_sz);
 }
