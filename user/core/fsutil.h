@@ -51,4 +51,16 @@ char *tk_rstrip(char *s);
  */
 int tk_find_command(const char *cmd, char *buf, size_t size);
 
+/* The value of hex digit @c, or -1 (the parsers of /proc's and kallsyms' addresses). */
+static inline int tk_hexval(char c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	if (c >= 'a' && c <= 'f')
+		return c - 'a' + 10;
+	if (c >= 'A' && c <= 'F')
+		return c - 'A' + 10;
+	return -1;
+}
+
 #endif /* __TK_FSUTIL_H */

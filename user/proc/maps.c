@@ -8,20 +8,10 @@
 #include <errno.h>
 #include <string.h>
 
+#include "core/fsutil.h"
 #include "proc/maps.h"
 
 #define DELETED_SUFFIX " (deleted)"
-
-static int hexval(char c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	return -1;
-}
 
 /* Parse a number in @base (10 or 16) at *@p, at least one digit, no overflow. */
 static int parse_num(const char **p, const char *end, unsigned int base, uint64_t *out)
@@ -30,7 +20,7 @@ static int parse_num(const char **p, const char *end, unsigned int base, uint64_
 	uint64_t v = 0;
 	int d;
 
-	while (s < end && (d = hexval(*s)) >= 0 && (unsigned int)d < base) {
+	while (s < end && (d = tk_hexval(*s)) >= 0 && (unsigned int)d < base) {
 		if (v > (UINT64_MAX - d) / base)
 			return -EINVAL;
 		v = v * base + d;

@@ -151,17 +151,6 @@ static int module_index(struct tk_ksyms *k, const char *name, size_t len, size_t
 	return 0;
 }
 
-static int hexval(char c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	return -1;
-}
-
 /* One line of @len bytes, no newline. Lines that are not text symbols are skipped. */
 static int add_line(struct tk_ksyms *k, const char *line, size_t len)
 {
@@ -171,7 +160,7 @@ static int add_line(struct tk_ksyms *k, const char *line, size_t len)
 	int digits = 0, v, err;
 	char type;
 
-	while (p < end && (v = hexval(*p)) >= 0) {
+	while (p < end && (v = tk_hexval(*p)) >= 0) {
 		if (++digits > 16)
 			return 0;
 		addr = addr << 4 | v;
