@@ -33,6 +33,7 @@
 #include "alloc/alloc_int.h"
 #include "alloc/alloc_syms.h"
 #include "core/fsutil.h"
+#include "core/opts.h"
 #include "core/internal.h"
 #include "profile/profile_locs.h"
 #include "core/spawn_held.h"
@@ -655,11 +656,13 @@ int tk_alloc__new_bare(const struct tk_alloc_opts *opts, const struct tk_alloc_b
 	a = calloc(1, sizeof(*a));
 	if (!a)
 		return -ENOMEM;
-	memcpy(&a->opts, opts, opts->sz < sizeof(a->opts) ? opts->sz : sizeof(a->opts));
-	a->opts.sz = sizeof(a->opts);
+	if (TK_OPTS_COPY(&a->opts, opts)) {
+		free(a);
+		return -EINVAL;
+	}
 	a->be = be;
 	a->release_fd = a->exec_err_fd = a->agent_fd = -1;
-	a->pid = opts->pid;
+	a->pid = a->opts.pid;
 	a->sample_bytes = a->opts.mode == TK_ALLOC_MODE_SAMPLED ?
 		(a->opts.sample_bytes ? a->opts.sample_bytes : TK_ALLOC_DEFAULT_SAMPLE_BYTES) : 0;
 	a->live = calloc(1, sizeof(*a->live));

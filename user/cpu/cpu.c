@@ -13,6 +13,7 @@
 
 #include "cpu/cpu.h"
 #include "core/internal.h"
+#include "core/opts.h"
 #include "cpu/perf_ring.h"
 
 static const char *const loss_names[TK_LOSS__COUNT] = {
@@ -35,6 +36,7 @@ int tk_cpu__open(const struct tk_cpu_opts *opts, const struct tk_caps *caps, str
 		 char *why, size_t why_sz)
 {
 	struct tk_symbolizer_opts sopts = { .sz = sizeof(sopts) };
+	struct tk_cpu_opts o;
 	enum tk_backend backend;
 	struct tk_cpu *c;
 	int err;
@@ -42,8 +44,9 @@ int tk_cpu__open(const struct tk_cpu_opts *opts, const struct tk_caps *caps, str
 	*out = NULL;
 	if (why && why_sz)
 		why[0] = '\0';
-	if (!opts || opts->sz < offsetof(struct tk_cpu_opts, proc_root) || !caps)
+	if (!opts || !caps || TK_OPTS_COPY(&o, opts))
 		return -EINVAL;
+	opts = &o;
 	if (opts->freq_hz < 0 || opts->freq_hz > 100000 || opts->nr_pids < 0 ||
 	    opts->nr_pids > TK_CPU_MAX_PIDS || (opts->user_only && opts->kernel_only))
 		return -EINVAL;
@@ -75,8 +78,7 @@ int tk_cpu__open(const struct tk_cpu_opts *opts, const struct tk_caps *caps, str
 	c = calloc(1, sizeof(*c));
 	if (!c)
 		return -ENOMEM;
-	memcpy(&c->opts, opts, opts->sz < sizeof(c->opts) ? opts->sz : sizeof(c->opts));
-	c->opts.sz = sizeof(c->opts);
+	c->opts = o;
 	if (!c->opts.freq_hz)
 		c->opts.freq_hz = 99;
 	c->be = backend == TK_BACKEND_BPF ? &tk_cpu_backend_bpf : &tk_cpu_backend_perf;

@@ -10,6 +10,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "core/opts.h"
 #include "numa/numa_int.h"
 #include "numa/numa_report.h"
 
@@ -108,6 +109,7 @@ int tk_numa__open(const struct tk_numa_opts *opts, const struct tk_caps *caps,
 		  struct tk_numa **out, char *why, size_t why_sz)
 {
 	const struct tk_numa_backend *be;
+	struct tk_numa_opts o;
 	enum tk_backend b;
 	struct tk_numa *n;
 	int err, i;
@@ -115,7 +117,8 @@ int tk_numa__open(const struct tk_numa_opts *opts, const struct tk_caps *caps,
 	*out = NULL;
 	if (why_sz)
 		why[0] = '\0';
-	if (!opts || !opts->sz || !caps || opts->nr_pids < 0 || opts->nr_pids > TK_NUMA_MAX_PIDS) {
+	if (!opts || !caps || TK_OPTS_COPY(&o, opts) || o.nr_pids < 0 ||
+	    o.nr_pids > TK_NUMA_MAX_PIDS) {
 		snprintf(why, why_sz, "invalid options");
 		return -EINVAL;
 	}
@@ -124,8 +127,8 @@ int tk_numa__open(const struct tk_numa_opts *opts, const struct tk_caps *caps,
 		snprintf(why, why_sz, "out of memory");
 		return -ENOMEM;
 	}
-	memcpy(&n->opts, opts, opts->sz < sizeof(n->opts) ? opts->sz : sizeof(n->opts));
-	n->opts.sz = sizeof(n->opts);
+	n->opts = o;
+	opts = &n->opts;
 	n->caps = caps;
 
 	b = opts->backend != TK_BACKEND_NONE ? opts->backend : caps->backends[TK_COLLECT_NUMA].backend;

@@ -31,6 +31,7 @@
 
 #include "cpu/cpu.h"
 #include "core/internal.h"
+#include "core/opts.h"
 #include "core/fsutil.h"
 #include "alloc/jedump.h"
 #include "core/outfile.h"
@@ -577,8 +578,15 @@ enum tk_sidecar_status tk_sidecar__start(const struct tk_sidecar_opts *opts,
 		*out = NULL;
 	if (why && why_sz)
 		why[0] = '\0';
-	if (opts)
-		memcpy(&o, opts, opts->sz < sizeof(o) ? opts->sz : sizeof(o));
+	if (opts && TK_OPTS_COPY(&o, opts)) {
+		/* a newer caller asks for what this version cannot do: a no-op, said */
+		if (opts->sz < offsetof(struct tk_sidecar_opts, enabled) + sizeof(bool) ||
+		    !opts->enabled)
+			return TK_SIDECAR_DISABLED;
+		snprintf(buf, sizeof(buf), "options unknown to this libtracekit are set "
+			 "(sz %zu, this version knows %zu bytes)", opts->sz, sizeof(o));
+		goto unsupported;
+	}
 	if (!o.enabled)
 		return TK_SIDECAR_DISABLED;
 	if (!out) {
