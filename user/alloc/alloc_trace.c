@@ -32,16 +32,13 @@
 #include "alloc/alloc_int.h"
 #include "alloc/alloc_rate.h"
 #include "alloc/alloc_syms.h"
+#include "alloc/alloc_trace_int.h"
 #include "bpf/alloc_trace.h"
 #include "alloc_trace.skel.h"
 #include "unwind/unwind_bpf.h"
 #include "core/internal.h"
 #include "core/percpu.h"
 #include "core/log.h"
-
-/* Not in the 6.1 uapi headers this builds against (include/uapi/linux/bpf.h) */
-#define AT_TRACE_UPROBE_MULTI 48
-#define AT_TRACE_UPROBE_SESSION 57
 
 _Static_assert((int)TK_AFN_MALLOC == (int)AT_MALLOC && (int)TK_AFN_FREE == (int)AT_FREE &&
 		       (int)TK_AFN_MARKER_ALLOC == (int)AT_MARKER_ALLOC &&
@@ -52,35 +49,6 @@ _Static_assert((int)AT_GROWTH_FAULT == (int)TK_GROWTH_FAULT &&
 		       (int)AT_GROWTH_BRK == (int)TK_GROWTH_BRK &&
 		       (int)AT_GROWTH_MMAP == (int)TK_GROWTH_MMAP,
 	       "growth kinds");
-
-#define MAX_LINKS (2 * TK_ALLOC_MAX_FNS + 8)
-#define MAX_STALE 64
-
-struct growth_seen {
-	struct at_growth_key key;
-	struct at_growth_val val;	/* delivered so far */
-	bool used;
-};
-
-struct at_state {
-	struct alloc_trace_bpf *skel;
-	bool sessions;			/* uprobe_multi sessions work here */
-	struct tk_alloc_syms *syms;
-	int multi_fds[2];		/* uprobe_multi links: allocating, freeing */
-	struct bpf_link *links[MAX_LINKS];
-	int nr_links;
-	struct ring_buffer *rb;
-	uint64_t seen[AT_CNT__COUNT];	/* counters delivered so far */
-	struct growth_seen *growth;	/* open addressing on the key */
-	size_t cap_growth, nr_growth;
-	struct {
-		uint32_t pid;
-		int64_t exec_ns;
-	} stale[MAX_STALE];		/* exec'd: capture their maps again soon */
-	int nr_stale;
-	int err;			/* from a ring callback */
-	struct tk_unw_bpf *unw;		/* NULL: user stacks by frame pointer */
-};
 
 /* ---- small helpers ------------------------------------------------------------------- */
 
@@ -99,8 +67,9 @@ struct uprobe_multi_attr {
 	__u32 pid;
 };
 
-static int uprobe_multi_link(int prog_fd, int type, const char *path, const uint64_t *offsets,
-			     const uint64_t *cookies, int cnt, int pid)
+int tk_alloc_bpf__uprobe_multi_link(int prog_fd, int type, const char *path,
+				    const uint64_t *offsets, const uint64_t *cookies, int cnt,
+				    int pid)
 {
 	struct uprobe_multi_attr attr;
 	int fd;
@@ -123,8 +92,6 @@ static int uprobe_multi_link(int prog_fd, int type, const char *path, const uint
  * functions begin) is emulated, others (free of glibc begins with a test)
  * are single-stepped out of line, a second trap. One of each.
  */
-void tk_alloc__calib_push(void);
-void tk_alloc__calib_step(void);
 #ifdef __x86_64__
 __asm__(".text\n"
 	".p2align 4\n"
@@ -155,7 +122,7 @@ __attribute__((noinline, used)) void tk_alloc__calib_step(void)
 #endif
 
 /* The file and offset of @addr in our own mappings. */
-static int self_offset(const void *addr, char *path, size_t path_sz, uint64_t *off)
+int tk_alloc_bpf__self_offset(const void *addr, char *path, size_t path_sz, uint64_t *off)
 {
 	unsigned long a = (unsigned long)addr, lo, hi, pgoff;
 	char line[PATH_MAX + 128], file[PATH_MAX];
@@ -204,15 +171,6 @@ static void fill_intervals(volatile __u64 *t, uint64_t mean)
 }
 
 /* ---- loading ---------------------------------------------------------------------------- */
-
-enum load_kind {
-	LOAD_SESSION,			/* alloc_session + free_enter on uprobe_multi */
-	LOAD_CLASSIC,			/* alloc_enter + alloc_exit + free_enter */
-	LOAD_MARKERS,
-	LOAD_GROWTH,
-	LOAD_COUNT,			/* count_calls only */
-	LOAD_COUNT_MULTI,		/* count_calls on uprobe_multi: one link for all */
-};
 
 /* Open, configure and load the programs of @k, with the unwinder per @unwind. */
 static struct alloc_trace_bpf *load_as(struct tk_alloc *a, enum load_kind k,
@@ -317,22 +275,23 @@ static struct alloc_trace_bpf *load_as(struct tk_alloc *a, enum load_kind k,
 	return s;
 }
 
-static struct alloc_trace_bpf *load(struct tk_alloc *a, enum load_kind k, int *errp)
+struct alloc_trace_bpf *tk_alloc_bpf__load(struct tk_alloc *a, enum load_kind k, int *errp)
 {
 	return load_as(a, k, a ? a->opts.unwind : TK_UNWIND_FP, errp);
 }
 
 /* Can a uprobe session link be made here? Tried on a function of our own. */
-static bool sessions_work(struct alloc_trace_bpf *s)
+bool tk_alloc_bpf__sessions_work(struct alloc_trace_bpf *s)
 {
 	char path[PATH_MAX];
 	uint64_t off, cookie = 0;
 	int fd;
 
-	if (self_offset((const void *)tk_alloc__calib_push, path, sizeof(path), &off))
+	if (tk_alloc_bpf__self_offset((const void *)tk_alloc__calib_push, path, sizeof(path), &off))
 		return false;
-	fd = uprobe_multi_link(bpf_program__fd(s->progs.alloc_session), AT_TRACE_UPROBE_SESSION,
-			       path, &off, &cookie, 1, getpid());
+	fd = tk_alloc_bpf__uprobe_multi_link(bpf_program__fd(s->progs.alloc_session),
+					     AT_TRACE_UPROBE_SESSION, path, &off, &cookie, 1,
+					     getpid());
 	if (fd < 0)
 		return false;
 	close(fd);
@@ -342,8 +301,8 @@ static bool sessions_work(struct alloc_trace_bpf *s)
 /* ---- finding the allocator ------------------------------------------------------------ */
 
 /* The allocator of process @pid, with the capability snapshot's findings when they are its. */
-static int find_in_process(struct tk_alloc *a, int pid, const struct tk_caps *caps,
-			   struct tk_alloc_syms *syms, char *why, size_t why_sz)
+int tk_alloc_bpf__find_in_process(struct tk_alloc *a, int pid, const struct tk_caps *caps,
+				  struct tk_alloc_syms *syms, char *why, size_t why_sz)
 {
 	const struct tk_proc_info *known = NULL;
 
@@ -378,8 +337,8 @@ static int add_link(struct at_state *st, struct bpf_link *l)
 	return 0;
 }
 
-static int attach_uprobe(struct at_state *st, struct bpf_program *prog, int pid,
-			 const char *path, const struct tk_alloc_fn *fn, bool ret)
+int tk_alloc_bpf__attach_uprobe(struct at_state *st, struct bpf_program *prog, int pid,
+				const char *path, const struct tk_alloc_fn *fn, bool ret)
 {
 	LIBBPF_OPTS(bpf_uprobe_opts, o, .retprobe = ret,
 		    .bpf_cookie = AT_COOKIE(fn->vaddr, fn->kind));
@@ -402,27 +361,28 @@ static int attach_allocator(struct tk_alloc *a, struct at_state *st, int pid)
 			offs[f][n[f]] = sy->fns[i].offset;
 			cookies[f][n[f]++] = AT_COOKIE(sy->fns[i].vaddr, sy->fns[i].kind);
 		}
-		st->multi_fds[0] = uprobe_multi_link(bpf_program__fd(st->skel->progs.alloc_session),
-						     AT_TRACE_UPROBE_SESSION, sy->path, offs[0],
-						     cookies[0], n[0], pid);
+		st->multi_fds[0] = tk_alloc_bpf__uprobe_multi_link(
+			bpf_program__fd(st->skel->progs.alloc_session), AT_TRACE_UPROBE_SESSION,
+			sy->path, offs[0], cookies[0], n[0], pid);
 		if (st->multi_fds[0] < 0)
 			return st->multi_fds[0];
-		st->multi_fds[1] = uprobe_multi_link(bpf_program__fd(st->skel->progs.free_enter),
-						     AT_TRACE_UPROBE_MULTI, sy->path, offs[1],
-						     cookies[1], n[1], pid);
+		st->multi_fds[1] = tk_alloc_bpf__uprobe_multi_link(
+			bpf_program__fd(st->skel->progs.free_enter), AT_TRACE_UPROBE_MULTI,
+			sy->path, offs[1], cookies[1], n[1], pid);
 		return st->multi_fds[1] < 0 ? st->multi_fds[1] : 0;
 	}
 	for (i = 0; i < sy->nr; i++) {
 		const struct tk_alloc_fn *fn = &sy->fns[i];
 
 		if (fn->kind == TK_AFN_FREE) {
-			err = attach_uprobe(st, st->skel->progs.free_enter, pid, sy->path, fn, false);
+			err = tk_alloc_bpf__attach_uprobe(st, st->skel->progs.free_enter, pid,
+							  sy->path, fn, false);
 		} else {
-			err = attach_uprobe(st, st->skel->progs.alloc_enter, pid, sy->path, fn,
-					    false);
+			err = tk_alloc_bpf__attach_uprobe(st, st->skel->progs.alloc_enter, pid,
+							  sy->path, fn, false);
 			if (!err)
-				err = attach_uprobe(st, st->skel->progs.alloc_exit, pid, sy->path,
-						    fn, true);
+				err = tk_alloc_bpf__attach_uprobe(st, st->skel->progs.alloc_exit,
+								  pid, sy->path, fn, true);
 		}
 		if (err)
 			return err;
@@ -482,7 +442,7 @@ static void refresh_stale(struct tk_alloc *a, struct at_state *st, bool all)
 	}
 }
 
-static int handle_event(void *ctx, void *data, size_t size)
+int tk_alloc_bpf__handle_event(void *ctx, void *data, size_t size)
 {
 	struct tk_alloc *a = ctx;
 	struct at_state *st = a->priv;
@@ -677,7 +637,7 @@ static void bpf_free(struct tk_alloc *a)
 	a->priv = NULL;
 }
 
-static void detach(struct at_state *st)
+void tk_alloc_bpf__detach(struct at_state *st)
 {
 	int i;
 
@@ -730,13 +690,13 @@ static int bpf_open(struct tk_alloc *a, char *why, size_t why_sz)
 	a->priv = st;
 
 	if (a->opts.mode == TK_ALLOC_MODE_GROWTH) {
-		st->skel = load(a, LOAD_GROWTH, &err);
+		st->skel = tk_alloc_bpf__load(a, LOAD_GROWTH, &err);
 		if (!st->skel)
 			snprintf(why, why_sz, "cannot load the growth tracer: %s", strerror(-err));
 		goto out;
 	}
 	if (a->hook == TK_ALLOC_HOOK_PRELOAD) {
-		st->skel = load(a, LOAD_MARKERS, &err);
+		st->skel = tk_alloc_bpf__load(a, LOAD_MARKERS, &err);
 		if (!st->skel)
 			snprintf(why, why_sz, "cannot load the marker probes: %s", strerror(-err));
 		goto out;
@@ -754,7 +714,7 @@ static int bpf_open(struct tk_alloc *a, char *why, size_t why_sz)
 	}
 	/* find the allocator now when it can be found: a clear refusal before anything runs */
 	if (!a->child)
-		err = find_in_process(a, a->pid, a->caps, st->syms, why, why_sz);
+		err = tk_alloc_bpf__find_in_process(a, a->pid, a->caps, st->syms, why, why_sz);
 	else if (!a->attach_after_exec)
 		err = tk_alloc_syms__find_static(a->opts.argv[0], st->syms, why, why_sz);
 	if (err)
@@ -766,8 +726,8 @@ static int bpf_open(struct tk_alloc *a, char *why, size_t why_sz)
 	 */
 	tk_log__push(&tk_log_quiet, &quiet);
 	if (!getenv("TK_ALLOC_NO_SESSIONS"))
-		st->skel = load(a, LOAD_SESSION, &err);
-	if (st->skel && !sessions_work(st->skel)) {
+		st->skel = tk_alloc_bpf__load(a, LOAD_SESSION, &err);
+	if (st->skel && !tk_alloc_bpf__sessions_work(st->skel)) {
 		alloc_trace_bpf__destroy(st->skel);
 		st->skel = NULL;
 	}
@@ -775,7 +735,7 @@ static int bpf_open(struct tk_alloc *a, char *why, size_t why_sz)
 	st->sessions = st->skel != NULL;
 	err = 0;	/* a refused session is no error: the classic way follows */
 	if (!st->skel)
-		st->skel = load(a, LOAD_CLASSIC, &err);
+		st->skel = tk_alloc_bpf__load(a, LOAD_CLASSIC, &err);
 	if (!st->skel)
 		snprintf(why, why_sz, "cannot load the uprobe programs: %s", strerror(-err));
 out:
@@ -786,7 +746,7 @@ out:
 	return err;
 }
 
-static int bpf_start(struct tk_alloc *a, char *why, size_t why_sz)
+int tk_alloc_bpf__start(struct tk_alloc *a, char *why, size_t why_sz)
 {
 	struct at_state *st = a->priv;
 	__u32 pid = a->pid;
@@ -803,8 +763,8 @@ static int bpf_start(struct tk_alloc *a, char *why, size_t why_sz)
 			goto fail;
 	}
 	if (!st->rb) {
-		st->rb = ring_buffer__new(bpf_map__fd(st->skel->maps.events), handle_event, a,
-					  NULL);
+		st->rb = ring_buffer__new(bpf_map__fd(st->skel->maps.events),
+					  tk_alloc_bpf__handle_event, a, NULL);
 		if (!st->rb) {
 			err = -errno;
 			goto fail;
@@ -844,7 +804,7 @@ static int bpf_start(struct tk_alloc *a, char *why, size_t why_sz)
 			struct bpf_program *p = sy.fns[i].kind == TK_AFN_MARKER_ALLOC ?
 				st->skel->progs.marker_alloc : st->skel->progs.marker_free;
 
-			err = attach_uprobe(st, p, -1, sy.path, &sy.fns[i], false);
+			err = tk_alloc_bpf__attach_uprobe(st, p, -1, sy.path, &sy.fns[i], false);
 			if (err) {
 				snprintf(why, why_sz, "cannot place a uprobe on %s in %s: %s",
 					 sy.fns[i].name, path, strerror(-err));
@@ -857,7 +817,7 @@ static int bpf_start(struct tk_alloc *a, char *why, size_t why_sz)
 		return 0;
 	}
 	if (a->after_exec) {
-		err = find_in_process(a, a->pid, NULL, st->syms, why, why_sz);
+		err = tk_alloc_bpf__find_in_process(a, a->pid, NULL, st->syms, why, why_sz);
 		if (err)
 			return err;
 	}
@@ -873,11 +833,11 @@ fail:
 	if (!why[0])
 		snprintf(why, why_sz, "cannot attach the BPF programs: %s", strerror(-err));
 fail_quiet:
-	detach(st);
+	tk_alloc_bpf__detach(st);
 	return err;
 }
 
-static int bpf_poll(struct tk_alloc *a, int timeout_ms)
+int tk_alloc_bpf__poll(struct tk_alloc *a, int timeout_ms)
 {
 	struct at_state *st = a->priv;
 	int err = 0;
@@ -915,14 +875,14 @@ static int bpf_poll(struct tk_alloc *a, int timeout_ms)
 	return err < 0 && err != -EINTR ? err : 0;
 }
 
-static int bpf_drain(struct tk_alloc *a)
+int tk_alloc_bpf__drain(struct tk_alloc *a)
 {
 	struct at_state *st = a->priv;
 	int err = 0;
 
 	if (!st)
 		return 0;
-	detach(st);
+	tk_alloc_bpf__detach(st);
 	if (st->rb)
 		ring_buffer__consume(st->rb);
 	read_counters(a, st);
@@ -938,9 +898,9 @@ static int bpf_drain(struct tk_alloc *a)
 const struct tk_alloc_backend tk_alloc_backend_bpf = {
 	.name = "bpf",
 	.open = bpf_open,
-	.start = bpf_start,
-	.poll = bpf_poll,
-	.drain = bpf_drain,
+	.start = tk_alloc_bpf__start,
+	.poll = tk_alloc_bpf__poll,
+	.drain = tk_alloc_bpf__drain,
 	.free = bpf_free,
 };
 
@@ -981,21 +941,21 @@ static int hit_cost(struct alloc_trace_bpf *s, void (*fn)(void), double *ns)
 	char path[PATH_MAX];
 	int err, i, n = 2000;
 
-	err = self_offset((const void *)fn, path, sizeof(path), &f.offset);
+	err = tk_alloc_bpf__self_offset((const void *)fn, path, sizeof(path), &f.offset);
 	if (err)
 		return err;
 	for (i = 0; i < 3; i++) {
 		t = time_calls(fn, n);
 		bare = t < bare ? t : bare;
 	}
-	err = attach_uprobe(&st, s->progs.count_calls, getpid(), path, &f, false);
+	err = tk_alloc_bpf__attach_uprobe(&st, s->progs.count_calls, getpid(), path, &f, false);
 	if (err)
 		return err;
 	for (i = 0; i < 3; i++) {
 		t = time_calls(fn, n);
 		traced = t < traced ? t : traced;
 	}
-	detach(&st);
+	tk_alloc_bpf__detach(&st);
 	if (sum_counter(s, AT_CNT_ALLOC_CALLS) < (uint64_t)n)
 		return -EIO;	/* the probe did not fire */
 	memset(s->bss->counters, 0, sizeof(s->bss->counters));
@@ -1030,7 +990,7 @@ int tk_alloc__uprobe_cost(double *ns)
 	struct alloc_trace_bpf *s;
 	int err = 0;
 
-	s = load(NULL, LOAD_COUNT, &err);
+	s = tk_alloc_bpf__load(NULL, LOAD_COUNT, &err);
 	if (!s)
 		return err;
 	err = uprobe_cost(s, ns);
@@ -1053,10 +1013,10 @@ int tk_alloc__measure_rate(int pid, const struct tk_caps *caps, int ms, struct t
 	sy = calloc(1, sizeof(*sy));
 	if (!sy)
 		return -ENOMEM;
-	err = find_in_process(NULL, pid, caps, sy, why, why_sz);
+	err = tk_alloc_bpf__find_in_process(NULL, pid, caps, sy, why, why_sz);
 	if (err)
 		goto out;
-	s = load(NULL, LOAD_COUNT, &err);
+	s = tk_alloc_bpf__load(NULL, LOAD_COUNT, &err);
 	if (!s) {
 		snprintf(why, why_sz, "cannot load the counting probe: %s", strerror(-err));
 		goto out;
@@ -1073,9 +1033,9 @@ int tk_alloc__measure_rate(int pid, const struct tk_caps *caps, int ms, struct t
 		struct tk_alloc fake = { .sample_bytes = TK_ALLOC_DEFAULT_SAMPLE_BYTES,
 					  .opts.unwind = TK_UNWIND_FP };
 
-		probe = load(&fake, LOAD_SESSION, &err);
+		probe = tk_alloc_bpf__load(&fake, LOAD_SESSION, &err);
 	}
-	out->sessions = probe && sessions_work(probe);
+	out->sessions = probe && tk_alloc_bpf__sessions_work(probe);
 	alloc_trace_bpf__destroy(probe);
 	tk_log__pop(&quiet);
 	err = 0;
@@ -1087,15 +1047,15 @@ int tk_alloc__measure_rate(int pid, const struct tk_caps *caps, int ms, struct t
 	if (out->sessions) {
 		uint64_t offs[TK_ALLOC_MAX_FNS], cookies[TK_ALLOC_MAX_FNS];
 
-		multi = load(NULL, LOAD_COUNT_MULTI, &err);
+		multi = tk_alloc_bpf__load(NULL, LOAD_COUNT_MULTI, &err);
 		for (i = 0; multi && i < sy->nr; i++) {
 			offs[i] = sy->fns[i].offset;
 			cookies[i] = AT_COOKIE(sy->fns[i].vaddr, sy->fns[i].kind);
 		}
 		if (multi)
-			st.multi_fds[0] = uprobe_multi_link(bpf_program__fd(multi->progs.count_calls),
-							    AT_TRACE_UPROBE_MULTI, sy->path, offs,
-							    cookies, sy->nr, pid);
+			st.multi_fds[0] = tk_alloc_bpf__uprobe_multi_link(
+				bpf_program__fd(multi->progs.count_calls), AT_TRACE_UPROBE_MULTI,
+				sy->path, offs, cookies, sy->nr, pid);
 		if (st.multi_fds[0] >= 0) {
 			alloc_trace_bpf__destroy(s);
 			s = multi;
@@ -1104,10 +1064,11 @@ int tk_alloc__measure_rate(int pid, const struct tk_caps *caps, int ms, struct t
 		err = 0;
 	}
 	for (i = 0; st.multi_fds[0] < 0 && i < sy->nr && !err; i++)
-		err = attach_uprobe(&st, s->progs.count_calls, pid, sy->path, &sy->fns[i], false);
+		err = tk_alloc_bpf__attach_uprobe(&st, s->progs.count_calls, pid, sy->path,
+						  &sy->fns[i], false);
 	if (err) {
 		snprintf(why, why_sz, "cannot place uprobes in %s: %s", sy->path, strerror(-err));
-		detach(&st);
+		tk_alloc_bpf__detach(&st);
 		goto out;
 	}
 	/* attaching and detaching take a while, probe by probe: count between them */
@@ -1118,7 +1079,7 @@ int tk_alloc__measure_rate(int pid, const struct tk_caps *caps, int ms, struct t
 	out->alloc_calls = sum_counter(s, AT_CNT_ALLOC_CALLS) - a0;
 	out->free_calls = sum_counter(s, AT_CNT_FREE_CALLS) - f0;
 	secs = (mono_ns() - t0) / 1e9;
-	detach(&st);
+	tk_alloc_bpf__detach(&st);
 	out->ms = secs * 1e3;
 
 	/*
