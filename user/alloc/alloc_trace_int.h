@@ -1,7 +1,16 @@
 /* SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause */
 /*
- * Inside the BPF backend of allocation sessions (alloc_trace.c): its state
- * and the functions its parts share, ahead of splitting it by responsibility.
+ * Inside the BPF backend of allocation sessions: what its four files share.
+ *  - alloc_trace.c: the loader: which programs load for the mode, the
+ *    geometric intervals, the unwinder and its fallback, whether uprobe
+ *    sessions work here, open, free and the backend's ops;
+ *  - alloc_trace_attach.c: placing the probes: uprobe_multi links, uprobes,
+ *    raw tracepoints, the preload markers, and start;
+ *  - alloc_trace_read.c: what the programs record: the ring buffer's
+ *    records, the counters, exec'd processes' maps, growth deltas, poll and
+ *    drain;
+ *  - alloc_trace_cost.c: the cost before hooking: a uprobe hit's cost,
+ *    calibrated on functions of our own, and the allocator call rate.
  * (alloc_int.h is what the session shares with every backend.)
  */
 #ifndef __TK_ALLOC_TRACE_INT_H
@@ -67,7 +76,7 @@ enum load_kind {
 	LOAD_COUNT_MULTI,		/* count_calls on uprobe_multi: one link for all */
 };
 
-/* ---- loading --------------------------------------------------------------------------- */
+/* ---- loading (alloc_trace.c) ----------------------------------------------------------- */
 
 /*
  * Open, configure and load the programs of @k, with the unwinder @a asks for
@@ -80,7 +89,7 @@ bool tk_alloc_bpf__sessions_work(struct alloc_trace_bpf *s);
 int tk_alloc_bpf__find_in_process(struct tk_alloc *a, int pid, const struct tk_caps *caps,
 				  struct tk_alloc_syms *syms, char *why, size_t why_sz);
 
-/* ---- attaching ------------------------------------------------------------------------- */
+/* ---- attaching (alloc_trace_attach.c) -------------------------------------------------- */
 
 /* A uprobe_multi link of @cnt @offsets in @path (pid 0: all); its fd or a negative errno. */
 int tk_alloc_bpf__uprobe_multi_link(int prog_fd, int type, const char *path,
@@ -96,7 +105,7 @@ void tk_alloc_bpf__detach(struct at_state *st);
 /* The backend's start. */
 int tk_alloc_bpf__start(struct tk_alloc *a, char *why, size_t why_sz);
 
-/* ---- reading --------------------------------------------------------------------------- */
+/* ---- reading (alloc_trace_read.c) ------------------------------------------------------ */
 
 /* The ring buffer's callback; @ctx is the struct tk_alloc. */
 int tk_alloc_bpf__handle_event(void *ctx, void *data, size_t size);
@@ -104,7 +113,7 @@ int tk_alloc_bpf__handle_event(void *ctx, void *data, size_t size);
 int tk_alloc_bpf__poll(struct tk_alloc *a, int timeout_ms);
 int tk_alloc_bpf__drain(struct tk_alloc *a);
 
-/* ---- the cost -------------------------------------------------------------------------- */
+/* ---- the cost (alloc_trace_cost.c) ----------------------------------------------------- */
 
 /* Functions of our own to probe: the first begins with a push, the second with a test. */
 void tk_alloc__calib_push(void);
