@@ -1,0 +1,280 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
+/*
+ * The BPF backend of allocation sessions: reading what its programs record.
+ * The ring buffer's records (allocations, frees, unwinder misses, execs), the
+ * per-CPU counters into calls and losses, exec'd processes' maps captured
+ * again, growth counts delivered as deltas; the backend's poll and drain.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+#include <linux/types.h>
+
+#include "alloc/alloc_int.h"
+#include "alloc/alloc_trace_int.h"
+#include "bpf/alloc_trace.h"
+#include "alloc_trace.skel.h"
+#include "unwind/unwind_bpf.h"
+#include "core/internal.h"
+#include "core/percpu.h"
+
+/* ---- records ---------------------------------------------------------------------------- */
+
+/*
+ * A process exec'd: ld.so maps its libraries after the exec event, so its
+ * maps are captured again once it has had STALE_NS to do that (or at drain).
+ * The symbolizer keeps one capture per process: the last one names
+ * everything the new program did.
+ */
+#define STALE_NS 100000000LL
+
+static void refresh_stale(struct tk_alloc *a, struct at_state *st, bool all)
+{
+	int64_t now = tk_now_ns(CLOCK_MONOTONIC);
+	int i;
+
+	for (i = 0; i < st->nr_stale;) {
+		if (all || now - st->stale[i].exec_ns >= STALE_NS) {
+			tk_alloc__refresh_maps(a, st->stale[i].pid);
+			st->stale[i] = st->stale[--st->nr_stale];
+		} else {
+			i++;
+		}
+	}
+}
+
+int tk_alloc_bpf__handle_event(void *ctx, void *data, size_t size)
+{
+	struct tk_alloc *a = ctx;
+	struct at_state *st = a->priv;
+	const struct at_alloc *r = data;
+	const struct at_free *f = data;
+	struct tk_alloc_rec rec = {};
+	char comm[sizeof(r->comm) + 1];
+	int err = 0;
+
+	if (size < sizeof(__u32))
+		return 0;
+	switch (r->type) {
+	case AT_REC_ALLOC:
+		if (size < offsetof(struct at_alloc, ips) ||
+		    r->nr_ips > (size - offsetof(struct at_alloc, ips)) / sizeof(__u64))
+			return 0;
+		memcpy(comm, r->comm, sizeof(r->comm));
+		comm[sizeof(r->comm)] = '\0';
+		rec.pid = r->pid;
+		rec.tid = r->tid;
+		rec.ptr = r->ptr;
+		rec.size = r->size;
+		rec.ts_ns = r->ts_ns;
+		rec.ips = (const uint64_t *)r->ips;
+		rec.nr_ips = r->nr_ips > TK_ALLOC_MAX_FRAMES ? TK_ALLOC_MAX_FRAMES : r->nr_ips;
+		rec.truncated = r->flags & AT_F_TRUNCATED;
+		rec.comm = comm;
+		err = tk_alloc__on_alloc(a, &rec);
+		break;
+	case AT_REC_FREE:
+		if (size >= sizeof(*f))
+			err = tk_alloc__on_free(a, f->pid, f->ptr);
+		break;
+	case AT_REC_UNWIND_MISS:
+		if (size >= sizeof(*f))
+			tk_unw_bpf__miss(st->unw, f->pid, 0);
+		break;
+	case AT_REC_EXEC:
+		if (size < sizeof(*f))
+			break;
+		if (st->nr_stale == MAX_STALE)
+			refresh_stale(a, st, true);
+		st->stale[st->nr_stale].pid = f->pid;
+		st->stale[st->nr_stale++].exec_ns = tk_now_ns(CLOCK_MONOTONIC);
+		break;
+	}
+	if (err && !st->err)
+		st->err = err;
+	return 0;
+}
+
+static void read_counters(struct tk_alloc *a, struct at_state *st)
+{
+	static const struct {
+		enum at_counter c;
+		enum tk_alloc_loss l;
+	} losses[] = {
+		{ AT_CNT_RINGBUF_FULL, TK_ALOSS_RINGBUF },
+		{ AT_CNT_STACK_MAP_FULL, TK_ALOSS_STACK_MAP_FULL },
+		{ AT_CNT_LIVE_MAP_FULL, TK_ALOSS_LIVE_MAP_FULL },
+		{ AT_CNT_PENDING_MAP_FULL, TK_ALOSS_PENDING_MAP_FULL },
+		{ AT_CNT_TRUNCATED, TK_ALOSS_TRUNCATED },
+		{ AT_CNT_STACK_ERRORS, TK_ALOSS_STACK_ERRORS },
+	};
+	uint64_t sum[AT_CNT__COUNT];
+	size_t i;
+
+	tk_percpu__sum(st->skel->bss->counters, AT_MAX_CPUS, AT_CNT__COUNT, sum);
+	/* with the markers, libtkalloc.so sees the calls, not BPF */
+	if (a->hook == TK_ALLOC_HOOK_UPROBES)
+		a->calls += sum[AT_CNT_ALLOC_CALLS] + sum[AT_CNT_FREE_CALLS] -
+			    st->seen[AT_CNT_ALLOC_CALLS] - st->seen[AT_CNT_FREE_CALLS];
+	for (i = 0; i < sizeof(losses) / sizeof(losses[0]); i++)
+		tk_alloc__add_loss(a, losses[i].l, sum[losses[i].c] - st->seen[losses[i].c]);
+	memcpy(st->seen, sum, sizeof(sum));
+	if (st->unw) {
+		tk_unw_bpf__sum(st->skel->bss->unw_counters, UNW_MAX_CPUS, a->unwind);
+		tk_unw_bpf__stats(st->unw, &a->unw_info);
+	}
+}
+
+/* ---- growth: deltas of the kernel's counts ------------------------------------------------ */
+
+static uint64_t key_hash(const struct at_growth_key *k)
+{
+	const unsigned char *p = (const unsigned char *)k;
+	uint64_t h = 0xcbf29ce484222325ULL;
+	size_t i;
+
+	for (i = 0; i < sizeof(*k); i++)
+		h = (h ^ p[i]) * 0x100000001b3ULL;
+	return h;
+}
+
+static struct growth_seen *growth_slot(struct at_state *st, const struct at_growth_key *k)
+{
+	size_t i, j;
+
+	if ((st->nr_growth + 1) * 2 > st->cap_growth) {
+		size_t cap = st->cap_growth ? st->cap_growth * 2 : 1024;
+		struct growth_seen *t = calloc(cap, sizeof(*t));
+
+		if (!t)
+			return NULL;
+		for (i = 0; i < st->cap_growth; i++) {
+			if (!st->growth[i].used)
+				continue;
+			for (j = key_hash(&st->growth[i].key) & (cap - 1); t[j].used;
+			     j = (j + 1) & (cap - 1))
+				;
+			t[j] = st->growth[i];
+		}
+		free(st->growth);
+		st->growth = t;
+		st->cap_growth = cap;
+	}
+	for (j = key_hash(k) & (st->cap_growth - 1); st->growth[j].used;
+	     j = (j + 1) & (st->cap_growth - 1))
+		if (!memcmp(&st->growth[j].key, k, sizeof(*k)))
+			return &st->growth[j];
+	st->growth[j].used = true;
+	st->growth[j].key = *k;
+	st->nr_growth++;
+	return &st->growth[j];
+}
+
+static int deliver_growth(struct tk_alloc *a, struct at_state *st)
+{
+	int gfd = bpf_map__fd(st->skel->maps.growth), sfd = bpf_map__fd(st->skel->maps.stacks);
+	struct at_growth_key key, next;
+	struct at_growth_val v;
+	struct growth_seen *g;
+	struct at_stack *stack;
+	bool first = true;
+	int err = 0;
+
+	stack = malloc(sizeof(*stack));
+	if (!stack)
+		return -ENOMEM;
+	while (!bpf_map_get_next_key(gfd, first ? NULL : &key, &next)) {
+		char comm[sizeof(key.comm) + 1];
+		uint32_t nr = 0;
+
+		first = false;
+		key = next;
+		if (bpf_map_lookup_elem(gfd, &key, &v))
+			continue;
+		g = growth_slot(st, &key);
+		if (!g) {
+			err = -ENOMEM;
+			break;
+		}
+		if (v.count <= g->val.count)
+			continue;
+		if (key.stack && !bpf_map_lookup_elem(sfd, &key.stack, stack))
+			nr = stack->nr > AT_MAX_FRAMES ? AT_MAX_FRAMES : stack->nr;
+		memcpy(comm, key.comm, sizeof(key.comm));
+		comm[sizeof(key.comm)] = '\0';
+		err = tk_alloc__on_growth(a, key.kind, key.pid, key.tid, comm,
+					  (const uint64_t *)stack->ips, nr,
+					  key.flags & AT_F_TRUNCATED, v.count - g->val.count,
+					  v.bytes - g->val.bytes);
+		if (err)
+			break;
+		g->val = v;
+	}
+	free(stack);
+	return err;
+}
+
+/* ---- poll and drain ---------------------------------------------------------------------- */
+
+int tk_alloc_bpf__poll(struct tk_alloc *a, int timeout_ms)
+{
+	struct at_state *st = a->priv;
+	int err = 0;
+
+	if (!st->rb) {
+		if (timeout_ms > 0)
+			usleep(timeout_ms * 1000);
+		return 0;
+	}
+	err = ring_buffer__poll(st->rb, timeout_ms);
+	/*
+	 * BPF wakes us only once a quarter of the ring waits (rb_flags()): take
+	 * what came meanwhile too, so a process's maps are read while it lives.
+	 */
+	if (err >= 0 || err == -EINTR) {
+		int n = ring_buffer__consume(st->rb);
+
+		if (n < 0 && n != -EINTR)
+			err = n;
+	}
+	read_counters(a, st);
+	refresh_stale(a, st, false);
+	tk_unw_bpf__retry(st->unw, a->sym);
+	if (a->opts.mode == TK_ALLOC_MODE_GROWTH) {
+		int gerr = deliver_growth(a, st);
+
+		if (gerr)
+			return gerr;
+	}
+	if (st->err) {
+		err = st->err;
+		st->err = 0;
+		return err;
+	}
+	return err < 0 && err != -EINTR ? err : 0;
+}
+
+int tk_alloc_bpf__drain(struct tk_alloc *a)
+{
+	struct at_state *st = a->priv;
+	int err = 0;
+
+	if (!st)
+		return 0;
+	tk_alloc_bpf__detach(st);
+	if (st->rb)
+		ring_buffer__consume(st->rb);
+	read_counters(a, st);
+	refresh_stale(a, st, true);
+	if (a->opts.mode == TK_ALLOC_MODE_GROWTH)
+		err = deliver_growth(a, st);
+	if (!err && st->err)
+		err = st->err;
+	st->err = 0;
+	return err;
+}
