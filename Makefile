@@ -67,8 +67,10 @@ LIB_SRCS := $(sort $(wildcard user/*/*.c))
 LIB_OBJS := $(patsubst %.c,$(OBJ)/%.o,$(LIB_SRCS))
 LIB := $(BUILD)/libtracekit.a
 # The shared library: the same sources compiled again as PIC (the objects above are PIE,
-# for the programs), exporting only tk_* names (user/libtracekit.map), linked against the
-# shared libbpf, libdw, libelf... so none of theirs is re-exported.
+# for the programs), exporting the functions the public headers declare and nothing else
+# ($(BUILD)/libtracekit.map, made from them by tools/gen-exports.sh: the tk_ functions the
+# modules share stay local), linked against the shared libbpf, libdw, libelf... so none of
+# theirs is re-exported.
 PIC_OBJ := $(BUILD)/pic
 PIC_LIB_OBJS := $(patsubst %.c,$(PIC_OBJ)/%.o,$(LIB_SRCS))
 SONAME := libtracekit.so.$(MAJOR)
@@ -266,9 +268,13 @@ $(PIC_OBJ)/%.o: %.c | $(OBJ)
 	$(Q)$(CC) $(ALL_CFLAGS) -fPIC -c $< -o $@
 
 # -z defs: every symbol the library uses comes from itself or a library it names
-$(SHLIB): $(PIC_LIB_OBJS) user/libtracekit.map
+$(BUILD)/libtracekit.map: $(PUBLIC_HEADERS) tools/gen-exports.sh | $(OBJ)
+	$(call msg,GEN,$@)
+	$(Q)tools/gen-exports.sh $(PUBLIC_HEADERS) > $@
+
+$(SHLIB): $(PIC_LIB_OBJS) $(BUILD)/libtracekit.map
 	$(call msg,LINK-SO,$@)
-	$(Q)$(CC) $(CFLAGS) -shared -Wl,-soname,$(SONAME) -Wl,--version-script=user/libtracekit.map \
+	$(Q)$(CC) $(CFLAGS) -shared -Wl,-soname,$(SONAME) -Wl,--version-script=$(BUILD)/libtracekit.map \
 		-Wl,-z,defs -Wl,--as-needed $(PIC_LIB_OBJS) $(LIBS) -o $@
 
 # libtracekit.so → libtracekit.so.0 → libtracekit.so.0.1.0, as Debian lays them out

@@ -106,10 +106,20 @@ soname=$(readelf -d "$lib/libtracekit.so.$major" | sed -n 's/.*Library soname: \
 nm -D --defined-only "$lib/libtracekit.so.$major" | awk '{ print $NF }' >"$tmp/exports"
 others=$(grep -v -e '^tk_[A-Za-z0-9_]*@@TRACEKIT_0$' -e '^TRACEKIT_0$' "$tmp/exports")
 n=$(grep -c '^tk_' "$tmp/exports")
-if [[ -z $others ]] && grep -qx 'tk_caps__snapshot@@TRACEKIT_0' "$tmp/exports"; then
+if [[ -z $others ]] && grep -qx 'tk_caps__take@@TRACEKIT_0' "$tmp/exports"; then
 	pass "libtracekit.so.$major exports $n tk_* names at TRACEKIT_0 and nothing else"
 else
 	fail "libtracekit.so.$major exports other names: $(head -n 5 <<<"$others" | tr '\n' ' ')"
+fi
+# exactly the API: every function the installed headers declare, no internal one
+sed -n 's/^\(tk_[a-z0-9_]*\)@@TRACEKIT_0$/\1/p' "$tmp/exports" | sort >"$tmp/exported"
+tools/gen-exports.sh "$stage/usr/include/tracekit/"*.h |
+	sed -n 's/^[[:space:]]*\(tk_[a-z0-9_]*\);$/\1/p' | sort >"$tmp/declared"
+if cmp -s "$tmp/exported" "$tmp/declared"; then
+	pass "the exports are the $(wc -l <"$tmp/declared") functions the public headers declare"
+else
+	fail "exports and public declarations differ: $(diff "$tmp/declared" "$tmp/exported" |
+		grep '^[<>]' | head -n 5 | tr '\n' ' ')"
 fi
 
 # --- a program built against the stage
