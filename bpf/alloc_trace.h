@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause */
-/* Records and keys shared by bpf/alloc_trace.bpf.c and user/alloc/alloc_trace.c. */
+/* Records and keys shared by bpf/alloc_trace.bpf.c and user/alloc/alloc_trace*.c. */
 #ifndef __ALLOC_TRACE_H
 #define __ALLOC_TRACE_H
 
