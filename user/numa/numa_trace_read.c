@@ -15,6 +15,7 @@
 #include <bpf/libbpf.h>
 #include <linux/types.h>
 
+#include "core/percpu.h"
 #include "numa/numa_int.h"
 #include "numa/numa_trace_int.h"
 #include "bpf/numa_trace.h"
@@ -141,9 +142,8 @@ int tk_numa_bpf__collect(struct tk_numa *n, struct tk_numa_report *r)
 	int cpu, i, err, fd;
 
 	ring_buffer__consume(st->rb);
+	tk_percpu__sum(s->bss->counters, NT_MAX_CPUS, NT_CNT__COUNT, cnt);
 	for (cpu = 0; cpu < NT_MAX_CPUS; cpu++) {
-		for (i = 0; i < NT_CNT__COUNT; i++)
-			cnt[i] += s->bss->counters[cpu][i];
 		for (i = 0; i < NT_NR_REASONS; i++) {
 			add_counts(&r->by_reason[i], &s->bss->totals[cpu][i]);
 			add_counts(&r->total, &s->bss->totals[cpu][i]);
@@ -242,7 +242,7 @@ int tk_numa_bpf__stacks(struct tk_numa *n, struct tk_profile **out)
 	struct nt_stack *us;
 	struct nt_proc np;
 	bool first = true;
-	int cpu, i, err;
+	int i, err;
 
 	*out = NULL;
 	if (!n->opts.stacks || !n->sym)
@@ -284,9 +284,7 @@ int tk_numa_bpf__stacks(struct tk_numa *n, struct tk_profile **out)
 		if (err)
 			goto out;
 	}
-	for (cpu = 0; cpu < NT_MAX_CPUS; cpu++)
-		for (i = 0; i < NT_CNT__COUNT; i++)
-			cnt[i] += s->bss->counters[cpu][i];
+	tk_percpu__sum(s->bss->counters, NT_MAX_CPUS, NT_CNT__COUNT, cnt);
 	tk_profile__set_loss(p, "stack_map_full", cnt[NT_CNT_STACK_MAP_FULL]);
 	tk_profile__set_loss(p, "stack_errors", cnt[NT_CNT_STACK_ERRORS]);
 	tk_profile__set_loss(p, "truncated_stacks", cnt[NT_CNT_TRUNCATED]);
