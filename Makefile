@@ -4,6 +4,7 @@
 # make static     build/tracekit-static (one statically linked file)
 # make test       install what the tests need, build, run every test tier
 # make check      build, run the unit tests and their sanitizer builds only (the fast loop)
+# make bench      time the user-space tables on synthetic input (tests/bench/)
 # make V=1        show every command
 #
 # A BPF capability NAME is bpf/NAME.bpf.c + bpf/NAME.h + its loader user/STAGE/NAME.c: add
@@ -58,6 +59,8 @@ WORKLOADS := $(patsubst tests/workloads/%.c,$(BUILD)/workloads/%,$(WORKLOAD_SRCS
 	$(patsubst tests/workloads/%.cc,$(BUILD)/workloads/%,$(WORKLOAD_CXX_SRCS))
 WORKLOAD_LIBS := $(patsubst tests/workloads/lib/%.c,$(BUILD)/workloads/lib%.so,\
 	$(sort $(wildcard tests/workloads/lib/*.c)))
+BENCH_SRCS := $(sort $(wildcard tests/bench/bench_*.c))
+BENCH_BINS := $(patsubst tests/bench/%.c,$(BUILD)/bench/%,$(BENCH_SRCS))
 FUZZ_SRCS := $(sort $(wildcard tests/fuzz/fuzz_*.c))
 FUZZERS := $(patsubst tests/fuzz/%.c,$(BUILD)/fuzz/%,$(FUZZ_SRCS))
 # Libraries `tracekit alloc -- CMD` preloads: preload/NAME.c → build/libNAME.so, next to
@@ -86,7 +89,7 @@ endif
 
 .DELETE_ON_ERROR:
 .SECONDARY:
-.PHONY: all static tests test check deps clean fuzz vmlinux run vmtest
+.PHONY: all static tests test check bench deps clean fuzz vmlinux run vmtest
 
 all: $(BUILD)/tracekit $(PRELOADS) tests
 
@@ -134,6 +137,10 @@ vmtest: deps
 vmlinux:
 	$(Q)tools/gen-vmlinux-h.sh
 
+# Not a test: numbers to compare before and after a change, on an otherwise idle machine.
+bench: $(BENCH_BINS)
+	$(Q)for b in $(BENCH_BINS); do $$b || exit 1; done
+
 # --- BPF: object -> linked object -> skeleton --------------------------------
 $(BUILD)/bpf/%.tmp.bpf.o: bpf/%.bpf.c vmlinux/$(ARCH)/vmlinux.h | $(BUILD)/bpf
 	$(call msg,BPF,$@)
@@ -180,6 +187,11 @@ $(BUILD)/tests/integration/%: $(OBJ)/tests/integration/%.o $(TEST_HELPER_OBJS) $
 	$(call msg,LINK,$@)
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) $(CFLAGS) $^ -lcmocka $(LIBS) -o $@
+
+$(BUILD)/bench/%: $(OBJ)/tests/bench/%.o $(LIB)
+	$(call msg,LINK,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) $(CFLAGS) $^ $(LIBS) -o $@
 
 # --- preloaded libraries ------------------------------------------------------
 # The markers' uprobes walk frame pointers from the marker's entry: every function that calls
