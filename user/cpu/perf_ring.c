@@ -17,6 +17,8 @@
 #include <unistd.h>
 
 #include "core/fsutil.h"
+#include "core/hash.h"
+#include "core/hashmap.h"
 #include "cpu/perf_ring.h"
 
 int tk_perf_ring__map(struct tk_perf_ring *r, int fd, unsigned int pages)
@@ -204,163 +206,104 @@ uint32_t tk_perf_callchain__split(const uint64_t *ips, uint64_t nr, uint64_t *ke
 /* ---- small tables keyed by a non-zero u32 ------------------------------------ */
 
 /*
- * Open addressing with linear probing and backward-shift deletion; entries are
- * @esz bytes starting with their u32 key, 0 marks a free slot (pid and tid 0
- * are the idle task, never stored). Pointers are valid until the next insert.
+ * core/hashmap.h tables of records that start with their u32 key: pid and
+ * tid 0 are the idle task, never stored, so a record's first word is never
+ * 0. Pointers are valid until the next insert or delete.
  */
-struct tab {
-	uint8_t *slots;
-	size_t esz;
-	size_t cap;		/* a power of two, or 0 */
-	size_t nr;
-};
-
-static inline uint32_t *tab_key(const struct tab *t, size_t i)
+static uint64_t tab_hash(uint32_t key)
 {
-	return (uint32_t *)(t->slots + i * t->esz);
+	return tk_hash__u32(key);
 }
 
-static inline size_t tab_home(const struct tab *t, uint32_t key)
+static uint64_t tab_rec_hash(const void *rec)
 {
-	return (size_t)((key * 0x9e3779b97f4a7c15ULL) >> 32) & (t->cap - 1);
+	return tab_hash(*(const uint32_t *)rec);
 }
 
-static void *tab_find(const struct tab *t, uint32_t key)
+static bool tab_match(const void *ctx, const void *rec, const void *key)
 {
-	size_t i;
-
-	if (!t->cap || !key)
-		return NULL;
-	for (i = tab_home(t, key);; i = (i + 1) & (t->cap - 1)) {
-		uint32_t k = *tab_key(t, i);
-
-		if (k == key)
-			return tab_key(t, i);
-		if (!k)
-			return NULL;
-	}
+	return *(const uint32_t *)rec == *(const uint32_t *)key;
 }
 
-static int tab_grow(struct tab *t)
+static void *tab_find(const struct tk_hashmap *t, uint32_t key)
 {
-	size_t ncap = t->cap ? t->cap * 2 : 64, i;
-	struct tab n = { .esz = t->esz, .cap = ncap };
-
-	n.slots = calloc(ncap, t->esz);
-	if (!n.slots)
-		return -ENOMEM;
-	for (i = 0; i < t->cap; i++) {
-		uint32_t k = *tab_key(t, i);
-		size_t j;
-
-		if (!k)
-			continue;
-		for (j = tab_home(&n, k); *tab_key(&n, j); j = (j + 1) & (ncap - 1))
-			;
-		memcpy(tab_key(&n, j), tab_key(t, i), t->esz);
-	}
-	free(t->slots);
-	n.nr = t->nr;
-	*t = n;
-	return 0;
+	return key ? tk_hashmap__find(t, tab_hash(key), tab_match, NULL, &key) : NULL;
 }
 
 /* The entry of @key, created zeroed when missing (*@fresh tells); NULL: no memory. */
-static void *tab_get(struct tab *t, uint32_t key, bool *fresh)
+static void *tab_get(struct tk_hashmap *t, uint32_t key, bool *fresh)
 {
-	void *e = tab_find(t, key);
-	size_t i;
+	uint32_t *e;
+	bool found;
 
 	*fresh = false;
-	if (e || !key)
-		return e;
-	if ((t->nr + 1) * 10 > t->cap * 7 && tab_grow(t))
+	if (!key)
 		return NULL;
-	for (i = tab_home(t, key); *tab_key(t, i); i = (i + 1) & (t->cap - 1))
-		;
-	memset(tab_key(t, i), 0, t->esz);
-	*tab_key(t, i) = key;
-	t->nr++;
-	*fresh = true;
-	return tab_key(t, i);
+	/* the entry is there at almost every sample: look before reserving room */
+	e = tk_hashmap__find(t, tab_hash(key), tab_match, NULL, &key);
+	if (e)
+		return e;
+	e = tk_hashmap__insert(t, tab_hash(key), tab_match, NULL, &key, &found);
+	if (e && !found) {
+		*e = key;
+		*fresh = true;
+	}
+	return e;
 }
 
-static void tab_del(struct tab *t, uint32_t key)
+static void tab_del(struct tk_hashmap *t, uint32_t key)
 {
-	uint32_t *e = tab_find(t, key);
-	size_t i, j, h;
+	void *e = tab_find(t, key);
 
-	if (!e)
-		return;
-	i = ((uint8_t *)e - t->slots) / t->esz;
-	/* shift later members of the cluster back over the hole */
-	for (j = (i + 1) & (t->cap - 1); *tab_key(t, j); j = (j + 1) & (t->cap - 1)) {
-		h = tab_home(t, *tab_key(t, j));
-		if ((j > i && (h <= i || h > j)) || (j < i && (h <= i && h > j))) {
-			memcpy(tab_key(t, i), tab_key(t, j), t->esz);
-			i = j;
-		}
-	}
-	*tab_key(t, i) = 0;
-	t->nr--;
+	if (e)
+		tk_hashmap__del(t, e);
 }
 
 /* ---- interned file names ----------------------------------------------------- */
 
-struct strset {
-	char **slots;
-	size_t cap, nr;
+struct interned {
+	char *s;
 };
 
 static uint64_t str_hash(const char *s)
 {
-	uint64_t h = 0xcbf29ce484222325ULL;
-
-	for (; *s; s++)
-		h = (h ^ (unsigned char)*s) * 0x100000001b3ULL;
-	return h;
+	return tk_hash__str(0, s);
 }
 
-static const char *strset_intern(struct strset *ss, const char *s)
+static uint64_t interned_hash(const void *rec)
 {
-	size_t i;
+	return str_hash(((const struct interned *)rec)->s);
+}
 
-	if ((ss->nr + 1) * 10 > ss->cap * 7) {
-		size_t ncap = ss->cap ? ss->cap * 2 : 256, j;
-		char **n = calloc(ncap, sizeof(*n));
+static bool interned_match(const void *ctx, const void *rec, const void *key)
+{
+	return !strcmp(((const struct interned *)rec)->s, key);
+}
 
-		if (!n)
-			return NULL;
-		for (j = 0; j < ss->cap; j++) {
-			if (!ss->slots[j])
-				continue;
-			i = str_hash(ss->slots[j]) & (ncap - 1);
-			while (n[i])
-				i = (i + 1) & (ncap - 1);
-			n[i] = ss->slots[j];
-		}
-		free(ss->slots);
-		ss->slots = n;
-		ss->cap = ncap;
-	}
-	for (i = str_hash(s) & (ss->cap - 1); ss->slots[i]; i = (i + 1) & (ss->cap - 1))
-		if (!strcmp(ss->slots[i], s))
-			return ss->slots[i];
-	ss->slots[i] = strdup(s);
-	if (!ss->slots[i])
+static const char *strset_intern(struct tk_hashmap *ss, const char *s)
+{
+	struct interned *e;
+	bool found;
+
+	e = tk_hashmap__insert(ss, str_hash(s), interned_match, NULL, s, &found);
+	if (!e || found)
+		return e ? e->s : NULL;
+	e->s = strdup(s);
+	if (!e->s) {
+		tk_hashmap__del(ss, e);
 		return NULL;
-	ss->nr++;
-	return ss->slots[i];
+	}
+	return e->s;
 }
 
-static void strset_free(struct strset *ss)
+static void strset_free(struct tk_hashmap *ss)
 {
-	size_t i;
+	struct interned *e;
+	size_t i = 0;
 
-	for (i = 0; i < ss->cap; i++)
-		free(ss->slots[i]);
-	free(ss->slots);
-	memset(ss, 0, sizeof(*ss));
+	while ((e = tk_hashmap__next(ss, &i)))
+		free(e->s);
+	tk_hashmap__free(ss);
 }
 
 /* ---- processes and threads ------------------------------------------------- */
@@ -405,9 +348,9 @@ struct tk_perf_records {
 	struct tk_cpu *c;
 	struct tk_perf_filter f;
 	const char *proc_root;
-	struct tab procs;
-	struct tab threads;
-	struct strset paths;
+	struct tk_hashmap procs;	/* struct proc */
+	struct tk_hashmap threads;	/* struct thread */
+	struct tk_hashmap paths;	/* struct interned */
 	uint64_t lost;			/* LOST records so far, all periods */
 	struct tk_unw_store *unw;	/* user stacks are walked here with its rows; NULL: not */
 	uint64_t unw_procs;		/* process entries made */
@@ -470,15 +413,14 @@ static void proc_free(void *e)
 	free(((struct proc *)e)->unw);
 }
 
-static void tab_free(struct tab *t, void (*fn)(void *e))
+static void tab_free(struct tk_hashmap *t, void (*fn)(void *e))
 {
-	size_t i;
+	size_t i = 0;
+	void *e;
 
-	for (i = 0; fn && i < t->cap; i++)
-		if (*tab_key(t, i))
-			fn(tab_key(t, i));
-	free(t->slots);
-	memset(t, 0, sizeof(*t));
+	while (fn && (e = tk_hashmap__next(t, &i)))
+		fn(e);
+	tk_hashmap__free(t);
 }
 
 /* Give the symbolizer what we know of (pid, gen) at its first sample. */
@@ -872,8 +814,9 @@ struct tk_perf_records *tk_perf_records__new(struct tk_cpu *c, const struct tk_p
 	r->c = c;
 	r->f = *f;
 	r->proc_root = c->opts.proc_root && *c->opts.proc_root ? c->opts.proc_root : "/proc";
-	r->procs.esz = sizeof(struct proc);
-	r->threads.esz = sizeof(struct thread);
+	r->procs = (struct tk_hashmap)TK_HASHMAP_INIT(struct proc, tab_rec_hash);
+	r->threads = (struct tk_hashmap)TK_HASHMAP_INIT(struct thread, tab_rec_hash);
+	r->paths = (struct tk_hashmap)TK_HASHMAP_INIT(struct interned, interned_hash);
 	return r;
 }
 
