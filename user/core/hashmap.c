@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <stdlib.h>
 
+#include "core/hash.h"
 #include "core/hashmap.h"
 
 #define MIN_SLOTS 64
@@ -137,4 +138,45 @@ int tk_hashidx__add(struct tk_hashidx *x, uint64_t hash, size_t index)
 void tk_hashidx__free(struct tk_hashidx *x)
 {
 	tk_hashmap__free(&x->m);
+}
+
+/* ---- a set of interned strings --------------------------------------------------- */
+
+static uint64_t str_hash(const void *rec)
+{
+	return tk_hash__str(0, *(char *const *)rec);
+}
+
+static bool str_match(const void *ctx, const void *rec, const void *key)
+{
+	return !strcmp(*(char *const *)rec, key);
+}
+
+const char *tk_strset__intern(struct tk_strset *ss, const char *s)
+{
+	char **e;
+	bool found;
+
+	ss->m.esz = sizeof(char *);
+	ss->m.hash = str_hash;
+	e = tk_hashmap__insert(&ss->m, tk_hash__str(0, s), str_match, NULL, s, &found);
+	if (!e || found)
+		return e ? *e : NULL;
+	*e = strdup(s);
+	if (!*e) {
+		tk_hashmap__del(&ss->m, e);
+		errno = ENOMEM;
+		return NULL;
+	}
+	return *e;
+}
+
+void tk_strset__free(struct tk_strset *ss)
+{
+	size_t i = 0;
+	char **e;
+
+	while ((e = tk_hashmap__next(&ss->m, &i)))
+		free(*e);
+	tk_hashmap__free(&ss->m);
 }

@@ -19,7 +19,10 @@
  * callback is asked only on a match. The home slot comes from the fragment,
  * so the index grows without reading a key.
  *
- * Neither hashes keys: callers use core/hash.h, whose results are mixed in
+ * And struct tk_strset, interned strings: one copy of each, for names that
+ * many records point at.
+ *
+ * The table and the index do not hash keys: callers use core/hash.h, whose results are mixed in
  * every bit (the home slot comes from the upper half). int functions return
  * 0 or a negative errno; pointer returns are NULL with errno set.
  */
@@ -201,5 +204,16 @@ int tk_hashidx__add(struct tk_hashidx *x, uint64_t hash, size_t index);
 /* Room for @n positions without growing. Returns 0, -ENOMEM or -E2BIG. */
 int tk_hashidx__reserve(struct tk_hashidx *x, size_t n);
 void tk_hashidx__free(struct tk_hashidx *x);
+
+/* ---- a set of interned strings --------------------------------------------------- */
+
+/* Zeroed, an empty set. Strings are copied in, and live until the set is freed. */
+struct tk_strset {
+	struct tk_hashmap m;	/* of char *: one pointer per slot */
+};
+
+/* The set's copy of @s, made when missing. NULL with errno ENOMEM. */
+const char *tk_strset__intern(struct tk_strset *ss, const char *s);
+void tk_strset__free(struct tk_strset *ss);
 
 #endif /* __TK_HASHMAP_H */

@@ -259,53 +259,6 @@ static void tab_del(struct tk_hashmap *t, uint32_t key)
 		tk_hashmap__del(t, e);
 }
 
-/* ---- interned file names ----------------------------------------------------- */
-
-struct interned {
-	char *s;
-};
-
-static uint64_t str_hash(const char *s)
-{
-	return tk_hash__str(0, s);
-}
-
-static uint64_t interned_hash(const void *rec)
-{
-	return str_hash(((const struct interned *)rec)->s);
-}
-
-static bool interned_match(const void *ctx, const void *rec, const void *key)
-{
-	return !strcmp(((const struct interned *)rec)->s, key);
-}
-
-static const char *strset_intern(struct tk_hashmap *ss, const char *s)
-{
-	struct interned *e;
-	bool found;
-
-	e = tk_hashmap__insert(ss, str_hash(s), interned_match, NULL, s, &found);
-	if (!e || found)
-		return e ? e->s : NULL;
-	e->s = strdup(s);
-	if (!e->s) {
-		tk_hashmap__del(ss, e);
-		return NULL;
-	}
-	return e->s;
-}
-
-static void strset_free(struct tk_hashmap *ss)
-{
-	struct interned *e;
-	size_t i = 0;
-
-	while ((e = tk_hashmap__next(ss, &i)))
-		free(e->s);
-	tk_hashmap__free(ss);
-}
-
 /* ---- processes and threads ------------------------------------------------- */
 
 struct map_rec {
@@ -350,7 +303,7 @@ struct tk_perf_records {
 	const char *proc_root;
 	struct tk_hashmap procs;	/* struct proc */
 	struct tk_hashmap threads;	/* struct thread */
-	struct tk_hashmap paths;	/* struct interned */
+	struct tk_strset paths;		/* file names of mappings */
 	uint64_t lost;			/* LOST records so far, all periods */
 	struct tk_unw_store *unw;	/* user stacks are walked here with its rows; NULL: not */
 	uint64_t unw_procs;		/* process entries made */
@@ -651,7 +604,7 @@ static int on_mmap2(struct tk_perf_records *st, const struct perf_event_header *
 	m.start = b->addr;
 	m.end = b->addr + b->len;
 	m.pgoff = b->pgoff;
-	m.path = strset_intern(&st->paths, b->filename);
+	m.path = tk_strset__intern(&st->paths, b->filename);
 	if (!m.path)
 		return -ENOMEM;
 	p = tab_get(&st->procs, b->pid, &fresh);
@@ -816,7 +769,6 @@ struct tk_perf_records *tk_perf_records__new(struct tk_cpu *c, const struct tk_p
 	r->proc_root = c->opts.proc_root && *c->opts.proc_root ? c->opts.proc_root : "/proc";
 	r->procs = (struct tk_hashmap)TK_HASHMAP_INIT(struct proc, tab_rec_hash);
 	r->threads = (struct tk_hashmap)TK_HASHMAP_INIT(struct thread, tab_rec_hash);
-	r->paths = (struct tk_hashmap)TK_HASHMAP_INIT(struct interned, interned_hash);
 	return r;
 }
 
@@ -826,7 +778,7 @@ void tk_perf_records__free(struct tk_perf_records *r)
 		return;
 	tab_free(&r->procs, proc_free);
 	tab_free(&r->threads, NULL);
-	strset_free(&r->paths);
+	tk_strset__free(&r->paths);
 	free(r);
 }
 
