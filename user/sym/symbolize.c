@@ -19,6 +19,8 @@
 #include <unistd.h>
 
 #include "core/fsutil.h"
+#include "core/hash.h"
+#include "core/hashmap.h"
 #include "proc/maps.h"
 #include "sym/symbolize.h"
 #include "sym/symbolize_int.h"
@@ -28,97 +30,6 @@
 #define MAPS_LIMIT (64u << 20)	/* the largest PID/maps text read */
 #define VDSO_MAX (1u << 20)
 #define MAX_VDSO 4		/* distinct vdso images (64-bit, 32-bit, x32) */
-
-/* ---- a small open-addressing hash map: the caller hashes and compares ----------------- */
-
-struct hslot {
-	uint64_t h;
-	void *v;		/* NULL: empty */
-};
-
-struct hmap {
-	struct hslot *slots;
-	size_t cap;		/* a power of two, or 0 */
-	size_t n;
-};
-
-typedef bool (*hmap_eq)(const void *v, const void *key);
-
-static struct hslot *hmap_find(const struct hmap *m, uint64_t h, hmap_eq eq, const void *key)
-{
-	size_t mask, i;
-
-	if (!m->cap)
-		return NULL;
-	mask = m->cap - 1;
-	for (i = h & mask; m->slots[i].v; i = (i + 1) & mask) {
-		if (m->slots[i].h == h && eq(m->slots[i].v, key))
-			return &m->slots[i];
-	}
-	return NULL;
-}
-
-static void *hmap_get(const struct hmap *m, uint64_t h, hmap_eq eq, const void *key)
-{
-	struct hslot *s = hmap_find(m, h, eq, key);
-
-	return s ? s->v : NULL;
-}
-
-/* Add @v under @h; the caller knows it is not there yet. */
-static int hmap_add(struct hmap *m, uint64_t h, void *v)
-{
-	size_t mask, i;
-
-	if ((m->n + 1) * 2 > m->cap) {
-		size_t cap = m->cap ? m->cap * 2 : 64, j;
-		struct hslot *slots = calloc(cap, sizeof(*slots));
-
-		if (!slots)
-			return -ENOMEM;
-		for (j = 0; j < m->cap; j++) {
-			if (!m->slots[j].v)
-				continue;
-			for (i = m->slots[j].h & (cap - 1); slots[i].v; i = (i + 1) & (cap - 1))
-				;
-			slots[i] = m->slots[j];
-		}
-		free(m->slots);
-		m->slots = slots;
-		m->cap = cap;
-	}
-	mask = m->cap - 1;
-	for (i = h & mask; m->slots[i].v; i = (i + 1) & mask)
-		;
-	m->slots[i].h = h;
-	m->slots[i].v = v;
-	m->n++;
-	return 0;
-}
-
-static uint64_t mix64(uint64_t x)
-{
-	x ^= x >> 33;
-	x *= 0xff51afd7ed558ccdULL;
-	x ^= x >> 33;
-	x *= 0xc4ceb9fe1a85ec53ULL;
-	x ^= x >> 33;
-	return x;
-}
-
-static uint64_t hash_str(const char *s)
-{
-	uint64_t h = 0xcbf29ce484222325ULL;
-
-	while (*s)
-		h = (h ^ (unsigned char)*s++) * 0x100000001b3ULL;
-	return mix64(h);
-}
-
-static bool str_eq(const void *v, const void *key)
-{
-	return !strcmp(v, key);
-}
 
 /* ---- state ------------------------------------------------------------------------- */
 
@@ -145,9 +56,18 @@ struct file_key {
 	int64_t mtime_ns;		/* with size: an inode reused by another file is not it */
 };
 
+/* Records of the tables (core/hashmap.h): each starts with a pointer, never NULL. */
+struct proc_ent {
+	struct sym_proc *p;
+};
+
 struct file_ent {
-	struct file_key key;
 	struct tk_elf_index *idx;
+	struct file_key key;
+};
+
+struct build_id_ent {
+	struct tk_elf_index *idx;	/* the best one for its build-id */
 };
 
 struct vdso_ent {
@@ -158,10 +78,10 @@ struct vdso_ent {
 struct tk_symbolizer {
 	char proc_root[PATH_MAX];
 	char debug_root[PATH_MAX];
-	struct hmap procs;		/* struct sym_proc, by (pid, gen) */
-	struct hmap files;		/* struct file_ent, by struct file_key */
-	struct hmap build_ids;		/* struct tk_elf_index, by build-id */
-	struct hmap strings;		/* interned module names */
+	struct tk_hashmap procs;	/* struct proc_ent, by (pid, gen) */
+	struct tk_hashmap files;	/* struct file_ent, by struct file_key */
+	struct tk_hashmap build_ids;	/* struct build_id_ent, by build-id */
+	struct tk_strset strings;	/* module names */
 	struct tk_elf_index **indexes;	/* all of them, owned here */
 	size_t nr_indexes;
 	size_t cap_indexes;
@@ -175,21 +95,62 @@ struct tk_symbolizer {
 	struct tk_symbolizer_stats st;
 };
 
-static const char *intern(struct tk_symbolizer *s, const char *str)
-{
-	uint64_t h = hash_str(str);
-	char *v = hmap_get(&s->strings, h, str_eq, str);
+/* ---- the tables' hashes and comparisons ---------------------------------------- */
 
-	if (v)
-		return v;
-	v = strdup(str);
-	if (!v)
-		return NULL;
-	if (hmap_add(&s->strings, h, v)) {
-		free(v);
-		return NULL;
-	}
-	return v;
+struct proc_key {
+	uint32_t pid;
+	uint32_t gen;
+};
+
+static uint64_t hash_proc(uint32_t pid, uint32_t gen)
+{
+	return tk_hash__mix64((uint64_t)pid << 32 | gen);
+}
+
+static uint64_t proc_ent_hash(const void *rec)
+{
+	const struct sym_proc *p = ((const struct proc_ent *)rec)->p;
+
+	return hash_proc(p->pid, p->gen);
+}
+
+static bool proc_match(const void *ctx, const void *rec, const void *key)
+{
+	const struct sym_proc *p = ((const struct proc_ent *)rec)->p;
+	const struct proc_key *k = key;
+
+	return p->pid == k->pid && p->gen == k->gen;
+}
+
+static uint64_t hash_file(const struct file_key *k)
+{
+	return tk_hash__u64(tk_hash__u64(tk_hash__u64(tk_hash__u64(0, k->dev), k->ino), k->size),
+			    (uint64_t)k->mtime_ns);
+}
+
+static uint64_t file_ent_hash(const void *rec)
+{
+	return hash_file(&((const struct file_ent *)rec)->key);
+}
+
+static bool file_match(const void *ctx, const void *rec, const void *key)
+{
+	return !memcmp(&((const struct file_ent *)rec)->key, key, sizeof(struct file_key));
+}
+
+static uint64_t hash_build_id(const char *build_id)
+{
+	return tk_hash__str(1, build_id);
+}
+
+static uint64_t build_id_ent_hash(const void *rec)
+{
+	return hash_build_id(((const struct build_id_ent *)rec)->idx->build_id);
+}
+
+static bool build_id_match(const void *ctx, const void *rec, const void *key)
+{
+	return !strcmp(((const struct build_id_ent *)rec)->idx->build_id, key);
 }
 
 static int own_index(struct tk_symbolizer *s, struct tk_elf_index *idx)
@@ -226,6 +187,9 @@ int tk_symbolizer__new(const struct tk_symbolizer_opts *opts, struct tk_symboliz
 		return -ENOMEM;
 	strcpy(s->proc_root, proc_root);
 	strcpy(s->debug_root, debug_root);
+	s->procs = (struct tk_hashmap)TK_HASHMAP_INIT(struct proc_ent, proc_ent_hash);
+	s->files = (struct tk_hashmap)TK_HASHMAP_INIT(struct file_ent, file_ent_hash);
+	s->build_ids = (struct tk_hashmap)TK_HASHMAP_INIT(struct build_id_ent, build_id_ent_hash);
 	s->unwind = opts && opts->sz >= offsetof(struct tk_symbolizer_opts, unwind_tables) +
 					sizeof(opts->unwind_tables) && opts->unwind_tables;
 	*out = s;
@@ -234,28 +198,21 @@ int tk_symbolizer__new(const struct tk_symbolizer_opts *opts, struct tk_symboliz
 
 void tk_symbolizer__free(struct tk_symbolizer *s)
 {
-	size_t i;
+	struct proc_ent *pe;
+	size_t i = 0;
 
 	if (!s)
 		return;
-	for (i = 0; i < s->procs.cap; i++) {
-		struct sym_proc *p = s->procs.slots[i].v;
-
-		if (p) {
-			free(p->maps);
-			free(p);
-		}
+	while ((pe = tk_hashmap__next(&s->procs, &i))) {
+		free(pe->p->maps);
+		free(pe->p);
 	}
-	for (i = 0; i < s->files.cap; i++)
-		free(s->files.slots[i].v);
-	for (i = 0; i < s->strings.cap; i++)
-		free(s->strings.slots[i].v);
 	for (i = 0; i < s->nr_indexes; i++)
 		tk_elf_index__free(s->indexes[i]);
-	free(s->procs.slots);
-	free(s->files.slots);
-	free(s->build_ids.slots);
-	free(s->strings.slots);
+	tk_hashmap__free(&s->procs);
+	tk_hashmap__free(&s->files);
+	tk_hashmap__free(&s->build_ids);
+	tk_strset__free(&s->strings);
 	free(s->indexes);
 	tk_ksyms__free(s->ksyms);
 	free(s);
@@ -263,36 +220,23 @@ void tk_symbolizer__free(struct tk_symbolizer *s)
 
 /* ---- processes ---------------------------------------------------------------------- */
 
-struct proc_key {
-	uint32_t pid;
-	uint32_t gen;
-};
-
-static uint64_t hash_proc(uint32_t pid, uint32_t gen)
-{
-	return mix64((uint64_t)pid << 32 | gen);
-}
-
-static bool proc_eq(const void *v, const void *key)
-{
-	const struct sym_proc *p = v;
-	const struct proc_key *k = key;
-
-	return p->pid == k->pid && p->gen == k->gen;
-}
-
 static struct sym_proc *find_proc(const struct tk_symbolizer *s, uint32_t pid, uint32_t gen)
 {
 	struct proc_key k = { pid, gen };
+	struct proc_ent *pe;
 
 	if (s->last && s->last->pid == pid && s->last->gen == gen)
 		return s->last;
-	return hmap_get(&s->procs, hash_proc(pid, gen), proc_eq, &k);
+	pe = tk_hashmap__find(&s->procs, hash_proc(pid, gen), proc_match, NULL, &k);
+	return pe ? pe->p : NULL;
 }
 
 static struct sym_proc *get_proc(struct tk_symbolizer *s, uint32_t pid, uint32_t gen)
 {
+	struct proc_key k = { pid, gen };
 	struct sym_proc *p = find_proc(s, pid, gen);
+	struct proc_ent *pe;
+	bool found;
 
 	if (p)
 		return p;
@@ -301,10 +245,12 @@ static struct sym_proc *get_proc(struct tk_symbolizer *s, uint32_t pid, uint32_t
 		return NULL;
 	p->pid = pid;
 	p->gen = gen;
-	if (hmap_add(&s->procs, hash_proc(pid, gen), p)) {
+	pe = tk_hashmap__insert(&s->procs, hash_proc(pid, gen), proc_match, NULL, &k, &found);
+	if (!pe) {
 		free(p);
 		return NULL;
 	}
+	pe->p = p;
 	return p;
 }
 
@@ -321,26 +267,6 @@ bool tk_symbolizer__has(const struct tk_symbolizer *s, uint32_t pid, uint32_t ge
 }
 
 /* ---- files --------------------------------------------------------------------------- */
-
-static uint64_t hash_file(const struct file_key *k)
-{
-	return mix64(k->dev * 0x9e3779b97f4a7c15ULL ^ mix64(k->ino) ^
-		     mix64(k->size + (uint64_t)k->mtime_ns));
-}
-
-static bool file_eq(const void *v, const void *key)
-{
-	const struct file_ent *e = v;
-
-	return !memcmp(&e->key, key, sizeof(e->key));
-}
-
-static bool build_id_eq(const void *v, const void *key)
-{
-	const struct tk_elf_index *idx = v;
-
-	return !strcmp(idx->build_id, key);
-}
 
 /*
  * The unwind rows of @f, when asked for: from its own CFI, or from its debug
@@ -373,15 +299,16 @@ static void add_unwind(struct tk_symbolizer *s, struct tk_elf_file *f, struct tk
 static int index_file(struct tk_symbolizer *s, struct tk_elf_file *f,
 		      const struct tk_debug_search *ds, struct tk_elf_index **out)
 {
+	struct build_id_ent *be = NULL;
 	struct tk_elf_index *idx;
-	struct hslot *slot = NULL;
 	uint64_t h = 0;
+	bool found;
 	int err;
 
 	if (f->build_id[0]) {
-		h = hash_str(f->build_id);
-		slot = hmap_find(&s->build_ids, h, build_id_eq, f->build_id);
-		idx = slot ? slot->v : NULL;
+		h = hash_build_id(f->build_id);
+		be = tk_hashmap__find(&s->build_ids, h, build_id_match, NULL, f->build_id);
+		idx = be ? be->idx : NULL;
 		if (idx && (idx->from >= TK_SYMS_SYMTAB || !f->has_symtab)) {
 			s->st.elf_cache_hits++;
 			*out = idx;
@@ -398,10 +325,13 @@ static int index_file(struct tk_symbolizer *s, struct tk_elf_file *f,
 		return err;
 	}
 	s->st.elf_opened++;
-	if (slot)
-		slot->v = idx;	/* a better one for the same build-id */
-	else if (f->build_id[0] && (err = hmap_add(&s->build_ids, h, idx)))
-		return err;
+	if (f->build_id[0]) {
+		/* new, or a better one for the same build-id (found again: the table may have moved) */
+		be = tk_hashmap__insert(&s->build_ids, h, build_id_match, NULL, f->build_id, &found);
+		if (!be)
+			return -ENOMEM;
+		be->idx = idx;
+	}
 	*out = idx;
 	return 0;
 }
@@ -426,6 +356,7 @@ static int index_path(struct tk_symbolizer *s, const char *path, const char *ori
 	struct file_ent *e;
 	struct file_key k;
 	struct stat st;
+	bool found;
 	uint64_t h;
 	int err;
 
@@ -441,7 +372,7 @@ static int index_path(struct tk_symbolizer *s, const char *path, const char *ori
 	k.size = st.st_size;
 	k.mtime_ns = (int64_t)st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec;
 	h = hash_file(&k);
-	e = hmap_get(&s->files, h, file_eq, &k);
+	e = tk_hashmap__find(&s->files, h, file_match, NULL, &k);
 	if (e) {
 		s->st.elf_cache_hits++;
 		*out = e->idx;
@@ -466,16 +397,11 @@ static int index_path(struct tk_symbolizer *s, const char *path, const char *ori
 		if (err)
 			return err;
 	}
-	e = calloc(1, sizeof(*e));
+	e = tk_hashmap__insert(&s->files, h, file_match, NULL, &k, &found);
 	if (!e)
 		return -ENOMEM;
-	e->key = k;
 	e->idx = idx;
-	err = hmap_add(&s->files, h, e);
-	if (err) {
-		free(e);
-		return err;
-	}
+	e->key = k;
 	*out = idx;
 	return 0;
 }
@@ -587,7 +513,7 @@ static int describe_map(struct tk_symbolizer *s, uint32_t pid, uint64_t start, u
 		m->idx = index_vdso(s, pid, start, end);
 	else if (strcmp(path, "[vsyscall]"))
 		return -ENOENT;	/* anonymous: JIT code and the like stay unknown */
-	m->module = intern(s, path);
+	m->module = tk_strset__intern(&s->strings, path);
 	return m->module ? 0 : -ENOMEM;
 }
 
