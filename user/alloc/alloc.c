@@ -6,11 +6,9 @@
  * Tables: distinct stacks (per process, kind and exact frames, so no two are
  * merged) with the weighted sums of what was allocated at them, and the live
  * table of recorded objects (process, address → stack, size, weight, time).
- * A sampled allocation of s bytes under byte sampling with mean M was
- * recorded with probability 1 - exp(-s/M), so it stands for 1/that objects
- * and s/that bytes: the sums estimate the truth without bias (jemalloc's
- * prof_unbias, jeprof's AdjustSamples). In-use figures are the live table's
- * at the moment the profile is built, less what is younger than --min-age.
+ * Sampled allocations count with their unbiased weight (alloc_weight.c).
+ * In-use figures are the live table's at the moment the profile is built,
+ * less what is younger than --min-age.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -55,19 +53,6 @@ static const char *const loss_names[TK_ALOSS__COUNT] = {
 const char *tk_alloc_loss__name(enum tk_alloc_loss l)
 {
 	return l < TK_ALOSS__COUNT ? loss_names[l] : "unknown";
-}
-
-double tk_alloc__weight(uint64_t size, uint64_t mean)
-{
-	double p;
-
-	if (!mean)
-		return 1.0;
-	if (!size)
-		size = 1;
-	/* -expm1(-x) = 1 - exp(-x), exact for small x */
-	p = -expm1(-(double)size / (double)mean);
-	return p > 0 ? 1.0 / p : 1.0;
 }
 
 /* ---- tables ------------------------------------------------------------------------ */
