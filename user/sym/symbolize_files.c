@@ -148,8 +148,9 @@ static int index_file(struct tk_symbolizer *s, struct tk_elf_file *f,
 		return err;
 	}
 	s->st.elf_opened++;
-	if (f->build_id[0]) {
-		/* new, or a better one for the same build-id (found again: the table may have moved) */
+	if (be) {
+		be->idx = idx;	/* a better one for the same build-id */
+	} else if (f->build_id[0]) {
 		be = tk_hashmap__insert(&s->build_ids, h, build_id_match, NULL, f->build_id, &found);
 		if (!be)
 			return -ENOMEM;
