@@ -7,6 +7,7 @@
 # make check      build, run the unit tests and their sanitizer builds only (the fast loop)
 # make install    install into PREFIX (default /usr/local), under DESTDIR if given
 # make uninstall  remove what make install put there
+# make bench      time the user-space tables on synthetic input (tests/bench/)
 # make V=1        show every command
 #
 # A BPF capability NAME is bpf/NAME.bpf.c + bpf/NAME.h + its loader user/STAGE/NAME.c: add
@@ -101,6 +102,9 @@ WORKLOAD_LIBS := $(patsubst tests/workloads/lib/%.c,$(BUILD)/workloads/lib%.so,\
 # docs/examples/NAME.c → build/examples/NAME, built against the public headers only
 EXAMPLES := $(patsubst docs/examples/%.c,$(BUILD)/examples/%,$(sort $(wildcard docs/examples/*.c)))
 PUBLIC_HEADERS := $(sort $(wildcard include/tracekit/*.h))
+
+BENCH_SRCS := $(sort $(wildcard tests/bench/bench_*.c))
+BENCH_BINS := $(patsubst tests/bench/%.c,$(BUILD)/bench/%,$(BENCH_SRCS))
 FUZZ_SRCS := $(sort $(wildcard tests/fuzz/fuzz_*.c))
 FUZZERS := $(patsubst tests/fuzz/%.c,$(BUILD)/fuzz/%,$(FUZZ_SRCS))
 # Libraries `tracekit alloc -- CMD` preloads: preload/NAME.c → build/libNAME.so, next to
@@ -129,7 +133,7 @@ endif
 
 .DELETE_ON_ERROR:
 .SECONDARY:
-.PHONY: all static tests test check deps clean fuzz vmlinux run vmtest install uninstall FORCE
+.PHONY: all static tests test check bench deps clean fuzz vmlinux run vmtest install uninstall FORCE
 
 all: $(BUILD)/tracekit $(PRELOADS) $(SHLIB_LINKS) $(PC) $(MANPAGES) tests
 
@@ -234,6 +238,10 @@ uninstall:
 		$(addprefix $(DESTDIR)$(MANDIR)/man8/,$(notdir $(MANPAGES))) \
 		$(DESTDIR)$(BASHCOMPDIR)/tracekit
 	$(Q)rm -rf $(DESTDIR)$(PRELOAD_DIR) $(DESTDIR)$(INCLUDEDIR)/tracekit $(DESTDIR)$(DOCDIR)
+
+# Not a test: numbers to compare before and after a change, on an otherwise idle machine.
+bench: $(BENCH_BINS)
+	$(Q)for b in $(BENCH_BINS); do $$b || exit 1; done
 
 # --- BPF: object -> linked object -> skeleton --------------------------------
 $(BUILD)/bpf/%.tmp.bpf.o: bpf/%.bpf.c vmlinux/$(ARCH)/vmlinux.h | $(BUILD)/bpf
@@ -342,6 +350,11 @@ $(BUILD)/examples/headers.ok: $(PUBLIC_HEADERS)
 			-fsyntax-only -x c++ - || exit 1; \
 	done
 	$(Q)touch $@
+
+$(BUILD)/bench/%: $(OBJ)/tests/bench/%.o $(LIB)
+	$(call msg,LINK,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) $(CFLAGS) $^ $(LIBS) -o $@
 
 # --- preloaded libraries ------------------------------------------------------
 # The markers' uprobes walk frame pointers from the marker's entry: every function that calls

@@ -227,6 +227,43 @@ static double now_s(void)
 }
 
 /* 1M adds of 20k distinct 30-frame stacks, as a profile of a busy host would give. */
+/* An interval is what a cumulative table counts beyond the previous one (tk_cpu__rotate). */
+static void test_interval_diff(void **state)
+{
+	const uint64_t a[] = { 0x10, 0x20 }, b[] = { 0x30 }, c[] = { 0x40, 0x50, 0x60 };
+	struct tk_stacks *prev = tk_stacks__new(), *cur = tk_stacks__new(), *iv = tk_stacks__new();
+	struct tk_stack_entry e = { .pid = 1, .tid = 1, .user = a, .nr_user = 2 };
+
+	assert_int_equal(tk_stacks__add(prev, 1, 1, 0, "x", NULL, 0, a, 2, 5, false), 0);
+	assert_int_equal(tk_stacks__add(prev, 1, 2, 0, "x", b, 1, NULL, 0, 3, false), 0);
+	/* later: a grew by 4, b did not move, c is new; a in another thread is another stack */
+	assert_int_equal(tk_stacks__add(cur, 1, 1, 0, "x", NULL, 0, a, 2, 9, false), 0);
+	assert_int_equal(tk_stacks__add(cur, 1, 2, 0, "x", b, 1, NULL, 0, 3, false), 0);
+	assert_int_equal(tk_stacks__add(cur, 2, 2, 1, "y", c, 3, a, 2, 7, true), 0);
+	assert_int_equal(tk_stacks__add(cur, 1, 3, 0, "x", NULL, 0, a, 2, 1, false), 0);
+	assert_int_equal(tk_stacks__count(prev, &e), 5);
+	assert_int_equal(tk_stacks__count(cur, &e), 9);
+	e.tid = 7;
+	assert_int_equal(tk_stacks__count(cur, &e), 0);
+	assert_int_equal(tk_stacks__add_diff(iv, cur, prev), 0);
+	assert_int_equal(tk_stacks__size(iv), 3);
+	assert_int_equal(tk_stacks__total(iv), 4 + 7 + 1);
+	e.tid = 1;
+	assert_int_equal(tk_stacks__count(iv, &e), 4);
+	e = (struct tk_stack_entry){ .pid = 2, .tid = 2, .gen = 1, .kernel = c, .nr_kernel = 3,
+				     .user = a, .nr_user = 2, .truncated = true };
+	assert_int_equal(tk_stacks__count(iv, &e), 7);
+	/* with no previous table it is a copy */
+	tk_stacks__free(iv);
+	iv = tk_stacks__new();
+	assert_int_equal(tk_stacks__add_diff(iv, cur, NULL), 0);
+	assert_int_equal(tk_stacks__total(iv), tk_stacks__total(cur));
+	assert_int_equal(tk_stacks__size(iv), tk_stacks__size(cur));
+	tk_stacks__free(prev);
+	tk_stacks__free(cur);
+	tk_stacks__free(iv);
+}
+
 static void test_million_adds_timing(void **state)
 {
 	struct tk_stacks *t = tk_stacks__new();
@@ -265,6 +302,7 @@ int main(void)
 		cmocka_unit_test(test_comm_first_non_empty),
 		cmocka_unit_test(test_for_each_stops),
 		cmocka_unit_test(test_many_distinct),
+		cmocka_unit_test(test_interval_diff),
 		cmocka_unit_test(test_million_adds_timing),
 	};
 

@@ -6,11 +6,9 @@
  * Tables: distinct stacks (per process, kind and exact frames, so no two are
  * merged) with the weighted sums of what was allocated at them, and the live
  * table of recorded objects (process, address → stack, size, weight, time).
- * A sampled allocation of s bytes under byte sampling with mean M was
- * recorded with probability 1 - exp(-s/M), so it stands for 1/that objects
- * and s/that bytes: the sums estimate the truth without bias (jemalloc's
- * prof_unbias, jeprof's AdjustSamples). In-use figures are the live table's
- * at the moment the profile is built, less what is younger than --min-age.
+ * Sampled allocations count with their unbiased weight (alloc_weight.c).
+ * In-use figures are the live table's at the moment the profile is built,
+ * less what is younger than --min-age.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -33,6 +31,8 @@
 #include "alloc/alloc_int.h"
 #include "alloc/alloc_syms.h"
 #include "core/fsutil.h"
+#include "core/hash.h"
+#include "core/hashmap.h"
 #include "core/opts.h"
 #include "core/internal.h"
 #include "profile/profile_locs.h"
@@ -54,19 +54,6 @@ static const char *const loss_names[TK_ALOSS__COUNT] = {
 const char *tk_alloc_loss__name(enum tk_alloc_loss l)
 {
 	return l < TK_ALOSS__COUNT ? loss_names[l] : "unknown";
-}
-
-double tk_alloc__weight(uint64_t size, uint64_t mean)
-{
-	double p;
-
-	if (!mean)
-		return 1.0;
-	if (!size)
-		size = 1;
-	/* -expm1(-x) = 1 - exp(-x), exact for small x */
-	p = -expm1(-(double)size / (double)mean);
-	return p > 0 ? 1.0 / p : 1.0;
 }
 
 /* ---- tables ------------------------------------------------------------------------ */
@@ -91,7 +78,7 @@ struct astack {
 };
 
 struct live_obj {
-	uint64_t ptr;			/* 0: empty slot */
+	uint64_t ptr;			/* key, with pid; never 0 */
 	uint32_t pid;
 	uint32_t stack;			/* index into stacks */
 	uint64_t size;
@@ -102,79 +89,48 @@ struct live_obj {
 struct tk_alloc_live {
 	struct astack *stacks;		/* dense */
 	size_t nr_stacks, cap_stacks;
-	uint32_t *index;		/* open addressing over stacks: index + 1, 0 empty */
-	size_t cap_index;		/* a power of two */
-
-	struct live_obj *live;		/* open addressing, backward-shift deletion */
-	size_t cap_live;		/* a power of two */
-	size_t nr_live;
-
+	struct tk_hashidx index;	/* over stacks */
+	struct tk_hashmap live;		/* struct live_obj by (ptr, pid) */
 	uint64_t allocs, frees;
 };
 
-static uint64_t mix64(uint64_t h)
+/* What a stack is looked up by. */
+struct stack_key {
+	uint64_t hash;
+	uint32_t pid;
+	uint32_t kind;
+	const uint64_t *ips;
+	uint32_t nr;
+};
+
+static inline bool stack_eq(const void *ctx, size_t i, const void *key)
 {
-	h ^= h >> 33;
-	h *= 0xff51afd7ed558ccdULL;
-	h ^= h >> 33;
-	h *= 0xc4ceb9fe1a85ec53ULL;
-	h ^= h >> 33;
-	return h;
-}
+	const struct astack *s = &((const struct tk_alloc_live *)ctx)->stacks[i];
+	const struct stack_key *k = key;
 
-static uint64_t stack_hash(uint32_t pid, uint32_t kind, const uint64_t *ips, uint32_t nr)
-{
-	uint64_t h = 0xcbf29ce484222325ULL ^ ((uint64_t)pid << 32 | kind);
-	uint32_t i;
-
-	for (i = 0; i < nr; i++)
-		h = (h ^ ips[i]) * 0x100000001b3ULL;
-	return mix64(h ^ nr);
-}
-
-static int index_grow(struct tk_alloc_live *t)
-{
-	size_t cap = t->cap_index ? t->cap_index * 2 : MIN_CAP, i;
-	uint32_t *idx = calloc(cap, sizeof(*idx));
-
-	if (!idx)
-		return -ENOMEM;
-	for (i = 0; i < t->nr_stacks; i++) {
-		size_t j = t->stacks[i].hash & (cap - 1);
-
-		while (idx[j])
-			j = (j + 1) & (cap - 1);
-		idx[j] = i + 1;
-	}
-	free(t->index);
-	t->index = idx;
-	t->cap_index = cap;
-	return 0;
+	return s->hash == k->hash && s->pid == k->pid && s->kind == k->kind && s->nr == k->nr &&
+	       !memcmp(s->ips, k->ips, k->nr * sizeof(*k->ips));
 }
 
 /* The stack's index, added when new; -ENOMEM. */
 static long stack_get(struct tk_alloc_live *t, uint32_t pid, uint32_t tid, uint32_t kind,
 		      const char *comm, const uint64_t *ips, uint32_t nr, bool truncated)
 {
-	uint64_t h;
-	size_t j;
+	struct stack_key k;
 	struct astack *s;
+	size_t i;
 	int err;
 
 	if (nr > TK_ALLOC_MAX_FRAMES) {
 		nr = TK_ALLOC_MAX_FRAMES;
 		truncated = true;
 	}
-	h = stack_hash(pid, kind, ips, nr);
-	if ((t->nr_stacks + 1) * 2 > t->cap_index && (err = index_grow(t)))
-		return err;
-	for (j = h & (t->cap_index - 1); t->index[j]; j = (j + 1) & (t->cap_index - 1)) {
-		s = &t->stacks[t->index[j] - 1];
-		if (s->hash == h && s->pid == pid && s->kind == kind && s->nr == nr &&
-		    !memcmp(s->ips, ips, nr * sizeof(*ips))) {
-			s->truncated |= truncated;
-			return t->index[j] - 1;
-		}
+	k = (struct stack_key){ .pid = pid, .kind = kind, .ips = ips, .nr = nr };
+	k.hash = tk_hash__words((uint64_t)pid << 32 | kind, ips, nr);
+	i = tk_hashidx__find(&t->index, k.hash, stack_eq, t, &k);
+	if (i != TK_HASHIDX_NONE) {
+		t->stacks[i].truncated |= truncated;
+		return i;
 	}
 	if (t->nr_stacks >= UINT32_MAX - 1)
 		return -E2BIG;
@@ -192,8 +148,13 @@ static long stack_get(struct tk_alloc_live *t, uint32_t pid, uint32_t tid, uint3
 	s->ips = malloc(nr ? nr * sizeof(*ips) : 1);
 	if (!s->ips)
 		return -ENOMEM;
+	err = tk_hashidx__add(&t->index, k.hash, t->nr_stacks);
+	if (err) {
+		free(s->ips);
+		return err;
+	}
 	memcpy(s->ips, ips, nr * sizeof(*ips));
-	s->hash = h;
+	s->hash = k.hash;
 	s->pid = pid;
 	s->tid = tid;
 	s->kind = kind;
@@ -201,70 +162,35 @@ static long stack_get(struct tk_alloc_live *t, uint32_t pid, uint32_t tid, uint3
 	s->truncated = truncated;
 	if (comm)
 		snprintf(s->comm, sizeof(s->comm), "%s", comm);
-	t->index[j] = t->nr_stacks + 1;
 	return t->nr_stacks++;
 }
 
-static size_t live_slot(const struct tk_alloc_live *t, uint32_t pid, uint64_t ptr)
+static uint64_t live_hash(uint32_t pid, uint64_t ptr)
 {
-	return mix64(ptr ^ (uint64_t)pid << 48) & (t->cap_live - 1);
+	return tk_hash__mix64(ptr ^ (uint64_t)pid << 48);
 }
 
-static int live_grow(struct tk_alloc_live *t)
+static uint64_t live_rec_hash(const void *rec)
 {
-	size_t cap = t->cap_live ? t->cap_live * 2 : MIN_CAP, i;
-	struct live_obj *old = t->live, *n = calloc(cap, sizeof(*n));
-	size_t old_cap = t->cap_live;
+	const struct live_obj *o = rec;
 
-	if (!n)
-		return -ENOMEM;
-	t->live = n;
-	t->cap_live = cap;
-	for (i = 0; i < old_cap; i++) {
-		size_t j;
-
-		if (!old[i].ptr)
-			continue;
-		for (j = live_slot(t, old[i].pid, old[i].ptr); n[j].ptr; j = (j + 1) & (cap - 1))
-			;
-		n[j] = old[i];
-	}
-	free(old);
-	return 0;
+	return live_hash(o->pid, o->ptr);
 }
 
-static struct live_obj *live_find(struct tk_alloc_live *t, uint32_t pid, uint64_t ptr)
+static inline bool live_match(const void *ctx, const void *rec, const void *key)
 {
-	size_t j;
+	const struct live_obj *o = rec, *k = key;
 
-	if (!t->cap_live)
-		return NULL;
-	for (j = live_slot(t, pid, ptr); t->live[j].ptr; j = (j + 1) & (t->cap_live - 1))
-		if (t->live[j].ptr == ptr && t->live[j].pid == pid)
-			return &t->live[j];
-	return NULL;
+	return o->ptr == k->ptr && o->pid == k->pid;
 }
 
-/* Remove the slot, shifting later members of its run back (no tombstones). */
-static void live_remove(struct tk_alloc_live *t, struct live_obj *o)
+static struct tk_alloc_live *live_new(void)
 {
-	size_t mask = t->cap_live - 1, i = o - t->live, j = i;
+	struct tk_alloc_live *t = calloc(1, sizeof(*t));
 
-	for (;;) {
-		size_t k;
-
-		j = (j + 1) & mask;
-		if (!t->live[j].ptr)
-			break;
-		k = live_slot(t, t->live[j].pid, t->live[j].ptr);
-		/* leave j where it is when its home k lies cyclically in (i, j] */
-		if (i <= j ? (i < k && k <= j) : (i < k || k <= j))
-			continue;
-		t->live[i] = t->live[j];
-		i = j;
-	}
-	memset(&t->live[i], 0, sizeof(t->live[i]));
-	t->nr_live--;
+	if (t)
+		t->live = (struct tk_hashmap)TK_HASHMAP_INIT(struct live_obj, live_rec_hash);
+	return t;
 }
 
 static void live_free(struct tk_alloc_live *t)
@@ -276,8 +202,8 @@ static void live_free(struct tk_alloc_live *t)
 	for (i = 0; i < t->nr_stacks; i++)
 		free(t->stacks[i].ips);
 	free(t->stacks);
-	free(t->index);
-	free(t->live);
+	tk_hashidx__free(&t->index);
+	tk_hashmap__free(&t->live);
 	free(t);
 }
 
@@ -299,11 +225,10 @@ static void capture_once(struct tk_alloc *a, uint32_t pid)
 int tk_alloc__on_alloc(struct tk_alloc *a, const struct tk_alloc_rec *r)
 {
 	struct tk_alloc_live *t = a->live;
-	struct live_obj *o;
+	struct live_obj *o, key;
+	bool found;
 	double w;
 	long si;
-	size_t j;
-	int err;
 
 	capture_once(a, r->pid);
 	si = stack_get(t, r->pid, r->tid, KIND_ALLOC, r->comm, r->ips, r->nr_ips, r->truncated);
@@ -315,27 +240,28 @@ int tk_alloc__on_alloc(struct tk_alloc *a, const struct tk_alloc_rec *r)
 	t->allocs++;
 	if (!r->ptr)
 		return 0;
-	/* an address handed out again: its free was not seen (started before us, or lost) */
-	o = live_find(t, r->pid, r->ptr);
-	if (o)
-		live_remove(t, o);
-	if ((t->nr_live + 1) * 2 > t->cap_live && (err = live_grow(t)))
-		return err;
-	for (j = live_slot(t, r->pid, r->ptr); t->live[j].ptr; j = (j + 1) & (t->cap_live - 1))
-		;
-	t->live[j] = (struct live_obj){ .ptr = r->ptr, .pid = r->pid, .stack = si,
-					.size = r->size, .ts_ns = r->ts_ns, .weight = w };
-	t->nr_live++;
+	/*
+	 * An address handed out again replaces what it held: that free was not
+	 * seen (it came before us, or was lost).
+	 */
+	key.ptr = r->ptr;
+	key.pid = r->pid;
+	o = tk_hashmap__insert(&t->live, live_hash(r->pid, r->ptr), live_match, NULL, &key, &found);
+	if (!o)
+		return -errno;
+	*o = (struct live_obj){ .ptr = r->ptr, .pid = r->pid, .stack = si,
+				.size = r->size, .ts_ns = r->ts_ns, .weight = w };
 	return 0;
 }
 
 int tk_alloc__on_free(struct tk_alloc *a, uint32_t pid, uint64_t ptr)
 {
-	struct live_obj *o = live_find(a->live, pid, ptr);
+	struct live_obj key = { .ptr = ptr, .pid = pid }, *o;
 
+	o = tk_hashmap__find(&a->live->live, live_hash(pid, ptr), live_match, NULL, &key);
 	if (!o)
 		return 0;
-	live_remove(a->live, o);
+	tk_hashmap__del(&a->live->live, o);
 	a->live->frees++;
 	return 0;
 }
@@ -665,7 +591,7 @@ int tk_alloc__new_bare(const struct tk_alloc_opts *opts, const struct tk_alloc_b
 	a->pid = a->opts.pid;
 	a->sample_bytes = a->opts.mode == TK_ALLOC_MODE_SAMPLED ?
 		(a->opts.sample_bytes ? a->opts.sample_bytes : TK_ALLOC_DEFAULT_SAMPLE_BYTES) : 0;
-	a->live = calloc(1, sizeof(*a->live));
+	a->live = live_new();
 	so.proc_root = a->opts.proc_root;
 	so.unwind_tables = a->opts.unwind != TK_UNWIND_FP;
 	if (!a->live || (err = tk_symbolizer__new(&so, &a->sym))) {
@@ -800,7 +726,7 @@ void tk_alloc__stats(const struct tk_alloc *a, struct tk_alloc_stats *st)
 	memset(st, 0, sizeof(*st));
 	st->allocs = a->live->allocs;
 	st->frees = a->live->frees;
-	st->live = a->live->nr_live;
+	st->live = a->live->live.used;
 	st->growth_events = a->growth_events;
 	st->calls = a->calls;
 	for (i = 0; i < TK_ALOSS__COUNT; i++)
@@ -848,6 +774,7 @@ static int build_profile(struct tk_alloc *a, uint64_t min_age_ns, struct tk_prof
 	struct tk_profile *p;
 	struct tk_locs *fr = NULL;
 	uint64_t *locs = NULL, hidden = 0;
+	struct live_obj *o;
 	size_t i;
 	int err = -ENOMEM, l;
 
@@ -864,11 +791,8 @@ static int build_profile(struct tk_alloc *a, uint64_t min_age_ns, struct tk_prof
 
 	for (i = 0; i < t->nr_stacks; i++)
 		t->stacks[i].inuse_objs = t->stacks[i].inuse_bytes = 0;
-	for (i = 0; i < t->cap_live; i++) {
-		struct live_obj *o = &t->live[i];
-
-		if (!o->ptr)
-			continue;
+	i = 0;
+	while ((o = tk_hashmap__next(&t->live, &i))) {
 		if (min_age_ns && (int64_t)(now - o->ts_ns) < (int64_t)min_age_ns) {
 			hidden++;
 			continue;

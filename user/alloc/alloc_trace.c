@@ -233,7 +233,7 @@ static void bpf_free(struct tk_alloc *a)
 	a->captured = NULL;
 	alloc_trace_bpf__destroy(st->skel);
 	free(st->syms);
-	free(st->growth);
+	tk_hashmap__free(&st->growth);
 	free(st);
 	a->priv = NULL;
 }

@@ -24,6 +24,7 @@
 
 #include "alloc/alloc_int.h"
 #include "alloc/alloc_syms.h"
+#include "core/hashmap.h"
 #include "bpf/alloc_trace.h"
 
 struct alloc_trace_bpf;
@@ -40,9 +41,9 @@ struct tk_unw_bpf;
 #define MAX_STALE 64
 
 struct growth_seen {
+	uint64_t used;			/* 1: empty slots start with 0, and a key might */
 	struct at_growth_key key;
 	struct at_growth_val val;	/* delivered so far */
-	bool used;
 };
 
 /* The backend's state (struct tk_alloc's priv); a hit-cost or rate measurement makes one too. */
@@ -55,8 +56,7 @@ struct at_state {
 	int nr_links;
 	struct ring_buffer *rb;
 	uint64_t seen[AT_CNT__COUNT];	/* counters delivered so far */
-	struct growth_seen *growth;	/* open addressing on the key */
-	size_t cap_growth, nr_growth;
+	struct tk_hashmap growth;	/* struct growth_seen by key; set up at first use */
 	struct {
 		uint32_t pid;
 		int64_t exec_ns;

@@ -20,6 +20,7 @@
 #include "bpf/alloc_trace.h"
 #include "alloc_trace.skel.h"
 #include "unwind/unwind_bpf.h"
+#include "core/hash.h"
 #include "core/internal.h"
 #include "core/percpu.h"
 
@@ -134,45 +135,33 @@ static void read_counters(struct tk_alloc *a, struct at_state *st)
 
 static uint64_t key_hash(const struct at_growth_key *k)
 {
-	const unsigned char *p = (const unsigned char *)k;
-	uint64_t h = 0xcbf29ce484222325ULL;
-	size_t i;
+	return tk_hash__bytes(0, k, sizeof(*k));
+}
 
-	for (i = 0; i < sizeof(*k); i++)
-		h = (h ^ p[i]) * 0x100000001b3ULL;
-	return h;
+static uint64_t growth_hash(const void *rec)
+{
+	return key_hash(&((const struct growth_seen *)rec)->key);
+}
+
+static bool growth_match(const void *ctx, const void *rec, const void *key)
+{
+	return !memcmp(&((const struct growth_seen *)rec)->key, key,
+		       sizeof(struct at_growth_key));
 }
 
 static struct growth_seen *growth_slot(struct at_state *st, const struct at_growth_key *k)
 {
-	size_t i, j;
+	struct growth_seen *g;
+	bool found;
 
-	if ((st->nr_growth + 1) * 2 > st->cap_growth) {
-		size_t cap = st->cap_growth ? st->cap_growth * 2 : 1024;
-		struct growth_seen *t = calloc(cap, sizeof(*t));
-
-		if (!t)
-			return NULL;
-		for (i = 0; i < st->cap_growth; i++) {
-			if (!st->growth[i].used)
-				continue;
-			for (j = key_hash(&st->growth[i].key) & (cap - 1); t[j].used;
-			     j = (j + 1) & (cap - 1))
-				;
-			t[j] = st->growth[i];
-		}
-		free(st->growth);
-		st->growth = t;
-		st->cap_growth = cap;
+	if (!st->growth.esz)
+		st->growth = (struct tk_hashmap)TK_HASHMAP_INIT(struct growth_seen, growth_hash);
+	g = tk_hashmap__insert(&st->growth, key_hash(k), growth_match, NULL, k, &found);
+	if (g && !found) {
+		g->used = 1;
+		g->key = *k;
 	}
-	for (j = key_hash(k) & (st->cap_growth - 1); st->growth[j].used;
-	     j = (j + 1) & (st->cap_growth - 1))
-		if (!memcmp(&st->growth[j].key, k, sizeof(*k)))
-			return &st->growth[j];
-	st->growth[j].used = true;
-	st->growth[j].key = *k;
-	st->nr_growth++;
-	return &st->growth[j];
+	return g;
 }
 
 static int deliver_growth(struct tk_alloc *a, struct at_state *st)

@@ -27,6 +27,7 @@
 #include <string.h>
 
 #include "cpu/cpu.h"
+#include "alloc/alloc_weight.h"
 #include "alloc/jeprof.h"
 #include "proc/maps.h"
 
@@ -540,36 +541,6 @@ const char *tk_jeprof__program(const struct tk_jeprof *d)
 
 /* ---- unsampling ----------------------------------------------------------------- */
 
-/*
- * e^y - 1 for y <= 0, to a few ulp, without libm (the library links no -lm):
- * the series of e^r - 1 for r = y + k ln 2 in (-ln 2, 0], then e^y = 2^-k e^r.
- * Below -40, e^y is under half an ulp of 1.
- */
-static double expm1_neg(double y)
-{
-	const double ln2 = 0.693147180559945309417232121458176568;
-	double r = y, term = 1, sum = 0, e;
-	int i, k = 0;
-
-	if (!(y > -40))
-		return -1.0;
-	if (y < -0.5) {
-		k = (int)(-y / ln2);
-		r = y + k * ln2;
-	}
-	for (i = 1; i < 60; i++) {
-		term *= r / i;
-		sum += term;
-		if ((term < 0 ? -term : term) <= 1e-18 * (sum < 0 ? -sum : sum))
-			break;
-	}
-	if (!k)
-		return sum;
-	for (e = sum + 1; k; k--)
-		e *= 0.5;
-	return e - 1;
-}
-
 int tk_jeprof__unsample(uint64_t period, uint64_t objs, uint64_t bytes, int64_t *est_objs,
 			int64_t *est_bytes)
 {
@@ -582,8 +553,11 @@ int tk_jeprof__unsample(uint64_t period, uint64_t objs, uint64_t bytes, int64_t 
 		*est_bytes = bytes;
 		return 0;
 	}
-	/* 1 / (1 - exp(-x)), x = mean size / period; expm1 keeps x near 0 exact */
-	scale = -expm1_neg(-((double)bytes / (double)objs / (double)period));
+	/*
+	 * The probability that an allocation of the pair's mean size was
+	 * sampled (alloc_weight.h); its inverse scales the pair's counts whole.
+	 */
+	scale = tk_alloc__sampled_prob((double)bytes / (double)objs, (double)period);
 	if (scale == 1.0) {
 		/* every such allocation was sampled: exact, even past 2^53 */
 		*est_objs = objs;

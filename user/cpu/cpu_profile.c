@@ -19,25 +19,22 @@
 
 #include "cpu/cpu.h"
 #include "core/fsutil.h"
+#include "core/hash.h"
+#include "core/hashmap.h"
 #include "profile/profile_locs.h"
 
-#define F_USED 1u
+#define F_USED 1u		/* always: a slot's first word is 0 only when empty */
 #define F_KERNEL 2u
 #define F_RETURN 4u		/* not the leaf: a return address */
 #define F_UNSYM 8u		/* left as module+offset or unknown */
+#define F_KEY (F_KERNEL | F_RETURN)
 
 struct loc_slot {
-	uint64_t addr;
-	uint32_t pid;
-	uint32_t gen;
 	uint32_t flags;
+	uint32_t pid;
+	uint64_t addr;
+	uint32_t gen;
 	uint64_t loc;
-};
-
-struct loc_cache {
-	struct loc_slot *slots;
-	size_t cap;		/* a power of two */
-	size_t n;
 };
 
 struct tk_locs {
@@ -45,57 +42,31 @@ struct tk_locs {
 	struct tk_profile *p;
 	uint64_t unsymbolized;
 	uint64_t *locs;
-	struct loc_cache cache;
+	struct tk_hashmap cache;	/* struct loc_slot by (pid, gen, addr, flags & F_KEY) */
 	uint64_t kernel_unknown;	/* mapping of kernel frames kallsyms cannot name */
 };
 
 static uint64_t slot_hash(uint32_t pid, uint32_t gen, uint64_t addr, uint32_t flags)
 {
-	uint64_t h = addr ^ ((uint64_t)pid << 32 | gen) * 0x9e3779b97f4a7c15ULL ^ flags;
-
-	h ^= h >> 33;
-	h *= 0xff51afd7ed558ccdULL;
-	h ^= h >> 33;
-	h *= 0xc4ceb9fe1a85ec53ULL;
-	h ^= h >> 33;
-	return h;
+	return tk_hash__mix64(addr ^ ((uint64_t)pid << 32 | gen) * 0x9e3779b97f4a7c15ULL ^ flags);
 }
 
-static struct loc_slot *cache_slot(struct loc_cache *c, uint32_t pid, uint32_t gen, uint64_t addr,
-				   uint32_t flags)
+static uint64_t loc_slot_hash(const void *rec)
 {
-	size_t mask = c->cap - 1, i;
+	const struct loc_slot *s = rec;
 
-	for (i = slot_hash(pid, gen, addr, flags) & mask; c->slots[i].flags; i = (i + 1) & mask) {
-		struct loc_slot *s = &c->slots[i];
-
-		if (s->addr == addr && s->pid == pid && s->gen == gen &&
-		    (s->flags & (F_KERNEL | F_RETURN)) == flags)
-			return s;
-	}
-	return &c->slots[i];
+	return slot_hash(s->pid, s->gen, s->addr, s->flags & F_KEY);
 }
 
-static int cache_grow(struct loc_cache *c)
+static bool loc_slot_match(const void *ctx, const void *rec, const void *key)
 {
-	struct loc_cache n = { .cap = c->cap ? c->cap * 2 : 4096 };
-	size_t i;
+	const struct loc_slot *s = rec, *k = key;
 
-	n.slots = calloc(n.cap, sizeof(*n.slots));
-	if (!n.slots)
-		return -ENOMEM;
-	for (i = 0; i < c->cap; i++) {
-		struct loc_slot *o = &c->slots[i];
-
-		if (o->flags)
-			*cache_slot(&n, o->pid, o->gen, o->addr,
-				    o->flags & (F_KERNEL | F_RETURN)) = *o;
-	}
-	n.n = c->n;
-	free(c->slots);
-	*c = n;
-	return 0;
+	return s->addr == k->addr && s->pid == k->pid && s->gen == k->gen &&
+	       (s->flags & F_KEY) == k->flags;
 }
+
+#define LOC_CACHE_INIT TK_HASHMAP_INIT(struct loc_slot, loc_slot_hash)
 
 /* libstdc++'s demangler (C linkage; the C++ ABI's) */
 extern char *__cxa_demangle(const char *mangled, char *buf, size_t *len, int *status);
@@ -187,28 +158,30 @@ static int user_location(struct tk_locs *b, uint32_t pid, uint32_t gen, uint64_t
 static int frame_location(struct tk_locs *b, uint32_t pid, uint32_t gen, uint64_t addr,
 			  uint32_t flags, uint64_t *loc)
 {
-	struct loc_slot *slot;
-	bool unsym;
+	struct loc_slot k, *slot;
+	uint64_t h;
+	bool unsym, found;
 	int err;
 
-	if ((b->cache.n + 1) * 2 > b->cache.cap && (err = cache_grow(&b->cache)))
-		return err;
 	if (flags & F_KERNEL)
 		pid = gen = 0;
-	slot = cache_slot(&b->cache, pid, gen, addr, flags);
-	if (!slot->flags) {
+	k = (struct loc_slot){ .flags = flags, .pid = pid, .addr = addr, .gen = gen };
+	h = slot_hash(pid, gen, addr, flags);
+	slot = tk_hashmap__insert(&b->cache, h, loc_slot_match, NULL, &k, &found);
+	if (!slot)
+		return -ENOMEM;
+	if (!found) {
 		if (flags & F_KERNEL)
 			err = kernel_location(b, addr, flags & F_RETURN, loc, &unsym);
 		else
 			err = user_location(b, pid, gen, addr, flags & F_RETURN, loc, &unsym);
-		if (err)
+		if (err) {
+			tk_hashmap__del(&b->cache, slot);
 			return err;
-		slot->addr = addr;
-		slot->pid = pid;
-		slot->gen = gen;
+		}
+		*slot = k;
 		slot->flags = flags | F_USED | (unsym ? F_UNSYM : 0);
 		slot->loc = *loc;
-		b->cache.n++;
 	}
 	*loc = slot->loc;
 	if (slot->flags & F_UNSYM)
@@ -224,6 +197,7 @@ struct tk_locs *tk_locs__new(struct tk_symbolizer *s, struct tk_profile *p)
 		return NULL;
 	b->s = s;
 	b->p = p;
+	b->cache = (struct tk_hashmap)LOC_CACHE_INIT;
 	return b;
 }
 
@@ -247,7 +221,7 @@ void tk_locs__free(struct tk_locs *b)
 {
 	if (!b)
 		return;
-	free(b->cache.slots);
+	tk_hashmap__free(&b->cache);
 	free(b);
 }
 
@@ -278,7 +252,7 @@ static int build_entry(const struct tk_stack_entry *e, void *ctx)
 int tk_cpu_profile__build(const struct tk_stacks *t, struct tk_symbolizer *s, struct tk_profile *p,
 			  uint64_t *unsymbolized)
 {
-	struct tk_locs b = { .s = s, .p = p };
+	struct tk_locs b = { .s = s, .p = p, .cache = LOC_CACHE_INIT };
 	int err;
 
 	b.locs = malloc(2 * TK_MAX_FRAMES * sizeof(*b.locs));
@@ -286,7 +260,7 @@ int tk_cpu_profile__build(const struct tk_stacks *t, struct tk_symbolizer *s, st
 		return -ENOMEM;
 	err = tk_stacks__for_each(t, build_entry, &b);
 	free(b.locs);
-	free(b.cache.slots);
+	tk_hashmap__free(&b.cache);
 	if (unsymbolized)
 		*unsymbolized = b.unsymbolized;
 	return err;

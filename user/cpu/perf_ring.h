@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause */
 /*
- * perf_event mmap rings and the records in them, for the perf CPU backend
- * (cpu_perf.c) and the sidecar (sidecar.c); not part of the API.
+ * perf_event mmap rings and the records in them (perf_ring.c), and what the
+ * records say (perf_records.c), for the perf CPU backend (cpu_perf.c) and the
+ * sidecar (sidecar.c); not part of the API.
  *
  * A ring is read in three steps: tk_perf_ring__begin() takes data_head with
  * acquire semantics, __next()/__advance() walk the records up to it (a record
@@ -146,6 +147,11 @@ void tk_perf_records__free(struct tk_perf_records *r);
 void tk_perf_records__set_unwind(struct tk_perf_records *r, struct tk_unw_store *store);
 /* Records lost according to the LOST records read so far (not reset with c->losses). */
 uint64_t tk_perf_records__lost(const struct tk_perf_records *r);
+/*
+ * What record @h says (any type; those of no interest are skipped), in time
+ * order across all rings. Returns 0 or -ENOMEM.
+ */
+int tk_perf_records__record(struct tk_perf_records *r, const struct perf_event_header *h);
 /*
  * Read @nr rings, the oldest record first across all of them (their time
  * stamps must share a clock), up to record time @limit: later records stay

@@ -17,6 +17,8 @@
 #include <strings.h>
 
 #include "core/fsutil.h"
+#include "core/hash.h"
+#include "core/hashmap.h"
 #include "profile/profile.h"
 #include "profile/profile_int.h"
 
@@ -29,9 +31,9 @@ struct profile_priv {
 	size_t cap_functions;
 	size_t cap_locations;
 	size_t cap_samples;
-	struct tk_htab mapping_idx;
-	struct tk_htab function_idx;
-	struct tk_htab location_idx;
+	struct tk_hashidx mapping_idx;
+	struct tk_hashidx function_idx;
+	struct tk_hashidx location_idx;
 	char backend[32];
 	char loss_names[TK_PROFILE_MAX_LOSSES][LOSS_NAME_MAX];
 };
@@ -39,123 +41,6 @@ struct profile_priv {
 static struct profile_priv *priv(struct tk_profile *p)
 {
 	return (struct profile_priv *)p;
-}
-
-/* ---- hashing ------------------------------------------------------------------ */
-
-static uint64_t mix64(uint64_t x)
-{
-	x ^= x >> 33;
-	x *= 0xff51afd7ed558ccdULL;
-	x ^= x >> 33;
-	x *= 0xc4ceb9fe1a85ec53ULL;
-	x ^= x >> 33;
-	return x;
-}
-
-uint64_t tk_hash__u64(uint64_t h, uint64_t v)
-{
-	return mix64(h ^ (v + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2)));
-}
-
-uint64_t tk_hash__bytes(uint64_t h, const void *data, size_t len)
-{
-	const unsigned char *b = data;
-	uint64_t f = 0xcbf29ce484222325ULL;	/* FNV-1a */
-	size_t i;
-
-	for (i = 0; i < len; i++) {
-		f ^= b[i];
-		f *= 0x100000001b3ULL;
-	}
-	return tk_hash__u64(h, f ^ len);
-}
-
-uint64_t tk_hash__str(uint64_t h, const char *s)
-{
-	if (!s)
-		return tk_hash__u64(h, 0x6e756c6cULL);
-	return tk_hash__bytes(h, s, strlen(s));
-}
-
-/* ---- the index ---------------------------------------------------------------- */
-
-/*
- * Slots keep only the upper half of a hash, so the bucket of a hash and of a
- * slot comes from that half: the table grows without looking at the keys.
- */
-static size_t bucket(uint64_t hash_or_slot, size_t mask)
-{
-	return mix64(hash_or_slot >> 32) & mask;
-}
-
-size_t tk_htab__find(const struct tk_htab *h, uint64_t hash, tk_htab_eq_fn eq, const void *ctx,
-		     const void *key)
-{
-	uint64_t tag = hash >> 32;
-	size_t i;
-
-	if (!h->slots)
-		return TK_HTAB_NONE;
-	for (i = bucket(hash, h->mask);; i = (i + 1) & h->mask) {
-		uint64_t s = h->slots[i];
-
-		if (!s)
-			return TK_HTAB_NONE;
-		if (s >> 32 == tag && eq(ctx, (s & 0xffffffffULL) - 1, key))
-			return (s & 0xffffffffULL) - 1;
-	}
-}
-
-static int htab_grow(struct tk_htab *h)
-{
-	size_t nr = h->slots ? (h->mask + 1) * 2 : 64, i, j;
-	uint64_t *slots = calloc(nr, sizeof(*slots));
-
-	if (!slots)
-		return -ENOMEM;
-	for (i = 0; h->slots && i <= h->mask; i++) {
-		uint64_t s = h->slots[i];
-
-		if (!s)
-			continue;
-		for (j = bucket(s, nr - 1); slots[j]; j = (j + 1) & (nr - 1))
-			;
-		slots[j] = s;
-	}
-	free(h->slots);
-	h->slots = slots;
-	h->mask = nr - 1;
-	return 0;
-}
-
-int tk_htab__add(struct tk_htab *h, uint64_t hash, size_t index)
-{
-	uint64_t s;
-	size_t i;
-	int err;
-
-	if (index >= UINT32_MAX)
-		return -ENOMEM;
-	if (!h->slots || (h->used + 1) * 2 > h->mask + 1) {
-		err = htab_grow(h);
-		if (err)
-			return err;
-	}
-	s = (hash >> 32) << 32 | (index + 1);
-	for (i = bucket(s, h->mask); h->slots[i]; i = (i + 1) & h->mask)
-		;
-	h->slots[i] = s;
-	h->used++;
-	return 0;
-}
-
-void tk_htab__free(struct tk_htab *h)
-{
-	free(h->slots);
-	h->slots = NULL;
-	h->mask = 0;
-	h->used = 0;
 }
 
 /* ---- building ----------------------------------------------------------------- */
@@ -252,9 +137,9 @@ void tk_profile__free(struct tk_profile *p)
 	free(p->functions);
 	free(p->locations);
 	free(p->samples);
-	tk_htab__free(&pp->mapping_idx);
-	tk_htab__free(&pp->function_idx);
-	tk_htab__free(&pp->location_idx);
+	tk_hashidx__free(&pp->mapping_idx);
+	tk_hashidx__free(&pp->function_idx);
+	tk_hashidx__free(&pp->location_idx);
 	free(pp);
 }
 
@@ -318,8 +203,8 @@ uint64_t tk_profile__mapping(struct tk_profile *p, uint64_t start, uint64_t limi
 
 	h = tk_hash__u64(tk_hash__u64(tk_hash__u64(1, start), limit), offset);
 	h = tk_hash__str(tk_hash__str(h, file), build_id);
-	i = tk_htab__find(&pp->mapping_idx, h, mapping_eq, p, &k);
-	if (i != TK_HTAB_NONE)
+	i = tk_hashidx__find(&pp->mapping_idx, h, mapping_eq, p, &k);
+	if (i != TK_HASHIDX_NONE)
 		return p->mappings[i].id;
 	err = reserve((void **)&p->mappings, &pp->cap_mappings, p->nr_mappings, sizeof(*m));
 	if (err)
@@ -336,7 +221,7 @@ uint64_t tk_profile__mapping(struct tk_profile *p, uint64_t start, uint64_t limi
 	if (!err)
 		err = dup_str(&m->build_id, build_id);
 	if (!err)
-		err = tk_htab__add(&pp->mapping_idx, h, p->nr_mappings);
+		err = tk_hashidx__add(&pp->mapping_idx, h, p->nr_mappings);
 	if (err) {
 		free(m->file);
 		free(m->build_id);
@@ -375,8 +260,8 @@ uint64_t tk_profile__function(struct tk_profile *p, const char *name, const char
 		return 0;
 	}
 	h = tk_hash__str(tk_hash__str(2, name), filename);
-	i = tk_htab__find(&pp->function_idx, h, function_eq, p, &k);
-	if (i != TK_HTAB_NONE)
+	i = tk_hashidx__find(&pp->function_idx, h, function_eq, p, &k);
+	if (i != TK_HASHIDX_NONE)
 		return p->functions[i].id;
 	err = reserve((void **)&p->functions, &pp->cap_functions, p->nr_functions, sizeof(*f));
 	if (err)
@@ -387,7 +272,7 @@ uint64_t tk_profile__function(struct tk_profile *p, const char *name, const char
 	if (!err)
 		err = dup_str(&f->filename, filename);
 	if (!err)
-		err = tk_htab__add(&pp->function_idx, h, p->nr_functions);
+		err = tk_hashidx__add(&pp->function_idx, h, p->nr_functions);
 	if (err) {
 		free(f->name);
 		free(f->filename);
@@ -424,13 +309,13 @@ uint64_t tk_profile__location(struct tk_profile *p, uint64_t mapping_id, uint64_
 	}
 	h = tk_hash__u64(tk_hash__u64(tk_hash__u64(3, mapping_id), address), function_id);
 	h = tk_hash__u64(h, kernel);
-	i = tk_htab__find(&pp->location_idx, h, location_eq, p, &k);
-	if (i != TK_HTAB_NONE)
+	i = tk_hashidx__find(&pp->location_idx, h, location_eq, p, &k);
+	if (i != TK_HASHIDX_NONE)
 		return p->locations[i].id;
 	err = reserve((void **)&p->locations, &pp->cap_locations, p->nr_locations,
 		      sizeof(*p->locations));
 	if (!err)
-		err = tk_htab__add(&pp->location_idx, h, p->nr_locations);
+		err = tk_hashidx__add(&pp->location_idx, h, p->nr_locations);
 	if (err) {
 		errno = -err;
 		return 0;
@@ -622,7 +507,7 @@ static int describe(const struct tk_profile *p, const struct tk_location *l, str
 int tk_frames__build(const struct tk_profile *p, enum tk_frames_key key, struct tk_frames *fr)
 {
 	struct frames_ctx ctx = { fr, key };
-	struct tk_htab idx = {};
+	struct tk_hashidx idx = {};
 	size_t i, cap = 0;
 	int err;
 
@@ -652,11 +537,11 @@ int tk_frames__build(const struct tk_profile *p, enum tk_frames_key key, struct 
 			h = tk_hash__u64(h, f.kernel);
 		else
 			h = tk_hash__str(h, f.filename);
-		at = tk_htab__find(&idx, h, frame_eq, &ctx, &f);
-		if (at == TK_HTAB_NONE) {
+		at = tk_hashidx__find(&idx, h, frame_eq, &ctx, &f);
+		if (at == TK_HASHIDX_NONE) {
 			err = reserve((void **)&fr->frames, &cap, fr->nr, sizeof(f));
 			if (!err)
-				err = tk_htab__add(&idx, h, fr->nr);
+				err = tk_hashidx__add(&idx, h, fr->nr);
 			if (err)
 				goto out;
 			at = fr->nr;
@@ -665,7 +550,7 @@ int tk_frames__build(const struct tk_profile *p, enum tk_frames_key key, struct 
 		fr->of_loc[i] = at;
 	}
 out:
-	tk_htab__free(&idx);
+	tk_hashidx__free(&idx);
 	if (err)
 		tk_frames__free(fr);
 	return err;

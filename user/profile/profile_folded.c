@@ -12,6 +12,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/hash.h"
+#include "core/hashmap.h"
 #include "profile/profile.h"
 #include "profile/profile_int.h"
 
@@ -23,7 +25,7 @@ struct line {
 struct folded {
 	struct line *lines;
 	size_t nr, cap;
-	struct tk_htab idx;
+	struct tk_hashidx idx;
 	char *buf;		/* the line being built */
 	size_t len, bufcap;
 	int err;
@@ -82,11 +84,11 @@ static bool line_eq(const void *ctx, size_t i, const void *key)
 static void add_line(struct folded *fo, int64_t count)
 {
 	uint64_t h = tk_hash__str(6, fo->buf);
-	size_t i = tk_htab__find(&fo->idx, h, line_eq, fo, fo->buf);
+	size_t i = tk_hashidx__find(&fo->idx, h, line_eq, fo, fo->buf);
 	struct line *l;
 	int err;
 
-	if (i != TK_HTAB_NONE) {
+	if (i != TK_HASHIDX_NONE) {
 		fo->lines[i].count += count;
 		return;
 	}
@@ -104,7 +106,7 @@ static void add_line(struct folded *fo, int64_t count)
 	l = &fo->lines[fo->nr];
 	l->text = strdup(fo->buf);
 	l->count = count;
-	err = l->text ? tk_htab__add(&fo->idx, h, fo->nr) : -ENOMEM;
+	err = l->text ? tk_hashidx__add(&fo->idx, h, fo->nr) : -ENOMEM;
 	if (err) {
 		free(l->text);
 		fo->err = err;
@@ -159,7 +161,7 @@ int tk_profile__write_folded(const struct tk_profile *p, FILE *f)
 		free(fo.lines[i].text);
 	free(fo.lines);
 	free(fo.buf);
-	tk_htab__free(&fo.idx);
+	tk_hashidx__free(&fo.idx);
 	tk_frames__free(&fr);
 	return err;
 }

@@ -1,8 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause */
 /*
  * Shared by the profile model (profile.c) and its writers (profile_*.c); not
- * part of the API: a hash index over arrays, and the frames every writer
- * names the same way.
+ * part of the API: the frames every writer names the same way.
  */
 #ifndef __TK_PROFILE_INT_H
 #define __TK_PROFILE_INT_H
@@ -13,32 +12,6 @@
 #include <string.h>
 
 #include "profile/profile.h"
-
-/*
- * An open-addressing index of array positions: the caller keeps the keys in
- * its own array and answers "is the entry at @index equal to @key?".
- */
-struct tk_htab {
-	uint64_t *slots;	/* hash << 32 | (index + 1); 0: empty */
-	size_t mask;		/* slots - 1 (a power of two), or 0 before the first add */
-	size_t used;
-};
-
-typedef bool (*tk_htab_eq_fn)(const void *ctx, size_t index, const void *key);
-
-#define TK_HTAB_NONE ((size_t)-1)
-
-/* The index stored for a key equal to @key, or TK_HTAB_NONE. */
-size_t tk_htab__find(const struct tk_htab *h, uint64_t hash, tk_htab_eq_fn eq, const void *ctx,
-		     const void *key);
-/* Store @index (< UINT32_MAX) under @hash. Returns 0 or -ENOMEM. */
-int tk_htab__add(struct tk_htab *h, uint64_t hash, size_t index);
-void tk_htab__free(struct tk_htab *h);
-
-uint64_t tk_hash__u64(uint64_t h, uint64_t v);
-/* NULL and "" hash differently. */
-uint64_t tk_hash__str(uint64_t h, const char *s);
-uint64_t tk_hash__bytes(uint64_t h, const void *data, size_t len);
 
 /*
  * How writers name a location: its function's name, or, without a function,

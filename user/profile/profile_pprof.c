@@ -21,6 +21,8 @@
 #include <string.h>
 #include <zlib.h>
 
+#include "core/hash.h"
+#include "core/hashmap.h"
 #include "profile/profile.h"
 #include "profile/profile_int.h"
 
@@ -168,7 +170,7 @@ static void pb_string(struct pbuf *b, int field, const char *s)
 struct strtab {
 	const char **s;		/* borrowed from the profile and the made-up names */
 	size_t nr, cap;
-	struct tk_htab idx;
+	struct tk_hashidx idx;
 	int err;
 };
 
@@ -187,8 +189,8 @@ static int64_t str_id(struct strtab *t, const char *s)
 	if (!s || !s[0] || t->err)
 		return 0;
 	h = tk_hash__str(5, s);
-	i = tk_htab__find(&t->idx, h, strtab_eq, t, s);
-	if (i != TK_HTAB_NONE)
+	i = tk_hashidx__find(&t->idx, h, strtab_eq, t, s);
+	if (i != TK_HASHIDX_NONE)
 		return i;
 	if (t->nr == t->cap) {
 		size_t cap = t->cap ? t->cap * 2 : 256;
@@ -201,7 +203,7 @@ static int64_t str_id(struct strtab *t, const char *s)
 		t->s = n;
 		t->cap = cap;
 	}
-	err = tk_htab__add(&t->idx, h, t->nr);
+	err = tk_hashidx__add(&t->idx, h, t->nr);
 	if (err) {
 		t->err = err;
 		return 0;
@@ -571,7 +573,7 @@ int tk_profile__write_pprof(const struct tk_profile *p, FILE *f)
 	free(e.comments);
 	free(e.made_function);
 	free(e.st.s);
-	tk_htab__free(&e.st.idx);
+	tk_hashidx__free(&e.st.idx);
 	free(e.out.data);
 	free(e.sub.data);
 	free(e.sub2.data);

@@ -17,6 +17,8 @@
 #include <string.h>
 
 #include "profile/profile.h"
+#include "core/hash.h"
+#include "core/hashmap.h"
 #include "core/json.h"
 #include "profile/profile_int.h"
 
@@ -48,10 +50,10 @@ struct tree {
 	struct tk_frames fr;
 	struct node *nodes;
 	size_t nr, cap;
-	struct tk_htab child_idx;	/* (parent, kind, label) → node */
+	struct tk_hashidx child_idx;	/* (parent, kind, label) → node */
 	const char **comms;		/* distinct process names */
 	size_t nr_comms, cap_comms;
-	struct tk_htab comm_idx;
+	struct tk_hashidx comm_idx;
 	uint32_t max_depth;
 	int err;
 };
@@ -98,12 +100,12 @@ static uint32_t comm_index(struct tree *t, const char *comm)
 	if (!comm[0])
 		comm = "[unknown]";
 	h = tk_hash__str(7, comm);
-	i = tk_htab__find(&t->comm_idx, h, comm_eq, t, comm);
-	if (i != TK_HTAB_NONE)
+	i = tk_hashidx__find(&t->comm_idx, h, comm_eq, t, comm);
+	if (i != TK_HASHIDX_NONE)
 		return i;
 	err = grow((void **)&t->comms, &t->cap_comms, t->nr_comms, sizeof(*t->comms));
 	if (!err)
-		err = tk_htab__add(&t->comm_idx, h, t->nr_comms);
+		err = tk_hashidx__add(&t->comm_idx, h, t->nr_comms);
 	if (err) {
 		t->err = err;
 		return NONE;
@@ -137,12 +139,12 @@ static uint32_t child(struct tree *t, uint32_t parent, enum node_kind kind, uint
 	if (label == NONE)
 		return NONE;
 	h = tk_hash__u64(tk_hash__u64(tk_hash__u64(8, parent), label), kind);
-	i = tk_htab__find(&t->child_idx, h, child_eq, t, &k);
-	if (i != TK_HTAB_NONE)
+	i = tk_hashidx__find(&t->child_idx, h, child_eq, t, &k);
+	if (i != TK_HASHIDX_NONE)
 		return i;
 	err = grow((void **)&t->nodes, &t->cap, t->nr, sizeof(*t->nodes));
 	if (!err)
-		err = tk_htab__add(&t->child_idx, h, t->nr);
+		err = tk_hashidx__add(&t->child_idx, h, t->nr);
 	if (err) {
 		t->err = err;
 		return NONE;
@@ -474,8 +476,8 @@ int tk_profile__write_svg(const struct tk_profile *p, FILE *f, const char *title
 	}
 	free(t.nodes);
 	free(t.comms);
-	tk_htab__free(&t.child_idx);
-	tk_htab__free(&t.comm_idx);
+	tk_hashidx__free(&t.child_idx);
+	tk_hashidx__free(&t.comm_idx);
 	tk_frames__free(&t.fr);
 	return err;
 }

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause */
 /*
- * Between the symbolizer's modules (symbolize.c, symbolize_elf.c); not part
+ * Between the symbolizer's modules (symbolize*.c, ksyms.c); not part
  * of the API. An ELF index is what symbolization keeps of a file: its PT_LOAD
  * segments (file offset → ELF virtual address), its build-id, and its
  * function symbols sorted by address, from .symtab, a debug file's .symtab,

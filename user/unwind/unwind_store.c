@@ -14,12 +14,14 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/hash.h"
+#include "core/hashmap.h"
 #include "profile/profile.h"
 #include "sym/symbolize.h"
 #include "unwind/unwind.h"
 
 struct placed {
-	const struct tk_unw_table *t;	/* NULL: empty slot */
+	const struct tk_unw_table *t;	/* key; never NULL */
 	uint32_t start;			/* NOT_PLACED: it did not fit */
 };
 
@@ -30,11 +32,24 @@ struct tk_unw_store {
 	bool own;
 	size_t cap;
 	size_t nr;
-	struct placed *slots;		/* open addressing by table address */
-	size_t nr_slots;		/* a power of two */
-	size_t used;
+	struct tk_hashmap placed;	/* struct placed, by table address */
 	struct tk_unw_store_stats st;
 };
+
+static uint64_t table_hash(const struct tk_unw_table *t)
+{
+	return tk_hash__mix64((uintptr_t)t);
+}
+
+static uint64_t placed_hash(const void *rec)
+{
+	return table_hash(((const struct placed *)rec)->t);
+}
+
+static bool placed_match(const void *ctx, const void *rec, const void *key)
+{
+	return ((const struct placed *)rec)->t == key;
+}
 
 int tk_unw_store__new(struct unw_row *mem, size_t cap, struct tk_unw_store **out)
 {
@@ -51,9 +66,8 @@ int tk_unw_store__new(struct unw_row *mem, size_t cap, struct tk_unw_store **out
 		s->rows = malloc(cap * sizeof(*s->rows));
 		s->own = true;
 	}
-	s->nr_slots = 64;
-	s->slots = calloc(s->nr_slots, sizeof(*s->slots));
-	if (!s->rows || !s->slots) {
+	s->placed = (struct tk_hashmap)TK_HASHMAP_INIT(struct placed, placed_hash);
+	if (!s->rows) {
 		tk_unw_store__free(s);
 		return -ENOMEM;
 	}
@@ -69,7 +83,7 @@ void tk_unw_store__free(struct tk_unw_store *s)
 		return;
 	if (s->own)
 		free(s->rows);
-	free(s->slots);
+	tk_hashmap__free(&s->placed);
 	free(s);
 }
 
@@ -85,62 +99,20 @@ void tk_unw_store__stats(const struct tk_unw_store *s, struct tk_unw_store_stats
 	st->rows = s->nr;
 }
 
-static size_t slot_of(const struct tk_unw_store *s, const struct tk_unw_table *t)
-{
-	uint64_t h = (uintptr_t)t;
-
-	h ^= h >> 33;
-	h *= 0xff51afd7ed558ccdULL;
-	h ^= h >> 33;
-	return h & (s->nr_slots - 1);
-}
-
-static struct placed *lookup(const struct tk_unw_store *s, const struct tk_unw_table *t)
-{
-	size_t i = slot_of(s, t);
-
-	while (s->slots[i].t && s->slots[i].t != t)
-		i = (i + 1) & (s->nr_slots - 1);
-	return &s->slots[i];
-}
-
-static int grow(struct tk_unw_store *s)
-{
-	struct placed *old = s->slots;
-	size_t n = s->nr_slots, i;
-
-	s->slots = calloc(n * 2, sizeof(*s->slots));
-	if (!s->slots) {
-		s->slots = old;
-		return -ENOMEM;
-	}
-	s->nr_slots = n * 2;
-	for (i = 0; i < n; i++)
-		if (old[i].t)
-			*lookup(s, old[i].t) = old[i];
-	free(old);
-	return 0;
-}
-
 /* Where @t's rows start in the store, laying them out the first time: 0, or -ENOSPC. */
 static int place(struct tk_unw_store *s, const struct tk_unw_table *t, uint32_t *start)
 {
-	struct placed *pl = lookup(s, t);
-	bool fits = t->nr <= s->cap - s->nr;
-	int err;
+	struct placed *pl;
+	bool fits = t->nr <= s->cap - s->nr, found;
 
-	if (pl->t) {
+	pl = tk_hashmap__insert(&s->placed, table_hash(t), placed_match, NULL, t, &found);
+	if (!pl)
+		return -ENOMEM;
+	if (found) {
 		*start = pl->start;
 		return pl->start == NOT_PLACED ? -ENOSPC : 0;
 	}
-	if ((s->used + 1) * 2 > s->nr_slots) {
-		err = grow(s);
-		if (err)
-			return err;
-		pl = lookup(s, t);
-	}
 	pl->t = t;
-	s->used++;
 	if (!fits) {
 		/* remembered, so that it is counted once, however many processes map it */
 		pl->start = NOT_PLACED;

@@ -1,0 +1,252 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
+/*
+ * What perf records say (perf_records.c), fed as the kernel writes them: a
+ * sample lands under its process's exec generation and its thread's comm;
+ * COMM with exec starts the next generation; a forked thread inherits its
+ * parent's comm; EXIT forgets the thread, and the process unless its pid's
+ * generation must survive; thousands of threads that come and go
+ * leave every survivor findable; records too short to hold their body are
+ * skipped.
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cpu/perf_ring.h"
+
+struct fix {
+	struct tk_cpu c;
+	struct tk_perf_records *r;
+	uint64_t buf[64];
+	uint64_t time;
+};
+
+static int setup(void **state)
+{
+	struct tk_perf_filter f = { .max_stack = 127 };
+	struct tk_symbolizer_opts so = { .sz = sizeof(so), .proc_root = "/nonexistent" };
+	struct fix *x = calloc(1, sizeof(*x));
+
+	if (!x)
+		return -1;
+	/* no /proc: comms only from the records, and no ELF work */
+	x->c.opts.sz = sizeof(x->c.opts);
+	x->c.opts.proc_root = "/nonexistent";
+	x->c.stacks = tk_stacks__new();
+	if (!x->c.stacks || tk_symbolizer__new(&so, &x->c.sym))
+		return -1;
+	x->r = tk_perf_records__new(&x->c, &f);
+	if (!x->r)
+		return -1;
+	*state = x;
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	struct fix *x = *state;
+
+	tk_perf_records__free(x->r);
+	tk_symbolizer__free(x->c.sym);
+	tk_stacks__free(x->c.stacks);
+	free(x);
+	return 0;
+}
+
+/* Hand a record of @type with @body (and the sample_id trailer) to the records. */
+static void feed(struct fix *x, uint32_t type, uint16_t misc, const void *body, size_t len)
+{
+	struct perf_event_header *h = (void *)x->buf;
+	size_t words = (len + 7) / 8;
+	uint64_t *w = x->buf + 1;
+
+	memset(x->buf, 0, sizeof(x->buf));
+	memcpy(w, body, len);
+	w += words;
+	w[0] = 0;		/* pid/tid */
+	w[1] = ++x->time;
+	w[2] = 0;		/* cpu */
+	h->type = type;
+	h->misc = misc;
+	h->size = sizeof(*h) + (words + 3) * 8;
+	assert_int_equal(tk_perf_records__record(x->r, h), 0);
+}
+
+static void comm(struct fix *x, uint32_t pid, uint32_t tid, const char *name, bool exec)
+{
+	struct {
+		uint32_t pid, tid;
+		char comm[16];
+	} b = { pid, tid };
+
+	snprintf(b.comm, sizeof(b.comm), "%s", name);
+	feed(x, PERF_RECORD_COMM, exec ? PERF_RECORD_MISC_COMM_EXEC : 0, &b, sizeof(b));
+}
+
+static void task(struct fix *x, uint32_t type, uint32_t pid, uint32_t ppid, uint32_t tid,
+		 uint32_t ptid)
+{
+	struct {
+		uint32_t pid, ppid, tid, ptid;
+		uint64_t time;
+	} b = { pid, ppid, tid, ptid, x->time };
+
+	feed(x, type, 0, &b, sizeof(b));
+}
+
+/* A sample with one kernel frame, @ip, and no user frames. */
+static void sample(struct fix *x, uint32_t pid, uint32_t tid, uint64_t ip)
+{
+	struct perf_event_header *h = (void *)x->buf;
+	uint64_t *w = x->buf + 1;
+
+	memset(x->buf, 0, sizeof(x->buf));
+	w[0] = ip;
+	w[1] = pid | (uint64_t)tid << 32;
+	w[2] = ++x->time;
+	w[3] = 0;
+	w[4] = 1;
+	w[5] = 2;		/* the callchain: a context marker and one frame */
+	w[6] = (uint64_t)PERF_CONTEXT_KERNEL;
+	w[7] = ip;
+	h->type = PERF_RECORD_SAMPLE;
+	h->misc = 0;
+	h->size = sizeof(*h) + 8 * 8;
+	assert_int_equal(tk_perf_records__record(x->r, h), 0);
+}
+
+struct want {
+	uint32_t pid, tid, gen;
+	uint64_t ip;
+	const char *comm;
+	uint64_t count;		/* found */
+};
+
+static int find_cb(const struct tk_stack_entry *e, void *ctx)
+{
+	struct want *w = ctx;
+
+	if (e->pid == w->pid && e->tid == w->tid && e->gen == w->gen && e->nr_kernel == 1 &&
+	    e->kernel[0] == w->ip) {
+		assert_string_equal(e->comm, w->comm);
+		w->count += e->count;
+	}
+	return 0;
+}
+
+static uint64_t count(struct fix *x, uint32_t pid, uint32_t tid, uint32_t gen, uint64_t ip,
+		      const char *comm)
+{
+	struct want w = { pid, tid, gen, ip, comm, 0 };
+
+	assert_int_equal(tk_stacks__for_each(x->c.stacks, find_cb, &w), 0);
+	return w.count;
+}
+
+static void test_generations_and_comms(void **state)
+{
+	struct fix *x = *state;
+
+	comm(x, 100, 100, "parent", true);
+	sample(x, 100, 100, 0xffffffff81000010ULL);
+	sample(x, 100, 100, 0xffffffff81000010ULL);
+	assert_int_equal(count(x, 100, 100, 0, 0xffffffff81000010ULL, "parent"), 2);
+
+	/* a thread of 100 and a child process 200: both inherit the comm */
+	task(x, PERF_RECORD_FORK, 100, 100, 101, 100);
+	task(x, PERF_RECORD_FORK, 200, 100, 200, 100);
+	sample(x, 100, 101, 0xffffffff81000020ULL);
+	sample(x, 200, 200, 0xffffffff81000030ULL);
+	assert_int_equal(count(x, 100, 101, 0, 0xffffffff81000020ULL, "parent"), 1);
+	assert_int_equal(count(x, 200, 200, 0, 0xffffffff81000030ULL, "parent"), 1);
+
+	/* 100 execs: its next generation, under its new name */
+	comm(x, 100, 100, "child", true);
+	sample(x, 100, 100, 0xffffffff81000010ULL);
+	assert_int_equal(count(x, 100, 100, 1, 0xffffffff81000010ULL, "child"), 1);
+	assert_int_equal(count(x, 100, 100, 0, 0xffffffff81000010ULL, "parent"), 2);
+
+	/* a rename without exec keeps the generation */
+	comm(x, 200, 200, "renamed", false);
+	sample(x, 200, 200, 0xffffffff81000040ULL);
+	assert_int_equal(count(x, 200, 200, 0, 0xffffffff81000040ULL, "renamed"), 1);
+
+	/*
+	 * 200 exits, and a new process takes its pid after a fork: its entry
+	 * was forgotten (the symbolizer never had that pid), so gen 0 again
+	 */
+	task(x, PERF_RECORD_EXIT, 200, 100, 200, 100);
+	comm(x, 300, 300, "other", true);
+	task(x, PERF_RECORD_FORK, 200, 300, 200, 300);
+	sample(x, 200, 200, 0xffffffff81000050ULL);
+	assert_int_equal(x->c.processes, 3);
+	assert_int_equal(count(x, 200, 200, 0, 0xffffffff81000050ULL, "other"), 1);
+
+	/* a thread never announced has no comm (no /proc to read it from) */
+	sample(x, 400, 401, 0xffffffff81000060ULL);
+	assert_int_equal(count(x, 400, 401, 0, 0xffffffff81000060ULL, ""), 1);
+	assert_int_equal(x->c.samples, 8);
+}
+
+/* Threads that come and go: deletions in the thread table keep the others. */
+static void test_thread_churn(void **state)
+{
+	enum { N = 5000 };
+	struct fix *x = *state;
+	uint32_t tid;
+	char name[16];
+
+	comm(x, 10, 10, "main", true);
+	for (tid = 11; tid < 11 + N; tid++) {
+		task(x, PERF_RECORD_FORK, 10, 10, tid, 10);
+		snprintf(name, sizeof(name), "w%u", tid);
+		comm(x, 10, tid, name, false);
+		/* every other thread exits at once */
+		if (tid % 2)
+			task(x, PERF_RECORD_EXIT, 10, 10, tid, tid);
+	}
+	for (tid = 11; tid < 11 + N; tid++) {
+		snprintf(name, sizeof(name), "w%u", tid);
+		sample(x, 10, tid, 0xffffffff81000100ULL);
+		/* an exited thread's tid, seen again, is a thread of unknown name */
+		assert_int_equal(count(x, 10, tid, 0, 0xffffffff81000100ULL,
+				       tid % 2 ? "" : name), 1);
+	}
+}
+
+static void test_short_records_skipped(void **state)
+{
+	struct fix *x = *state;
+	struct perf_event_header *h = (void *)x->buf;
+
+	memset(x->buf, 0, sizeof(x->buf));
+	h->size = sizeof(*h) + 8;
+	h->type = PERF_RECORD_COMM;
+	assert_int_equal(tk_perf_records__record(x->r, h), 0);
+	h->type = PERF_RECORD_FORK;
+	assert_int_equal(tk_perf_records__record(x->r, h), 0);
+	h->type = PERF_RECORD_EXIT;
+	assert_int_equal(tk_perf_records__record(x->r, h), 0);
+	h->type = PERF_RECORD_SAMPLE;
+	assert_int_equal(tk_perf_records__record(x->r, h), 0);
+	assert_int_equal(x->c.samples, 0);
+	assert_int_equal(x->c.losses[TK_LOSS_STACK_ERRORS], 1);
+	assert_int_equal(tk_stacks__size(x->c.stacks), 0);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(test_generations_and_comms, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_thread_churn, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_short_records_skipped, setup, teardown),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,239 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
+/*
+ * A process's executable mappings for the symbolizer (symbolize_state.h):
+ * captured whole from PID/maps (or a live thread's, when the main thread is
+ * gone), or added one at a time as perf's MMAP2 records tell them, the newer
+ * mapping cutting away what it overlaps. Each names its module (interned)
+ * and the index of its file.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/fsutil.h"
+#include "core/hashmap.h"
+#include "proc/maps.h"
+#include "sym/symbolize_state.h"
+
+#define MAPS_LIMIT (64u << 20)	/* the largest PID/maps text read */
+
+struct map_list {
+	struct sym_map *maps;
+	size_t nr, cap;
+};
+
+static int map_list_add(struct map_list *l, const struct sym_map *m)
+{
+	if (l->nr == l->cap) {
+		size_t cap = l->cap ? l->cap * 2 : 16;
+		struct sym_map *p = realloc(l->maps, cap * sizeof(*p));
+
+		if (!p)
+			return -ENOMEM;
+		l->maps = p;
+		l->cap = cap;
+	}
+	l->maps[l->nr++] = *m;
+	return 0;
+}
+
+/* What a mapping named @path is: a file, [vdso], [vsyscall], or nothing we can name. */
+static int describe_map(struct tk_symbolizer *s, uint32_t pid, uint64_t start, uint64_t end,
+			uint64_t offset, const char *path, uint64_t ino, struct sym_map *m)
+{
+	memset(m, 0, sizeof(*m));
+	m->start = start;
+	m->end = end;
+	m->offset = offset;
+	if (path[0] == '/' && path[1] == '/')
+		return -ENOENT;	/* perf's "//anon" */
+	if (path[0] == '/')
+		m->idx = tk_symbolizer__index_mapping(s, pid, start, end, path, ino);
+	else if (!strcmp(path, "[vdso]"))
+		m->idx = tk_symbolizer__index_vdso(s, pid, start, end);
+	else if (strcmp(path, "[vsyscall]"))
+		return -ENOENT;	/* anonymous: JIT code and the like stay unknown */
+	m->module = tk_strset__intern(&s->strings, path);
+	return m->module ? 0 : -ENOMEM;
+}
+
+struct capture_ctx {
+	struct tk_symbolizer *s;
+	uint32_t pid;
+	struct map_list list;
+};
+
+static int capture_map(const struct tk_map *m, void *ctx)
+{
+	struct capture_ctx *c = ctx;
+	struct sym_map sm;
+	int err;
+
+	if (m->perms[2] != 'x' || m->end <= m->start)
+		return 0;
+	if (m->path[0] == '/' && !tk_map__is_file(m))
+		return 0;
+	err = describe_map(c->s, c->pid, m->start, m->end, m->offset, m->path, m->inode, &sm);
+	if (err == -ENOENT)
+		return 0;
+	return err ? err : map_list_add(&c->list, &sm);
+}
+
+static int cmp_map(const void *a, const void *b)
+{
+	const struct sym_map *x = a, *y = b;
+
+	return x->start < y->start ? -1 : x->start > y->start;
+}
+
+/* PID/task/TID/maps of the first thread that still has them; -ESRCH when none. */
+static int read_thread_maps(struct tk_symbolizer *s, uint32_t pid, char **text, size_t *len)
+{
+	char path[4096], rel[64];
+	struct dirent *de;
+	int err = -ESRCH;
+	DIR *d;
+
+	snprintf(rel, sizeof(rel), "%u/task", pid);
+	if (tk_path_join(path, sizeof(path), s->proc_root, rel))
+		return -ENAMETOOLONG;
+	d = opendir(path);
+	if (!d)
+		return -ESRCH;
+	while ((de = readdir(d))) {
+		if (de->d_name[0] < '0' || de->d_name[0] > '9' ||
+		    (unsigned long)atol(de->d_name) == pid)
+			continue;
+		snprintf(rel, sizeof(rel), "%u/task/%.20s/maps", pid, de->d_name);
+		if (tk_read_file_alloc(s->proc_root, rel, MAPS_LIMIT, text, len))
+			continue;
+		if (*len) {
+			err = 0;
+			break;
+		}
+		free(*text);
+		*text = NULL;
+	}
+	closedir(d);
+	return err;
+}
+
+int tk_symbolizer__capture(struct tk_symbolizer *s, uint32_t pid, uint32_t gen)
+{
+	struct capture_ctx c = { .s = s, .pid = pid };
+	struct sym_proc *p;
+	char rel[32], *text;
+	size_t len, i;
+	int err;
+
+	snprintf(rel, sizeof(rel), "%u/maps", pid);
+	err = tk_read_file_alloc(s->proc_root, rel, MAPS_LIMIT, &text, &len);
+	if (!err && !len) {
+		/* a main thread that exited before its process: ask a live thread */
+		free(text);
+		text = NULL;
+		err = read_thread_maps(s, pid, &text, &len);
+	}
+	if (err) {
+		if (err == -ENOENT || err == -ESRCH) {
+			s->st.capture_failed++;
+			err = -ESRCH;
+		}
+		return err;
+	}
+	err = tk_maps__parse(text, capture_map, &c);
+	free(text);
+	if (err) {
+		free(c.list.maps);
+		return err;
+	}
+	for (i = 1; i < c.list.nr; i++) {
+		if (c.list.maps[i].start < c.list.maps[i - 1].end) {
+			qsort(c.list.maps, c.list.nr, sizeof(*c.list.maps), cmp_map);
+			break;
+		}
+	}
+	p = tk_symbolizer__get_proc(s, pid, gen);
+	if (!p) {
+		free(c.list.maps);
+		return -ENOMEM;
+	}
+	free(p->maps);
+	p->maps = c.list.maps;
+	p->nr = c.list.nr;
+	if (!p->captured)
+		s->st.processes++;
+	p->captured = true;
+	return 0;
+}
+
+/* Put @nm into @p's sorted maps; what it overlaps is cut away (the newer mapping wins). */
+static int insert_map(struct sym_proc *p, const struct sym_map *nm)
+{
+	struct sym_map *maps = malloc((p->nr + 2) * sizeof(*maps));
+	bool placed = false;
+	size_t i, n = 0;
+
+	if (!maps)
+		return -ENOMEM;
+	for (i = 0; i < p->nr; i++) {
+		struct sym_map m = p->maps[i];
+
+		if (m.end <= nm->start || m.start >= nm->end) {
+			if (!placed && m.start >= nm->end) {
+				maps[n++] = *nm;
+				placed = true;
+			}
+			maps[n++] = m;
+			continue;
+		}
+		if (m.start < nm->start) {
+			maps[n] = m;
+			maps[n++].end = nm->start;
+		}
+		if (!placed) {
+			maps[n++] = *nm;
+			placed = true;
+		}
+		if (m.end > nm->end) {
+			maps[n] = m;
+			maps[n].offset += nm->end - m.start;
+			maps[n++].start = nm->end;
+		}
+	}
+	if (!placed)
+		maps[n++] = *nm;
+	free(p->maps);
+	p->maps = maps;
+	p->nr = n;
+	return 0;
+}
+
+int tk_symbolizer__add_mapping(struct tk_symbolizer *s, uint32_t pid, uint32_t gen,
+			       uint64_t start, uint64_t end, uint64_t pgoff, const char *path)
+{
+	static const char deleted[] = " (deleted)";
+	char clean[PATH_MAX];
+	struct sym_proc *p;
+	struct sym_map m;
+	size_t len;
+	int err;
+
+	if (!path || end <= start)
+		return -EINVAL;
+	len = strlen(path);
+	if (len >= sizeof(clean))
+		return -ENAMETOOLONG;
+	memcpy(clean, path, len + 1);
+	if (len > sizeof(deleted) - 1 && !strcmp(clean + len - (sizeof(deleted) - 1), deleted))
+		clean[len - (sizeof(deleted) - 1)] = '\0';
+	err = describe_map(s, pid, start, end, pgoff, clean, 0, &m);
+	if (err)
+		return err == -ENOENT ? 0 : err;
+	p = tk_symbolizer__get_proc(s, pid, gen);
+	if (!p)
+		return -ENOMEM;
+	return insert_map(p, &m);
+}

@@ -1,0 +1,102 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause */
+/*
+ * The symbolizer's state, shared by its parts; not part of the API:
+ * symbolize.c (the session, its processes, lookups), symbolize_files.c (the
+ * cache of ELF indexes by file and build-id, the vdso) and symbolize_maps.c
+ * (a process's mappings: captured from /proc, or added one by one).
+ */
+#ifndef __TK_SYMBOLIZE_STATE_H
+#define __TK_SYMBOLIZE_STATE_H
+
+#include <limits.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "core/hashmap.h"
+#include "sym/symbolize.h"
+#include "sym/symbolize_int.h"
+
+#define MAX_VDSO 4		/* distinct vdso images (64-bit, 32-bit, x32) */
+
+struct sym_map {
+	uint64_t start;
+	uint64_t end;
+	uint64_t offset;
+	const char *module;		/* interned */
+	struct tk_elf_index *idx;	/* NULL: nothing to read names from */
+};
+
+struct sym_proc {
+	uint32_t pid;
+	uint32_t gen;
+	bool captured;
+	struct sym_map *maps;		/* sorted by start, disjoint */
+	size_t nr;
+};
+
+struct file_key {
+	uint64_t dev;
+	uint64_t ino;
+	uint64_t size;
+	int64_t mtime_ns;		/* with size: an inode reused by another file is not it */
+};
+
+/* Records of the tables (core/hashmap.h): each starts with a pointer, never NULL. */
+struct proc_ent {
+	struct sym_proc *p;
+};
+
+struct file_ent {
+	struct tk_elf_index *idx;
+	struct file_key key;
+};
+
+struct build_id_ent {
+	struct tk_elf_index *idx;	/* the best one for its build-id */
+};
+
+struct vdso_ent {
+	uint64_t size;
+	struct tk_elf_index *idx;
+};
+
+struct tk_symbolizer {
+	char proc_root[PATH_MAX];
+	char debug_root[PATH_MAX];
+	struct tk_hashmap procs;	/* struct proc_ent, by (pid, gen) */
+	struct tk_hashmap files;	/* struct file_ent, by struct file_key */
+	struct tk_hashmap build_ids;	/* struct build_id_ent, by build-id */
+	struct tk_strset strings;	/* module names */
+	struct tk_elf_index **indexes;	/* all of them, owned here */
+	size_t nr_indexes;
+	size_t cap_indexes;
+	struct vdso_ent vdso[MAX_VDSO];
+	size_t nr_vdso;
+	struct sym_proc *last;		/* the process of the previous lookup */
+	struct tk_ksyms *ksyms;
+	int ksyms_err;
+	bool ksyms_tried;
+	bool unwind;			/* build unwind rows with each index */
+	struct tk_symbolizer_stats st;
+};
+
+/* symbolize.c: the process (@pid, @gen), made empty when missing; NULL: no memory. */
+struct sym_proc *tk_symbolizer__get_proc(struct tk_symbolizer *s, uint32_t pid, uint32_t gen);
+
+/* symbolize_files.c: set up and free the file and build-id tables (and the indexes). */
+void tk_symbolizer__init_files(struct tk_symbolizer *s);
+void tk_symbolizer__free_files(struct tk_symbolizer *s);
+/*
+ * The index of the file mapped at [@start, @end) by @pid from @path (inode
+ * @ino when known, else 0), tried through the ways a process's files are
+ * reached; NULL when none opens.
+ */
+struct tk_elf_index *tk_symbolizer__index_mapping(struct tk_symbolizer *s, uint32_t pid,
+						  uint64_t start, uint64_t end, const char *path,
+						  uint64_t ino);
+/* The index of @pid's [vdso] at [@start, @end), shared by every vdso of its size; or NULL. */
+struct tk_elf_index *tk_symbolizer__index_vdso(struct tk_symbolizer *s, uint32_t pid,
+					       uint64_t start, uint64_t end);
+
+#endif /* __TK_SYMBOLIZE_STATE_H */
