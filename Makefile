@@ -193,14 +193,16 @@ $(INSTALL_CONFIG): FORCE | $(OBJ)
 		printf '%s\n' '$(INSTALL_CONFIG_NOW)' > $@; fi
 
 # The preload libraries' installed directory, compiled into the allocation sessions
-# (user/alloc/alloc.c find_preload_dir), absolute and relative to the executable's parent
-# directory (PREFIX/bin/.. → lib/MULTIARCH/tracekit, which holds in a DESTDIR stage too).
+# (user/alloc/alloc_command.c, tk_alloc__find_preload_dir), absolute and relative to the
+# executable's parent directory (PREFIX/bin/.. → lib/MULTIARCH/tracekit, which holds in a
+# DESTDIR stage too).
 # The sanitizer and fuzz builds are never installed: their objects do not wait for it.
 PRELOAD_REL = $(patsubst $(patsubst %/,%,$(dir $(BINDIR)))/%,%,$(PRELOAD_DIR))
-ALLOC_SESSION_OBJS := $(foreach d,$(OBJ) $(PIC_OBJ) $(SAN_OBJ) $(FUZZ_OBJ),$(d)/user/alloc/alloc.o)
+ALLOC_SESSION_OBJS := $(foreach d,$(OBJ) $(PIC_OBJ) $(SAN_OBJ) $(FUZZ_OBJ),\
+	$(d)/user/alloc/alloc_command.o)
 $(ALLOC_SESSION_OBJS): CPPFLAGS += -DTK_PRELOAD_DIR='"$(PRELOAD_DIR)"' \
 	-DTK_PRELOAD_REL='"$(PRELOAD_REL)"'
-$(OBJ)/user/alloc/alloc.o $(PIC_OBJ)/user/alloc/alloc.o: $(INSTALL_CONFIG)
+$(OBJ)/user/alloc/alloc_command.o $(PIC_OBJ)/user/alloc/alloc_command.o: $(INSTALL_CONFIG)
 
 # --- install -----------------------------------------------------------------------
 # tracekit goes to bin, not sbin, though it is mostly run as root and its pages are in

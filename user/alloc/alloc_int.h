@@ -106,6 +106,13 @@ struct tk_alloc {
 int tk_alloc__new_bare(const struct tk_alloc_opts *opts, const struct tk_alloc_backend *be,
 		       struct tk_alloc **out);
 
+/* alloc_command.c: where libtkalloc.so and libtkagent.so are (a->preload_dir). */
+void tk_alloc__find_preload_dir(struct tk_alloc *a);
+/* alloc_command.c: the backend and hook from opts and @caps; -errno and @why when none fits. */
+int tk_alloc__choose(struct tk_alloc *a, const struct tk_caps *caps, char *why, size_t why_sz);
+/* alloc_command.c: the command's environment, then the command started held before exec. */
+int tk_alloc__start_command(struct tk_alloc *a, char *why, size_t why_sz);
+
 /* Add "NAME=VALUE" to the command's environment (prepare_env). */
 int tk_alloc__setenv(struct tk_alloc *a, const char *name, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
