@@ -172,28 +172,26 @@ typedef bool (*tk_hashidx_eq_fn)(const void *ctx, size_t index, const void *key)
 #define TK_HASHIDX_NONE ((size_t)-1)
 #define TK_HASHIDX_MAX ((size_t)UINT32_MAX - 1)	/* positions are at most this */
 
-struct tk_hashidx_key {
-	uint64_t tag;		/* hash >> 32 */
-	tk_hashidx_eq_fn eq;
-	const void *key;
-};
-
-static inline bool tk_hashidx__match(const void *ctx, const void *rec, const void *key)
-{
-	const struct tk_hashidx_key *k = key;
-	uint64_t s = *(const uint64_t *)rec;
-
-	return s >> 32 == k->tag && k->eq(ctx, (uint32_t)s - 1, k->key);
-}
-
-/* The position stored for a key equal to @key, or TK_HASHIDX_NONE. */
+/*
+ * The position stored for a key equal to @key, or TK_HASHIDX_NONE. The probe
+ * of tk_hashmap__probe() for one-word slots, written out so that @eq, a
+ * constant at the call, is inlined here (through a record match it would
+ * stay a call) and a slot's address needs no multiply.
+ */
 static inline size_t tk_hashidx__find(const struct tk_hashidx *x, uint64_t hash,
 				      tk_hashidx_eq_fn eq, const void *ctx, const void *key)
 {
-	struct tk_hashidx_key k = { hash >> 32, eq, key };
-	const uint64_t *s = tk_hashmap__find(&x->m, hash, tk_hashidx__match, ctx, &k);
+	const uint64_t *slots = (const uint64_t *)x->m.slots;
+	size_t i, mask = x->m.mask;
+	uint64_t s;
 
-	return s ? (uint32_t)*s - 1 : TK_HASHIDX_NONE;
+	if (!slots)
+		return TK_HASHIDX_NONE;
+	for (i = tk_hashmap__home(hash, mask); (s = slots[i]); i = (i + 1) & mask) {
+		if (s >> 32 == hash >> 32 && eq(ctx, (uint32_t)s - 1, key))
+			return (uint32_t)s - 1;
+	}
+	return TK_HASHIDX_NONE;
 }
 
 /*
