@@ -27,11 +27,15 @@ PKGS=(
 	qemu-system-x86 busybox-static cpio jq
 	golang-go
 	redis-server redis-tools python3 debootstrap
+	libc6-dbg procps
 )
 # golang-go: `go tool pprof` reads back every pprof the tests write. redis-server,
 # redis-tools (redis-benchmark) and python3: real programs built without frame pointers
 # that the unwinding tests and benchmark profile; debootstrap: a root of another Debian
 # release, a container with another glibc build for them (tests/lib/mkroot.sh).
+# libc6-dbg: the names of libc's local functions (start_thread, __libc_start_call_main),
+# which the unwinding tests look for at the root of a stack; procps: pgrep, for the
+# processes those tests start in a container. A minimal Debian has neither.
 # The benchmarks' peers and measuring tools.
 BENCH_PKGS=(linux-perf bpftrace time)
 [[ ${1:-} == --bench ]] && PKGS+=("${BENCH_PKGS[@]}")

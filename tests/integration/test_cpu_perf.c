@@ -38,9 +38,13 @@
 static struct tk_caps *caps;
 
 /* Start build/workloads/perf_tasks ARGS... (NULL-terminated), stdout to /dev/null. */
+/* Where perf_tasks runs from: the build's, or a copy any user can run (tasks_for_anyone). */
+static const char *tasks_path;
+
 static pid_t spawn_tasks(const char *mode, ...)
 {
-	char *argv[16] = { (char *)tk_test_workload("perf_tasks"), (char *)mode };
+	char *argv[16] = { (char *)(tasks_path ? tasks_path : tk_test_workload("perf_tasks")),
+			   (char *)mode };
 	va_list ap;
 	int n = 2;
 	pid_t pid;
@@ -608,6 +612,23 @@ static void test_unwind_cfi_whole_chain(void **state)
  * own is profiled with user frames only and the session says why; the whole
  * system is refused. Exit codes tell which check failed.
  */
+/*
+ * A copy of perf_tasks that user nobody can run: the checkout may be where
+ * nobody cannot go (a clone in /root, mode 0700). NULL when it cannot be made.
+ */
+static const char *tasks_for_anyone(void)
+{
+	static char dir[] = "/tmp/tk-unpriv-XXXXXX", path[64];
+	char cmd[4200];
+
+	if (!mkdtemp(dir))
+		return NULL;
+	snprintf(path, sizeof(path), "%s/perf_tasks", dir);
+	snprintf(cmd, sizeof(cmd), "cp '%s' '%s' && chmod 0755 '%s' '%s'",
+		 tk_test_workload("perf_tasks"), path, dir, path);
+	return system(cmd) ? NULL : path;
+}
+
 static int unprivileged_child(void)
 {
 	struct tk_profile *p = NULL;
@@ -618,6 +639,8 @@ static int unprivileged_child(void)
 	int err;
 	size_t i;
 
+	if (!tasks_path)
+		return 9;
 	if (setgroups(0, NULL) || setresgid(65534, 65534, 65534) || setresuid(65534, 65534, 65534))
 		return 10;
 	opts_init(&o, 199);
@@ -670,12 +693,20 @@ static void test_unprivileged_user_only(void **state)
 			      paranoid);
 		skip();
 	}
+	tasks_path = tasks_for_anyone();
 	fflush(NULL);
 	pid = fork();
 	assert_true(pid >= 0);
 	if (pid == 0)
 		_exit(unprivileged_child());
 	assert_int_equal(waitpid(pid, &status, 0), pid);
+	if (tasks_path) {
+		char cmd[128];
+
+		snprintf(cmd, sizeof(cmd), "rm -rf \"$(dirname '%s')\"", tasks_path);
+		assert_int_equal(system(cmd), 0);
+		tasks_path = NULL;
+	}
 	assert_true(WIFEXITED(status));
 	assert_int_equal(WEXITSTATUS(status), 0);
 }

@@ -410,7 +410,7 @@ plan_guests() {
 		MOVE_SKIP=$NUMA_SKIP
 	elif [[ ! -x $W/numa_move ]]; then
 		MOVE_SKIP="no $W/numa_move (make)"
-	elif ! file -L "$W/numa_move" | grep -q 'statically linked'; then
+	elif readelf -lW "$W/numa_move" 2>/dev/null | grep -q 'Requesting program interpreter'; then
 		MOVE_SKIP="$W/numa_move is not statically linked (tests/workloads/flags.mk)"
 	else
 		guest_files+=("$W/numa_move:/bin/numa_move")

@@ -210,10 +210,9 @@ cmd_initramfs() {
 	shift 2
 	[[ -r $payload ]] || die "payload $payload not readable"
 	[[ -x $BUSYBOX ]] || skip "no $BUSYBOX (apt-get install busybox-static)"
-	if ! file -L "$BUSYBOX" 2>/dev/null | grep -q 'statically linked'; then
-		if file -L "$BUSYBOX" 2>/dev/null | grep -q 'dynamically linked'; then
-			skip "$BUSYBOX is dynamically linked (apt-get install busybox-static)"
-		fi
+	# a program interpreter makes it dynamic (readelf: binutils; a minimal Debian has no file(1))
+	if readelf -lW "$BUSYBOX" 2>/dev/null | grep -q 'Requesting program interpreter'; then
+		skip "$BUSYBOX is dynamically linked (apt-get install busybox-static)"
 	fi
 	command -v cpio >/dev/null || skip "no cpio (apt-get install cpio)"
 
