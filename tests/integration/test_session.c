@@ -74,7 +74,7 @@ static void test_example_program(void **state)
 static void test_cpu_intervals(void **state)
 {
 	char cmd[4096], folded[4200];
-	unsigned long total;
+	unsigned long total, interval_sum;
 	double share;
 	int sections;
 
@@ -86,6 +86,25 @@ static void test_cpu_intervals(void **state)
 	sections = count(out, "--- ");
 	print_message("%d interval reports\n", sections);
 	assert_true(sections >= 2);
+	/*
+	 * Each report holds its interval only (about 1 s of one busy thread: at most
+	 * ~260 samples at 199 Hz), not everything so far; their sum is at most the run.
+	 */
+	{
+		unsigned long n, sum = 0;
+		const char *p = out;
+		int i;
+
+		/* the interval reports come first, the whole run's summary (-o -) last */
+		for (i = 0; i < sections && (p = strstr(p, "CPU profile: ")); i++) {
+			n = strtoul(p + 13, NULL, 10);
+			print_message("interval: %lu samples\n", n);
+			assert_true(n <= 260);
+			sum += n;
+			p += 13;
+		}
+		interval_sum = sum;
+	}
 	/* every interval names the hot function */
 	assert_true(count(out, " hot ") >= sections);
 	/*
@@ -96,6 +115,7 @@ static void test_cpu_intervals(void **state)
 	share = hot_share(folded, &total);
 	print_message("whole run: %lu samples, hot share %.3f\n", total, share);
 	assert_true(total >= 250);
+	assert_true(interval_sum <= total + 10);
 	assert_true(share > 0.65 && share < 0.85);
 }
 
