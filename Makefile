@@ -14,7 +14,8 @@
 # NAME to BPF_APPS and the skeleton and its object follow (every library object waits for
 # the skeletons, which are generated headers).
 
-BPF_APPS := core_probe cpu_sample cpu_follow alloc_trace numa_trace unwind_check
+BPF_APPS := core_probe cpu_sample cpu_follow alloc_trace alloc_trace_sess alloc_trace_kctx numa_trace \
+	unwind_check
 
 CC ?= gcc
 CLANG ?= clang

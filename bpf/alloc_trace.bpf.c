@@ -17,8 +17,13 @@
  * Growth: page faults, brk and mmap of the target processes, counted per
  * stack in kernel maps (no allocator hook at all).
  */
+/*
+ * No CO-RE: the programs read pt_regs (the x86-64 ABI) and, for brk, two
+ * offsets user space found in the kernel's BTF (0: brk is not followed), so
+ * the object loads where libbpf finds no kernel BTF.
+ */
+#define BPF_NO_PRESERVE_ACCESS_INDEX
 #include "vmlinux.h"
-#include <bpf/bpf_core_read.h>
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_tracing.h>
 #include "alloc_trace.h"
@@ -35,6 +40,8 @@ const volatile bool track_live = true;		/* free only what BPF remembers */
 const volatile __u64 page_size = 4096;
 const volatile __u64 wake_bytes = 0;		/* wake the reader past this much; 0: always */
 const volatile __u64 intervals[AT_RAND_ENTRIES] = {};
+const volatile __u32 task_mm_off = 0;		/* offsetof(struct task_struct, mm) */
+const volatile __u32 mm_brk_off = 0;		/* offsetof(struct mm_struct, brk) */
 
 /* Written by user space once the allocator is known (possibly after load) */
 struct at_range ranges[AT_MAX_RANGES] = {};
@@ -42,7 +49,28 @@ __u32 nr_ranges = 0;
 __s64 countdown[AT_MAX_CPUS] = {};
 __u64 counters[AT_MAX_CPUS][AT_CNT__COUNT] = {};
 
+/*
+ * Uprobe sessions need the kfunc bpf_session_is_return(): bool (void) up to
+ * 6.18, bool (void *ctx) since. A kfunc makes libbpf need the kernel's BTF
+ * and, declared otherwise than the kernel does, fails the whole object. So
+ * the build makes this object three times: without sessions (this file), with
+ * the (void) kfunc (alloc_trace_sess.bpf.c) and with the (void *ctx) one
+ * (alloc_trace_kctx.bpf.c); the loader takes the one the running kernel's
+ * BTF calls for.
+ */
+#if defined(AT_SESSION_KFUNC_CTX)
+extern bool bpf_session_is_return(void *ctx) __ksym __weak;
+#define session_is_return(ctx) bpf_session_is_return(ctx)
+#elif defined(AT_SESSION_KFUNC_VOID)
 extern bool bpf_session_is_return(void) __ksym __weak;
+#define session_is_return(ctx) bpf_session_is_return()
+#endif
+
+/*
+ * Kernels without bpf_get_attach_cookie (before 5.15): the cookie of the
+ * function behind slot program alloc_enter_sN, written by user space.
+ */
+__u64 slot_cookies[AT_MAX_SLOTS] = {};
 
 struct live_key {
 	__u32 pid;
@@ -262,9 +290,9 @@ static __always_inline void emit_alloc(void *ctx, __u64 ptr, __u64 size, __u64 s
  * realloc, and decide whether this call is recorded. True: its return must
  * run (pending[tid] holds what it needs).
  */
-static __always_inline bool alloc_entry(struct pt_regs *ctx)
+static __always_inline bool alloc_entry(struct pt_regs *ctx, __u64 cookie)
 {
-	__u64 cookie = bpf_get_attach_cookie(ctx), id = bpf_get_current_pid_tgid();
+	__u64 id = bpf_get_current_pid_tgid();
 	__u32 kind = cookie & 0xff, tid = (__u32)id, zero = 0, cpu;
 	__u64 sp = PT_REGS_SP(ctx), size, old = 0, outp = 0;
 	struct last_entry *le;
@@ -367,23 +395,46 @@ static __always_inline void alloc_return(struct pt_regs *ctx)
 		emit_alloc(ctx, ptr, size, 0, 0);
 }
 
+#ifdef session_is_return
 /* uprobe session (BPF_TRACE_UPROBE_SESSION): 0 from the entry asks for the return */
 SEC("?uprobe")
 int alloc_session(struct pt_regs *ctx)
 {
-	if (bpf_session_is_return()) {
+	if (session_is_return(ctx)) {
 		alloc_return(ctx);
 		return 0;
 	}
-	return alloc_entry(ctx) ? 0 : 1;
+	return alloc_entry(ctx, bpf_get_attach_cookie(ctx)) ? 0 : 1;
 }
+#endif
 
 SEC("?uprobe")
 int alloc_enter(struct pt_regs *ctx)
 {
-	alloc_entry(ctx);
+	alloc_entry(ctx, bpf_get_attach_cookie(ctx));
 	return 0;
 }
+
+/* The entry without attach cookies: one program per hooked function, its cookie by slot. */
+static __noinline int alloc_enter_slot(struct pt_regs *ctx, __u32 slot)
+{
+	alloc_entry(ctx, slot_cookies[slot & (AT_MAX_SLOTS - 1)]);
+	return 0;
+}
+
+#define AT_SLOT(n)                                                                    \
+	SEC("?uprobe")                                                                \
+	int alloc_enter_s##n(struct pt_regs *ctx)                                     \
+	{                                                                             \
+		return alloc_enter_slot(ctx, n);                                      \
+	}
+/* AT_NR_SLOTS of them */
+AT_SLOT(0) AT_SLOT(1) AT_SLOT(2) AT_SLOT(3) AT_SLOT(4) AT_SLOT(5) AT_SLOT(6) AT_SLOT(7)
+AT_SLOT(8) AT_SLOT(9) AT_SLOT(10) AT_SLOT(11) AT_SLOT(12) AT_SLOT(13) AT_SLOT(14) AT_SLOT(15)
+AT_SLOT(16) AT_SLOT(17) AT_SLOT(18) AT_SLOT(19) AT_SLOT(20) AT_SLOT(21) AT_SLOT(22) AT_SLOT(23)
+AT_SLOT(24) AT_SLOT(25) AT_SLOT(26) AT_SLOT(27) AT_SLOT(28) AT_SLOT(29) AT_SLOT(30) AT_SLOT(31)
+AT_SLOT(32) AT_SLOT(33) AT_SLOT(34) AT_SLOT(35) AT_SLOT(36) AT_SLOT(37) AT_SLOT(38) AT_SLOT(39)
+AT_SLOT(40) AT_SLOT(41) AT_SLOT(42) AT_SLOT(43) AT_SLOT(44) AT_SLOT(45) AT_SLOT(46) AT_SLOT(47)
 
 SEC("?uretprobe")
 int alloc_exit(struct pt_regs *ctx)
@@ -440,12 +491,30 @@ int marker_free(struct pt_regs *ctx)
 	return 0;
 }
 
-/* Counting only (tk_alloc__measure_rate): one trap per call, nothing else. */
+/*
+ * Counting only (tk_alloc__measure_rate): one trap per call, nothing else.
+ * count_calls tells frees by the cookie (uprobe_multi links); without
+ * cookies one program per kind.
+ */
 SEC("?uprobe")
 int count_calls(struct pt_regs *ctx)
 {
 	count((bpf_get_attach_cookie(ctx) & 0xff) == AT_FREE ? AT_CNT_FREE_CALLS
 							      : AT_CNT_ALLOC_CALLS);
+	return 0;
+}
+
+SEC("?uprobe")
+int count_alloc(struct pt_regs *ctx)
+{
+	count(AT_CNT_ALLOC_CALLS);
+	return 0;
+}
+
+SEC("?uprobe")
+int count_free(struct pt_regs *ctx)
+{
+	count(AT_CNT_FREE_CALLS);
 	return 0;
 }
 
@@ -585,16 +654,21 @@ int sys_enter(__u64 *ctx)
 	if ((nr != NR_MMAP && nr != NR_BRK) || !traced())
 		return 0;
 	if (nr == NR_BRK) {
-		struct task_struct *task = (struct task_struct *)bpf_get_current_task();
+		__u64 task = bpf_get_current_task(), mm = 0;
 
-		old = BPF_CORE_READ(task, mm, brk);
+		old = 0;
+		if (!task_mm_off || !mm_brk_off ||
+		    bpf_probe_read_kernel(&mm, sizeof(mm), (void *)(task + task_mm_off)) || !mm ||
+		    bpf_probe_read_kernel(&old, sizeof(old), (void *)(mm + mm_brk_off)))
+			return 0;
 		tid = (__u32)bpf_get_current_pid_tgid();
 		bpf_map_update_elem(&brk_old, &tid, &old, BPF_ANY);
 		return 0;
 	}
-	len = BPF_CORE_READ(regs, si);
-	prot = BPF_CORE_READ(regs, dx);
-	flags = BPF_CORE_READ(regs, r10);
+	len = prot = flags = 0;
+	bpf_probe_read_kernel(&len, sizeof(len), &regs->si);
+	bpf_probe_read_kernel(&prot, sizeof(prot), &regs->dx);
+	bpf_probe_read_kernel(&flags, sizeof(flags), &regs->r10);
 	if (!(flags & MAP_ANONYMOUS) && !((flags & MAP_PRIVATE) && (prot & PROT_WRITE)))
 		return 0;
 	add_growth(ctx, AT_GROWTH_MMAP, (len + page_size - 1) & ~(page_size - 1));

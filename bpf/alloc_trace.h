@@ -5,6 +5,13 @@
 
 #define AT_MAX_FRAMES 127
 #define AT_MAX_RANGES 48		/* hooked functions' bodies, see nested() */
+/*
+ * Kernels without attach cookies: programs alloc_enter_s0 … s47, one per
+ * hooked allocating function, their cookies in slot_cookies[] (a power of two
+ * long, for the verifier's bound).
+ */
+#define AT_NR_SLOTS 48
+#define AT_MAX_SLOTS 64
 #define AT_RAND_BITS 12
 #define AT_RAND_ENTRIES (1 << AT_RAND_BITS)	/* geometric intervals table */
 

@@ -2,14 +2,20 @@
 /*
  * Following children for cpu_sample.bpf.c: when a profiled process forks, the
  * child's tgid joins the pids filter map (shared with cpu_sample through
- * bpf_map__reuse_fd). A separate object because reading the child's tgid from
- * task_struct needs CO-RE, and so kernel BTF at load time, which whole-system
- * sampling does without. tp_btf where the kernel allows it, raw_tp otherwise.
+ * bpf_map__reuse_fd). No CO-RE, so that it loads wherever the sampler does:
+ *  - fork_raw (raw_tp): the child's tgid from its task_struct, at the offset
+ *    user space read from the kernel's BTF;
+ *  - fork_tp (tracepoint): without kernel BTF, the record's child_pid, at the
+ *    offset tracefs gives. A new thread's tid joins too (the record does not
+ *    tell threads from processes); it names no process of its own.
  */
+#define BPF_NO_PRESERVE_ACCESS_INDEX
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
-#include <bpf/bpf_core_read.h>
 #include <bpf/bpf_tracing.h>
+
+const volatile __u32 task_tgid_off = 0;		/* offsetof(struct task_struct, tgid) */
+const volatile __u32 child_pid_off = 0;		/* sched_process_fork's child_pid in the record */
 
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
@@ -18,27 +24,34 @@ struct {
 	__type(value, __u8);
 } pids SEC(".maps");
 
-static __always_inline void on_fork(struct task_struct *child)
+static __always_inline void on_fork(__u32 ctgid)
 {
-	__u32 ptgid = bpf_get_current_pid_tgid() >> 32, ctgid = BPF_CORE_READ(child, tgid);
+	__u32 ptgid = bpf_get_current_pid_tgid() >> 32;
 	__u8 one = 1;
 
 	/* a new process (not a thread) of a profiled one */
-	if (ptgid != ctgid && bpf_map_lookup_elem(&pids, &ptgid))
+	if (ctgid && ptgid != ctgid && bpf_map_lookup_elem(&pids, &ptgid))
 		bpf_map_update_elem(&pids, &ctgid, &one, BPF_ANY);
 }
 
-SEC("?tp_btf/sched_process_fork")
-int BPF_PROG(fork_btf, struct task_struct *parent, struct task_struct *child)
+/* sched_process_fork(parent, child) */
+SEC("?raw_tp/sched_process_fork")
+int fork_raw(__u64 *ctx)
 {
-	on_fork(child);
+	__u32 tgid = 0;
+
+	bpf_probe_read_kernel(&tgid, sizeof(tgid), (void *)(ctx[1] + task_tgid_off));
+	on_fork(tgid);
 	return 0;
 }
 
-SEC("?raw_tp/sched_process_fork")
-int BPF_PROG(fork_raw, struct task_struct *parent, struct task_struct *child)
+SEC("?tracepoint/sched/sched_process_fork")
+int fork_tp(void *ctx)
 {
-	on_fork(child);
+	__u32 pid = 0;
+
+	bpf_probe_read_kernel(&pid, sizeof(pid), ctx + (child_pid_off & 0xfff));
+	on_fork(pid);
 	return 0;
 }
 

@@ -12,6 +12,13 @@
  * user space through a ring buffer, so the process's mappings are captured
  * while it lives and names survive its exit.
  */
+/*
+ * No CO-RE: the program reads only its context (bpf_perf_event_data, pt_regs:
+ * the x86-64 ABI, the same on every kernel) and the task pointer the helpers
+ * return, so plain offsets from vmlinux.h are right everywhere and the object
+ * loads where libbpf finds no kernel BTF.
+ */
+#define BPF_NO_PRESERVE_ACCESS_INDEX
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
 #include "cpu_sample.h"

@@ -574,6 +574,8 @@ static int build_profile(struct tk_alloc *a, uint64_t min_age_ns, struct tk_prof
 		tk_unw__report(p, a->unwind, a->unwinding ? &a->unw_info : NULL);
 	if (a->unwind_note[0])
 		tk_profile__add_comment(p, "%s", a->unwind_note);
+	if (a->kernel_note[0])
+		tk_profile__add_comment(p, "%s", a->kernel_note);
 	tk_profile__add_comment(p, "tracekit alloc: mode %s, backend %s%s%s",
 				mode_name(a->opts.mode), a->be->name, a->describe[0] ? ": " : "",
 				a->describe);

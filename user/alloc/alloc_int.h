@@ -97,6 +97,7 @@ struct tk_alloc {
 	struct tk_unw_info unw_info;
 	bool unwinding;				/* user stacks are walked with CFI rows */
 	char unwind_note[256];			/* why not, when CFI was wanted */
+	char kernel_note[256];			/* what this kernel made the loader change */
 };
 
 /*

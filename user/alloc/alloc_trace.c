@@ -33,7 +33,10 @@
 #include "alloc/alloc_trace_int.h"
 #include "bpf/alloc_trace.h"
 #include "alloc_trace.skel.h"
+#include "alloc_trace_sess.skel.h"
+#include "alloc_trace_kctx.skel.h"
 #include "unwind/unwind_bpf.h"
+#include "core/kfeat.h"
 #include "core/log.h"
 
 _Static_assert((int)TK_AFN_MALLOC == (int)AT_MALLOC && (int)TK_AFN_FREE == (int)AT_FREE &&
@@ -74,30 +77,107 @@ static void fill_intervals(volatile __u64 *t, uint64_t mean)
 
 /* ---- loading ---------------------------------------------------------------------------- */
 
+/*
+ * The object: alloc_trace.bpf.c as built, without uprobe sessions, or, for
+ * them, the same source built with bpf_session_is_return() declared as the
+ * running kernel declares it (bpf/alloc_trace_{sess,kctx}.bpf.c). They have
+ * the same maps and variables, and the programs of the first plus
+ * alloc_session, so its skeleton serves all three: only the ELF differs.
+ */
+static struct alloc_trace_bpf *open_object(enum tk_kfeat_session_kfunc kf)
+{
+	struct alloc_trace_bpf *s = calloc(1, sizeof(*s));
+	int err;
+
+	if (!s)
+		return NULL;
+	err = alloc_trace_bpf__create_skeleton(s);
+	if (!err && kf == TK_KF_SESSION_VOID)
+		s->skeleton->data = (void *)alloc_trace_sess_bpf__elf_bytes(&s->skeleton->data_sz);
+	else if (!err && kf == TK_KF_SESSION_CTX)
+		s->skeleton->data = (void *)alloc_trace_kctx_bpf__elf_bytes(&s->skeleton->data_sz);
+	if (!err)
+		err = bpf_object__open_skeleton(s->skeleton, NULL);
+	if (err) {
+		alloc_trace_bpf__destroy(s);
+		errno = -err;
+		return NULL;
+	}
+	return s;
+}
+
+/* The slot programs (kernels without attach cookies), by slot. */
+struct bpf_program *tk_alloc_bpf__slot_prog(struct alloc_trace_bpf *s, int slot)
+{
+	char name[32];
+
+	snprintf(name, sizeof(name), "alloc_enter_s%d", slot);
+	return bpf_object__find_program_by_name(s->obj, name);
+}
+
+/* alloc_session: in the session objects only, so not in the skeleton. */
+struct bpf_program *tk_alloc_bpf__session_prog(struct alloc_trace_bpf *s)
+{
+	return bpf_object__find_program_by_name(s->obj, "alloc_session");
+}
+
+/* The offsets of task_struct's mm and mm_struct's brk in the kernel's BTF; 0 when unknown. */
+static void brk_offsets(struct tk_alloc *a, struct alloc_trace_bpf *s)
+{
+	int mm = tk_kfeat__member_offset("task_struct", "mm");
+	int brk = mm > 0 ? tk_kfeat__member_offset("mm_struct", "brk") : -ENOENT;
+
+	if (mm > 0 && brk > 0) {
+		s->rodata->task_mm_off = mm;
+		s->rodata->mm_brk_off = brk;
+	} else if (a) {
+		snprintf(a->kernel_note, sizeof(a->kernel_note), "brk growth not seen: no "
+			 "task_struct.mm or mm_struct.brk in kernel BTF (%s); page faults and "
+			 "mmap are", strerror(mm > 0 ? -brk : -mm));
+	}
+}
+
 /* Open, configure and load the programs of @k, with the unwinder per @unwind. */
 static struct alloc_trace_bpf *load_as(struct tk_alloc *a, enum load_kind k,
 				       enum tk_unwind_mode unwind, int *errp)
 {
-	struct alloc_trace_bpf *s = alloc_trace_bpf__open();
+	struct alloc_trace_bpf *s;
 	uint64_t mean = a ? a->sample_bytes : 0;
 	bool full = a && a->opts.mode == TK_ALLOC_MODE_FULL;
-	int err;
+	bool cookies = tk_kfeat__attach_cookie();
+	char cut[200];
+	int err, i;
 
+	if (k == LOAD_SESSION && tk_kfeat__session_kfunc() != TK_KF_SESSION_VOID &&
+	    tk_kfeat__session_kfunc() != TK_KF_SESSION_CTX) {
+		*errp = -EOPNOTSUPP;	/* no kfunc this object knows how to call */
+		return NULL;
+	}
+	if (a)
+		a->kernel_note[0] = '\0';	/* the last load's, not a refused one's */
+	s = open_object(k == LOAD_SESSION ? tk_kfeat__session_kfunc() : TK_KF_SESSION_ABSENT);
 	if (!s) {
 		*errp = -errno;
 		return NULL;
 	}
 	switch (k) {
 	case LOAD_SESSION:
-		bpf_program__set_autoload(s->progs.alloc_session, true);
-		bpf_program__set_expected_attach_type(s->progs.alloc_session,
+		bpf_program__set_autoload(tk_alloc_bpf__session_prog(s), true);
+		bpf_program__set_expected_attach_type(tk_alloc_bpf__session_prog(s),
 						      AT_TRACE_UPROBE_SESSION);
 		bpf_program__set_autoload(s->progs.free_enter, true);
 		bpf_program__set_expected_attach_type(s->progs.free_enter,
 						      AT_TRACE_UPROBE_MULTI);
 		break;
 	case LOAD_CLASSIC:
-		bpf_program__set_autoload(s->progs.alloc_enter, true);
+		if (cookies)
+			bpf_program__set_autoload(s->progs.alloc_enter, true);
+		for (i = 0; !cookies && i < AT_NR_SLOTS; i++) {
+			struct bpf_program *p = tk_alloc_bpf__slot_prog(s, i);
+
+			if (p)
+				bpf_program__set_autoload(p, true);
+		}
 		bpf_program__set_autoload(s->progs.alloc_exit, true);
 		bpf_program__set_autoload(s->progs.free_enter, true);
 		break;
@@ -109,9 +189,11 @@ static struct alloc_trace_bpf *load_as(struct tk_alloc *a, enum load_kind k,
 		bpf_program__set_autoload(s->progs.fault_user, true);
 		bpf_program__set_autoload(s->progs.sys_enter, true);
 		bpf_program__set_autoload(s->progs.sys_exit, true);
+		brk_offsets(a, s);
 		break;
 	case LOAD_COUNT:
-		bpf_program__set_autoload(s->progs.count_calls, true);
+		bpf_program__set_autoload(s->progs.count_alloc, true);
+		bpf_program__set_autoload(s->progs.count_free, true);
 		break;
 	case LOAD_COUNT_MULTI:
 		bpf_program__set_autoload(s->progs.count_calls, true);
@@ -132,6 +214,14 @@ static struct alloc_trace_bpf *load_as(struct tk_alloc *a, enum load_kind k,
 	if (k != LOAD_GROWTH) {
 		bpf_map__set_max_entries(s->maps.growth, 1);
 		bpf_map__set_max_entries(s->maps.stacks, 1);
+	}
+	if (tk_kfeat__fit_maps(s->obj, cut, sizeof(cut)) && a) {
+		size_t n = strlen(a->kernel_note);
+
+		snprintf(a->kernel_note + n, sizeof(a->kernel_note) - n,
+			 "%sthis kernel (before 6.1) needs preallocated maps in tracing programs: "
+			 "fewer entries (%s); what does not fit is counted as lost", n ? "; " : "",
+			 cut);
 	}
 	{
 		struct tk_unw_bpf_vars v = TK_UNW_BPF_VARS(s);
@@ -191,7 +281,7 @@ bool tk_alloc_bpf__sessions_work(struct alloc_trace_bpf *s)
 
 	if (tk_alloc_bpf__self_offset((const void *)tk_alloc__calib_push, path, sizeof(path), &off))
 		return false;
-	fd = tk_alloc_bpf__uprobe_multi_link(bpf_program__fd(s->progs.alloc_session),
+	fd = tk_alloc_bpf__uprobe_multi_link(bpf_program__fd(tk_alloc_bpf__session_prog(s)),
 					     AT_TRACE_UPROBE_SESSION, path, &off, &cookie, 1,
 					     getpid());
 	if (fd < 0)

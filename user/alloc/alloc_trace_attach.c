@@ -20,6 +20,7 @@
 #include "alloc/alloc_int.h"
 #include "alloc/alloc_syms.h"
 #include "alloc/alloc_trace_int.h"
+#include "core/kfeat.h"
 #include "bpf/alloc_trace.h"
 #include "alloc_trace.skel.h"
 
@@ -112,8 +113,9 @@ static int add_link(struct at_state *st, struct bpf_link *l)
 int tk_alloc_bpf__attach_uprobe(struct at_state *st, struct bpf_program *prog, int pid,
 				const char *path, const struct tk_alloc_fn *fn, bool ret)
 {
+	/* before 5.15 libbpf refuses a cookie it cannot set: the programs then need none */
 	LIBBPF_OPTS(bpf_uprobe_opts, o, .retprobe = ret,
-		    .bpf_cookie = AT_COOKIE(fn->vaddr, fn->kind));
+		    .bpf_cookie = tk_kfeat__attach_cookie() ? AT_COOKIE(fn->vaddr, fn->kind) : 0);
 
 	return add_link(st, bpf_program__attach_uprobe_opts(prog, pid > 0 ? pid : -1, path,
 							    fn->offset, &o));
@@ -123,7 +125,7 @@ static int attach_allocator(struct tk_alloc *a, struct at_state *st, int pid)
 {
 	const struct tk_alloc_syms *sy = st->syms;
 	uint64_t offs[2][TK_ALLOC_MAX_FNS], cookies[2][TK_ALLOC_MAX_FNS];
-	int n[2] = { 0, 0 }, i, err;
+	int n[2] = { 0, 0 }, i, err, slot = 0;
 
 	set_ranges(st->skel, sy);
 	if (st->sessions) {
@@ -134,7 +136,7 @@ static int attach_allocator(struct tk_alloc *a, struct at_state *st, int pid)
 			cookies[f][n[f]++] = AT_COOKIE(sy->fns[i].vaddr, sy->fns[i].kind);
 		}
 		st->multi_fds[0] = tk_alloc_bpf__uprobe_multi_link(
-			bpf_program__fd(st->skel->progs.alloc_session), AT_TRACE_UPROBE_SESSION,
+			bpf_program__fd(tk_alloc_bpf__session_prog(st->skel)), AT_TRACE_UPROBE_SESSION,
 			sy->path, offs[0], cookies[0], n[0], pid);
 		if (st->multi_fds[0] < 0)
 			return st->multi_fds[0];
@@ -145,13 +147,23 @@ static int attach_allocator(struct tk_alloc *a, struct at_state *st, int pid)
 	}
 	for (i = 0; i < sy->nr; i++) {
 		const struct tk_alloc_fn *fn = &sy->fns[i];
+		struct bpf_program *enter = st->skel->progs.alloc_enter;
 
+		if (!tk_kfeat__attach_cookie()) {
+			/* no cookies: the next slot program, its cookie in slot_cookies[] */
+			if (slot >= AT_NR_SLOTS)
+				return -E2BIG;
+			st->skel->bss->slot_cookies[slot] = AT_COOKIE(fn->vaddr, fn->kind);
+			enter = tk_alloc_bpf__slot_prog(st->skel, slot);
+			if (!enter)
+				return -ENOENT;
+		}
 		if (fn->kind == TK_AFN_FREE) {
 			err = tk_alloc_bpf__attach_uprobe(st, st->skel->progs.free_enter, pid,
 							  sy->path, fn, false);
 		} else {
-			err = tk_alloc_bpf__attach_uprobe(st, st->skel->progs.alloc_enter, pid,
-							  sy->path, fn, false);
+			slot += !tk_kfeat__attach_cookie();
+			err = tk_alloc_bpf__attach_uprobe(st, enter, pid, sy->path, fn, false);
 			if (!err)
 				err = tk_alloc_bpf__attach_uprobe(st, st->skel->progs.alloc_exit,
 								  pid, sy->path, fn, true);

@@ -103,7 +103,7 @@ static int hit_cost(struct alloc_trace_bpf *s, void (*fn)(void), double *ns)
 		t = time_calls(fn, n);
 		bare = t < bare ? t : bare;
 	}
-	err = tk_alloc_bpf__attach_uprobe(&st, s->progs.count_calls, getpid(), path, &f, false);
+	err = tk_alloc_bpf__attach_uprobe(&st, s->progs.count_alloc, getpid(), path, &f, false);
 	if (err)
 		return err;
 	for (i = 0; i < 3; i++) {
@@ -219,8 +219,10 @@ int tk_alloc__measure_rate(int pid, const struct tk_caps *caps, int ms, struct t
 		err = 0;
 	}
 	for (i = 0; st.multi_fds[0] < 0 && i < sy->nr && !err; i++)
-		err = tk_alloc_bpf__attach_uprobe(&st, s->progs.count_calls, pid, sy->path,
-						  &sy->fns[i], false);
+		err = tk_alloc_bpf__attach_uprobe(&st, sy->fns[i].kind == TK_AFN_FREE
+								 ? s->progs.count_free
+								 : s->progs.count_alloc,
+						  pid, sy->path, &sy->fns[i], false);
 	if (err) {
 		snprintf(why, why_sz, "cannot place uprobes in %s: %s", sy->path, strerror(-err));
 		tk_alloc_bpf__detach(&st);

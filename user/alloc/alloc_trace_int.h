@@ -72,7 +72,7 @@ enum load_kind {
 	LOAD_CLASSIC,			/* alloc_enter + alloc_exit + free_enter */
 	LOAD_MARKERS,
 	LOAD_GROWTH,
-	LOAD_COUNT,			/* count_calls only */
+	LOAD_COUNT,			/* count_alloc + count_free (no cookies needed) */
 	LOAD_COUNT_MULTI,		/* count_calls on uprobe_multi: one link for all */
 };
 
@@ -83,6 +83,10 @@ enum load_kind {
  * (@a NULL: frame pointers). NULL with *@errp set when that fails.
  */
 struct alloc_trace_bpf *tk_alloc_bpf__load(struct tk_alloc *a, enum load_kind k, int *errp);
+/* Slot program alloc_enter_s@slot (kernels without attach cookies). */
+struct bpf_program *tk_alloc_bpf__slot_prog(struct alloc_trace_bpf *s, int slot);
+/* alloc_session (in the objects loaded for uprobe sessions only). */
+struct bpf_program *tk_alloc_bpf__session_prog(struct alloc_trace_bpf *s);
 /* Can a uprobe session link be made here? @s: loaded with LOAD_SESSION. */
 bool tk_alloc_bpf__sessions_work(struct alloc_trace_bpf *s);
 /* The allocator of process @pid into @syms; @a may be NULL; @why gets the reason. */

@@ -63,7 +63,7 @@ int tk_kconfig__lookup(const char *proc_root, const char *name);
 
 /* cpu_follow.c: children of profiled processes join cpu_sample's pids map */
 struct cpu_follow_bpf;
-struct cpu_follow_bpf *tk_cpu_follow__attach(int pids_fd, bool tp_btf);
+struct cpu_follow_bpf *tk_cpu_follow__attach(int pids_fd);
 void tk_cpu_follow__destroy(struct cpu_follow_bpf *skel);
 
 #endif /* __TK_INTERNAL_H */

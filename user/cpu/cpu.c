@@ -82,12 +82,6 @@ int tk_cpu__open(const struct tk_cpu_opts *opts, const struct tk_caps *caps, str
 	if (!c->opts.freq_hz)
 		c->opts.freq_hz = 99;
 	c->be = backend == TK_BACKEND_BPF ? &tk_cpu_backend_bpf : &tk_cpu_backend_perf;
-	/* probed in a full snapshot; in a CPU-only one, tried when BTF exists */
-	if (caps->caps[TK_CAP_PROG_TP_BTF].present)
-		c->tp_btf = caps->caps[TK_CAP_PROG_TP_BTF].status == TK_SUPPORTED;
-	else
-		c->tp_btf = caps->caps[TK_CAP_BTF].present &&
-			    caps->caps[TK_CAP_BTF].status == TK_SUPPORTED;
 	c->stacks = tk_stacks__new();
 	sopts.proc_root = c->opts.proc_root;
 	sopts.unwind_tables = c->opts.unwind != TK_UNWIND_FP && !c->opts.kernel_only;
@@ -163,6 +157,8 @@ static int build(struct tk_cpu *c, const struct tk_stacks *t, uint64_t *losses, 
 		tk_unw__report(p, unw, c->unwinding ? &c->unw_info : NULL);
 	if (c->unwind_note[0])
 		tk_profile__add_comment(p, "%s", c->unwind_note);
+	if (c->kernel_note[0])
+		tk_profile__add_comment(p, "%s", c->kernel_note);
 	*out = p;
 	return 0;
 }

@@ -93,12 +93,13 @@ struct tk_cpu {
 	int64_t start_ns;			/* CLOCK_REALTIME at start */
 	int64_t start_mono_ns;			/* CLOCK_MONOTONIC at start */
 	int nr_cpus;
-	bool tp_btf;				/* tp_btf programs work (else raw_tp) */
 	uint64_t maps_missed;			/* bpf: captures that failed */
 	uint64_t unwind[UNW_CNT__COUNT];	/* the unwinder's counters (enum unw_counter) */
 	struct tk_unw_info unw_info;		/* filled by the backend that unwinds */
 	bool unwinding;				/* user stacks are walked with CFI rows */
 	char unwind_note[256];			/* why not, when CFI was wanted */
+	char kernel_note[256];			/* what this kernel made the loader change */
+	char start_why[256];			/* why start failed, when errno says too little */
 	/* rotation (tk_cpu__rotate): where the current interval started */
 	bool rotated;
 	bool periods_only;			/* forget each interval once built */

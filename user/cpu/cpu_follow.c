@@ -8,18 +8,33 @@
 
 #include "cpu_follow.skel.h"
 #include "core/internal.h"
+#include "core/kfeat.h"
 
-/* The fork follower, sharing @pids_fd (cpu_sample's filter map); NULL and errno on failure. */
-struct cpu_follow_bpf *tk_cpu_follow__attach(int pids_fd, bool tp_btf)
+/*
+ * The fork follower, sharing @pids_fd (cpu_sample's filter map): raw_tp with
+ * task_struct.tgid's offset from the kernel's BTF, or, without BTF, the
+ * classic tracepoint's child_pid. NULL and errno on failure.
+ */
+struct cpu_follow_bpf *tk_cpu_follow__attach(int pids_fd)
 {
+	int tgid_off = tk_kfeat__member_offset("task_struct", "tgid"), child_off = -ENOENT;
 	struct cpu_follow_bpf *skel;
 	int err;
 
+	if (tgid_off <= 0) {
+		child_off = tk_kfeat__tracepoint_field("sched", "sched_process_fork", "child_pid");
+		if (child_off <= 0) {
+			errno = -child_off;
+			return NULL;
+		}
+	}
 	skel = cpu_follow_bpf__open();
 	if (!skel)
 		return NULL;
-	bpf_program__set_autoload(skel->progs.fork_btf, tp_btf);
-	bpf_program__set_autoload(skel->progs.fork_raw, !tp_btf);
+	bpf_program__set_autoload(skel->progs.fork_raw, tgid_off > 0);
+	bpf_program__set_autoload(skel->progs.fork_tp, tgid_off <= 0);
+	skel->rodata->task_tgid_off = tgid_off > 0 ? tgid_off : 0;
+	skel->rodata->child_pid_off = child_off > 0 ? child_off : 0;
 	err = bpf_map__reuse_fd(skel->maps.pids, pids_fd);
 	if (!err)
 		err = cpu_follow_bpf__load(skel);

@@ -20,6 +20,7 @@
 
 #include "cpu/cpu.h"
 #include "bpf/cpu_sample.h"
+#include "core/kfeat.h"
 #include "cpu_sample.skel.h"
 #include "core/fsutil.h"
 #include "core/percpu.h"
@@ -177,6 +178,17 @@ static void bpf_free(struct tk_cpu *c)
 	c->priv = NULL;
 }
 
+/* Hash maps as this kernel allows them (core/kfeat.h), and the profile says what that cost. */
+static void fit_maps(struct tk_cpu *c, struct bpf_object *obj)
+{
+	char cut[200];
+
+	if (tk_kfeat__fit_maps(obj, cut, sizeof(cut)))
+		snprintf(c->kernel_note, sizeof(c->kernel_note),
+			 "this kernel (before 6.1) needs preallocated maps in perf_event programs: "
+			 "fewer entries (%s); what does not fit is counted as lost", cut);
+}
+
 /*
  * Open and load the sampler; with @mode not fp, with the CFI unwinder. In
  * auto mode a kernel that refuses the unwinder gets the sampler without it,
@@ -202,6 +214,7 @@ static int load_sampler(struct tk_cpu *c, struct bpf_state *st, enum tk_unwind_m
 	st->skel->rodata->kernel_stacks = !o->user_only;
 	st->skel->rodata->user_stacks = !o->kernel_only;
 	st->skel->rodata->self_tgid = getpid();
+	fit_maps(c, st->skel->obj);
 	{
 		struct tk_unw_bpf_vars v = TK_UNW_BPF_VARS(st->skel);
 
@@ -250,12 +263,13 @@ static int bpf_start(struct tk_cpu *c)
 	if (err)
 		goto fail;
 	if (o->follow_children && o->nr_pids) {
-		st->follow = tk_cpu_follow__attach(bpf_map__fd(st->skel->maps.pids), c->tp_btf);
-		if (!st->follow && c->tp_btf)	/* tp_btf refused: raw_tp does the same */
-			st->follow = tk_cpu_follow__attach(bpf_map__fd(st->skel->maps.pids),
-							   false);
+		st->follow = tk_cpu_follow__attach(bpf_map__fd(st->skel->maps.pids));
 		if (!st->follow) {
 			err = -errno;
+			snprintf(c->start_why, sizeof(c->start_why), "cannot follow the command's "
+				 "children (%s): the child's tgid needs task_struct in kernel BTF "
+				 "or sched:sched_process_fork's record in a mounted tracefs",
+				 strerror(-err));
 			goto fail;
 		}
 	}

@@ -30,12 +30,13 @@ static int cpu_open(struct tk_session *s, enum tk_backend b, char *why, size_t w
 
 static int cpu_start(struct tk_session *s, char *why, size_t why_sz)
 {
-	int err = tk_cpu__start(s->coll);
+	struct tk_cpu *c = s->coll;
+	int err = tk_cpu__start(c);
 
 	if (err)
-		snprintf(why, why_sz, "cannot start %s sampling: %s%s", tk_cpu__backend(s->coll),
-			 strerror(-err), err == -EPERM || err == -EACCES ?
-			 " (see 'tracekit caps')" : "");
+		snprintf(why, why_sz, "cannot start %s sampling: %s%s", tk_cpu__backend(c),
+			 c->start_why[0] ? c->start_why : strerror(-err),
+			 err == -EPERM || err == -EACCES ? " (see 'tracekit caps')" : "");
 	return err;
 }
 

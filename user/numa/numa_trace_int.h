@@ -63,6 +63,7 @@ struct nt_state {
 	uint64_t maps_missed;
 	struct tk_unw_bpf *unw;		/* --stacks by CFI; NULL: by frame pointer */
 	char unwind_note[256];
+	char kernel_note[256];
 };
 
 /* ---- reading (numa_trace_read.c) ------------------------------------------------------- */

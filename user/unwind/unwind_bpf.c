@@ -18,6 +18,7 @@
 #include <bpf/libbpf.h>
 
 #include "core/internal.h"
+#include "core/kfeat.h"
 #include "core/percpu.h"
 #include "sym/symbolize.h"
 #include "unwind/unwind_bpf.h"
@@ -45,28 +46,6 @@ struct tk_unw_bpf {
 	struct unw_proc scratch;
 };
 
-/* The offset of task_struct.stack in the running kernel's BTF, or a negative errno. */
-static int task_stack_offset(void)
-{
-	struct btf *btf = btf__load_vmlinux_btf();
-	const struct btf_member *m;
-	const struct btf_type *t;
-	int id, i, off = -ENOENT;
-
-	if (!btf)
-		return -errno;
-	id = btf__find_by_name_kind(btf, "task_struct", BTF_KIND_STRUCT);
-	t = id > 0 ? btf__type_by_id(btf, id) : NULL;
-	for (i = 0, m = t ? btf_members(t) : NULL; t && i < btf_vlen(t); i++, m++) {
-		if (!strcmp(btf__name_by_offset(btf, m->name_off), "stack")) {
-			off = btf_member_bit_offset(t, i) / 8;
-			break;
-		}
-	}
-	btf__free(btf);
-	return off;
-}
-
 int tk_unw_bpf__prepare(const struct tk_unw_bpf_vars *v, const struct tk_unw_bpf_opts *o,
 			char *why, size_t why_sz)
 {
@@ -90,7 +69,7 @@ int tk_unw_bpf__prepare(const struct tk_unw_bpf_vars *v, const struct tk_unw_bpf
 	    libbpf_probe_bpf_helper(o->prog_type, BPF_FUNC_task_pt_regs, NULL) == 1) {
 		*v->task_regs = 1;
 	} else {
-		off = task_stack_offset();
+		off = tk_kfeat__member_offset("task_struct", "stack");
 		if (off < 0) {
 			if (why)
 				snprintf(why, why_sz, "no bpf_task_pt_regs() and no task_struct.stack "

@@ -1,0 +1,265 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
+/* Probes of what the running kernel's BPF allows (kfeat.h), each once per process. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <bpf/bpf.h>
+#include <bpf/btf.h>
+#include <bpf/libbpf.h>
+
+#include "core/kfeat.h"
+#include "core/log.h"
+
+/* 0: not probed yet; 1: no; 2: yes (a race probes twice and agrees) */
+static int cached_runtime_alloc, cached_cookie, cached_session;
+
+/* Is @name in TK_KFEAT_OFF? */
+static bool forced_off(const char *name)
+{
+	const char *s = getenv("TK_KFEAT_OFF");
+	size_t n = strlen(name);
+
+	while (s && *s) {
+		if (!strncmp(s, name, n) && (s[n] == ',' || !s[n]))
+			return true;
+		s = strchr(s, ',');
+		if (s)
+			s++;
+	}
+	return false;
+}
+
+/*
+ * A perf_event program that only names a hash map allocated at run time:
+ * the verifier checks a program against every map it references, so the
+ * load alone answers. The kernels that refuse it (before 6.1) are the ones
+ * that also warn for kprobe, uprobe and tracepoint programs.
+ */
+static bool probe_runtime_alloc(void)
+{
+	LIBBPF_OPTS(bpf_map_create_opts, mo, .map_flags = BPF_F_NO_PREALLOC);
+	struct bpf_insn insns[4] = {
+		{ .code = BPF_LD | BPF_DW | BPF_IMM, .dst_reg = BPF_REG_1,
+		  .src_reg = BPF_PSEUDO_MAP_FD },
+		{ 0 },
+		{ .code = BPF_ALU64 | BPF_MOV | BPF_K, .dst_reg = BPF_REG_0, .imm = 0 },
+		{ .code = BPF_JMP | BPF_EXIT },
+	};
+	int map, prog, err;
+
+	map = bpf_map_create(BPF_MAP_TYPE_HASH, "tk_kfeat", 4, 4, 1, &mo);
+	if (map < 0)
+		return true;	/* no BPF at all: nothing will load either way */
+	insns[0].imm = map;
+	prog = bpf_prog_load(BPF_PROG_TYPE_PERF_EVENT, "tk_kfeat", "Dual BSD/GPL", insns, 4,
+			     NULL);
+	err = prog < 0 ? -errno : 0;
+	if (prog >= 0)
+		close(prog);
+	close(map);
+	/* EINVAL is the refusal; anything else (EPERM) is not about the map */
+	return err != -EINVAL;
+}
+
+bool tk_kfeat__runtime_alloc_maps(void)
+{
+	int v = __atomic_load_n(&cached_runtime_alloc, __ATOMIC_RELAXED);
+
+	if (!v) {
+		v = !forced_off("runtime_alloc_maps") && probe_runtime_alloc() ? 2 : 1;
+		__atomic_store_n(&cached_runtime_alloc, v, __ATOMIC_RELAXED);
+	}
+	return v == 2;
+}
+
+bool tk_kfeat__attach_cookie(void)
+{
+	int v = __atomic_load_n(&cached_cookie, __ATOMIC_RELAXED);
+
+	if (!v) {
+		struct tk_log_scope quiet;
+
+		tk_log__push(&tk_log_quiet, &quiet);
+		v = !forced_off("attach_cookie") &&
+				    libbpf_probe_bpf_helper(BPF_PROG_TYPE_KPROBE,
+							    BPF_FUNC_get_attach_cookie, NULL) == 1
+			    ? 2
+			    : 1;
+		tk_log__pop(&quiet);
+		__atomic_store_n(&cached_cookie, v, __ATOMIC_RELAXED);
+	}
+	return v == 2;
+}
+
+static enum tk_kfeat_session_kfunc probe_session_kfunc(void)
+{
+	enum tk_kfeat_session_kfunc r = TK_KF_SESSION_UNKNOWN;
+	const struct btf_type *fn, *proto;
+	struct tk_log_scope quiet;
+	struct btf *btf;
+	int id;
+
+	tk_log__push(&tk_log_quiet, &quiet);
+	btf = btf__load_vmlinux_btf();
+	tk_log__pop(&quiet);
+	if (!btf)
+		return TK_KF_SESSION_UNKNOWN;
+	id = btf__find_by_name_kind(btf, "bpf_session_is_return", BTF_KIND_FUNC);
+	if (id < 0) {
+		r = TK_KF_SESSION_ABSENT;
+		goto out;
+	}
+	fn = btf__type_by_id(btf, id);
+	proto = fn ? btf__type_by_id(btf, fn->type) : NULL;
+	if (!proto || !btf_is_func_proto(proto))
+		goto out;
+	if (btf_vlen(proto) == 0) {
+		r = TK_KF_SESSION_VOID;
+	} else if (btf_vlen(proto) == 1) {
+		const struct btf_param *p = btf_params(proto);
+		const struct btf_type *t = btf__type_by_id(btf, p->type);
+
+		/* void *: a pointer to type 0 */
+		if (t && btf_is_ptr(t) && t->type == 0)
+			r = TK_KF_SESSION_CTX;
+	}
+out:
+	btf__free(btf);
+	return r;
+}
+
+enum tk_kfeat_session_kfunc tk_kfeat__session_kfunc(void)
+{
+	int v = __atomic_load_n(&cached_session, __ATOMIC_RELAXED);
+
+	if (!v) {
+		v = (int)probe_session_kfunc() + 1;
+		__atomic_store_n(&cached_session, v, __ATOMIC_RELAXED);
+	}
+	return (enum tk_kfeat_session_kfunc)(v - 1);
+}
+
+static bool is_hash(enum bpf_map_type t)
+{
+	return t == BPF_MAP_TYPE_HASH || t == BPF_MAP_TYPE_PERCPU_HASH;
+}
+
+int tk_kfeat__fit_maps(struct bpf_object *obj, char *note, size_t note_sz)
+{
+	long ncpus = libbpf_num_possible_cpus();
+	struct bpf_map *m;
+	size_t len = 0;
+	int cut = 0;
+
+	if (note && note_sz)
+		note[0] = '\0';
+	if (tk_kfeat__runtime_alloc_maps())
+		return 0;
+	if (ncpus < 1)
+		ncpus = 1;
+	bpf_object__for_each_map(m, obj) {
+		__u32 flags = bpf_map__map_flags(m), n = bpf_map__max_entries(m), was = n;
+		unsigned long long per;
+
+		if (!is_hash(bpf_map__type(m)) || !(flags & BPF_F_NO_PREALLOC))
+			continue;
+		bpf_map__set_map_flags(m, flags & ~BPF_F_NO_PREALLOC);
+		/* the element: key, value (one per CPU for per-CPU maps) and the kernel's header */
+		per = bpf_map__key_size(m) + 64ULL +
+		      (unsigned long long)bpf_map__value_size(m) *
+			      (bpf_map__type(m) == BPF_MAP_TYPE_PERCPU_HASH ? ncpus : 1);
+		while (n > 1024 && per * n > TK_PREALLOC_MAP_BYTES)
+			n /= 2;
+		if (n == was)
+			continue;
+		bpf_map__set_max_entries(m, n);
+		cut++;
+		if (note && len < note_sz)
+			len += snprintf(note + len, note_sz - len, "%s%s %u, not %u", cut > 1 ? "; " : "",
+					bpf_map__name(m), n, was);
+	}
+	return cut;
+}
+
+/* The byte offset of @member in struct @t (through anonymous members), or -ENOENT. */
+static int find_member(const struct btf *btf, const struct btf_type *t, const char *member,
+		       int depth)
+{
+	const struct btf_member *m = btf_members(t);
+	int i, off;
+
+	for (i = 0; i < btf_vlen(t); i++, m++) {
+		const char *name = btf__name_by_offset(btf, m->name_off);
+		const struct btf_type *mt;
+
+		if (name && !strcmp(name, member))
+			return btf_member_bit_offset(t, i) / 8;
+		if (name && name[0])
+			continue;
+		mt = btf__type_by_id(btf, m->type);
+		while (mt && btf_is_mod(mt))
+			mt = btf__type_by_id(btf, mt->type);
+		if (!mt || !btf_is_composite(mt) || depth > 4)
+			continue;
+		off = find_member(btf, mt, member, depth + 1);
+		if (off >= 0)
+			return btf_member_bit_offset(t, i) / 8 + off;
+	}
+	return -ENOENT;
+}
+
+int tk_kfeat__member_offset(const char *type, const char *member)
+{
+	struct tk_log_scope quiet;
+	const struct btf_type *t;
+	struct btf *btf;
+	int id, off;
+
+	tk_log__push(&tk_log_quiet, &quiet);
+	btf = btf__load_vmlinux_btf();
+	tk_log__pop(&quiet);
+	if (!btf)
+		return -errno ? -errno : -ENOENT;
+	id = btf__find_by_name_kind(btf, type, BTF_KIND_STRUCT);
+	t = id > 0 ? btf__type_by_id(btf, id) : NULL;
+	off = t ? find_member(btf, t, member, 0) : -ENOENT;
+	btf__free(btf);
+	return off;
+}
+
+int tk_kfeat__tracepoint_field(const char *category, const char *event, const char *field)
+{
+	static const char *const roots[] = { "/sys/kernel/tracing", "/sys/kernel/debug/tracing" };
+	char path[256], line[512], want[128];
+	size_t i;
+
+	snprintf(want, sizeof(want), " %s;", field);
+	for (i = 0; i < sizeof(roots) / sizeof(roots[0]); i++) {
+		FILE *f;
+		int off = -ENOENT;
+
+		snprintf(path, sizeof(path), "%s/events/%s/%s/format", roots[i], category, event);
+		f = fopen(path, "re");
+		if (!f)
+			continue;
+		/* "\tfield:pid_t child_pid;\toffset:44;\tsize:4;\tsigned:1;" */
+		while (fgets(line, sizeof(line), f)) {
+			char *decl = strstr(line, "field:"), *o = strstr(line, "\toffset:"), *end;
+
+			if (!decl || !o || decl > o)
+				continue;
+			*o = '\0';
+			end = o - strlen(want);
+			if (end < decl || strcmp(end, want))
+				continue;
+			off = atoi(o + strlen("\toffset:"));
+			break;
+		}
+		fclose(f);
+		return off;
+	}
+	return -ENOENT;
+}

@@ -1,0 +1,67 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause */
+/*
+ * What the running kernel's BPF lets the collectors' objects do, where
+ * kernels from 5.10 to 7.x differ: each answer is probed once per process,
+ * on this kernel (never assumed from its version), and cached. The loaders
+ * shape their objects by it before loading; the capability snapshot reports
+ * the same answers (caps/caps_probe.c).
+ *
+ *  - Hash maps allocated at run time (BPF_F_NO_PREALLOC) in tracing programs:
+ *    perf_event programs refuse them before 6.1 ("perf_event programs can
+ *    only use preallocated hash map"), and kprobe, uprobe and tracepoint
+ *    programs load with a kernel warning (WARN_ONCE) before 6.1.
+ *  - bpf_get_attach_cookie(): 5.15+.
+ *  - The kfunc bpf_session_is_return() (uprobe sessions, 6.13+): declared
+ *    (void) up to 6.18, (void *ctx) since; read from the kernel's own BTF.
+ *
+ * TK_KFEAT_OFF=a,b,… (runtime_alloc_maps, attach_cookie) makes this process
+ * act as if the kernel lacked a feature: the tests take older kernels' paths
+ * on a new one.
+ */
+#ifndef __TK_CORE_KFEAT_H
+#define __TK_CORE_KFEAT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+struct bpf_object;
+
+enum tk_kfeat_session_kfunc {
+	TK_KF_SESSION_ABSENT = 0,	/* no bpf_session_is_return in the kernel's BTF */
+	TK_KF_SESSION_VOID,		/* bool bpf_session_is_return(void) */
+	TK_KF_SESSION_CTX,		/* bool bpf_session_is_return(void *ctx) */
+	TK_KF_SESSION_UNKNOWN,		/* no kernel BTF to read, or another prototype */
+};
+
+/* May tracing programs use hash maps allocated at run time? */
+bool tk_kfeat__runtime_alloc_maps(void);
+/* Has the kernel bpf_get_attach_cookie() for kprobe/uprobe programs? */
+bool tk_kfeat__attach_cookie(void);
+/* The prototype of bpf_session_is_return() in the running kernel's BTF. */
+enum tk_kfeat_session_kfunc tk_kfeat__session_kfunc(void);
+
+/*
+ * Make @obj's hash maps loadable here (call after sizing them, before
+ * loading): where tracing programs need preallocated maps, BPF_F_NO_PREALLOC
+ * goes, and a map whose preallocation would pass TK_PREALLOC_MAP_BYTES is
+ * halved until it fits (not below 1024 entries). @note (may be
+ * NULL) says which maps were cut; empty when none was. Returns the number of
+ * maps cut.
+ */
+/*
+ * The byte offset of @member in struct @type of the running kernel's BTF
+ * (members of anonymous structs and unions included), or a negative errno
+ * (no kernel BTF, no such type or member).
+ */
+int tk_kfeat__member_offset(const char *type, const char *member);
+
+/*
+ * The offset of @field in the record of tracepoint @category:@event, from
+ * tracefs (events/CATEGORY/EVENT/format), or a negative errno.
+ */
+int tk_kfeat__tracepoint_field(const char *category, const char *event, const char *field);
+
+#define TK_PREALLOC_MAP_BYTES (32u << 20)
+int tk_kfeat__fit_maps(struct bpf_object *obj, char *note, size_t note_sz);
+
+#endif /* __TK_CORE_KFEAT_H */
