@@ -34,6 +34,7 @@
 #include "bpf/numa_trace.h"
 #include "numa_trace.skel.h"
 #include "unwind/unwind_bpf.h"
+#include "core/kfeat.h"
 
 static const char *const sched_tps[NT_SCHED__COUNT] = {
 	"sched_move_numa", "sched_swap_numa", "sched_stick_numa",
@@ -237,6 +238,12 @@ static int load_as(struct tk_numa *n, struct nt_state *st, enum mp_mode mp, enum
 		if (why[0])
 			snprintf(st->unwind_note, sizeof(st->unwind_note), "unwinding: %s%s",
 				 err ? "" : "frame pointers only: ", why);
+		st->kernel_note[0] = '\0';
+		if (!err && tk_kfeat__fit_maps(s->obj, why, sizeof(why)))
+			snprintf(st->kernel_note, sizeof(st->kernel_note),
+				 "this kernel (before 6.1) needs preallocated maps in tracing "
+				 "programs: fewer entries (%s); what does not fit is counted as lost",
+				 why);
 		if (!err)
 			err = numa_trace_bpf__load(s);
 		if (!err)

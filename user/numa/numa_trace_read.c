@@ -298,6 +298,8 @@ int tk_numa_bpf__stacks(struct tk_numa *n, struct tk_profile **out)
 		tk_unw__report(p, unw, st->unw ? &info : NULL);
 		if (st->unwind_note[0])
 			tk_profile__add_comment(p, "%s", st->unwind_note);
+		if (st->kernel_note[0])
+			tk_profile__add_comment(p, "%s", st->kernel_note);
 	}
 	tk_profile__set_loss(p, "unsymbolized_frames", tk_locs__unsymbolized(fr));
 	tk_profile__add_comment(p, "tracekit numa: pages migrated (mm_migrate_pages succeeded) "
