@@ -47,6 +47,13 @@ enum tk_cap_id {
 	TK_CAP_PROG_UPROBE,
 	TK_CAP_PROG_KPROBE,
 	TK_CAP_BPF_UNWIND,
+	TK_CAP_MAP_RUNTIME_ALLOC,
+	TK_CAP_ATTACH_COOKIE,
+	TK_CAP_UPROBE_SESSION,
+	/* each collector's own BPF objects, loaded as it would load them */
+	TK_CAP_LOAD_CPU,
+	TK_CAP_LOAD_ALLOC,
+	TK_CAP_LOAD_NUMA,
 	/* perf_event_open */
 	TK_CAP_PERF_CPU_CLOCK,
 	TK_CAP_PERF_HARDWARE,

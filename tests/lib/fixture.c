@@ -446,6 +446,12 @@ static const char *const probe_names[TK_PROBE__COUNT] = {
 	[TK_PROBE_PERF_CPU_CLOCK] = "perf_cpu_clock",
 	[TK_PROBE_PERF_HARDWARE] = "perf_hardware",
 	[TK_PROBE_UNWIND] = "unwind",
+	[TK_PROBE_MAP_RUNTIME_ALLOC] = "map_runtime_alloc",
+	[TK_PROBE_ATTACH_COOKIE] = "attach_cookie",
+	[TK_PROBE_UPROBE_SESSION] = "uprobe_session",
+	[TK_PROBE_LOAD_CPU] = "load_cpu",
+	[TK_PROBE_LOAD_ALLOC] = "load_alloc",
+	[TK_PROBE_LOAD_NUMA] = "load_numa",
 };
 
 const char *fx_probe_name(enum tk_probe which)

@@ -655,6 +655,49 @@ static void test_prog_perf_event_fails(void **state)
 	expect_backend(caps, TK_COLLECT_ALLOC, TK_BACKEND_BPF, NULL);
 }
 
+/*
+ * A kernel where the parts are there but a collector's own objects do not
+ * load (5.10 before the maps were preallocated there): its backend falls back,
+ * and says which load failed.
+ */
+static void test_collector_loads_refused(void **state)
+{
+	struct t *t = *state;
+	struct tk_caps *caps;
+
+	fx_probe_result[TK_PROBE_LOAD_CPU] = -EINVAL;
+	fx_probe_msg[TK_PROBE_LOAD_CPU] = "perf_event programs can only use preallocated hash map";
+	fx_probe_result[TK_PROBE_LOAD_ALLOC] = -EINVAL;
+	fx_probe_result[TK_PROBE_LOAD_NUMA] = -EINVAL;
+	caps = snap(t);
+	expect_cap(caps, TK_CAP_LOAD_CPU, TK_UNSUPPORTED, "no", "preallocated hash map", NULL);
+	expect_backend(caps, TK_COLLECT_CPU, TK_BACKEND_PERF,
+		       "bpf.load.cpu is unsupported|perf_event_open cpu-clock");
+	expect_backend(caps, TK_COLLECT_ALLOC, TK_BACKEND_JEMALLOC, "bpf.load.alloc is unsupported");
+	expect_backend(caps, TK_COLLECT_NUMA, TK_BACKEND_VMSTAT, "bpf.load.numa is unsupported");
+}
+
+/* What differs between kernels is reported, and not as a problem: the collectors adapt. */
+static void test_kernel_differences_not_needed(void **state)
+{
+	struct t *t = *state;
+	struct tk_caps *caps;
+
+	fx_probe_result[TK_PROBE_MAP_RUNTIME_ALLOC] = -EINVAL;
+	fx_probe_result[TK_PROBE_ATTACH_COOKIE] = -ENOENT;
+	fx_probe_result[TK_PROBE_UPROBE_SESSION] = -ENOENT;
+	caps = snap(t);
+	expect_cap(caps, TK_CAP_MAP_RUNTIME_ALLOC, TK_UNSUPPORTED, "no", NULL, "preallocates");
+	expect_cap(caps, TK_CAP_ATTACH_COOKIE, TK_UNSUPPORTED, "no", NULL, "a program per");
+	expect_cap(caps, TK_CAP_UPROBE_SESSION, TK_UNSUPPORTED, "no", NULL, "uretprobe");
+	assert_true(caps->caps[TK_CAP_MAP_RUNTIME_ALLOC].not_needed);
+	assert_true(caps->caps[TK_CAP_ATTACH_COOKIE].not_needed);
+	assert_true(caps->caps[TK_CAP_UPROBE_SESSION].not_needed);
+	expect_backend(caps, TK_COLLECT_CPU, TK_BACKEND_BPF, NULL);
+	expect_backend(caps, TK_COLLECT_ALLOC, TK_BACKEND_BPF, NULL);
+	expect_backend(caps, TK_COLLECT_NUMA, TK_BACKEND_BPF, NULL);
+}
+
 static void test_prog_tracepoint_fails(void **state)
 {
 	struct t *t = *state;
@@ -1376,8 +1419,8 @@ static void test_json_baseline(void **state)
 	assert_non_null(strstr(out, "\"release\": \"" FX_RELEASE "\""));
 	assert_non_null(strstr(out, "\"pid\": null"));
 	assert_non_null(strstr(out, "\"process\": null"));
-	/* 35 entries: all probes answer yes; no tracefs, no NUMA balancing */
-	assert_non_null(strstr(out, "\"supported\": 33,\n    \"unsupported\": 0,\n"
+	/* 41 entries: all probes answer yes; no tracefs, no NUMA balancing */
+	assert_non_null(strstr(out, "\"supported\": 39,\n    \"unsupported\": 0,\n"
 				    "    \"disabled\": 2"));
 	assert_non_null(strstr(out, "\"version\": \"v1\""));
 	assert_non_null(strstr(out, "\"limit_bytes\": null"));
@@ -1441,13 +1484,13 @@ static void test_text_baseline(void **state)
 	snap(t);
 	expect_good_text(t);
 	out = t->out;
-	snprintf(head, sizeof(head), "tracekit caps: Linux %s %s, 35 checks in ", FX_RELEASE,
+	snprintf(head, sizeof(head), "tracekit caps: Linux %s %s, 41 checks in ", FX_RELEASE,
 		 t->caps.machine);
 	assert_int_equal(strncmp(out, head, strlen(head)), 0);
 	/* tracefs and balancing on one node: shown, but under "not needed" */
 	attention = strstr(out, "\nNeeds attention (0)\n  nothing\n");
 	not_needed = strstr(out, "\nNot available, and not needed here (2)\n");
-	works = strstr(out, "\nWorks (33)\n");
+	works = strstr(out, "\nWorks (39)\n");
 	assert_non_null(attention);
 	assert_non_null(not_needed);
 	assert_non_null(works);
@@ -1601,6 +1644,8 @@ int main(void)
 		T(test_core_facts),
 		T(test_core_fails),
 		T(test_prog_perf_event_fails),
+		T(test_collector_loads_refused),
+		T(test_kernel_differences_not_needed),
 		T(test_prog_tracepoint_fails),
 		T(test_raw_tp_and_tp_btf),
 		T(test_fentry_refused_with_caps),

@@ -431,3 +431,50 @@ const struct tk_alloc_backend tk_alloc_backend_bpf = {
 	.drain = tk_alloc_bpf__drain,
 	.free = bpf_free,
 };
+
+/*
+ * What `tracekit alloc` would load here, loaded and closed (the capability
+ * snapshot's bpf.load.alloc): the uprobe programs (with sessions where a
+ * session link can be made) and the growth tracer. 0 and what was chosen
+ * in @msg, or a negative errno and why.
+ */
+int tk_alloc_bpf__probe_load(char *msg, size_t msg_sz)
+{
+	enum tk_kfeat_session_kfunc kf = tk_kfeat__session_kfunc();
+	struct alloc_trace_bpf *s = NULL;
+	struct tk_log_scope quiet;
+	const char *how = NULL;
+	int err = -EOPNOTSUPP, gerr = 0;
+	size_t len;
+
+	tk_log__push(&tk_log_quiet, &quiet);
+	if (kf == TK_KF_SESSION_VOID || kf == TK_KF_SESSION_CTX)
+		s = tk_alloc_bpf__load(NULL, LOAD_SESSION, &err);
+	if (s && tk_alloc_bpf__sessions_work(s))
+		how = kf == TK_KF_SESSION_CTX ? "uprobe sessions (bpf_session_is_return(ctx))"
+					      : "uprobe sessions (bpf_session_is_return())";
+	alloc_trace_bpf__destroy(s);
+	s = NULL;
+	if (!how) {
+		s = tk_alloc_bpf__load(NULL, LOAD_CLASSIC, &err);
+		if (s)
+			how = tk_kfeat__attach_cookie() ? "uprobes and uretprobes"
+							: "uprobes (a program per function: no "
+							  "attach cookies) and uretprobes";
+		alloc_trace_bpf__destroy(s);
+	}
+	if (how) {
+		s = tk_alloc_bpf__load(NULL, LOAD_GROWTH, &gerr);
+		alloc_trace_bpf__destroy(s);
+	}
+	tk_log__pop(&quiet);
+	if (!how) {
+		snprintf(msg, msg_sz, "the uprobe programs do not load: %s", strerror(-err));
+		return err;
+	}
+	len = snprintf(msg, msg_sz, "%s%s%s", how, gerr ? "; --mode growth does not load: " : "",
+		       gerr ? strerror(-gerr) : "");
+	if (len < msg_sz && !tk_kfeat__runtime_alloc_maps())
+		snprintf(msg + len, msg_sz - len, "; maps preallocated (smaller)");
+	return 0;
+}

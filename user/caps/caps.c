@@ -50,6 +50,13 @@ static const struct {
 	[TK_CAP_PROG_UPROBE] = { "bpf.prog.uprobe", "uprobe programs" },
 	[TK_CAP_PROG_KPROBE] = { "bpf.prog.kprobe", "kprobe programs" },
 	[TK_CAP_BPF_UNWIND] = { "bpf.unwind", "in-kernel CFI unwinding" },
+	[TK_CAP_MAP_RUNTIME_ALLOC] = { "bpf.map.runtime_alloc",
+				       "hash maps allocated at run time in tracing programs" },
+	[TK_CAP_ATTACH_COOKIE] = { "bpf.attach_cookie", "BPF attach cookies" },
+	[TK_CAP_UPROBE_SESSION] = { "bpf.uprobe_session", "uprobe sessions (kfunc)" },
+	[TK_CAP_LOAD_CPU] = { "bpf.load.cpu", "the cpu collector's BPF objects load" },
+	[TK_CAP_LOAD_ALLOC] = { "bpf.load.alloc", "the alloc collector's BPF objects load" },
+	[TK_CAP_LOAD_NUMA] = { "bpf.load.numa", "the numa collector's BPF objects load" },
 	[TK_CAP_PERF_CPU_CLOCK] = { "perf.cpu_clock", "perf cpu-clock sampling" },
 	[TK_CAP_PERF_HARDWARE] = { "perf.hardware", "hardware PMU counters" },
 	[TK_CAP_TRACEFS] = { "kernel.tracefs", "tracefs" },
@@ -133,22 +140,24 @@ static const char *first_failure(const struct tk_caps *caps, const enum tk_cap_i
 
 static void choose_backends(struct snap *s, struct tk_caps *caps)
 {
+	/* the parts, then the collector's own objects loaded (bpf.load.*: what it will do) */
 	static const enum tk_cap_id cpu_bpf[] = { TK_CAP_BPF_SYSCALL, TK_CAP_PROG_PERF_EVENT,
-						  TK_CAP_PERF_CPU_CLOCK };
+						  TK_CAP_PERF_CPU_CLOCK, TK_CAP_LOAD_CPU };
 	static const enum tk_cap_id alloc_bpf[] = { TK_CAP_BPF_SYSCALL, TK_CAP_PROG_UPROBE,
-						    TK_CAP_RINGBUF };
+						    TK_CAP_RINGBUF, TK_CAP_LOAD_ALLOC };
 	static const enum tk_cap_id numa_bpf[] = { TK_CAP_BPF_SYSCALL, TK_CAP_CORE,
 						   TK_CAP_TP_MM_MIGRATE_PAGES };
+	static const enum tk_cap_id numa_load[] = { TK_CAP_LOAD_NUMA };
 	struct tk_backend_choice *b;
 	const char *why;
 	char vm[256];
 
 	b = &caps->backends[TK_COLLECT_CPU];
-	why = first_failure(caps, cpu_bpf, 3);
+	why = first_failure(caps, cpu_bpf, 4);
 	if (!why) {
 		b->backend = TK_BACKEND_BPF;
 		put(b->reason, sizeof(b->reason), "perf_event BPF programs on cpu-clock, stacks "
-			"aggregated in the kernel");
+			"aggregated in the kernel: %s", caps->caps[TK_CAP_LOAD_CPU].reason);
 	} else if (ok(caps, TK_CAP_PERF_CPU_CLOCK)) {
 		b->backend = TK_BACKEND_PERF;
 		put(b->reason, sizeof(b->reason), "%s: perf_event_open cpu-clock with call "
@@ -169,7 +178,7 @@ static void choose_backends(struct snap *s, struct tk_caps *caps)
 	}
 
 	b = &caps->backends[TK_COLLECT_ALLOC];
-	why = first_failure(caps, alloc_bpf, 3);
+	why = first_failure(caps, alloc_bpf, 4);
 	if (!why && caps->pid && caps->proc.allocator == TK_ALLOC_UNKNOWN) {
 		b->backend = TK_BACKEND_NONE;
 		put(b->reason, sizeof(b->reason), "the target's allocator is unknown: no "
@@ -177,8 +186,9 @@ static void choose_backends(struct snap *s, struct tk_caps *caps)
 	} else if (!why) {
 		b->backend = TK_BACKEND_BPF;
 		put(b->reason, sizeof(b->reason), "uprobes on the allocator%s, outstanding "
-			"allocations tracked in BPF maps",
-		    caps->pid ? "" : " (an in-process sampler for commands tracekit starts)");
+			"allocations tracked in BPF maps: %s",
+		    caps->pid ? "" : " (an in-process sampler for commands tracekit starts)",
+		    caps->caps[TK_CAP_LOAD_ALLOC].reason);
 	} else if (caps->pid && caps->proc.allocator == TK_ALLOC_JEMALLOC &&
 		   caps->proc.jemalloc_prof_built != 0) {
 		b->backend = TK_BACKEND_JEMALLOC;
@@ -196,16 +206,19 @@ static void choose_backends(struct snap *s, struct tk_caps *caps)
 
 	b = &caps->backends[TK_COLLECT_NUMA];
 	why = first_failure(caps, numa_bpf, 3);
-	if (!why && (ok(caps, TK_CAP_PROG_TP_BTF) || ok(caps, TK_CAP_PROG_RAW_TP))) {
+	if (!why && !ok(caps, TK_CAP_PROG_TP_BTF) && !ok(caps, TK_CAP_PROG_RAW_TP))
+		why = "neither tp_btf nor raw_tp programs work";
+	if (!why)
+		why = first_failure(caps, numa_load, 1);
+	if (!why) {
 		b->backend = TK_BACKEND_BPF;
 		put(b->reason, sizeof(b->reason), "migrate:mm_migrate_pages and sched:*_numa "
-			"through %s%s", ok(caps, TK_CAP_PROG_TP_BTF) ? "tp_btf" : "raw_tp",
+			"through %s%s (loaded: %s)", ok(caps, TK_CAP_PROG_TP_BTF) ? "tp_btf" : "raw_tp",
 		    ok(caps, TK_CAP_PROG_FENTRY) && ok(caps, TK_CAP_FN_MIGRATE_MISPLACED)
 			    ? ", fentry on the misplaced-page path"
-			    : "; fentry unavailable, so no per-page misplacement detail");
+			    : "; fentry unavailable, so no per-page misplacement detail",
+		    caps->caps[TK_CAP_LOAD_NUMA].reason);
 	} else {
-		if (!why)
-			why = "neither tp_btf nor raw_tp programs work";
 		if (tk_read_file(s->proc, "vmstat", vm, sizeof(vm)) > 0) {
 			b->backend = TK_BACKEND_VMSTAT;
 			put(b->reason, sizeof(b->reason), "%s: /proc/vmstat and per-node numastat "
@@ -283,6 +296,7 @@ int tk_caps__snapshot_probe(const struct tk_caps_opts *opts, tk_probe_fn probe,
 	s.proc = opts->proc_root ? opts->proc_root : "/proc";
 	s.sys = opts->sys_root ? opts->sys_root : "/sys";
 	s.probe = probe ? probe : tk_probe_kernel;
+	s.caps = caps;
 	caps->pid = opts->pid;
 
 	if (caps->pid) {

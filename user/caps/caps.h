@@ -41,6 +41,12 @@ enum tk_probe {
 	TK_PROBE_PERF_CPU_CLOCK,
 	TK_PROBE_PERF_HARDWARE,
 	TK_PROBE_UNWIND,	/* the CFI unwinder loads into a perf_event program */
+	TK_PROBE_MAP_RUNTIME_ALLOC,	/* core/kfeat.h */
+	TK_PROBE_ATTACH_COOKIE,
+	TK_PROBE_UPROBE_SESSION,
+	TK_PROBE_LOAD_CPU,	/* the collectors' objects, as they would load them */
+	TK_PROBE_LOAD_ALLOC,
+	TK_PROBE_LOAD_NUMA,
 	TK_PROBE__COUNT,
 };
 
@@ -63,6 +69,7 @@ struct tk_probe_ctx {
 	bool own_only;		/* out: perf events only for the caller's own processes */
 	bool user_only;		/* out: ... and only with exclude_kernel */
 	struct tk_core_facts core;	/* out: TK_PROBE_CORE only */
+	const struct tk_caps *caps;	/* the snapshot so far (TK_PROBE_LOAD_NUMA) */
 };
 
 /* Returns 0 when the kernel allowed it, or the negative errno it answered. */

@@ -176,6 +176,7 @@ static int run_probe(struct snap *s, enum tk_probe which, struct tk_probe_ctx *c
 	ctx->btf_path = s->has_btf ? s->btf_path : NULL;
 	ctx->btf = s->btf;
 	ctx->tracefs_dir = s->tracefs ? s->tracefs_dir : NULL;
+	ctx->caps = s->caps;
 	return s->probe(which, ctx);
 }
 
@@ -238,6 +239,39 @@ static void kconfig_note(struct snap *s, struct tk_cap *c, const char *opt)
 			"(config.gz)", opt);
 }
 
+/*
+ * Each collector's own objects, loaded as its backend would load them on
+ * this kernel (and closed): what `tracekit caps` says cpu, alloc and numa
+ * will use is then what they do, not an inference from the parts.
+ */
+static void snap_loads(struct snap *s, struct tk_caps *caps)
+{
+	static const struct {
+		enum tk_cap_id id;
+		enum tk_probe probe;
+		enum tk_cap_id needs;
+	} loads[] = {
+		{ TK_CAP_LOAD_CPU, TK_PROBE_LOAD_CPU, TK_CAP_PROG_PERF_EVENT },
+		{ TK_CAP_LOAD_ALLOC, TK_PROBE_LOAD_ALLOC, TK_CAP_PROG_UPROBE },
+		{ TK_CAP_LOAD_NUMA, TK_PROBE_LOAD_NUMA, TK_CAP_PROG_RAW_TP },
+	};
+	struct tk_probe_ctx ctx;
+	struct tk_cap *c;
+	size_t i;
+
+	for (i = 0; i < sizeof(loads) / sizeof(loads[0]); i++) {
+		if (s->cpu_only && loads[i].id != TK_CAP_LOAD_CPU)
+			break;
+		if (!ok(caps, loads[i].needs)) {
+			c = set(caps, loads[i].id, caps->caps[loads[i].needs].status);
+			VALUE(c, "no");
+			REASON(c, "needs %s", tk_cap__id_name(loads[i].needs));
+			continue;
+		}
+		snap_probe_entry(s, caps, loads[i].id, loads[i].probe, true, &ctx);
+	}
+}
+
 void snap_bpf(struct snap *s, struct tk_caps *caps)
 {
 	static const struct {
@@ -289,6 +323,7 @@ void snap_bpf(struct snap *s, struct tk_caps *caps)
 	if (s->cpu_only) {
 		snap_probe_entry(s, caps, TK_CAP_PROG_PERF_EVENT, TK_PROBE_PROG_PERF_EVENT, true,
 				 &ctx);
+		snap_loads(s, caps);
 		return;
 	}
 	/* a kernel without ring buffers rejects the map type as invalid */
@@ -338,6 +373,28 @@ void snap_bpf(struct snap *s, struct tk_caps *caps)
 		       "none needed: tracekit uses tracepoints and fentry instead");
 		caps->caps[TK_CAP_PROG_KPROBE].not_needed = true;
 	}
+
+	/* what differs between 5.10 and 7.x, and how the collectors take it (core/kfeat.h) */
+	if (snap_probe_entry(s, caps, TK_CAP_MAP_RUNTIME_ALLOC, TK_PROBE_MAP_RUNTIME_ALLOC, true,
+			     &ctx)) {
+		c = &caps->caps[TK_CAP_MAP_RUNTIME_ALLOC];
+		REMEDY(c, "none needed: tracekit preallocates its hash maps here, smaller "
+			  "(what does not fit is counted as lost)");
+		c->not_needed = true;
+	}
+	if (snap_probe_entry(s, caps, TK_CAP_ATTACH_COOKIE, TK_PROBE_ATTACH_COOKIE, true, &ctx)) {
+		c = &caps->caps[TK_CAP_ATTACH_COOKIE];
+		REMEDY(c, "none needed: the alloc collector uses a program per hooked function");
+		c->not_needed = true;
+	}
+	if (snap_probe_entry(s, caps, TK_CAP_UPROBE_SESSION, TK_PROBE_UPROBE_SESSION, true,
+			     &ctx)) {
+		c = &caps->caps[TK_CAP_UPROBE_SESSION];
+		REMEDY(c, "none needed: sampled allocation tracing then takes a uretprobe per "
+			  "call (Linux 6.13+ makes it one trap per call)");
+		c->not_needed = true;
+	}
+	snap_loads(s, caps);
 }
 
 void snap_perf(struct snap *s, struct tk_caps *caps)

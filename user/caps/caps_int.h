@@ -33,6 +33,7 @@ struct snap {
 	bool tracefs;
 	char tracefs_dir[64];	/* relative to sys root */
 	bool cpu_only;		/* TK_CAPS_CPU: only what the CPU backend needs */
+	const struct tk_caps *caps;	/* the snapshot being taken (for the load probes) */
 };
 
 __attribute__((format(printf, 3, 4))) static inline void put(char *dst, size_t size,

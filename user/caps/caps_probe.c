@@ -24,6 +24,7 @@
 #include "core/internal.h"
 #include "unwind/unwind_bpf.h"
 #include "caps/caps.h"
+#include "core/kfeat.h"
 
 #define setmsg(ctx, ...) snprintf((ctx)->msg, sizeof((ctx)->msg), __VA_ARGS__)
 
@@ -420,6 +421,49 @@ int tk_probe_kernel(enum tk_probe which, struct tk_probe_ctx *ctx)
 		if (!err)
 			setmsg(ctx, "walked a known stack in the kernel (rsp, rbp, PLT rules, a "
 			       "frame by rbp, the outermost frame)");
+		break;
+	case TK_PROBE_MAP_RUNTIME_ALLOC:
+		err = tk_kfeat__runtime_alloc_maps() ? 0 : -EINVAL;
+		setmsg(ctx, err ? "a perf_event program naming a BPF_F_NO_PREALLOC hash map is "
+				  "refused (kernels before 6.1)"
+				: "a perf_event program may name a BPF_F_NO_PREALLOC hash map");
+		break;
+	case TK_PROBE_ATTACH_COOKIE:
+		err = tk_kfeat__attach_cookie() ? 0 : -ENOENT;
+		setmsg(ctx, err ? "no bpf_get_attach_cookie() in kprobe/uprobe programs (kernels "
+				  "before 5.15)"
+				: "bpf_get_attach_cookie() in kprobe/uprobe programs");
+		break;
+	case TK_PROBE_UPROBE_SESSION:
+		switch (tk_kfeat__session_kfunc()) {
+		case TK_KF_SESSION_VOID:
+			setmsg(ctx, "kfunc bool bpf_session_is_return(void) in kernel BTF");
+			err = 0;
+			break;
+		case TK_KF_SESSION_CTX:
+			setmsg(ctx, "kfunc bool bpf_session_is_return(void *ctx) in kernel BTF");
+			err = 0;
+			break;
+		case TK_KF_SESSION_ABSENT:
+			setmsg(ctx, "no kfunc bpf_session_is_return in kernel BTF (uprobe sessions "
+			       "came in 6.13)");
+			err = -ENOENT;
+			break;
+		default:
+			setmsg(ctx, "bpf_session_is_return: no kernel BTF to read, or a prototype "
+			       "tracekit does not know");
+			err = -ENOENT;
+			break;
+		}
+		break;
+	case TK_PROBE_LOAD_CPU:
+		err = tk_cpu_bpf__probe_load(ctx->msg, sizeof(ctx->msg));
+		break;
+	case TK_PROBE_LOAD_ALLOC:
+		err = tk_alloc_bpf__probe_load(ctx->msg, sizeof(ctx->msg));
+		break;
+	case TK_PROBE_LOAD_NUMA:
+		err = tk_numa_bpf__probe_load(ctx->caps, ctx->msg, sizeof(ctx->msg));
 		break;
 	default:
 		err = -EINVAL;

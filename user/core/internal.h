@@ -66,4 +66,13 @@ struct cpu_follow_bpf;
 struct cpu_follow_bpf *tk_cpu_follow__attach(int pids_fd);
 void tk_cpu_follow__destroy(struct cpu_follow_bpf *skel);
 
+/*
+ * The collectors' objects, loaded as `tracekit cpu/alloc/numa` would load
+ * them here and closed at once (the snapshot's bpf.load.*): 0 and what was
+ * chosen in @msg, or a negative errno and why.
+ */
+int tk_cpu_bpf__probe_load(char *msg, size_t msg_sz);
+int tk_alloc_bpf__probe_load(char *msg, size_t msg_sz);
+int tk_numa_bpf__probe_load(const struct tk_caps *caps, char *msg, size_t msg_sz);
+
 #endif /* __TK_INTERNAL_H */

@@ -445,3 +445,40 @@ const struct tk_cpu_backend tk_cpu_backend_bpf = {
 	.collect = bpf_collect,
 	.free = bpf_free,
 };
+
+/*
+ * What `tracekit cpu` would load here, loaded and closed (the capability
+ * snapshot's bpf.load.cpu): the sampler as the defaults configure it, and
+ * the fork follower a command needs. 0 and what was chosen in @msg, or a
+ * negative errno and why.
+ */
+int tk_cpu_bpf__probe_load(char *msg, size_t msg_sz)
+{
+	struct tk_cpu *c = calloc(1, sizeof(*c));
+	struct bpf_state st = { .cgroup_fd = -1 };
+	struct cpu_follow_bpf *follow = NULL;
+	int err;
+
+	if (!c)
+		return -ENOMEM;
+	c->opts.freq_hz = 99;
+	c->opts.unwind = TK_UNWIND_AUTO;
+	err = load_sampler(c, &st, TK_UNWIND_AUTO);
+	if (err) {
+		snprintf(msg, msg_sz, "the perf_event sampler does not load: %s%s%s",
+			 strerror(-err), c->unwind_note[0] ? "; " : "", c->unwind_note);
+		goto out;
+	}
+	follow = tk_cpu_follow__attach(bpf_map__fd(st.skel->maps.pids));
+	snprintf(msg, msg_sz, "user stacks by %s; a command's children %s%s",
+		 st.unw ? "CFI rows in the kernel" : "frame pointer",
+		 follow ? "followed" : "not followable (--backend auto then takes perf)",
+		 c->kernel_note[0] ? "; maps preallocated (smaller)" : "");
+out:
+	if (follow)
+		tk_cpu_follow__destroy(follow);
+	tk_unw_bpf__free(st.unw);
+	cpu_sample_bpf__destroy(st.skel);
+	free(c);
+	return err;
+}

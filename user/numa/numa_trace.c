@@ -577,3 +577,34 @@ const struct tk_numa_backend tk_numa_backend_bpf = {
 	.stacks = tk_numa_bpf__stacks,
 	.free = bpf_free,
 };
+
+/*
+ * What `tracekit numa` would load here, loaded and closed (the capability
+ * snapshot's bpf.load.numa), choosing with @caps as a session does. 0 and
+ * what was chosen in @msg, or a negative errno and why.
+ */
+int tk_numa_bpf__probe_load(const struct tk_caps *caps, char *msg, size_t msg_sz)
+{
+	struct tk_numa *n = calloc(1, sizeof(*n));
+	struct nt_state *st;
+	char why[256] = "";
+	int err;
+
+	if (!n)
+		return -ENOMEM;
+	n->opts.sz = sizeof(n->opts);
+	n->caps = caps;
+	err = bpf_open(n, why, sizeof(why));
+	if (err) {
+		snprintf(msg, msg_sz, "%s", why[0] ? why : strerror(-err));
+		free(n);
+		return err;
+	}
+	st = n->priv;
+	snprintf(msg, msg_sz, "raw_tp %s%s; misplaced pages by %s", st->have_migrate ?
+		 "mm_migrate_pages" : "", st->have_sched[0] ? " sched_*_numa" : "",
+		 st->mp == MP_FENTRY ? "fentry" : st->mp == MP_KPROBE ? "kprobe" : "nothing");
+	bpf_free(n);
+	free(n);
+	return 0;
+}
