@@ -116,6 +116,14 @@ if tier integration; then
 		[[ -x $t ]] && { run_cmocka "$t"; n=$((n + 1)); }
 	done
 	none_found integration "$B/tests/integration" $n
+	# the older kernels' paths on this one (user/core/kfeat.h): preallocated hash maps,
+	# slot programs for want of attach cookies, entry/return uprobes for want of sessions
+	if [[ -x $B/tests/integration/test_alloc_bpf ]]; then
+		echo "-- again as on a 5.10 kernel (TK_KFEAT_OFF, TK_ALLOC_NO_SESSIONS)"
+		TK_KFEAT_OFF=runtime_alloc_maps,attach_cookie TK_ALLOC_NO_SESSIONS=1 \
+			run_cmocka "$B/tests/integration/test_alloc_bpf"
+		TK_KFEAT_OFF=runtime_alloc_maps run_cmocka "$B/tests/integration/test_cpu"
+	fi
 fi
 
 help_ok() {

@@ -153,11 +153,13 @@ static void choose_backends(struct snap *s, struct tk_caps *caps)
 	char vm[256];
 
 	b = &caps->backends[TK_COLLECT_CPU];
-	why = first_failure(caps, cpu_bpf, 4);
+	/* a CPU-only snapshot (a cpu session's) loads nothing: the session loads next */
+	why = first_failure(caps, cpu_bpf, s->cpu_only ? 3 : 4);
 	if (!why) {
 		b->backend = TK_BACKEND_BPF;
 		put(b->reason, sizeof(b->reason), "perf_event BPF programs on cpu-clock, stacks "
-			"aggregated in the kernel: %s", caps->caps[TK_CAP_LOAD_CPU].reason);
+			"aggregated in the kernel%s%s", s->cpu_only ? "" : ": ",
+		    caps->caps[TK_CAP_LOAD_CPU].reason);
 	} else if (ok(caps, TK_CAP_PERF_CPU_CLOCK)) {
 		b->backend = TK_BACKEND_PERF;
 		put(b->reason, sizeof(b->reason), "%s: perf_event_open cpu-clock with call "

@@ -260,8 +260,6 @@ static void snap_loads(struct snap *s, struct tk_caps *caps)
 	size_t i;
 
 	for (i = 0; i < sizeof(loads) / sizeof(loads[0]); i++) {
-		if (s->cpu_only && loads[i].id != TK_CAP_LOAD_CPU)
-			break;
 		if (!ok(caps, loads[i].needs)) {
 			c = set(caps, loads[i].id, caps->caps[loads[i].needs].status);
 			VALUE(c, "no");
@@ -321,9 +319,9 @@ void snap_bpf(struct snap *s, struct tk_caps *caps)
 	}
 
 	if (s->cpu_only) {
+		/* no bpf.load.cpu: the session that asked loads the sampler next anyway */
 		snap_probe_entry(s, caps, TK_CAP_PROG_PERF_EVENT, TK_PROBE_PROG_PERF_EVENT, true,
 				 &ctx);
-		snap_loads(s, caps);
 		return;
 	}
 	/* a kernel without ring buffers rejects the map type as invalid */
