@@ -292,16 +292,12 @@ int tk_caps__snapshot_probe(const struct tk_caps_opts *opts, tk_probe_fn probe,
 	}
 	snap_kernel(&s, caps, opts->release);
 
-	if (!tk_path_join(s.btf_path, sizeof(s.btf_path), s.sys, "kernel/btf/vmlinux"))
-		s.has_btf = tk_path_exists(s.sys, "kernel/btf/vmlinux");
 	s.cpu_only = opts->scope == TK_CAPS_CPU;
-	/* no CPU-scope probe needs the parsed BTF */
-	if (s.has_btf && !s.cpu_only)
-		s.btf = btf__parse(s.btf_path, NULL);	/* NULL: a fixture's empty file */
 	find_tracefs(&s);
 
 	log = (struct tk_log){ opts->log, opts->log_ctx };
 	tk_log__push(&log, &saved);
+	snap_btf(&s, caps);	/* libbpf's words on what it cannot parse go to the log */
 	snap_privileges(&s, caps);
 	snap_bpf(&s, caps);
 	snap_perf(&s, caps);
