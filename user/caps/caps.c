@@ -117,18 +117,33 @@ const char *tk_collector__name(enum tk_collector c)
 
 /* ---- backends --------------------------------------------------------------------- */
 
+/* The first of @ids that is not supported, and what it fails for want of, if anything. */
 static const char *first_failure(const struct tk_caps *caps, const enum tk_cap_id *ids, int n)
 {
 	static __thread char buf[320];
+	const struct tk_cap *c;
 	int i;
 
-	for (i = 0; i < n; i++)
-		if (!ok(caps, ids[i])) {
+	for (i = 0; i < n; i++) {
+		if (ok(caps, ids[i]))
+			continue;
+		c = &caps->caps[ids[i]];
+		if (c->has_cause)
+			snprintf(buf, sizeof(buf), "%s is %s, for want of %s (%s)",
+				 tk_cap__id_name(ids[i]), tk_status__name(c->status),
+				 tk_cap__title(c->cause), tk_cap__id_name(c->cause));
+		else
 			snprintf(buf, sizeof(buf), "%s is %s", tk_cap__id_name(ids[i]),
-				 tk_status__name(caps->caps[ids[i]].status));
-			return buf;
-		}
+				 tk_status__name(c->status));
+		return buf;
+	}
 	return NULL;
+}
+
+/* Collector @b does not get its bpf backend: keep what stood in the way (@why). */
+static void blocked(struct tk_backend_choice *b, const char *why)
+{
+	put(b->blocker, sizeof(b->blocker), "%s", why);
 }
 
 static void choose_backends(struct snap *s, struct tk_caps *caps)
@@ -145,6 +160,8 @@ static void choose_backends(struct snap *s, struct tk_caps *caps)
 
 	b = &caps->backends[TK_COLLECT_CPU];
 	why = first_failure(caps, cpu_bpf, 3);
+	if (why)
+		blocked(b, why);
 	if (!why) {
 		b->backend = TK_BACKEND_BPF;
 		put(b->reason, sizeof(b->reason), "perf_event BPF programs on cpu-clock, stacks "
@@ -170,10 +187,13 @@ static void choose_backends(struct snap *s, struct tk_caps *caps)
 
 	b = &caps->backends[TK_COLLECT_ALLOC];
 	why = first_failure(caps, alloc_bpf, 3);
+	if (why)
+		blocked(b, why);
 	if (!why && caps->pid && caps->proc.allocator == TK_ALLOC_UNKNOWN) {
 		b->backend = TK_BACKEND_NONE;
 		put(b->reason, sizeof(b->reason), "the target's allocator is unknown: no "
 			"functions to attach uprobes to");
+		blocked(b, "the target's allocator is unknown");
 	} else if (!why) {
 		b->backend = TK_BACKEND_BPF;
 		put(b->reason, sizeof(b->reason), "uprobes on the allocator%s, outstanding "
@@ -206,6 +226,7 @@ static void choose_backends(struct snap *s, struct tk_caps *caps)
 	} else {
 		if (!why)
 			why = "neither tp_btf nor raw_tp programs work";
+		blocked(b, why);
 		if (tk_read_file(s->proc, "vmstat", vm, sizeof(vm)) > 0) {
 			b->backend = TK_BACKEND_VMSTAT;
 			put(b->reason, sizeof(b->reason), "%s: /proc/vmstat and per-node numastat "

@@ -79,6 +79,8 @@ int tk_probe_kernel(enum tk_probe which, struct tk_probe_ctx *ctx);
 struct tk_backend_choice {
 	enum tk_backend backend;
 	char reason[256];
+	/* what kept the collector from its bpf backend, in the reason's words; "" with it */
+	char blocker[256];
 };
 
 #define TK_MAX_NUMA_NODES 64
