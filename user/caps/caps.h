@@ -22,7 +22,7 @@ struct tk_cap {
 	bool not_needed;	/* not supported, but tracekit does not need it here */
 	enum tk_status status;
 	char value[128];	/* what was found, short: "2", "v1", "migrate_misplaced_folio" */
-	char reason[512];	/* why not supported (or a note when supported) */
+	char reason[768];	/* why not supported (or a note when supported) */
 	char remedy[256];	/* what a person can do about it; empty if nothing */
 	/* it fails because entry @cause does (no kernel BTF, no bpf(2)): one problem, not two */
 	bool has_cause;

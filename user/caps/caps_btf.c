@@ -38,11 +38,11 @@ static const char *const disk_btf[] = {
 	"usr/lib/debug/lib/modules/%1$s/vmlinux",
 };
 
-/* the same, for people */
+/* the same, for people (no word longer than the text report's 65 columns of reason) */
 #define DISK_BTF_NAMES                                                                   \
 	"/boot/vmlinux-KVER, /lib/modules/KVER/{vmlinux-KVER,build/vmlinux}, "                \
-	"/usr/lib/modules/KVER/kernel/vmlinux, "                                             \
-	"/usr/lib/debug/{boot/vmlinux-KVER[.debug],lib/modules/KVER/vmlinux}"
+	"/usr/lib/modules/KVER/kernel/vmlinux, /usr/lib/debug/boot/vmlinux-KVER[.debug], "   \
+	"/usr/lib/debug/lib/modules/KVER/vmlinux"
 
 enum btf_state { BTF_OK, BTF_ABSENT, BTF_UNREADABLE, BTF_EMPTY, BTF_INVALID };
 
