@@ -85,7 +85,12 @@ enum tk_cap_id {
 struct tk_caps_opts {
 	size_t sz;		/* TK_OPTS_SZ(tk_caps_opts) */
 	const char *proc_root;	/* default "/proc" */
-	const char *sys_root;	/* default "/sys" */
+	/*
+	 * default "/sys"; the vmlinux files libbpf looks for kernel BTF in when
+	 * sys_root has none (/boot/vmlinux-KVER ...) are looked for under its
+	 * parent directory ("/" for "/sys")
+	 */
+	const char *sys_root;
 	int pid;		/* 0: the caller; else the target process */
 	const char *release;	/* default: proc_root/sys/kernel/osrelease */
 	/*
@@ -98,7 +103,8 @@ struct tk_caps_opts {
 	/*
 	 * TK_CAPS_ALL: the whole report. TK_CAPS_CPU: only what the CPU backend
 	 * choice needs (privileges, bpf(2), perf_event programs, cpu-clock, BTF
-	 * presence), for a fast start; other entries are absent and the other
+	 * presence, and without BTF what cannot work then: CO-RE, tp_btf,
+	 * fentry), for a fast start; other entries are absent and the other
 	 * collectors' backends are "none", not assessed.
 	 */
 	unsigned int scope;

@@ -65,6 +65,16 @@ bool fx_exists(const struct fx *fx, const char *rel);
 #define FX_CAPEFF_ROOT "000001ffffffffff"
 int fx_base_host(struct fx *fx);
 
+/*
+ * "No BTF": the baseline on a kernel without kernel BTF, as a mount of an empty
+ * file over /sys/kernel/btf/vmlinux simulates it on the development machine:
+ * no sys/kernel/btf/vmlinux (nor any vmlinux file where libbpf looks next), a
+ * tracefs mounted at /sys/kernel/tracing listing the events the snapshot
+ * looks for, and a kallsyms as that machine's is, without
+ * CONFIG_KALLSYMS_ALL: __traceiter_NAME functions, no __tracepoint_NAME data.
+ */
+int fx_no_btf_host(struct fx *fx);
+
 /* proc/self/status of the baseline with other CapEff and Seccomp values. */
 int fx_set_status(struct fx *fx, const char *capeff, int seccomp);
 

@@ -124,18 +124,33 @@ const char *tk_collector__name(enum tk_collector c)
 
 /* ---- backends --------------------------------------------------------------------- */
 
+/* The first of @ids that is not supported, and what it fails for want of, if anything. */
 static const char *first_failure(const struct tk_caps *caps, const enum tk_cap_id *ids, int n)
 {
 	static __thread char buf[320];
+	const struct tk_cap *c;
 	int i;
 
-	for (i = 0; i < n; i++)
-		if (!ok(caps, ids[i])) {
+	for (i = 0; i < n; i++) {
+		if (ok(caps, ids[i]))
+			continue;
+		c = &caps->caps[ids[i]];
+		if (c->has_cause)
+			snprintf(buf, sizeof(buf), "%s is %s, for want of %s (%s)",
+				 tk_cap__id_name(ids[i]), tk_status__name(c->status),
+				 tk_cap__title(c->cause), tk_cap__id_name(c->cause));
+		else
 			snprintf(buf, sizeof(buf), "%s is %s", tk_cap__id_name(ids[i]),
-				 tk_status__name(caps->caps[ids[i]].status));
-			return buf;
-		}
+				 tk_status__name(c->status));
+		return buf;
+	}
 	return NULL;
+}
+
+/* Collector @b does not get its bpf backend: keep what stood in the way (@why). */
+static void blocked(struct tk_backend_choice *b, const char *why)
+{
+	put(b->blocker, sizeof(b->blocker), "%s", why);
 }
 
 static void choose_backends(struct snap *s, struct tk_caps *caps)
@@ -155,6 +170,8 @@ static void choose_backends(struct snap *s, struct tk_caps *caps)
 	b = &caps->backends[TK_COLLECT_CPU];
 	/* a CPU-only snapshot (a cpu session's) loads nothing: the session loads next */
 	why = first_failure(caps, cpu_bpf, s->cpu_only ? 3 : 4);
+	if (why)
+		blocked(b, why);
 	if (!why) {
 		b->backend = TK_BACKEND_BPF;
 		put(b->reason, sizeof(b->reason), "perf_event BPF programs on cpu-clock, stacks "
@@ -181,10 +198,13 @@ static void choose_backends(struct snap *s, struct tk_caps *caps)
 
 	b = &caps->backends[TK_COLLECT_ALLOC];
 	why = first_failure(caps, alloc_bpf, 4);
+	if (why)
+		blocked(b, why);
 	if (!why && caps->pid && caps->proc.allocator == TK_ALLOC_UNKNOWN) {
 		b->backend = TK_BACKEND_NONE;
 		put(b->reason, sizeof(b->reason), "the target's allocator is unknown: no "
 			"functions to attach uprobes to");
+		blocked(b, "the target's allocator is unknown");
 	} else if (!why) {
 		b->backend = TK_BACKEND_BPF;
 		put(b->reason, sizeof(b->reason), "uprobes on the allocator%s, outstanding "
@@ -221,6 +241,7 @@ static void choose_backends(struct snap *s, struct tk_caps *caps)
 			    : "; fentry unavailable, so no per-page misplacement detail",
 		    caps->caps[TK_CAP_LOAD_NUMA].reason);
 	} else {
+		blocked(b, why);
 		if (tk_read_file(s->proc, "vmstat", vm, sizeof(vm)) > 0) {
 			b->backend = TK_BACKEND_VMSTAT;
 			put(b->reason, sizeof(b->reason), "%s: /proc/vmstat and per-node numastat "
@@ -308,16 +329,12 @@ int tk_caps__snapshot_probe(const struct tk_caps_opts *opts, tk_probe_fn probe,
 	}
 	snap_kernel(&s, caps, opts->release);
 
-	if (!tk_path_join(s.btf_path, sizeof(s.btf_path), s.sys, "kernel/btf/vmlinux"))
-		s.has_btf = tk_path_exists(s.sys, "kernel/btf/vmlinux");
 	s.cpu_only = opts->scope == TK_CAPS_CPU;
-	/* no CPU-scope probe needs the parsed BTF */
-	if (s.has_btf && !s.cpu_only)
-		s.btf = btf__parse(s.btf_path, NULL);	/* NULL: a fixture's empty file */
 	find_tracefs(&s);
 
 	log = (struct tk_log){ opts->log, opts->log_ctx };
 	tk_log__push(&log, &saved);
+	snap_btf(&s, caps);	/* libbpf's words on what it cannot parse go to the log */
 	snap_privileges(&s, caps);
 	snap_bpf(&s, caps);
 	snap_perf(&s, caps);

@@ -22,8 +22,11 @@ struct tk_cap {
 	bool not_needed;	/* not supported, but tracekit does not need it here */
 	enum tk_status status;
 	char value[128];	/* what was found, short: "2", "v1", "migrate_misplaced_folio" */
-	char reason[256];	/* why not supported (or a note when supported) */
+	char reason[768];	/* why not supported (or a note when supported) */
 	char remedy[256];	/* what a person can do about it; empty if nothing */
+	/* it fails because entry @cause does (no kernel BTF, no bpf(2)): one problem, not two */
+	bool has_cause;
+	enum tk_cap_id cause;
 };
 
 /* The kernel probes, as one function the unit tests can replace. */
@@ -62,8 +65,10 @@ struct btf;
 
 struct tk_probe_ctx {
 	const char *sys_root;	/* where tracefs, event_source devices live */
-	const char *btf_path;	/* kernel BTF file, NULL when there is none */
-	const struct btf *btf;	/* the same, parsed once (NULL: unparsable or none) */
+	const char *btf_path;	/* the BTF CO-RE relocates against (sysfs or a vmlinux on
+				   disk, as libbpf finds it), NULL when there is none */
+	const struct btf *btf;	/* the kernel's own BTF (sysfs), parsed once; NULL when
+				   there is none or it was not parsed (CPU-only scope) */
 	char msg[256];		/* out: what happened, for people */
 	const char *tracefs_dir;	/* mounted tracefs under sys_root, or NULL */
 	bool own_only;		/* out: perf events only for the caller's own processes */
@@ -81,6 +86,8 @@ int tk_probe_kernel(enum tk_probe which, struct tk_probe_ctx *ctx);
 struct tk_backend_choice {
 	enum tk_backend backend;
 	char reason[256];
+	/* what kept the collector from its bpf backend, in the reason's words; "" with it */
+	char blocker[256];
 };
 
 #define TK_MAX_NUMA_NODES 64

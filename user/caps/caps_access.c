@@ -174,7 +174,7 @@ static int run_probe(struct snap *s, enum tk_probe which, struct tk_probe_ctx *c
 	memset(ctx, 0, sizeof(*ctx));
 	ctx->sys_root = s->sys;
 	ctx->btf_path = s->has_btf ? s->btf_path : NULL;
-	ctx->btf = s->btf;
+	ctx->btf = s->kernel_btf ? s->btf : NULL;
 	ctx->tracefs_dir = s->tracefs ? s->tracefs_dir : NULL;
 	ctx->caps = s->caps;
 	return s->probe(which, ctx);
@@ -264,9 +264,42 @@ static void snap_loads(struct snap *s, struct tk_caps *caps)
 			c = set(caps, loads[i].id, caps->caps[loads[i].needs].status);
 			VALUE(c, "no");
 			REASON(c, "needs %s", tk_cap__id_name(loads[i].needs));
+			because(c, loads[i].needs);
 			continue;
 		}
 		snap_probe_entry(s, caps, loads[i].id, loads[i].probe, true, &ctx);
+	}
+}
+
+/*
+ * Without BTF (or with only a vmlinux on disk, not the kernel's own), the entries
+ * that need it fail for that one reason, which bpf.btf gives: they say so and
+ * are listed with it.
+ */
+static void btf_missing(struct snap *s, struct tk_caps *caps)
+{
+	static const enum tk_cap_id attach[] = { TK_CAP_PROG_TP_BTF, TK_CAP_PROG_FENTRY };
+	struct tk_cap *c;
+	size_t i;
+
+	if (!s->has_btf) {
+		c = set(caps, TK_CAP_CORE, TK_UNSUPPORTED);
+		VALUE(c, "no");
+		REASON(c, "BTF missing: no kernel BTF to relocate against (see bpf.btf)");
+		because(c, TK_CAP_BTF);
+	}
+	if (s->kernel_btf)
+		return;
+	for (i = 0; i < sizeof(attach) / sizeof(attach[0]); i++) {
+		c = set(caps, attach[i], TK_UNSUPPORTED);
+		VALUE(c, "no");
+		if (s->has_btf)
+			REASON(c, "BTF missing: needs the kernel's own BTF, whose type ids it "
+				  "attaches by; %s serves CO-RE only (see bpf.btf)", s->btf_path);
+		else
+			REASON(c, "BTF missing: needs kernel BTF, whose type ids it attaches by "
+				  "(see bpf.btf)");
+		because(c, TK_CAP_BTF);
 	}
 }
 
@@ -288,19 +321,6 @@ void snap_bpf(struct snap *s, struct tk_caps *caps)
 	struct tk_cap *c;
 	size_t i;
 
-	/* BTF first: the CO-RE, tp_btf and fentry probes need it. */
-	if (s->has_btf) {
-		c = set(caps, TK_CAP_BTF, TK_SUPPORTED);
-		VALUE(c, "%s", s->btf_path);
-	} else {
-		c = set(caps, TK_CAP_BTF, TK_UNSUPPORTED);
-		VALUE(c, "absent");
-		REASON(c, "no /sys/kernel/btf/vmlinux: the kernel is built without "
-			  "CONFIG_DEBUG_INFO_BTF; CO-RE, tp_btf and fentry need it");
-		REMEDY(c, "use a kernel built with CONFIG_DEBUG_INFO_BTF=y (most distribution "
-			  "kernels since 5.4); perf sampling works without it");
-	}
-
 	snap_probe_entry(s, caps, TK_CAP_BPF_SYSCALL, TK_PROBE_BPF_SYSCALL, true, &ctx);
 	if (!ok(caps, TK_CAP_BPF_SYSCALL)) {
 		static const enum tk_cap_id rest[] = {
@@ -314,10 +334,13 @@ void snap_bpf(struct snap *s, struct tk_caps *caps)
 			c = set(caps, rest[i], caps->caps[TK_CAP_BPF_SYSCALL].status);
 			VALUE(c, "no");
 			REASON(c, "bpf(2) is not available (see bpf.syscall)");
+			because(c, TK_CAP_BPF_SYSCALL);
 		}
 		return;
 	}
 
+	/* known without a probe, in either scope: what cannot work without BTF */
+	btf_missing(s, caps);
 	if (s->cpu_only) {
 		/* no bpf.load.cpu: the session that asked loads the sampler next anyway */
 		snap_probe_entry(s, caps, TK_CAP_PROG_PERF_EVENT, TK_PROBE_PROG_PERF_EVENT, true,
@@ -328,23 +351,15 @@ void snap_bpf(struct snap *s, struct tk_caps *caps)
 	if (snap_probe_entry(s, caps, TK_CAP_RINGBUF, TK_PROBE_RINGBUF, true, &ctx) == -EINVAL)
 		REMEDY(&caps->caps[TK_CAP_RINGBUF], "BPF ring buffers need Linux 5.8 or later");
 
-	if (!s->has_btf) {
-		c = set(caps, TK_CAP_CORE, TK_UNSUPPORTED);
-		VALUE(c, "no");
-		REASON(c, "no kernel BTF to relocate against (see bpf.btf)");
-	} else {
+	if (s->has_btf) {
 		snap_probe_entry(s, caps, TK_CAP_CORE, TK_PROBE_CORE, true, &ctx);
 		caps->core = ctx.core;
 	}
 
 	for (i = 0; i < sizeof(progs) / sizeof(progs[0]); i++) {
-		if (!s->has_btf &&
-		    (progs[i].id == TK_CAP_PROG_TP_BTF || progs[i].id == TK_CAP_PROG_FENTRY)) {
-			c = set(caps, progs[i].id, TK_UNSUPPORTED);
-			VALUE(c, "no");
-			REASON(c, "needs kernel BTF (see bpf.btf)");
-			continue;
-		}
+		if (!s->kernel_btf &&
+		    (progs[i].id == TK_CAP_PROG_TP_BTF || progs[i].id == TK_CAP_PROG_FENTRY))
+			continue;	/* btf_missing() said why */
 		snap_probe_entry(s, caps, progs[i].id, progs[i].probe, true, &ctx);
 	}
 	if (ok(caps, TK_CAP_PROG_PERF_EVENT)) {
@@ -361,7 +376,8 @@ void snap_bpf(struct snap *s, struct tk_caps *caps)
 		kconfig_note(s, &caps->caps[TK_CAP_PROG_KPROBE], "CONFIG_KPROBES");
 	if (!ok(caps, TK_CAP_PROG_UPROBE))
 		kconfig_note(s, &caps->caps[TK_CAP_PROG_UPROBE], "CONFIG_UPROBE_EVENTS");
-	if (!ok(caps, TK_CAP_PROG_FENTRY) && !caps->caps[TK_CAP_PROG_FENTRY].remedy[0])
+	if (!ok(caps, TK_CAP_PROG_FENTRY) && !caps->caps[TK_CAP_PROG_FENTRY].remedy[0] &&
+	    !caps->caps[TK_CAP_PROG_FENTRY].has_cause)
 		REMEDY(&caps->caps[TK_CAP_PROG_FENTRY],
 		       "none on this host (its security policy decides); tracekit uses "
 		       "tracepoints (raw_tp/tp_btf) instead, and the NUMA collector loses only "

@@ -24,9 +24,10 @@ struct snap {
 	tk_probe_fn probe;
 	char *kallsyms;		/* whole file, or NULL; read only when BTF cannot answer */
 	bool kallsyms_read;
-	struct btf *btf;	/* vmlinux BTF, or NULL */
-	char btf_path[4096];
-	bool has_btf;
+	struct btf *btf;	/* the BTF found (caps_btf.c), parsed; NULL when not */
+	char btf_path[4096];	/* where: the kernel's own (sysfs), or a vmlinux on disk */
+	bool has_btf;		/* btf_path holds BTF: CO-RE can relocate */
+	bool kernel_btf;	/* it is the kernel's own: tp_btf and fentry can attach */
 	uint64_t capeff;
 	int seccomp;		/* 0 none, 1 strict, 2 filter, -1 unknown */
 	long cap_last_cap;
@@ -61,10 +62,20 @@ static inline struct tk_cap *set(struct tk_caps *caps, enum tk_cap_id id, enum t
 	return c;
 }
 
+/* Entry @c fails because entry @cause does: the report lists it with that one. */
+static inline void because(struct tk_cap *c, enum tk_cap_id cause)
+{
+	c->has_cause = true;
+	c->cause = cause;
+}
+
 static inline bool ok(const struct tk_caps *caps, enum tk_cap_id id)
 {
 	return caps->caps[id].present && caps->caps[id].status == TK_SUPPORTED;
 }
+
+/* caps_btf.c: the kernel's BTF, where libbpf looks for it; the bpf.btf entry */
+void snap_btf(struct snap *s, struct tk_caps *caps);
 
 /* caps_access.c: privileges, eBPF and perf — what this process may do */
 void snap_privileges(struct snap *s, struct tk_caps *caps);

@@ -243,6 +243,7 @@ int tk_caps__write_json(const struct tk_caps *caps, FILE *f)
 		tk_json__string(&j, "reason", nonempty(c->reason));
 		tk_json__string(&j, "remedy", nonempty(c->remedy));
 		tk_json__bool(&j, "needed", !c->not_needed);
+		tk_json__string(&j, "cause", c->has_cause ? tk_cap__id_name(c->cause) : NULL);
 		tk_json__end_object(&j);
 	}
 	tk_json__end_object(&j);
@@ -420,6 +421,54 @@ static void text_objects(FILE *f, const struct tk_proc_info *p)
 			p->anon_exec, p->anon_exec == 1 ? "" : "s");
 }
 
+/*
+ * Entry @i fails because another entry fails (no kernel BTF, no bpf(2)) that is
+ * listed in the same section: it is named under that one, not listed or counted
+ * on its own.
+ */
+static bool grouped(const struct tk_caps *caps, int i)
+{
+	const struct tk_cap *c = &caps->caps[i], *cause;
+
+	if (!c->has_cause || (unsigned int)c->cause >= TK_CAP__COUNT || (int)c->cause == i)
+		return false;
+	cause = &caps->caps[c->cause];
+	return cause->present && cause->status != TK_SUPPORTED && !cause->has_cause &&
+	       cause->not_needed == c->not_needed;
+}
+
+/* The entries not supported, of one section, as listed: each problem once. */
+static int count_problems(const struct tk_caps *caps, bool benign)
+{
+	int i, n = 0;
+
+	for (i = 0; i < TK_CAP__COUNT; i++)
+		n += caps->caps[i].present && caps->caps[i].status != TK_SUPPORTED &&
+		     caps->caps[i].not_needed == benign && !grouped(caps, i);
+	return n;
+}
+
+/* Under entry @cause: the entries that fail because of it. */
+static void text_consequences(FILE *f, const struct tk_caps *caps, int cause)
+{
+	char line[512];
+	size_t off;
+	int i, n = 0;
+
+	off = snprintf(line, sizeof(line), "so also unavailable: ");
+	for (i = 0; i < TK_CAP__COUNT && off < sizeof(line); i++) {
+		if (!caps->caps[i].present || caps->caps[i].status == TK_SUPPORTED ||
+		    (int)caps->caps[i].cause != cause || !grouped(caps, i))
+			continue;
+		off += snprintf(line + off, sizeof(line) - off, "%s%s", n++ ? ", " : "",
+				tk_cap__title(i));
+	}
+	if (!n)
+		return;
+	fprintf(f, "%*s", 15, "");
+	wrap(f, line, 15, 20);
+}
+
 /* The entries that are not supported: those that matter, or (@benign) those that do not. */
 static void text_problems(FILE *f, const struct tk_caps *caps, bool benign)
 {
@@ -432,7 +481,8 @@ static void text_problems(FILE *f, const struct tk_caps *caps, bool benign)
 			const struct tk_cap *c = &caps->caps[i];
 			char line[512];
 
-			if (!c->present || c->status != want || c->not_needed != benign)
+			if (!c->present || c->status != want || c->not_needed != benign ||
+			    grouped(caps, i))
 				continue;
 			snprintf(line, sizeof(line), "%s: %s", tk_cap__title(i), c->value);
 			fprintf(f, "  %-13s", tk_status__name(c->status));
@@ -447,13 +497,14 @@ static void text_problems(FILE *f, const struct tk_caps *caps, bool benign)
 				fprintf(f, "%*s", 15, "");
 				wrap(f, line, 15, 20);
 			}
+			text_consequences(f, caps, i);
 		}
 	}
 }
 
 int tk_caps__write_text(const struct tk_caps *caps, FILE *f)
 {
-	int counts[3] = {}, i, not_needed = 0;
+	int counts[3] = {}, i, attention, not_needed;
 	char head[256];
 
 	for (i = 0; i < TK_CAP__COUNT; i++)
@@ -472,13 +523,11 @@ int tk_caps__write_text(const struct tk_caps *caps, FILE *f)
 		wrap(f, caps->backends[i].reason, 18, 18);
 	}
 
-	for (i = 0; i < TK_CAP__COUNT; i++)
-		if (caps->caps[i].present && caps->caps[i].status != TK_SUPPORTED &&
-		    caps->caps[i].not_needed)
-			not_needed++;
-	fprintf(f, "\nNeeds attention (%d)\n",
-		counts[TK_UNSUPPORTED] + counts[TK_DISABLED] - not_needed);
-	if (counts[TK_UNSUPPORTED] + counts[TK_DISABLED] == not_needed)
+	/* each problem once: what fails only because another entry does is named with it */
+	attention = count_problems(caps, false);
+	not_needed = count_problems(caps, true);
+	fprintf(f, "\nNeeds attention (%d)\n", attention);
+	if (!attention)
 		fprintf(f, "  nothing\n");
 	text_problems(f, caps, false);
 	if (not_needed) {

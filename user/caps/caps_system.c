@@ -54,6 +54,63 @@ static bool btf_has(const struct snap *s, const char *name, __u32 kind)
 	return s->btf && btf__find_by_name_kind(s->btf, name, kind) > 0;
 }
 
+/*
+ * A tracepoint's symbols in kallsyms, the one found into @sym: its struct
+ * (__tracepoint_NAME, data: listed only with CONFIG_KALLSYMS_ALL), or the
+ * function that calls its probes (__traceiter_NAME, text, since 5.10: listed on
+ * every kernel). Not __bpf_trace_NAME: that one is named after the event's
+ * class, which events of a class share (sched_swap_numa's is
+ * sched_numa_pair_template).
+ */
+static bool kallsyms_tracepoint(struct snap *s, const char *name, char *sym, size_t size)
+{
+	snprintf(sym, size, "__tracepoint_%s", name);
+	if (kallsyms_has(s, sym, "dDbBrR"))
+		return true;
+	snprintf(sym, size, "__traceiter_%s", name);
+	return kallsyms_has(s, sym, "tT");
+}
+
+/* Not found: say where it was looked for, and where it could not be. */
+static void tracepoint_absent(struct snap *s, struct tk_caps *caps, enum tk_cap_id id,
+			      const char *cat, const char *name)
+{
+	const char *looked[3], *not_looked[3];
+	int nl = 0, nn = 0;
+	char in[64], out[160];
+	struct tk_cap *c;
+
+	if (s->tracefs)
+		looked[nl++] = "tracefs";
+	else
+		not_looked[nn++] = "tracefs is not mounted";
+	if (s->btf)
+		looked[nl++] = "BTF";
+	else
+		not_looked[nn++] = "there is no kernel BTF";
+	if (s->kallsyms)
+		looked[nl++] = "kallsyms";
+	else
+		not_looked[nn++] = "kallsyms is unreadable";
+	snprintf(in, sizeof(in), "%s%s%s%s%s", nl > 0 ? looked[0] : "",
+		 nl == 3 ? ", " : nl == 2 ? " or " : "", nl > 1 ? looked[1] : "",
+		 nl == 3 ? " or " : "", nl > 2 ? looked[2] : "");
+	snprintf(out, sizeof(out), "%s%s%s%s%s", nn > 0 ? not_looked[0] : "",
+		 nn == 3 ? ", " : nn == 2 ? " and " : "", nn > 1 ? not_looked[1] : "",
+		 nn == 3 ? " and " : "", nn > 2 ? not_looked[2] : "");
+	if (!nl) {
+		/* nowhere to look: not known absent */
+		c = set(caps, id, TK_UNSUPPORTED);
+		VALUE(c, "unknown");
+		REASON(c, "cannot tell whether %s:%s is in this kernel: %s", cat, name, out);
+		return;
+	}
+	c = set(caps, id, TK_UNSUPPORTED);
+	VALUE(c, "absent");
+	REASON(c, "%s:%s is not in this kernel (not in %s%s%s)", cat, name, in, nn ? "; " : "",
+	       out);
+}
+
 void snap_tracepoints(struct snap *s, struct tk_caps *caps)
 {
 	static const struct {
@@ -98,20 +155,17 @@ void snap_tracepoints(struct snap *s, struct tk_caps *caps)
 			via = "tracefs";
 		else if (btf_has(s, sym, BTF_KIND_TYPEDEF))
 			via = "BTF";
-		else {
-			snprintf(sym, sizeof(sym), "__tracepoint_%s", tps[i].name);
-			if (kallsyms_has(s, sym, "dDbBrR"))
-				via = "kallsyms";
-		}
+		else if (kallsyms_tracepoint(s, tps[i].name, sym, sizeof(sym)))
+			via = "kallsyms";
 		if (via) {
 			c = set(caps, tps[i].id, TK_SUPPORTED);
 			VALUE(c, "present");
-			REASON(c, "found in %s", via);
+			if (strcmp(via, "kallsyms"))
+				REASON(c, "found in %s", via);
+			else
+				REASON(c, "found in kallsyms (%s)", sym);
 		} else {
-			c = set(caps, tps[i].id, TK_UNSUPPORTED);
-			VALUE(c, "absent");
-			REASON(c, "%s:%s is not in this kernel (not in tracefs, BTF or kallsyms)",
-			       tps[i].cat, tps[i].name);
+			tracepoint_absent(s, caps, tps[i].id, tps[i].cat, tps[i].name);
 		}
 	}
 	c = &caps->caps[TK_CAP_TP_MM_MIGRATE_PAGES];
@@ -141,7 +195,8 @@ void snap_tracepoints(struct snap *s, struct tk_caps *caps)
 		c = set(caps, TK_CAP_FN_MIGRATE_MISPLACED, TK_UNSUPPORTED);
 		VALUE(c, "absent");
 		REASON(c, "neither migrate_misplaced_folio nor migrate_misplaced_page is in "
-			  "kallsyms or BTF (inlined or renamed)");
+			  "%s (inlined or renamed)%s", s->btf ? "kallsyms or BTF" : "kallsyms",
+		       s->btf ? "" : "; there is no kernel BTF to look in");
 		REMEDY(c, "none needed: migrate:mm_migrate_pages still reports NUMA migrations");
 		c->not_needed = true;
 	}

@@ -53,12 +53,12 @@ int tk_cpu__open(const struct tk_cpu_opts *opts, const struct tk_caps *caps, str
 
 	backend = opts->backend;
 	if (backend == TK_BACKEND_NONE) {
+		/*
+		 * following children needs the child's tgid: from kernel BTF, or from
+		 * tracefs without it; when neither is there, bpf fails to start and
+		 * the session takes perf, saying why (cpu_sample.c)
+		 */
 		backend = caps->backends[TK_COLLECT_CPU].backend;
-		/* following children needs the CO-RE fork follower, so kernel BTF */
-		if (backend == TK_BACKEND_BPF && opts->follow_children &&
-		    !(caps->caps[TK_CAP_BTF].present && caps->caps[TK_CAP_BTF].status ==
-		      TK_SUPPORTED) && caps->caps[TK_CAP_PERF_CPU_CLOCK].status == TK_SUPPORTED)
-			backend = TK_BACKEND_PERF;
 		if (backend == TK_BACKEND_NONE) {
 			if (why)
 				snprintf(why, why_sz, "no CPU backend works here: %s",

@@ -200,6 +200,7 @@ static int vm_collect(struct tk_numa *n, struct tk_numa_report *r)
 	struct vm_priv *vp = n->priv;
 	struct vm_sample now;
 	char list[160] = "";
+	const char *blocker;
 	int err, i;
 	size_t off;
 
@@ -249,6 +250,10 @@ static int vm_collect(struct tk_numa *n, struct tk_numa_report *r)
 
 	tk_numa_report__missing(r, "per process, per reason (other than NUMA balancing and "
 				"tiering), node pairs, latencies: need eBPF (see 'tracekit caps')");
+	/* and why eBPF is not used, when the capability report says */
+	blocker = n->caps ? n->caps->backends[TK_COLLECT_NUMA].blocker : "";
+	if (blocker[0])
+		tk_numa_report__missing(r, "no eBPF here: %s", blocker);
 	for (i = 0, off = 0; i < VM__COUNT; i++) {
 		if (now.has[i] || i == VM_THP_MIGRATION_SPLIT || off >= sizeof(list))
 			continue;
