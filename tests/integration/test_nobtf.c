@@ -363,7 +363,13 @@ static unsigned long folded_sum(const char *file, const char *tail)
 	return sum;
 }
 
-static void test_cpu(void **state)
+/*
+ * cpu_split under `cpu -- CMD` without kernel BTF. With tracefs the bpf
+ * backend runs (its sampler needs no CO-RE; the fork follower reads the
+ * child's pid from sched_process_fork's record); without tracefs either the
+ * child cannot be named, and the session takes perf and says why.
+ */
+static void cpu_run(bool tracefs)
 {
 	const char *folded = path_in_tmp("cpu.folded"), *json = path_in_tmp("cpu.json");
 	const char *out = path_in_tmp("cpu.out"), *err = path_in_tmp("cpu.err");
@@ -373,10 +379,13 @@ static void test_cpu(void **state)
 
 	need_basics();
 	need_workload("cpu_split");
-	run_ok(false, out, err, args);
-	/* without BTF the cpu sampler must still load: it needs no CO-RE */
-	if (!jq_file(json, ".backend == \"bpf\""))
+	run_ok(tracefs, out, err, args);
+	if (tracefs && !jq_file(json, ".backend == \"bpf\""))
 		fail_msg("backend is not bpf; it said: %s", said(err));
+	if (!tracefs && (!jq_file(json, ".backend == \"perf\"") ||
+			 !jq_file(json, "any(.comments[]; test(\"cannot follow the command\"))")))
+		fail_msg("want perf and why (the children cannot be named); it said: %s",
+			 said(err));
 	hot = folded_sum(folded, ";caller;hot");
 	cold = folded_sum(folded, ";caller;cold");
 	print_message("hot %lu, cold %lu under caller\n", hot, cold);
@@ -385,6 +394,20 @@ static void test_cpu(void **state)
 	if (pct < 65 || pct > 85)
 		fail_msg("hot %lu %% of hot+cold under caller (%lu/%lu), want 75 +- 10", pct, hot,
 			 hot + cold);
+}
+
+static void test_cpu(void **state)
+{
+	char fs[64];
+
+	NEED(tk_test_capture("grep -qw tracefs /proc/filesystems", fs, sizeof(fs)) == 0,
+	     "tracefs in this kernel\n");
+	cpu_run(true);
+}
+
+static void test_cpu_without_tracefs(void **state)
+{
+	cpu_run(false);
 }
 
 static void test_alloc(void **state)
@@ -450,6 +473,7 @@ int main(void)
 		cmocka_unit_test(test_caps_with_tracefs),
 		cmocka_unit_test(test_caps_without_tracefs),
 		cmocka_unit_test(test_cpu),
+		cmocka_unit_test(test_cpu_without_tracefs),
 		cmocka_unit_test(test_alloc),
 		cmocka_unit_test(test_numa),
 	};

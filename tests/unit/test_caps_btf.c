@@ -422,7 +422,7 @@ static void test_nobtf_json(void **state)
 	/* an entry failing on its own account has a null cause */
 	assert_non_null(strstr(out, "      \"cause\": null\n    },\n    \"bpf.ringbuf\": {\n"));
 	/* the summary still counts each entry: bpf.btf and the three that need it */
-	assert_non_null(strstr(out, "\"supported\": 30,\n    \"unsupported\": 4,\n"
+	assert_non_null(strstr(out, "\"supported\": 36,\n    \"unsupported\": 4,\n"
 				    "    \"disabled\": 1"));
 }
 
