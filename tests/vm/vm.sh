@@ -329,7 +329,7 @@ cmd_fetch() {
 	# no package index (offline, or not Debian), or nothing in it downloads: a cached
 	# kernel is still good
 	if cached_kernel "$series"; then
-		note "$series: $( ((found)) && echo "no kernel in the index downloaded" ||
+		note "$series: $( ((found)) && echo "nothing newer in the index could be downloaded" ||
 			echo "not in a package index here"); using the cached $(cached_kernel "$series")"
 		return 0
 	fi
