@@ -1,32 +1,50 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
 # The kernel matrix: every collector on every kernel tracekit is tested on.
-#   host   this machine's kernel (6.18 here), build/tracekit and the dynamic workloads
-#   6.1    Debian's 6.1 cloud kernel in a two-node QEMU guest  } build/tracekit-static
-#   6.12   Debian's 6.12 cloud kernel in a two-node QEMU guest } and static workloads
-# One guest boot per kernel runs one payload that exercises every collector; the
-# checks run here, on the host, with jq and awk, on what the guest sent back:
-#   caps    `tracekit caps --json`: CO-RE works there, the report names what the
-#           kernel really has (fentry, kprobes, migrate_misplaced_*, the layout of
-#           mm_migrate_pages, two nodes)
+#   host    this machine's kernel (6.18 here), build/tracekit and the dynamic workloads
+#   5.10    Debian's 5.10 cloud kernel (bullseye)          } in two-node QEMU guests,
+#   6.1     Debian's 6.1 cloud kernel (bookworm)           } build/tracekit-static and
+#   6.12    Debian's 6.12 cloud kernel (bookworm-backports)} static workloads
+#   newest  the newest cloud kernel in Debian sid (7.x)    }
+# (tests/vm/vm.sh fetches them; its header says from where.) Guests boot one after another:
+# TCG uses both cores. One guest boot per kernel runs one payload that exercises every
+# collector; the checks run here, on the host, with jq and awk, on what the guest sent
+# back. What a kernel has is read from the guest itself (its /proc/kallsyms, its tracefs
+# formats, uname -r), never from a table of series:
+#   caps    `tracekit caps --json`: CO-RE works there, the report names what the kernel
+#           really has (fentry, kprobes, migrate_misplaced_page or _folio as kallsyms
+#           has it, the split field of mm_migrate_pages as its format has it, two nodes)
 #   cpu     `tracekit cpu -F 499` on cpu_split (hot 75 % / cold 25 % under caller):
 #           hot within 10 points of 75 %, with the chosen backend and --backend perf
+#   unwind  `tracekit cpu` on unw_chain (no frame pointers): the chain to main through
+#           static glibc's qsort_r, with both backends
 #   alloc   `tracekit alloc` full (the leak exactly), sampled (within 5 %), growth
-#           (the leak's page faults) on alloc_leak; the guests (< 6.13) have no uprobe
-#           sessions, so entry/return uprobes must be what runs
+#           (the leak's page faults) on alloc_leak; the uprobes must be sessions on a
+#           kernel of 6.13 or later (by uname -r) and entry/return pairs before
 #   numa    (guests) `tracekit numa` while numa_move moves 64 MiB node 0 → 1 with
 #           move_pages: >= 16384 pages, reason syscall_or_cpuset, for its pid, and
 #           the total agrees with /proc/vmstat pgmigrate_success; and while NUMA
 #           balancing moves numa_balance's 64 MiB to the node its task runs on:
-#           numa_misplaced pages for its pid, timed, and agreeing with
-#           numa_pages_migrated. (host, one node) numa starts, says its backend
-#           and what it cannot see.
-# A check that cannot run says why (a SKIPPED line); nothing passes silently.
-# Output: one line per check, then a table kernel × test (pass, FAIL, skip with a
-# numbered reason) and the attach point each collector chose on each kernel, then
-# "vm: N passed, N failed, N skipped". Exit 0 no check failed, 1 a check failed,
-# 77 nothing could be tested (no QEMU, no kernel, no jq).
-#   TK_VM_KERNELS   guest kernel series (default "6.1 6.12"; "" for none)
+#           numa_misplaced pages for its pid, agreeing with numa_pages_migrated, and
+#           timed where tracefs has mm_migrate_pages_start; skip_vma an object where it
+#           has sched_skip_vma_numa; each else null and named in missing. (host, one
+#           node) numa starts, says its backend and what it cannot see.
+#   nobtf-* (the 6.12 guest only, to save time: TK_VM_NOBTF) the same tracekit in a
+#           private mount namespace with an empty file bound over /sys/kernel/btf/vmlinux,
+#           so libbpf finds no kernel BTF: caps reports bpf.btf unsupported with a
+#           remedy; cpu still profiles with backend bpf (hot/cold as above); alloc full
+#           finds the leak exactly with backend bpf; numa runs with backend vmstat and
+#           says BTF is why.
+# A check that cannot run says why (a SKIPPED line); nothing passes silently. Under CI
+# (CI=true or 1) a kernel that cannot be fetched, or no QEMU, no busybox-static, no jq,
+# is a failure, not a skip. A guest that does not reach TKVM-DONE after one retry fails.
+# Output: one line per check, then a table test × kernel (columns: the host, then each
+# guest's real release; cells pass, FAIL, skip with a numbered reason, "-" not run there)
+# and the attach point each collector chose on each kernel, then the time of each part and
+# "vm: N passed, N failed, N skipped". Exit 0 no check failed, 1 a check failed, 77 nothing
+# could be tested or a kernel was skipped (no QEMU, no kernel, no jq; outside CI).
+#   TK_VM_KERNELS   guest kernel series (default "5.10 6.1 6.12 newest"; "" for none)
+#   TK_VM_NOBTF     the series whose guest also runs the nobtf-* checks (default 6.12)
 #   TK_MATRIX_HOST  1 (default) also the host column, 0 not
 #   TK_BUILD_DIR    where make put tracekit, tracekit-static, workloads/ (default build)
 #   TK_VM_OUT       folder for guest logs (default $TK_BUILD_DIR/vm)
@@ -43,19 +61,11 @@ cd "$(dirname "$0")/../.." || exit 1
 VM=tests/vm/vm.sh
 B=${TK_BUILD_DIR:-build}
 OUT=${TK_VM_OUT:-$B/vm}
-KERNELS=${TK_VM_KERNELS-6.1 6.12}
+KERNELS=${TK_VM_KERNELS-5.10 6.1 6.12 newest}
+NOBTF=${TK_VM_NOBTF-6.12}
 HOST=${TK_MATRIX_HOST:-1}
 SBIN=$B/tracekit-static
 W=$B/workloads
-
-# What each kernel has, measured in the guests themselves (/proc/kallsyms and
-# events/migrate/mm_migrate_pages/format). mm_migrate_pages: 6.1's record has
-# neither nr_split nor large_folio_split (only thp_split); 6.12's has
-# large_folio_split, as 6.18's does. No Debian kernel tested here has nr_split.
-declare -A MISPLACED=([6.1]=migrate_misplaced_page [6.12]=migrate_misplaced_folio)
-declare -A MIGRATE_SPLIT=([6.1]=none [6.12]=large_folio_split)
-# sched:sched_skip_vma_numa came in 6.7: a "skip_vma" object, or a missing[] line
-declare -A SKIP_VMA=([6.1]=missing [6.12]=object)
 
 # needed on every kernel; the guests' kernels also have fentry and kprobes
 NEEDED=(bpf.syscall bpf.btf bpf.ringbuf bpf.core bpf.prog.tp_btf bpf.prog.uprobe bpf.prog.perf_event
@@ -68,8 +78,9 @@ BAL_PAGES=16384		# numa_balance 15 64: the same
 # ---- results: check lines, and the table's cells ------------------------------------
 TESTS=(caps cpu cpu-perf unwind unwind-perf alloc-full alloc-sampled alloc-growth numa-move
 	numa-balance)
+NOBTF_TESTS=(nobtf-caps nobtf-cpu nobtf-alloc nobtf-numa)	# rows of the TK_VM_NOBTF guest
 ATTACH=(cpu cpu-perf alloc numa fentry kprobe "misplaced_*")
-declare -A CELL REASON_NO ATT
+declare -A CELL REASON_NO ATT LABEL
 REASONS=()
 passed=0 failed=0 skipped=0
 K="" T=""	# the kernel and test the next check lines belong to
@@ -117,7 +128,20 @@ expect() {
 	if eval "$cond"; then ok "$name"; else fail "$name" "$@"; fi
 }
 
+# CI installs everything the matrix needs: there a kernel or tool that cannot be had is
+# something broken, and a skip would let a shrunken matrix pass
+in_ci() { [[ ${CI:-} == true || ${CI:-} == 1 ]]; }
+# unavailable NAME WHY: a skip, or under CI a failure
+unavailable() {
+	if in_ci; then fail "$1" "$2 (CI=$CI: a failure here)"; else skip "$1" "$2"; fi
+}
+
 skip_all() {
+	if in_ci; then
+		echo "vm: error: $* (CI=$CI: a failure here)" >&2
+		echo "vm: 0 passed, 1 failed, 0 skipped"
+		exit 1
+	fi
 	echo "vm: skip: $*"
 	exit 77
 }
@@ -134,11 +158,16 @@ folded_sum() {
 entry() { jq -r --arg k "$1" --arg f "$2" '.entries[$k][$f] // "<missing>"' "$3" 2>/dev/null; }
 explain() { jq -r --arg k "$1" '.entries[$k] | "status=\(.status) value=\(.value) reason=\(.reason)"' "$2"; }
 
+# stderr file $1 without libbpf's informational lines (-v), which would bury the reason
+stderr_why() {
+	awk '!/^libbpf: / || /fail|error|denied|invalid|refus|incompatib|unknown|cannot|unable/' \
+		"$1" 2>/dev/null
+}
 # $1 exit status file or number, $2 stderr file: "exit N; stderr: ..."
 why_rc() {
 	local rc=$1
 	[[ -f $rc ]] && rc=$(cat "$rc")
-	echo "exit ${rc:-<none>}; stderr: $(head -c 1500 "$2" 2>/dev/null | tr '\n' ' ')"
+	echo "exit ${rc:-<none>}; stderr: $(stderr_why "$2" | head -c 1500 | tr '\n' ' ')"
 }
 rc_of() { cat "$1" 2>/dev/null || echo "<none>"; }
 
@@ -154,7 +183,7 @@ check_caps_common() {
 	fi
 	ok "caps output is tracekit.caps/1 JSON"
 	r=$(jq -r '.kernel.release' "$caps")
-	# a glob: the guests pass "6.1.*"
+	# a glob: a guest whose booted release is unknown passes "SERIES.*"
 	expect "kernel.release" '[[ $r == $release ]]' "got $r, want $release"
 	for k in "${NEEDED[@]}"; do
 		s=$(entry "$k" status "$caps")
@@ -181,9 +210,12 @@ check_cpu() {
 	fi
 	ok "$name: tracekit cpu exits 0"
 	backend=$(jq -r '.backend // "?"' "$json" 2>/dev/null || echo "?")
-	if [[ $name == cpu ]]; then ATT[$K/cpu]="$backend"; else ATT[$K/cpu-perf]="$backend"; fi
+	case $name in
+	cpu | cpu-perf) ATT[$K/$name]=$backend ;;	# the attach row; nobtf-cpu has none
+	esac
 	if [[ -n $want ]]; then
-		expect "$name: backend $want" '[[ $backend == "$want" ]]' "the profile says backend $backend"
+		expect "$name: backend $want" '[[ $backend == "$want" ]]' "the profile says backend $backend;" \
+			"stderr: $(stderr_why "$err" | grep '^tracekit: ' | head -c 600 | tr '\n' ' ')"
 	fi
 	hot=$(folded_sum "$folded" ';caller;hot(;|$)')
 	cold=$(folded_sum "$folded" ';caller;cold(;|$)')
@@ -213,10 +245,29 @@ check_unwind() {
 		"top: $(sort -t' ' -k2 -n -r "$folded" 2>/dev/null | head -n3 | tr '\n' '|')"
 }
 
-# alloc: $1 dir with alloc_{full,sampled,growth}.{out,rc,stderr.out}, $2 1 when the kernel
-# has no uprobe sessions (must use entry/return uprobes)
+# Whether kernel release $1 (uname -r) is at least $2.$3.
+release_ge() {
+	awk -v r="$1" -v maj="$2" -v min="$3" 'BEGIN {
+		split(r, v, /[.+-]/); exit !(v[1] + 0 > maj || (v[1] + 0 == maj && v[2] + 0 >= min)) }'
+}
+
+# How the alloc run whose -v stderr is $1 attached: "in-process sampler", "uprobe
+# sessions", "uprobes and uretprobes" or "?"
+alloc_how() {
+	grep -o -m1 -E 'in-process sampler|uprobe sessions|uprobes and uretprobes' "$1" 2>/dev/null ||
+		echo "?"
+}
+
+# alloc: $1 dir with alloc_{full,sampled,growth}.{out,rc,stderr.out}, $2 the kernel's release
+# (uname -r): uprobe sessions (BPF_TRACE_UPROBE_SESSION) came in 6.13, so from there on the
+# allocator's uprobes must be sessions, before it entry/return pairs
 check_alloc() {
-	local dir=$1 nosess=$2 v name how
+	local dir=$1 release=$2 v name how want
+	if release_ge "$release" 6 13; then
+		want="uprobe sessions"
+	else
+		want="uprobes and uretprobes"
+	fi
 	for name in full sampled growth; do
 		T=alloc-$name
 		if [[ $(rc_of "$dir/alloc_$name.rc") != 0 ]]; then
@@ -228,21 +279,24 @@ check_alloc() {
 		full)
 			v=$(folded_sum "$dir/alloc_full.out" ';leak_site$')
 			expect "alloc full: leak_site 1048576 bytes in use" '[[ $v == 1048576 ]]' "got $v"
+			# full always traps in the kernel: the uprobes' kind is always to see
+			how=$(alloc_how "$dir/alloc_full.stderr.out")
+			expect "alloc full: $want (kernel $release)" '[[ $how == "$want" ]]' \
+				"$(grep -i 'backend' "$dir/alloc_full.stderr.out" | head -c 500)"
 			;;
 		sampled)
 			v=$(folded_sum "$dir/alloc_sampled.out" ';leak_site$')
 			expect "alloc sampled: leak_site within 5 % ($v of 16777216)" \
 				'((v >= 16777216 * 95 / 100 && v <= 16777216 * 105 / 100))' "got $v of 16777216"
-			how=$(grep -o -m1 -E 'in-process sampler|uprobe sessions|uprobes and uretprobes' \
-				"$dir/alloc_sampled.stderr.out" 2>/dev/null || echo "?")
+			how=$(alloc_how "$dir/alloc_sampled.stderr.out")
 			case $how in
 			"in-process sampler") ATT[$K/alloc]="${ATT[$K/alloc]:-?} preload" ;;
 			"uprobe sessions") ATT[$K/alloc]="${ATT[$K/alloc]:-?} sessions" ;;
 			"uprobes and uretprobes") ATT[$K/alloc]="${ATT[$K/alloc]:-?} u(ret)probes" ;;
 			esac
-			if ((nosess)); then
-				expect "alloc sampled: entry/return uprobes (no sessions before 6.13)" \
-					'[[ $how == "uprobes and uretprobes" ]]' \
+			# a preloaded sampler (the host's dynamic workload) has no uprobes to check
+			if [[ $how != "in-process sampler" ]]; then
+				expect "alloc sampled: $want (kernel $release)" '[[ $how == "$want" ]]' \
 					"$(grep -i 'backend' "$dir/alloc_sampled.stderr.out" | head -c 500)"
 			fi
 			;;
@@ -360,19 +414,30 @@ check_numa_balance() {
 	v=$(numa_reason "$json" numa_misplaced)
 	expect "numa balance: numa_misplaced $v pages ≈ vmstat numa_pages_migrated +$mig" \
 		'close_to "$v" "$mig"' "reasons: $(jq -c .reasons "$json")"
-	lat=$(numa_latency_count "$json")
-	expect "numa balance: misplaced-page migrations timed ($lat)" '((lat > 0))' \
-		"latency: $(jq -c '.latency' "$json" | head -c 500); missing: $(jq -c .missing "$json")"
-	case ${SKIP_VMA[$K]:-} in
-	object)
+	# timed between migrate:mm_migrate_pages_start and mm_migrate_pages; where the guest's
+	# tracefs has no start (5.10) the report must say so instead
+	if [[ $(rc_of "$d/migrate_start_format.rc") == 0 ]] &&
+		grep -q '^name: mm_migrate_pages_start$' "$d/migrate_start_format.out"; then
+		lat=$(numa_latency_count "$json")
+		expect "numa balance: misplaced-page migrations timed ($lat)" '((lat > 0))' \
+			"latency: $(jq -c '.latency' "$json" | head -c 500); missing: $(jq -c .missing "$json")"
+	else
+		expect "numa balance: latency null, missing names mm_migrate_pages_start (not in tracefs)" \
+			'jq -e ".latency == null and any(.missing[]; startswith(\"migrate:mm_migrate_pages_start: not in this kernel\"))" "$json" >/dev/null' \
+			"latency: $(jq -c '.latency' "$json" | head -c 300); missing: $(jq -c .missing "$json")"
+	fi
+	# sched:sched_skip_vma_numa (6.7+) by the guest's own tracefs: a "skip_vma" object, or
+	# null and a missing[] line
+	if [[ $(rc_of "$d/skip_vma_format.rc") == 0 ]] &&
+		grep -q '^name: sched_skip_vma_numa$' "$d/skip_vma_format.out"; then
 		expect "numa balance: skip_vma is an object ($(jq -c .skip_vma "$json" | head -c 200))" \
 			'jq -e "(.skip_vma | type) == \"object\" and .have.skip_vma" "$json" >/dev/null' \
-			"missing: $(jq -c .missing "$json")" ;;
-	missing)
-		expect "numa balance: skip_vma null, missing names sched_skip_vma_numa" \
+			"missing: $(jq -c .missing "$json")"
+	else
+		expect "numa balance: skip_vma null, missing names sched_skip_vma_numa (not in tracefs)" \
 			'jq -e ".skip_vma == null and any(.missing[]; startswith(\"sched_skip_vma_numa: not in this kernel\"))" "$json" >/dev/null' \
-			"skip_vma: $(jq -c .skip_vma "$json"); missing: $(jq -c .missing "$json")" ;;
-	esac
+			"skip_vma: $(jq -c .skip_vma "$json"); missing: $(jq -c .missing "$json")"
+	fi
 }
 
 # ---- the guests ---------------------------------------------------------------------
@@ -418,14 +483,19 @@ plan_guests() {
 	return 0
 }
 
+# The guest's payload into $1; $2 1 when it also runs the no-BTF section
 write_payload() {
 	{
 		echo "NUMA_SKIP='$NUMA_SKIP' MOVE_SKIP='$MOVE_SKIP' CPU_SKIP='$CPU_SKIP' BAL_SKIP='$BAL_SKIP'"
-		echo "UNW_SKIP='$UNW_SKIP'"
+		echo "UNW_SKIP='$UNW_SKIP' NOBTF=$2"
 		cat <<'EOF'
 tk_run caps tracekit caps --json
+# what this kernel has, for the checks to compare caps with: the misplaced-page function,
+# the record of mm_migrate_pages, whether the balancing scan's skips are traced
 tk_run kallsyms grep -E ' migrate_misplaced_(page|folio)$' /proc/kallsyms
 tk_run migrate_format cat /sys/kernel/tracing/events/migrate/mm_migrate_pages/format
+tk_run skip_vma_format cat /sys/kernel/tracing/events/sched/sched_skip_vma_numa/format
+tk_run migrate_start_format cat /sys/kernel/tracing/events/migrate/mm_migrate_pages_start/format
 
 # cpu: the chosen backend, then perf; the folded stacks, and the profile's backend
 for b in auto perf; do
@@ -502,43 +572,163 @@ else
 fi
 
 # NUMA balancing, its scanner hurried
-[ -n "$BAL_SKIP" ] && return 0
-echo 1 >/proc/sys/kernel/numa_balancing
-echo 0 >/sys/kernel/debug/sched/numa_balancing/scan_delay_ms
-echo 100 >/sys/kernel/debug/sched/numa_balancing/scan_period_min_ms
-if [ -z "$NUMA_SKIP" ]; then
-	tracekit numa -v --json -o /tmp/numa_bal.json -d 25 >/dev/null 2>/tmp/numa_bal.err &
-	tp=$!
-	tk_attached $tp /tmp/numa_bal.err
+if [ -z "$BAL_SKIP" ]; then
+	echo 1 >/proc/sys/kernel/numa_balancing
+	echo 0 >/sys/kernel/debug/sched/numa_balancing/scan_delay_ms
+	echo 100 >/sys/kernel/debug/sched/numa_balancing/scan_period_min_ms
+	if [ -z "$NUMA_SKIP" ]; then
+		tracekit numa -v --json -o /tmp/numa_bal.json -d 25 >/dev/null 2>/tmp/numa_bal.err &
+		tp=$!
+		tk_attached $tp /tmp/numa_bal.err
+	fi
+	tk_vmstat /tmp/v0
+	tk_run balance sh -c 'echo pid=$$; exec /bin/numa_balance 15 64'
+	tk_vmstat /tmp/v1
+	[ -z "$NUMA_SKIP" ] && tk_tracer_done numa_bal
+	echo 0 >/proc/sys/kernel/numa_balancing
+	tk_run vmstat_bal0 cat /tmp/v0
+	tk_run vmstat_bal1 cat /tmp/v1
 fi
-tk_vmstat /tmp/v0
-tk_run balance sh -c 'echo pid=$$; exec /bin/numa_balance 15 64'
-tk_vmstat /tmp/v1
-[ -z "$NUMA_SKIP" ] && tk_tracer_done numa_bal
-echo 0 >/proc/sys/kernel/numa_balancing
-tk_run vmstat_bal0 cat /tmp/v0
-tk_run vmstat_bal1 cat /tmp/v1
+
+# A kernel without BTF, simulated: an empty file bound over /sys/kernel/btf/vmlinux in a
+# private mount namespace, so libbpf fails to parse the kernel's BTF there and nowhere
+# else. Each run leaves /tmp/nb/NAME.{out,err,rc}; the sections are sent from outside.
+[ "$NOBTF" = 1 ] || return 0
+mkdir -p /tmp/nb
+: >/tmp/empty_file
+cat >/tmp/nobtf.sh <<'NB'
+nb() { n=$1; shift; "$@" >/tmp/nb/$n.out 2>/tmp/nb/$n.err; echo $? >/tmp/nb/$n.rc; }
+echo "inside=$(wc -c </sys/kernel/btf/vmlinux)" >/tmp/nb/hidden.out
+nb caps tracekit caps --json
+if [ -z "$CPU_SKIP" ]; then
+	nb cpu tracekit cpu -F 499 -d 3 -o /tmp/nb/cpu.folded -o /tmp/nb/cpu.json -- /bin/cpu_split_static 2
+	grep -o -m1 '"backend":"[a-z]*"' /tmp/nb/cpu.json >/tmp/nb/cpu.json.out 2>/dev/null
+fi
+nb alloc tracekit alloc -v --mode full --format folded -- alloc_leak -d 1 --leak-bytes 1048576 --leak-block 4096
+nb numa tracekit numa -v --json -d 3
+NB
+CPU_SKIP=$CPU_SKIP unshare -m sh -c 'mount --bind /tmp/empty_file /sys/kernel/btf/vmlinux && . /tmp/nobtf.sh'
+echo "unshare=$? outside=$(wc -c </sys/kernel/btf/vmlinux)" >>/tmp/nb/hidden.out
+tk_run nobtf_hidden cat /tmp/nb/hidden.out
+# $1 name: the section nobtf_NAME from /tmp/nb/NAME.*, as tk_run would have sent it
+tk_nb() {
+	echo "TKVM-BEGIN nobtf_$1"; tk_section /tmp/nb/$1.out; echo "TKVM-END nobtf_$1 $(cat /tmp/nb/$1.rc)"
+	# libbpf's messages (-v) only when they tell of a failure
+	awk '!/^libbpf: / || /fail|error|denied|invalid|refus/' /tmp/nb/$1.err >/tmp/nb/$1.err2
+	echo "TKVM-BEGIN nobtf_$1.stderr"; tk_section /tmp/nb/$1.err2; echo "TKVM-END nobtf_$1.stderr 0"
+}
+for n in caps cpu alloc numa; do
+	[ -e /tmp/nb/$n.rc ] && tk_nb $n
+done
+[ -e /tmp/nb/cpu.folded ] && tk_run nobtf_cpu.folded cat /tmp/nb/cpu.folded
+[ -e /tmp/nb/cpu.json.out ] && tk_run nobtf_cpu.json cat /tmp/nb/cpu.json.out
 true
 EOF
 	} >"$1"
 }
 
+# The rows a guest of series $1 has
+guest_tests() {
+	printf '%s\n' "${TESTS[@]}"
+	[[ " $NOBTF " == *" $1 "* ]] && printf '%s\n' "${NOBTF_TESTS[@]}"
+	return 0
+}
+
+# The no-BTF run in a guest: $1 the guest's sections folder
+check_nobtf() {
+	local d=$1 caps=$1/nobtf_caps.out s r h json=$1/nobtf_numa.out backend why v
+	# the simulation itself: BTF empty inside the namespace, whole outside it
+	h=$(tr '\n' ' ' <"$d/nobtf_hidden.out" 2>/dev/null)
+	T=nobtf-caps
+	expect "nobtf: /sys/kernel/btf/vmlinux hidden in the namespace only ($h)" \
+		'[[ $h =~ inside=0\  && $h =~ unshare=0\  && $h =~ outside=[1-9] ]]' \
+		"want inside=0 unshare=0 outside=N>0; the bind or unshare failed in the guest"
+
+	if [[ $(rc_of "$d/nobtf_caps.rc") != 0 ]]; then
+		fail "nobtf: tracekit caps --json exits 0" "$(why_rc "$d/nobtf_caps.rc" "$d/nobtf_caps.stderr.out")"
+	elif ! jq -e '.schema == "tracekit.caps/1"' "$caps" >/dev/null 2>&1; then
+		fail "nobtf: caps output is tracekit.caps/1 JSON" "$(head -c 2000 "$caps" 2>/dev/null)"
+	else
+		ok "nobtf: tracekit caps --json exits 0"
+		s=$(entry bpf.btf status "$caps")
+		r=$(jq -r '.entries["bpf.btf"].remedy // ""' "$caps")
+		expect "nobtf: bpf.btf $s, with a remedy" '[[ $s != supported && -n $r ]]' \
+			"$(explain bpf.btf "$caps") remedy=$r"
+	fi
+
+	T=nobtf-cpu
+	if [[ -n $CPU_SKIP ]]; then
+		skip "nobtf cpu" "$CPU_SKIP"
+	else
+		echo "{$(cat "$d/nobtf_cpu.json.out" 2>/dev/null)}" >"$d/nobtf_cpu.backend.json"
+		check_cpu nobtf-cpu "$d/nobtf_cpu.folded.out" "$d/nobtf_cpu.backend.json" \
+			"$(rc_of "$d/nobtf_cpu.rc")" "$d/nobtf_cpu.stderr.out" bpf
+	fi
+
+	T=nobtf-alloc
+	if [[ $(rc_of "$d/nobtf_alloc.rc") != 0 ]]; then
+		fail "nobtf: alloc full exits 0" "$(why_rc "$d/nobtf_alloc.rc" "$d/nobtf_alloc.stderr.out")"
+	else
+		ok "nobtf: alloc full exits 0"
+		backend=$(sed -n 's/^tracekit: alloc: backend \([a-z]*\):.*/\1/p' "$d/nobtf_alloc.stderr.out" |
+			head -n1)
+		expect "nobtf: alloc backend ${backend:-?} (want bpf)" '[[ $backend == bpf ]]' \
+			"$(grep -v '^libbpf: ' "$d/nobtf_alloc.stderr.out" | head -c 600)"
+		v=$(folded_sum "$d/nobtf_alloc.out" ';leak_site$')
+		expect "nobtf: alloc full: leak_site 1048576 bytes in use" '[[ $v == 1048576 ]]' "got $v"
+	fi
+
+	T=nobtf-numa
+	if [[ $(rc_of "$d/nobtf_numa.rc") != 0 ]]; then
+		fail "nobtf: tracekit numa exits 0" "$(why_rc "$d/nobtf_numa.rc" "$d/nobtf_numa.stderr.out")"
+		return
+	fi
+	ok "nobtf: tracekit numa exits 0"
+	if ! jq -e 'type == "object" and has("backend")' "$json" >/dev/null 2>&1; then
+		fail "nobtf: numa report is JSON with a backend" "$(head -c 1500 "$json" 2>/dev/null)"
+		return
+	fi
+	backend=$(jq -r .backend "$json")
+	expect "nobtf: numa backend $backend (want vmstat)" '[[ $backend == vmstat ]]' \
+		"missing: $(jq -c .missing "$json")"
+	# why: the report's missing[] or its -v note of the backend choice names BTF
+	why=$( (jq -r '.missing[]?' "$json" 2>/dev/null; grep -i 'backend' "$d/nobtf_numa.stderr.out") |
+		tr '\n' ' ')
+	expect "nobtf: numa says BTF is why" 'grep -qi btf <<<"$why"' "it says: ${why:0:600}"
+}
+
 check_guest() {
 	local kver=$1 payload=$2
-	local dir=$OUT/matrix-$kver rc t0 t1 s d field want r says v t
+	local dir=$OUT/matrix-$kver rc t0 t1 s d field r says v t release errf tests want
 	K=$kver
+	mapfile -t tests < <(guest_tests "$kver")
+	errf=$work/vm-$kver.err
 	t0=$(date +%s.%N)
-	"$VM" run "$kver" --numa2 --out "$dir" "$payload" "${guest_files[@]}"
-	rc=$?
+	# vm.sh's stderr shows as it comes and is kept for the reason of a failure
+	{ "$VM" run "$kver" --numa2 --out "$dir" "$payload" "${guest_files[@]}" 2>&1 1>&3 |
+		tee "$errf" >&2; } 3>&1
+	rc=${PIPESTATUS[0]}
 	t1=$(date +%s.%N)
-	times+=("$(awk -v a="$t0" -v b="$t1" -v k="$kver" 'BEGIN { printf "vm: %s guest end to end: %.1f s", k, b - a }')")
-	if ((rc == 77)); then
-		for t in "${TESTS[@]}"; do T=$t; skip "$t" "QEMU or the $kver kernel cannot be had here (see above)"; done
-		guests_skipped=$((guests_skipped + 1))
+	release=$(cat "$dir/release" 2>/dev/null)
+	# the column: the release the guest booted, without the flavour
+	LABEL[$kver]=${release%-cloud-amd64}
+	times+=("$(awk -v a="$t0" -v b="$t1" -v k="$kver" -v r="${release:-?}" \
+		'BEGIN { printf "vm: %s guest (%s) end to end: %.1f s", k, r, b - a }')")
+	if ((rc == 77 || rc == 3)); then
+		r=$(sed -n 's/^vm: \(skip\|error\): //p' "$errf" | tail -n1)
+		for t in "${tests[@]}"; do
+			T=$t
+			if ((rc == 3)); then
+				fail "$t" "vm.sh cannot run the $kver guest: ${r:-see above}"
+			else
+				skip "$t" "vm.sh cannot run the $kver guest here: ${r:-see above}"
+			fi
+		done
+		((rc == 77)) && guests_skipped=$((guests_skipped + 1))
 		return
 	fi
 	if ((rc == 2)) || [[ ! -s $dir/status ]]; then
-		for t in "${TESTS[@]}"; do
+		for t in "${tests[@]}"; do
 			T=$t
 			fail "$t: the guest ran the payload" "vm.sh exit $rc, no TKVM-DONE; console: $dir/console.log"
 		done
@@ -547,25 +737,39 @@ check_guest() {
 	d=$dir/sections
 	T=caps
 	ok "guest ran the payload"
+	# what the guest said it runs (uname -r), the oracle for the version-bound checks
+	r=$(sed -n 's/^kernel \([^ ]*\) nodes .*/\1/p' "$dir/results.txt" | head -n1)
+	expect "guest runs the kernel booted (${r:-?})" '[[ -n $r && ( -z $release || $r == "$release" ) ]]' \
+		"booted ${release:-?}; results: $(head -c 300 "$dir/results.txt")"
+	release=${r:-$release}
+	[[ -n $release ]] && LABEL[$kver]=${release%-cloud-amd64}
 
-	if check_caps_common "$d/caps.out" "$d/caps.rc" "$d/caps.stderr.out" \
-		"$kver.*"; then
+	if check_caps_common "$d/caps.out" "$d/caps.rc" "$d/caps.stderr.out" "${release:-$kver.*}"; then
 		for k in "${GUEST_ALSO[@]}"; do
 			s=$(entry "$k" status "$d/caps.out")
 			expect "$k" '[[ $s == supported ]]' "$(explain "$k" "$d/caps.out")"
 		done
 		v=$(entry numa.nodes value "$d/caps.out")
 		expect "numa.nodes" '[[ $v == "2 nodes" ]]' "$(explain numa.nodes "$d/caps.out")"
-		want=${MISPLACED[$kver]}
+		# the guest's kallsyms says which misplaced-page function there is (folio from 6.7)
+		want=none
+		grep -q ' migrate_misplaced_page$' "$d/kallsyms.out" 2>/dev/null && want=migrate_misplaced_page
+		grep -q ' migrate_misplaced_folio$' "$d/kallsyms.out" 2>/dev/null && want=migrate_misplaced_folio
 		v=$(entry function.migrate_misplaced value "$d/caps.out")
-		expect "function.migrate_misplaced" '[[ $v == "$want" ]] && grep -q " $want\$" "$d/kallsyms.out"' \
-			"want $want" "$(explain function.migrate_misplaced "$d/caps.out")" \
-			"guest kallsyms: $(awk '{print $3}' "$d/kallsyms.out" | tr '\n' ' ')"
+		s=$(entry function.migrate_misplaced status "$d/caps.out")
+		if [[ $want == none ]]; then
+			expect "function.migrate_misplaced unsupported (neither is in the guest's kallsyms)" \
+				'[[ $s != supported ]]' "$(explain function.migrate_misplaced "$d/caps.out")"
+		else
+			expect "function.migrate_misplaced ($want, as the guest's kallsyms has it)" \
+				'[[ $s == supported && $v == "$want" ]]' \
+				"$(explain function.migrate_misplaced "$d/caps.out")" \
+				"guest kallsyms: $(awk '{print $3}' "$d/kallsyms.out" | tr '\n' ' ')"
+		fi
 		# what the guest's own tracefs says the record holds
 		field=none
 		grep -q 'unsigned long nr_split;' "$d/migrate_format.out" && field=nr_split
 		grep -q 'unsigned long large_folio_split;' "$d/migrate_format.out" && field=large_folio_split
-		want=${MIGRATE_SPLIT[$kver]}
 		r=$(entry tracepoint.mm_migrate_pages reason "$d/caps.out")
 		s=$(entry tracepoint.mm_migrate_pages status "$d/caps.out")
 		case $r in
@@ -574,9 +778,9 @@ check_guest() {
 		*"has nr_split"*) says=nr_split ;;
 		*) says="?" ;;
 		esac
-		expect "tracepoint.mm_migrate_pages split field ($want)" \
-			'[[ $s == supported && $field == "$want" && $says == "$want" ]]' \
-			"want $want; guest tracefs format has $field;" \
+		expect "tracepoint.mm_migrate_pages split field ($field, as the guest's format has it)" \
+			'[[ $s == supported && $says == "$field" ]]' \
+			"guest tracefs format has $field;" \
 			"tracekit: $(explain tracepoint.mm_migrate_pages "$d/caps.out")"
 	fi
 
@@ -602,13 +806,15 @@ check_guest() {
 		check_unwind unwind-perf "$d/unw_perf.folded.out" "$(rc_of "$d/unw_perf.rc")" \
 			"$d/unw_perf.stderr.out"
 	fi
-	check_alloc "$d" 1
+	check_alloc "$d" "${release:-0}"
 	check_numa_move "$d"
 	if [[ -n $BAL_SKIP ]]; then
 		T=numa-balance skip "numa balance" "$BAL_SKIP"
 	else
 		check_numa_balance "$d"
 	fi
+	[[ " $NOBTF " == *" $kver "* ]] && check_nobtf "$d"
+	return 0
 }
 
 # ---- the host -----------------------------------------------------------------------
@@ -673,7 +879,7 @@ check_host() {
 	"$bin" alloc --mode growth --format folded -- "$leak" -d 1 --leak-bytes 4194304 --leak-block 65536 \
 		>"$tmp/alloc_growth.out" 2>"$tmp/alloc_growth.stderr.out"
 	echo $? >"$tmp/alloc_growth.rc"
-	check_alloc "$tmp" 0
+	check_alloc "$tmp" "$(uname -r)"
 
 	# numa on one node: nothing to move; it must start, say its backend, and what it lacks
 	T=numa-move
@@ -704,12 +910,14 @@ row() {
 print_table() {
 	local cols=() labels=() cells c t i
 	((HOST)) && { cols+=(host); labels+=("$(uname -r | cut -d. -f1-2) host"); }
-	for c in $KERNELS; do cols+=("$c"); labels+=("$c guest"); done
+	for c in $KERNELS; do cols+=("$c"); labels+=("${LABEL[$c]:-$c guest}"); done
 	echo
 	row kernel "${labels[@]}"
-	for t in "${TESTS[@]}"; do
+	for t in "${TESTS[@]}" "${NOBTF_TESTS[@]}"; do
 		cells=()
 		for c in "${cols[@]}"; do cells+=("${CELL[$c/$t]:--}"); done
+		# a nobtf row only when some column ran it
+		[[ $t == nobtf-* && " ${cells[*]} " != *[!-\ ]* ]] && continue
 		row "$t" "${cells[@]}"
 	done
 	echo
@@ -721,7 +929,7 @@ print_table() {
 		row "$t" "${cells[@]}"
 	done
 	for c in "${cols[@]}"; do
-		echo "numa ($c): ${ATT[$c/numa]:--}"
+		echo "numa (${LABEL[$c]:-$c}): ${ATT[$c/numa]:--}"
 	done
 	for i in "${!REASONS[@]}"; do
 		echo "($((i + 1))) ${REASONS[$i]}"
@@ -746,17 +954,21 @@ if [[ -n ${KERNELS// /} ]]; then
 	if ! command -v "${TK_VM_QEMU:-qemu-system-x86_64}" >/dev/null; then
 		for kver in $KERNELS; do
 			K=$kver
-			for t in "${TESTS[@]}"; do
+			mapfile -t tests < <(guest_tests "$kver")
+			for t in "${tests[@]}"; do
 				T=$t
-				skip "$t" "no ${TK_VM_QEMU:-qemu-system-x86_64} (tools/install-deps.sh installs qemu-system-x86)"
+				unavailable "$t" "no ${TK_VM_QEMU:-qemu-system-x86_64} (tools/install-deps.sh installs qemu-system-x86)"
 			done
-			guests_skipped=$((guests_skipped + 1)) nguests=$((nguests + 1))
+			in_ci || guests_skipped=$((guests_skipped + 1))
+			nguests=$((nguests + 1))
 		done
 	elif plan_guests; then
-		write_payload "$work/payload"
 		for kver in $KERNELS; do
 			nguests=$((nguests + 1))
-			check_guest "$kver" "$work/payload"
+			nb=0
+			[[ " $NOBTF " == *" $kver "* ]] && nb=1
+			write_payload "$work/payload-$kver" $nb
+			check_guest "$kver" "$work/payload-$kver"
 		done
 	fi
 fi

@@ -1,20 +1,38 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
-# Run static programs inside QEMU guests on other kernels (Debian's 6.1 and 6.12
-# cloud kernels), optionally with two NUMA nodes, and collect tagged results from
-# the serial console. The measured facts behind the choices: shared notes, kernel-matrix.md.
+# Run static programs inside QEMU guests on other kernels (Debian's cloud kernels: 5.10,
+# 6.1, 6.12 and sid's newest), optionally with two NUMA nodes, and collect tagged results
+# from the serial console. The measured facts behind the choices: shared notes,
+# kernel-matrix.md.
 #
-#   vm.sh fetch KVER
-#       Download the newest linux-image-KVER*-cloud-amd64-unsigned with apt-get into
-#       the cache and keep only its vmlinuz and config. Prints the vmlinuz path.
-#       A kernel already in the cache is not downloaded again.
+#   vm.sh fetch SERIES
+#       Find the newest kernel of SERIES in a private apt index and keep only its vmlinuz
+#       and config (when the package has one) in $TK_VM_CACHE/kernels/RELEASE/, with a
+#       file "package" naming the package (a kernel put there by hand needs none).
+#       Prints the vmlinuz path. A kernel already in the cache is not downloaded again.
 #   vm.sh initramfs OUT PAYLOAD [FILE...]
 #       Build the guest's initramfs (cpio newc + gzip) into OUT.
-#   vm.sh run KVER [--numa2] [--out DIR] [--timeout S] [--append ARGS] PAYLOAD [FILE...]
+#   vm.sh run SERIES [--numa2] [--out DIR] [--timeout S] [--append ARGS] PAYLOAD [FILE...]
 #       fetch + initramfs + boot; writes DIR/console.log and the results below.
 #
-# KVER is 6.1 or 6.12. FILE is SRC or SRC:DEST (DEST an absolute guest path; the
-# default is /bin/$(basename SRC)), e.g. build/tracekit-static:/bin/tracekit.
+# SERIES, found by package name, newest version first, nothing pinned:
+#   5.10    linux-image-5.10.0-NN-cloud-amd64-unsigned (bullseye, bullseye-security)
+#   6.1     linux-image-6.1.0-NN-cloud-amd64-unsigned (bookworm, bookworm-security)
+#   6.12    linux-image-6.12.NNN+debNN-cloud-amd64-unsigned (bookworm-backports, -security)
+#   newest  the highest-versioned cloud kernel in sid; there linux-image-RELEASE is a meta
+#           package and the image is in linux-binary-RELEASE
+# The image is ./boot/vmlinuz-RELEASE or ./usr/lib/modules/RELEASE/vmlinuz, in any series.
+# The index is apt's, under a configuration of our own in $TK_VM_CACHE/apt (sources.list,
+# lists/, cache/): the machine's Debian mirror (the URIs serving bookworm in
+# /etc/apt/sources.list.d/*.sources or /etc/apt/sources.list; deb.debian.org when none
+# does) with bullseye, bookworm, bookworm-backports and sid, and the machine's security
+# archive, when it has one, with bullseye-security and bookworm-security. /etc/apt is
+# never changed. The lists are refreshed when older than 12 h. When there is no index
+# (offline, not Debian) or nothing in it downloads, the newest cached kernel of the series
+# is used; for newest that is the highest cached release of none of the other series.
+#
+# FILE is SRC or SRC:DEST (DEST an absolute guest path; the default is
+# /bin/$(basename SRC)), e.g. build/tracekit-static:/bin/tracekit.
 #
 # PAYLOAD is a busybox sh script; /init sources it after mounting proc, sysfs,
 # devtmpfs, tmpfs on /tmp, tracefs, debugfs, bpffs and cgroup2. It can use:
@@ -25,11 +43,13 @@
 # Kernel messages logged while the payload runs come back as section "dmesg".
 # /init ends with "TKVM-DONE RC" (RC: the payload's status) and powers off.
 #
-# Results of `run` in DIR (default build/vm/KVER): console.log (all of the serial
-# console), results.txt (the TKVM: lines), sections/NAME.out + sections/NAME.rc,
-# status (the payload's status). Exit status: 0 the payload ended with 0; 1 it ended
-# non-zero; 2 the guest hung or died before TKVM-DONE (after one retry);
-# 77 QEMU or the kernel cannot be had here (skip); 64 usage.
+# Results of `run` in DIR (default build/vm/SERIES): release (the kernel booted, e.g.
+# 5.10.0-43-cloud-amd64), console.log (all of the serial console), results.txt (the TKVM:
+# lines), sections/NAME.out + sections/NAME.rc, status (the payload's status). Exit
+# status: 0 the payload ended with 0; 1 it ended non-zero; 2 the guest hung or died
+# before TKVM-DONE (after one retry); 77 QEMU, busybox-static, cpio or the kernel cannot be
+# had here (skip); 3 the same under CI (CI=true or 1), where it is a failure, the reason
+# on stderr; 64 usage.
 #
 # Environment: TK_VM_CACHE (default /var/cache/tracekit-vm), TK_VM_TIMEOUT (seconds
 # per boot, default 300), TK_VM_ACCEL (default tcg,thread=multi; /dev/kvm on these
@@ -49,12 +69,20 @@ QEMU=${TK_VM_QEMU:-qemu-system-x86_64}
 BUSYBOX=${TK_VM_BUSYBOX:-/bin/busybox}
 SMP=${TK_VM_SMP:-2}
 SKIP=77
+UNAVAILABLE=3	# what would be a skip, under CI
 
 die() {
 	echo "vm: $*" >&2
 	exit 1
 }
+# Outside CI a kernel or tool this machine cannot have is a skip. Under CI it is a
+# failure: CI installs everything, so a kernel it cannot fetch or a QEMU it lacks is
+# something broken, and a matrix that silently shrinks would still pass.
 skip() {
+	if [[ ${CI:-} == true || ${CI:-} == 1 ]]; then
+		echo "vm: error: $* (CI=$CI: what would be skipped here fails)" >&2
+		exit $UNAVAILABLE
+	fi
 	echo "vm: skip: $*" >&2
 	exit $SKIP
 }
@@ -65,81 +93,250 @@ usage() {
 	exit 64
 }
 
-# The apt package pattern for a kernel series.
-kver_pattern() {
+# ---- kernels: Debian's, through a private apt configuration ---------------------------
+# The machine's own apt sources list bookworm at most (no backports, no bullseye, no sid), and
+# they are not ours to change: an apt configuration of our own under $CACHE/apt names the
+# suites the series live in, with its own lists and archives, and leaves /etc/apt alone.
+APT_DIR=$CACHE/apt
+APT_KEYRING=/usr/share/keyrings/debian-archive-keyring.gpg
+APT_MAX_AGE_MIN=720	# refresh the private lists after 12 h
+APT_OPTS=(
+	-o "Dir::Etc::SourceList=$APT_DIR/sources.list" -o Dir::Etc::SourceParts=/dev/null
+	-o "Dir::State::Lists=$APT_DIR/lists" -o "Dir::Cache=$APT_DIR/cache"
+	# the machine's pins are about what it installs; a pin of linux-image-* must not hide
+	# a kernel we only download
+	-o Dir::Etc::Preferences=/dev/null -o Dir::Etc::PreferencesParts=/dev/null
+	# an unreachable mirror should cost seconds, not apt's default two minutes per file
+	-o Acquire::http::Timeout=30 -o Acquire::https::Timeout=30 -o Acquire::Retries=1
+)
+SERIES="5.10 6.1 6.12 newest"
+
+# A series' release names (uname -r), as an ERE. newest is whatever sid's highest is.
+series_re() {
 	case $1 in
-	6.1) echo '^linux-image-6\.1\.0-[0-9]+-cloud-amd64-unsigned$' ;;
-	6.12) echo '^linux-image-6\.12\.[0-9]+\+deb[0-9]+-cloud-amd64-unsigned$' ;;
-	*) die "unknown kernel series '$1' (known: 6.1 6.12)" ;;
+	5.10) echo '5\.10\.0-[0-9]+-cloud-amd64' ;;
+	6.1) echo '6\.1\.0-[0-9]+-cloud-amd64' ;;
+	6.12) echo '6\.12\.[0-9]+\+deb[0-9]+-cloud-amd64' ;;
+	newest) echo '[0-9]+\.[0-9]+[^ /]*-cloud-amd64' ;;
+	*) die "unknown kernel series '$1' (known: $SERIES)" ;;
 	esac
 }
 
-# A cached kernel of this series, newest first by version.
-cached_kernel() {
-	local kver=$1 d
-	for d in $(printf '%s\n' "$CACHE"/kernels/"$kver".* | sort -rV); do
-		if [[ -s $d/vmlinuz ]]; then
-			echo "$d/vmlinuz"
-			return 0
-		fi
-	done
-	return 1
+# The machine's Debian mirror and security archive: "MIRROR SECURITY", SECURITY "-" when
+# it has none. The mirror is the archive that serves bookworm, in deb822 .sources files or
+# one-line sources.list entries; deb.debian.org when neither names one.
+machine_mirrors() {
+	local files=()
+	shopt -s nullglob
+	files=(/etc/apt/sources.list.d/*.sources)
+	local lists=(/etc/apt/sources.list /etc/apt/sources.list.d/*.list)
+	shopt -u nullglob
+	{
+		# deb822: stanzas split by blank lines; a stanza's URIs serve all its Suites
+		((${#files[@]})) && awk '
+			function flush() {
+				if (uri != "" && types ~ /(^| )deb( |$)/ && enabled !~ /^(no|false)$/)
+					for (i = 1; i <= ns; i++) print suite[i], uri
+				uri = ""; types = ""; enabled = ""; ns = 0
+			}
+			FNR == 1 { flush() }	# mawk has no ENDFILE
+			/^[ \t]*$/ { flush(); next }
+			/^#/ { next }
+			tolower($1) == "types:" { $1 = ""; types = $0 }
+			tolower($1) == "uris:" { uri = $2 }
+			tolower($1) == "enabled:" { enabled = tolower($2) }
+			tolower($1) == "suites:" { ns = 0; for (i = 2; i <= NF; i++) suite[++ns] = $i }
+			END { flush() }' "${files[@]}"
+		# one-line: deb [options] URI SUITE COMPONENT...
+		local f
+		for f in "${lists[@]}"; do
+			[[ -r $f ]] || continue
+			sed -e 's/#.*//' -e 's/\[[^]]*\]//' "$f" | awk '$1 == "deb" && NF >= 3 { print $3, $2 }'
+		done
+	} 2>/dev/null | awk '
+		$1 == "bookworm" && m == "" { m = $2 }
+		# a machine on another release: its mirror serves bookworm too
+		$1 ~ /^(bullseye|trixie|forky|sid|stable|testing|unstable)$/ && o == "" { o = $2 }
+		$1 ~ /-security$|^bookworm\/updates$/ && s == "" { s = $2 }
+		END {
+			if (m == "") m = o == "" ? "http://deb.debian.org/debian" : o
+			print m, (s == "" ? "-" : s)
+		}'
 }
 
-cmd_fetch() {
-	[[ $# -eq 1 ]] || usage
-	local kver=$1 pat pkg release dir tmp deb
-	pat=$(kver_pattern "$kver")
-	mkdir -p "$CACHE/kernels" 2>/dev/null || skip "cannot create cache $CACHE (set TK_VM_CACHE)"
-	# serialise fetches: two runs must not half-extract the same kernel
-	exec 9>"$CACHE/.lock"
-	flock 9
-
-	pkg=""
-	if command -v apt-cache >/dev/null; then
-		pkg=$(apt-cache search --names-only "$pat" 2>/dev/null | awk '{print $1}' |
-			grep -E "$pat" | sort -V | tail -n1 || true)
-	fi
-	if [[ -z $pkg ]]; then
-		# no package index (or not Debian): a cached kernel is still good
-		if cached_kernel "$kver"; then
-			return 0
+# Write the private sources.list; refresh its lists when they are missing, older than
+# APT_MAX_AGE_MIN or of another sources.list. A failed refresh keeps the lists there were
+# (apt keeps them), so a machine offline still finds its kernels in the cache. Runs under
+# the fetch lock.
+apt_index() {
+	local mirror security s new=$APT_DIR/sources.list.new stamp=$APT_DIR/updated
+	command -v apt-get >/dev/null && command -v apt-cache >/dev/null || return 1
+	[[ -r $APT_KEYRING ]] || { note "no $APT_KEYRING (apt-get install debian-archive-keyring)"; return 1; }
+	mkdir -p "$APT_DIR/lists/partial" "$APT_DIR/cache/archives/partial" || return 1
+	read -r mirror security < <(machine_mirrors)
+	{
+		for s in bullseye bookworm bookworm-backports sid; do
+			echo "deb [signed-by=$APT_KEYRING] $mirror $s main"
+		done
+		# point releases of the stable kernels reach the security archive first
+		if [[ $security != - ]]; then
+			for s in bullseye-security bookworm-security; do
+				echo "deb [signed-by=$APT_KEYRING] $security $s main"
+			done
 		fi
-		skip "no package matching $pat in apt's index and none cached in $CACHE"
+	} >"$new"
+	if ! cmp -s "$new" "$APT_DIR/sources.list"; then
+		mv "$new" "$APT_DIR/sources.list"
+		rm -f "$stamp"
+	else
+		rm -f "$new"
 	fi
-	release=${pkg#linux-image-}
-	release=${release%-unsigned}
-	dir=$CACHE/kernels/$release
-	if [[ -s $dir/vmlinuz ]]; then
-		echo "$dir/vmlinuz"
-		return 0
+	if [[ -z $(find "$stamp" -mmin -"$APT_MAX_AGE_MIN" 2>/dev/null) ]]; then
+		note "updating the private package lists in $APT_DIR (from $mirror$([[ $security != - ]] && echo " and $security"))"
+		if timeout 600 apt-get "${APT_OPTS[@]}" -q update >"$APT_DIR/update.log" 2>&1; then
+			touch "$stamp"
+			rm -f "$APT_DIR/failed"	# new lists: worth trying again
+		else
+			note "apt-get update failed (keeping the lists there were):"
+			grep -E '^(E|W|Err):' "$APT_DIR/update.log" | head -n 8 | sed 's/^/    /' >&2 || true
+		fi
 	fi
+	return 0
+}
 
+# The releases of a series in the private index, newest first, each with the package its
+# image is in: "RELEASE PACKAGE" lines. The image is in linux-image-RELEASE-unsigned up to
+# 6.x, in linux-binary-RELEASE where linux-image-RELEASE became a meta package (sid, 7.x);
+# either is taken for any series.
+index_releases() {
+	local series=$1 re names
+	re=$(series_re "$series")
+	names=$(apt-cache "${APT_OPTS[@]}" search --names-only '^linux-(image|binary)-[0-9].*-cloud-amd64' \
+		2>/dev/null | awk '{ print $1 }' |
+		grep -E "^linux-(image-$re-unsigned|binary-$re)\$" || true)
+	[[ -n $names ]] || return 1
+	if [[ $series == newest ]]; then
+		# only what sid has: the other suites' kernels are the other series
+		# shellcheck disable=SC2086 # one word per package
+		names=$(apt-cache "${APT_OPTS[@]}" madison $names 2>/dev/null |
+			awk -F' [|] ' '$3 ~ / sid\// { gsub(/ /, "", $1); print $1 }' | sort -u)
+		[[ -n $names ]] || return 1
+	fi
+	# one package per release: linux-binary- sorts before linux-image- and wins
+	awk '{ r = $1; sub(/^linux-(image|binary)-/, "", r); sub(/-unsigned$/, "", r); print r, $1 }' \
+		<<<"$names" | sort -k1,1rV -k2,2 | awk '!seen[$1]++'
+}
+
+# The newest cached kernel of a series: its vmlinuz path. newest is the highest cached
+# release that belongs to none of the named series (so an offline newest never
+# silently becomes a second 6.12 column).
+cached_kernel() {
+	local series=$1 re d name s other best=""
+	re=$(series_re "$series")
+	for d in "$CACHE"/kernels/*/; do
+		d=${d%/}
+		name=${d##*/}
+		[[ -s $d/vmlinuz && $name =~ ^$re$ ]] || continue
+		if [[ $series == newest ]]; then
+			other=0
+			for s in $SERIES; do
+				[[ $s != newest && $name =~ ^$(series_re "$s")$ ]] && other=1
+			done
+			((other)) && continue
+		fi
+		best+="$name"$'\n'
+	done
+	best=$(printf '%s' "$best" | sort -V | tail -n1)
+	[[ -n $best ]] || return 1
+	echo "$CACHE/kernels/$best/vmlinuz"
+}
+
+# Whether release $1 is newer than release $2.
+newer() { [[ $1 != "$2" && $(printf '%s\n' "$1" "$2" | sort -V | tail -n1) == "$1" ]]; }
+
+# Download PACKAGE and keep its image (and config, when it has one) in DIR.
+fetch_package() {
+	local pkg=$1 dir=$2 tmp deb img cfg want
 	note "fetching $pkg"
 	tmp=$(mktemp -d "$CACHE/.fetch.XXXXXX")
-	# apt-get download writes into the current folder; as root it warns that it
-	# runs unsandboxed, which is expected here
-	if ! (cd "$tmp" && apt-get download -q "$pkg" >download.log 2>&1); then
+	# apt-get download writes into the current folder; as root it warns that it runs
+	# unsandboxed, which is expected here
+	if ! (cd "$tmp" && apt-get "${APT_OPTS[@]}" download -q "$pkg" >download.log 2>&1); then
 		sed 's/^/  /' "$tmp/download.log" >&2
 		rm -rf "$tmp"
-		if cached_kernel "$kver"; then
-			note "download failed; using the cached $(cached_kernel "$kver")"
-			return 0
-		fi
-		skip "apt-get download $pkg failed"
+		return 1
 	fi
 	deb=$(ls "$tmp"/*.deb)
-	mkdir -p "$tmp/x"
-	dpkg-deb --fsys-tarfile "$deb" |
-		tar -x -C "$tmp/x" --wildcards './boot/vmlinuz-*' './boot/config-*'
-	mkdir -p "$tmp/k"
-	mv "$tmp"/x/boot/vmlinuz-* "$tmp/k/vmlinuz"
-	mv "$tmp"/x/boot/config-* "$tmp/k/config"
+	# regular files only: where both layouts are shipped one may be a symlink to the other
+	read -r img cfg < <(dpkg-deb --fsys-tarfile "$deb" | tar -tv | awk '
+		/^-/ && $NF ~ /^\.\/(boot\/vmlinuz-[^\/]+|usr\/lib\/modules\/[^\/]+\/vmlinuz)$/ && i == "" { i = $NF }
+		/^-/ && $NF ~ /^\.\/(boot\/config-[^\/]+|usr\/lib\/modules\/[^\/]+\/config)$/ && c == "" { c = $NF }
+		END { print (i == "" ? "-" : i), (c == "" ? "-" : c) }')
+	if [[ $img == - ]]; then
+		note "$pkg has no ./boot/vmlinuz-* or ./usr/lib/modules/*/vmlinuz"
+		rm -rf "$tmp"
+		return 1
+	fi
+	want=("$img")
+	[[ $cfg != - ]] && want+=("$cfg")
+	mkdir -p "$tmp/x" "$tmp/k"
+	dpkg-deb --fsys-tarfile "$deb" | tar -x -C "$tmp/x" "${want[@]}"
+	mv "$tmp/x/$img" "$tmp/k/vmlinuz"
+	[[ $cfg != - ]] && mv "$tmp/x/$cfg" "$tmp/k/config"
 	echo "$pkg" >"$tmp/k/package"
 	rm -rf "$dir"
 	mv "$tmp/k" "$dir"
 	rm -rf "$tmp"
-	echo "$dir/vmlinuz"
+}
+
+cmd_fetch() {
+	[[ $# -eq 1 ]] || usage
+	local series=$1 release pkg dir cached found=0
+	series_re "$series" >/dev/null
+	mkdir -p "$CACHE/kernels" 2>/dev/null || skip "cannot create cache $CACHE (set TK_VM_CACHE)"
+	# serialise fetches: two runs must not half-extract the same kernel or update the
+	# lists at once
+	exec 9>"$CACHE/.lock"
+	flock 9
+
+	if apt_index; then
+		# Newest first, down to the newest cached kernel of the series. A kernel
+		# extracted before (by hand too: a missing package file is fine) is not
+		# downloaded again. An index can list what its mirror does not have (seen:
+		# bullseye-security's newer kernels answered 404, older ones did not): then the
+		# next older one; a failed download is not retried until the lists are
+		# refreshed.
+		cached=$(cached_kernel "$series" || true)
+		cached=${cached%/vmlinuz}
+		cached=${cached##*/}
+		while read -r release pkg; do
+			found=1
+			dir=$CACHE/kernels/$release
+			if [[ -s $dir/vmlinuz ]]; then
+				echo "$dir/vmlinuz"
+				return 0
+			fi
+			[[ -n $cached ]] && ! newer "$release" "$cached" && break
+			grep -qxF "$pkg" "$APT_DIR/failed" 2>/dev/null && continue
+			if fetch_package "$pkg" "$dir"; then
+				echo "$dir/vmlinuz"
+				return 0
+			fi
+			echo "$pkg" >>"$APT_DIR/failed"
+			note "$series: cannot download $pkg"
+		done < <(index_releases "$series" || true)
+	fi
+	# no package index (offline, or not Debian), or nothing in it downloads: a cached
+	# kernel is still good
+	if cached_kernel "$series"; then
+		note "$series: $( ((found)) && echo "nothing newer in the index could be downloaded" ||
+			echo "not in a package index here"); using the cached $(cached_kernel "$series")"
+		return 0
+	fi
+	if ((found)); then
+		skip "no $series kernel in the package index ($APT_DIR) could be downloaded, and none is cached in $CACHE/kernels"
+	fi
+	skip "no $series kernel in the package index ($APT_DIR) and none cached in $CACHE/kernels"
 }
 
 # The guest's /init. Runs under busybox sh with nothing mounted and, until it
@@ -298,11 +495,14 @@ cmd_run() {
 	local payload=$1
 	shift
 	out=${out:-build/vm/$kver}
+	# results of an earlier run in DIR must not pass for this one's when it ends early
+	rm -rf "$out/sections" "$out/results.txt" "$out/status" "$out/release"
 
 	command -v "$QEMU" >/dev/null || skip "no $QEMU (apt-get install qemu-system-x86)"
 	local kernel
 	kernel=$(cmd_fetch "$kver") || exit $?
 	mkdir -p "$out"
+	basename "$(dirname "$kernel")" >"$out/release"
 	cmd_initramfs "$out/initramfs.gz" "$payload" "$@"
 
 	local qargs=(
