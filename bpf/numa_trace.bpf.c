@@ -534,6 +534,10 @@ struct folio___folio_order {		/* the order by itself (before 6.6) */
 	unsigned char _folio_order;
 } __attribute__((preserve_access_index));
 
+struct page___compound_order {		/* a head page's first tail page (before folios) */
+	unsigned char compound_order;
+} __attribute__((preserve_access_index));
+
 /* folio_nr_pages(): 1 unless PG_head, then the size its second page keeps. */
 static __always_inline __u64 folio_pages(const void *folio, __u64 flags)
 {
@@ -553,6 +557,11 @@ static __always_inline __u64 folio_pages(const void *folio, __u64 flags)
 		nr = 1U << (flags_1 & 31);
 	} else if (bpf_core_field_exists(struct folio___folio_order, _folio_order)) {
 		BPF_CORE_READ_INTO(&order, (struct folio___folio_order *)folio, _folio_order);
+		nr = 1U << (order & 31);
+	} else if (bpf_core_field_exists(struct page___compound_order, compound_order)) {
+		/* 5.10: migrate_page_states() of a head page; the order is in page[1] */
+		BPF_CORE_READ_INTO(&order, (struct page___compound_order *)(folio +
+			bpf_core_type_size(struct page)), compound_order);
 		nr = 1U << (order & 31);
 	}
 	return nr ? nr : 1;

@@ -397,6 +397,25 @@ static void test_folio_fn(void **state)
 	assert_int_equal(f.src, 1);
 	assert_int_equal(f.ret, -1);
 	btf__free(k.btf);
+
+	/* 5.10, before folios: void migrate_page_states(struct page *newpage, struct page *page) */
+	kbtf_base(&k);
+	{
+		static const char *const states_p[] = { "newpage", "page" };
+		int page = btf__add_struct(k.btf, "page", 64), ptr = btf__add_ptr(k.btf, page);
+		int proto = btf__add_func_proto(k.btf, 0);
+
+		assert_true(page > 0 && ptr > 0 && proto > 0);
+		assert_int_equal(btf__add_func_param(k.btf, states_p[0], ptr), 0);
+		assert_int_equal(btf__add_func_param(k.btf, states_p[1], ptr), 0);
+		assert_true(btf__add_func(k.btf, "migrate_page_states", BTF_FUNC_STATIC, proto) > 0);
+	}
+	assert_int_equal(tk_numa_btf__folio_fn(k.btf, &f), 0);
+	assert_string_equal(f.name, "migrate_page_states");
+	assert_int_equal(f.dst, 0);
+	assert_int_equal(f.src, 1);
+	assert_int_equal(f.ret, -1);
+	btf__free(k.btf);
 }
 
 static void test_max_numnodes(void **state)

@@ -301,20 +301,27 @@ int tk_numa_btf__misplaced_fn(const struct btf *btf, char *name, size_t name_sz,
 	return -ENOENT;
 }
 
+/* A pointer to struct folio, or (kernels before folios) to struct page. */
 static bool is_folio_ptr(const struct btf *btf, __u32 id)
 {
 	const struct btf_type *t = resolved(btf, id);
+	const char *name;
 
 	if (!t || !btf_is_ptr(t))
 		return false;
 	t = resolved(btf, t->type);
-	return t && btf_is_struct(t) && !strcmp(btf__name_by_offset(btf, t->name_off), "folio");
+	if (!t || !btf_is_struct(t))
+		return false;
+	name = btf__name_by_offset(btf, t->name_off);
+	return !strcmp(name, "folio") || !strcmp(name, "page");
 }
 
 int tk_numa_btf__folio_fn(const struct btf *btf, struct tk_numa_folio_fn *f)
 {
+	/* 5.10 copies a migrated page's state in migrate_page_states(newpage, page) */
 	static const char *const fns[] = { "folio_migrate_flags", "folio_migrate_mapping",
-					   "migrate_folio_move", "move_to_new_folio" };
+					   "migrate_folio_move", "move_to_new_folio",
+					   "migrate_page_states" };
 	const struct btf_type *t;
 	const struct btf_param *p;
 	size_t i;
@@ -334,9 +341,9 @@ int tk_numa_btf__folio_fn(const struct btf *btf, struct tk_numa_folio_fn *f)
 
 			if (!pn || !is_folio_ptr(btf, p[k].type))
 				continue;
-			if (!strcmp(pn, "newfolio") || !strcmp(pn, "dst"))
+			if (!strcmp(pn, "newfolio") || !strcmp(pn, "dst") || !strcmp(pn, "newpage"))
 				f->dst = k;
-			else if (!strcmp(pn, "folio") || !strcmp(pn, "src"))
+			else if (!strcmp(pn, "folio") || !strcmp(pn, "src") || !strcmp(pn, "page"))
 				f->src = k;
 		}
 		if (f->dst < 0 || f->src < 0)
