@@ -172,7 +172,7 @@ check:
 	$(Q)TK_BUILD_DIR=$(BUILD) TK_TIERS="unit san" tests/run.sh
 
 # The kernel matrix alone (tests/vm/matrix.sh; `make test` runs it as its vm tier): every
-# collector on this kernel, then in two-node QEMU guests on Debian's 6.1 and 6.12 kernels.
+# collector on this kernel, then in two-node QEMU guests on Debian's 5.10, 6.1, 6.12 and sid's newest kernels.
 VM_WORKLOADS := $(patsubst %,$(BUILD)/workloads/%,cpu_split alloc_leak cpu_split_static unw_chain \
 	unw_chain_static \
 	alloc_leak_static numa_balance $(if $(wildcard tests/workloads/numa_move.c),numa_move))
