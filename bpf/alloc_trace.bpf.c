@@ -84,11 +84,20 @@ struct pending {
 	__u64 sp;			/* at entry: the return sees sp + 8 */
 };
 
-/* The last realloc-family entry on this CPU: its tail call into malloc is not a new call */
+/*
+ * The last realloc-family entry on this CPU: its tail call into malloc (or
+ * reallocarray's into realloc) is not a new call. A tail call enters another
+ * function with the same thread, stack pointer, size and return address; a
+ * new call from the same frame (a = realloc(a, n); b = realloc(b, n)) enters
+ * the same function, or returns elsewhere.
+ */
 struct last_entry {
 	__u64 id;
 	__u64 sp;
 	__u64 size;
+	__u64 ret;
+	__u32 kind;
+	__u32 pad;
 };
 
 struct {
@@ -163,12 +172,12 @@ static __always_inline __u64 sat_mul(__u64 a, __u64 b)
  * free) is part of the outer call: its return address, in the file's
  * addresses, lies in a hooked function's body.
  */
-static __always_inline bool nested(struct pt_regs *ctx, __u64 fvaddr)
+static __always_inline bool nested(struct pt_regs *ctx, __u64 fvaddr, __u64 ret)
 {
-	__u64 ret = 0, rv;
+	__u64 rv;
 	__u32 i, n = nr_ranges;
 
-	if (!n || bpf_probe_read_user(&ret, sizeof(ret), (void *)PT_REGS_SP(ctx)))
+	if (!n || !ret)
 		return false;
 	rv = ret - (PT_REGS_IP(ctx) - fvaddr);
 	for (i = 0; i < AT_MAX_RANGES; i++) {
@@ -294,12 +303,15 @@ static __always_inline bool alloc_entry(struct pt_regs *ctx, __u64 cookie)
 {
 	__u64 id = bpf_get_current_pid_tgid();
 	__u32 kind = cookie & 0xff, tid = (__u32)id, zero = 0, cpu;
-	__u64 sp = PT_REGS_SP(ctx), size, old = 0, outp = 0;
+	__u64 sp = PT_REGS_SP(ctx), size, old = 0, outp = 0, ret;
 	struct last_entry *le;
 	struct pending p;
 	__s64 *cd;
 
-	if (nested(ctx, cookie >> 8)) {
+	/* the return address: where a call goes back to (0 when unreadable) */
+	if (bpf_probe_read_user(&ret, sizeof(ret), (void *)sp))
+		ret = 0;
+	if (nested(ctx, cookie >> 8, ret)) {
 		count(AT_CNT_NESTED);
 		return false;
 	}
@@ -335,13 +347,17 @@ static __always_inline bool alloc_entry(struct pt_regs *ctx, __u64 cookie)
 	 */
 	le = bpf_map_lookup_elem(&last, &zero);
 	if (le) {
-		if (le->id == id && le->sp == sp && le->size == size) {
+		if (le->id == id && le->sp == sp && le->size == size && le->ret == ret &&
+		    le->kind != kind) {
+			le->kind = kind;	/* reallocarray → realloc → malloc: each link */
 			count(AT_CNT_NESTED);
 			return false;
 		}
 		le->id = kind == AT_REALLOC || kind == AT_REALLOCARRAY ? id : 0;
 		le->sp = sp;
 		le->size = size;
+		le->ret = ret;
+		le->kind = kind;
 	}
 	count(AT_CNT_ALLOC_CALLS);
 	if (old)

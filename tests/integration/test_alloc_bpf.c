@@ -77,11 +77,13 @@ static double now_s(void)
 }
 
 /* Run a session on @pid for @secs; the folded profile's text into @out. */
+static uint64_t sample_bytes;	/* for run(); 0: the default */
+
 static void run(pid_t pid, enum tk_alloc_mode mode, double secs, struct tk_alloc_stats *st,
 		char *out, size_t out_sz, char *describe, size_t describe_sz)
 {
 	struct tk_alloc_opts o = { .sz = sizeof(o), .mode = mode, .pid = pid,
-				   .backend = TK_BACKEND_BPF };
+				   .backend = TK_BACKEND_BPF, .sample_bytes = sample_bytes };
 	struct tk_caps_opts co = { .sz = sizeof(co), .pid = pid };
 	static struct tk_caps pcaps;
 	struct tk_profile *p = NULL;
@@ -215,6 +217,54 @@ static void test_rate(void **state)
 	assert_true(r.slowdown[TK_ALLOC_MODE_GROWTH] == 0);
 }
 
+/*
+ * a = realloc(a, n); b = realloc(b, n) from one frame (alloc_realloc): the
+ * second is a call of its own, not a tail call of the first; 400 blocks of
+ * 64 KiB stay in use at realloc_site, and nothing of what they grew from.
+ */
+static void realloc_pairs(enum tk_alloc_mode mode, uint64_t sbytes, double tolerance)
+{
+	const unsigned long held = 2ul * 200 * 65536;
+	struct tk_alloc_stats st;
+	char path[512], describe[512];
+	unsigned long got;
+	pid_t pid;
+
+	need(TK_CAP_PROG_UPROBE, true);
+	snprintf(path, sizeof(path), "%s/workloads/alloc_realloc", tk_test_build_dir());
+	if (access(path, X_OK))
+		fail_msg("%s missing: build it first", path);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (!pid) {
+		freopen("/dev/null", "w", stdout);
+		execl(path, path, "-d", "3", (char *)NULL);
+		_exit(127);
+	}
+	usleep(300000);		/* past ld.so; it grows its blocks 1 s after its start */
+	sample_bytes = sbytes;
+	run(pid, mode, 2.5, &st, folded, sizeof(folded), describe, sizeof(describe));
+	sample_bytes = 0;
+	stop(pid);
+	got = leaf_sum(folded, "realloc_site");
+	print_message("%s: %lu bytes in use at realloc_site, %lu held\n",
+		      mode == TK_ALLOC_MODE_FULL ? "full" : "sampled", got, held);
+	if (got < held * (1 - tolerance) || got > held * (1 + tolerance))
+		fail_msg("realloc_site %lu bytes in use, want %lu (± %.0f %%)", got, held,
+			 100 * tolerance);
+}
+
+static void test_realloc_pairs_full(void **state)
+{
+	realloc_pairs(TK_ALLOC_MODE_FULL, 0, 0);
+}
+
+static void test_realloc_pairs_sampled(void **state)
+{
+	/* 64 KiB between samples: ~400 samples of the 25 MiB, a few % of error */
+	realloc_pairs(TK_ALLOC_MODE_SAMPLED, 65536, 0.2);
+}
+
 int main(void)
 {
 	struct tk_caps_opts co = { .sz = sizeof(co) };
@@ -223,6 +273,8 @@ int main(void)
 		cmocka_unit_test(test_full),
 		cmocka_unit_test(test_growth),
 		cmocka_unit_test(test_rate),
+		cmocka_unit_test(test_realloc_pairs_full),
+		cmocka_unit_test(test_realloc_pairs_sampled),
 	};
 
 	if (tk_caps__snapshot(&co, &caps))

@@ -311,6 +311,74 @@ static void test_pprof_perf(void **state)
 	check_pprof("perf");
 }
 
+/* The "File:" line of go tool pprof -top for @pb: the profile's first mapping. */
+static void pprof_file(const char *pb, char *file, size_t file_sz)
+{
+	char cmd[1024], top[1 << 14], *l;
+
+	snprintf(cmd, sizeof(cmd),
+		 "HOME=${HOME:-/tmp} PPROF_TMPDIR=%s go tool pprof -top -nodecount=5 %s 2>&1",
+		 tmpdir, pb);
+	assert_int_equal(tk_test_capture(cmd, top, sizeof(top)), 0);
+	l = strstr(top, "File: ");
+	if (!l)
+		fail_msg("no File: line:\n%s", top);
+	snprintf(file, file_sz, "%.*s", (int)strcspn(l + 6, "\n"), l + 6);
+}
+
+/*
+ * pprof calls the first mapping the main binary: it must be the profiled
+ * program's, even when its first samples are in a library (cpu_shlib burns
+ * in libcpuhot.so; Debian's perl in libperl.so.5.36).
+ */
+static void check_main_file(const char *backend)
+{
+	const char *pb = path_in_tmp("main.pb.gz");
+	char *shlib[] = { "-o", (char *)pb, "--", (char *)tk_test_workload("cpu_shlib"), "2", NULL };
+	char pid_s[16], *perl[] = { "-d", "2", "-o", (char *)pb, "-p", pid_s, NULL };
+	char file[256];
+	pid_t pid;
+
+	assert_int_equal(run_cpu(backend, false, shlib), 0);
+	pprof_file(pb, file, sizeof(file));
+	print_message("%s: cpu_shlib: File: %s\n", backend, file);
+	assert_string_equal(file, "cpu_shlib");
+
+	if (access("/usr/bin/perl", X_OK)) {
+		if (getenv("CI"))
+			fail_msg("no /usr/bin/perl (tools/install-deps.sh installs it)");
+		print_message("skip: no /usr/bin/perl\n");
+		return;
+	}
+	pid = fork();
+	assert_true(pid >= 0);
+	if (!pid) {
+		execl("/usr/bin/perl", "perl", "-e",
+		      "my $s = ''; while (1) { $s .= 'x' x 64; $s = substr($s, 32) }", (char *)NULL);
+		_exit(127);
+	}
+	usleep(300000);
+	snprintf(pid_s, sizeof(pid_s), "%d", pid);
+	assert_int_equal(run_cpu(backend, false, perl), 0);
+	kill(pid, SIGKILL);
+	waitpid(pid, NULL, 0);
+	pprof_file(pb, file, sizeof(file));
+	print_message("%s: perl -p: File: %s\n", backend, file);
+	assert_true(!strcmp(file, "perl") || !strncmp(file, "perl5", 5));
+}
+
+static void test_main_file_bpf(void **state)
+{
+	NEED_ROOT();
+	check_main_file("bpf");
+}
+
+static void test_main_file_perf(void **state)
+{
+	NEED_ROOT();
+	check_main_file("perf");
+}
+
 /* a hot function in a shared library; a stripped binary; kernel frames */
 static void check_shapes(const char *backend)
 {
@@ -491,6 +559,8 @@ int main(void)
 		cmocka_unit_test(test_follow_perf),
 		cmocka_unit_test(test_pprof_bpf),
 		cmocka_unit_test(test_pprof_perf),
+		cmocka_unit_test(test_main_file_bpf),
+		cmocka_unit_test(test_main_file_perf),
 		cmocka_unit_test(test_shapes_bpf),
 		cmocka_unit_test(test_shapes_perf),
 		cmocka_unit_test(test_short_lived_bpf),

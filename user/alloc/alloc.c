@@ -510,6 +510,14 @@ static int build_profile(struct tk_alloc *a, uint64_t min_age_ns, struct tk_prof
 	p->period = a->sample_bytes ? (int64_t)a->sample_bytes : 1;
 	p->time_nanos = a->start_ns;
 	p->duration_nanos = now - a->start_mono_ns;
+	/* the profiled program's file first in pprof ("File:"), as it was when captured */
+	if (a->pid > 0 && tk_symbolizer__exe(a->sym, a->pid))
+		err = tk_profile__set_main_file(p, tk_symbolizer__exe(a->sym, a->pid));
+	else
+		err = tk_profile__set_main_pid(p, a->opts.proc_root, a->pid);
+	if (err)
+		goto out;
+	err = -ENOMEM;
 	fr = tk_locs__new(a->sym, p);
 	locs = malloc((TK_ALLOC_MAX_FRAMES + 1) * sizeof(*locs));
 	if (!fr || !locs)

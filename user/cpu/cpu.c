@@ -139,7 +139,17 @@ static int build(struct tk_cpu *c, const struct tk_stacks *t, uint64_t *losses, 
 		return -ENOMEM;
 	p->time_nanos = start_real_ns;
 	p->duration_nanos = tk_now_ns(CLOCK_MONOTONIC) - start_mono_ns;
-	err = tk_cpu_profile__build(t, c->sym, p, &unsymbolized);
+	/* the profiled program's file first in pprof ("File:"), as it was when captured */
+	if (c->opts.nr_pids && tk_symbolizer__exe(c->sym, c->opts.pids[0]))
+		err = tk_profile__set_main_file(p, tk_symbolizer__exe(c->sym, c->opts.pids[0]));
+	else if (c->opts.nr_pids)
+		err = tk_profile__set_main_pid(p, c->opts.proc_root, c->opts.pids[0]);
+	else
+		err = tk_profile__add_comment(p, "a whole-system profile: no one main program "
+					      "(pprof's \"File:\" names the first mapping)");
+	err = err == -ENOSPC ? 0 : err;
+	if (!err)
+		err = tk_cpu_profile__build(t, c->sym, p, &unsymbolized);
 	if (err) {
 		tk_profile__free(p);
 		return err;

@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <unistd.h>
 
 #include "core/fsutil.h"
 #include "core/hash.h"
@@ -133,6 +134,7 @@ void tk_profile__free(struct tk_profile *p)
 		free(p->samples[i].location_ids);
 	for (c = 0; c < p->nr_comments; c++)
 		free(p->comments[c]);
+	free(p->main_file);
 	free(p->mappings);
 	free(p->functions);
 	free(p->locations);
@@ -390,6 +392,32 @@ void tk_profile__set_loss(struct tk_profile *p, const char *name, uint64_t count
 	memcpy(pp->loss_names[i], key, sizeof(key));
 	p->losses[i].name = pp->loss_names[i];
 	p->losses[i].count = count;
+}
+
+int tk_profile__set_main_file(struct tk_profile *p, const char *file)
+{
+	char *dup = NULL;
+
+	if (file && !(dup = strdup(file)))
+		return -ENOMEM;
+	free(p->main_file);
+	p->main_file = dup;
+	return 0;
+}
+
+int tk_profile__set_main_pid(struct tk_profile *p, const char *proc_root, int pid)
+{
+	char rel[32], path[4096], exe[4096];
+	ssize_t n;
+
+	snprintf(rel, sizeof(rel), "%d/exe", pid);
+	if (pid <= 0 || tk_path_join(path, sizeof(path), proc_root ? proc_root : "/proc", rel))
+		return 0;
+	n = readlink(path, exe, sizeof(exe) - 1);
+	if (n <= 0)
+		return 0;	/* gone, or not ours to read: pprof then names the first file */
+	exe[n] = '\0';
+	return tk_profile__set_main_file(p, exe);
 }
 
 int tk_profile__add_comment(struct tk_profile *p, const char *fmt, ...)

@@ -87,11 +87,22 @@ struct tk_profile {
 
 	struct tk_loss losses[TK_PROFILE_MAX_LOSSES];
 	int nr_losses;
-	char *comments[8];			/* free-form notes; the writer adds backend etc. */
+	char *comments[16];			/* free-form notes; the writer adds backend etc. */
 	int nr_comments;
+	char *main_file;			/* the profiled program's file: its mapping goes
+						   first (pprof's "File:"); NULL: none */
 };
 
 /* ---- building (profile.c) ------------------------------------------------------ */
+
+/*
+ * The profiled program's file, as its mappings name it (the target's
+ * /proc/PID/exe): pprof calls the first mapping the main binary, so the
+ * writers put this file's first. NULL: a whole-system profile, which has none.
+ */
+int tk_profile__set_main_file(struct tk_profile *p, const char *file);
+/* The same, from process @pid's exe link under @proc_root (NULL: /proc); 0 when unreadable. */
+int tk_profile__set_main_pid(struct tk_profile *p, const char *proc_root, int pid);
 
 /* An empty profile with the CPU sample types (samples/count, cpu/nanoseconds). */
 struct tk_profile *tk_profile__new_cpu(const char *backend, int freq_hz);

@@ -292,15 +292,17 @@ static void mappings(struct encoder *e)
 	int pass;
 
 	/*
-	 * pprof calls the first mapping the main binary ("File:"): files first,
-	 * then the kernel, [vdso] and the like. Ids do not change.
+	 * pprof calls the first mapping the main binary ("File:"): the profiled
+	 * program's first, then the other files, then the kernel, [vdso] and the
+	 * like. Ids do not change.
 	 */
-	for (pass = 0; pass < 2; pass++) {
+	for (pass = 0; pass < 3; pass++) {
 		for (i = 0; i < p->nr_mappings; i++) {
 			const struct tk_mapping *m = &p->mappings[i];
 			bool pseudo = !m->file || m->file[0] == '[';
+			bool main = !pseudo && p->main_file && !strcmp(m->file, p->main_file);
 
-			if (pseudo != (pass == 1))
+			if ((pass == 0) != main || (!main && pseudo != (pass == 2)))
 				continue;
 			mapping(e, m->id, m->start, m->limit, m->offset, m->file, m->build_id,
 				m->has_functions);

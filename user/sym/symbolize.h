@@ -35,6 +35,12 @@ void tk_symbolizer__free(struct tk_symbolizer *s);
  * -ESRCH when the process is gone, or another negative errno.
  */
 int tk_symbolizer__capture(struct tk_symbolizer *s, uint32_t pid, uint32_t gen);
+
+/*
+ * What process @pid's PID/exe named when it was last captured (its latest
+ * generation), or NULL: the main program of a profile of it.
+ */
+const char *tk_symbolizer__exe(const struct tk_symbolizer *s, uint32_t pid);
 /*
  * Build unwind rows with each object indexed from now on, or not (a session
  * whose backend turns out not to walk stacks itself).

@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "core/fsutil.h"
 #include "core/hashmap.h"
@@ -120,6 +121,31 @@ static int read_thread_maps(struct tk_symbolizer *s, uint32_t pid, char **text, 
 	return err;
 }
 
+/*
+ * @p's PID/exe, once, while it lives (at its capture, or its first mapping
+ * from a perf record), named as its mappings are: without " (deleted)".
+ */
+static void learn_exe(struct tk_symbolizer *s, struct sym_proc *p)
+{
+	static const char deleted[] = " (deleted)";
+	char rel[32], path[PATH_MAX], exe[PATH_MAX];
+	ssize_t n;
+
+	if (p->exe || p->exe_tried)
+		return;
+	p->exe_tried = true;
+	snprintf(rel, sizeof(rel), "%u/exe", p->pid);
+	if (tk_path_join(path, sizeof(path), s->proc_root, rel))
+		return;
+	n = readlink(path, exe, sizeof(exe) - 1);
+	if (n <= 0)
+		return;
+	exe[n] = '\0';
+	if ((size_t)n > sizeof(deleted) - 1 && !strcmp(exe + n - (sizeof(deleted) - 1), deleted))
+		exe[n - (sizeof(deleted) - 1)] = '\0';
+	p->exe = tk_strset__intern(&s->strings, exe);
+}
+
 int tk_symbolizer__capture(struct tk_symbolizer *s, uint32_t pid, uint32_t gen)
 {
 	struct capture_ctx c = { .s = s, .pid = pid };
@@ -166,7 +192,20 @@ int tk_symbolizer__capture(struct tk_symbolizer *s, uint32_t pid, uint32_t gen)
 	if (!p->captured)
 		s->st.processes++;
 	p->captured = true;
+	learn_exe(s, p);
 	return 0;
+}
+
+const char *tk_symbolizer__exe(const struct tk_symbolizer *s, uint32_t pid)
+{
+	const struct sym_proc *best = NULL;
+	struct proc_ent *pe;
+	size_t i = 0;
+
+	while ((pe = tk_hashmap__next(&s->procs, &i)))
+		if (pe->p->pid == pid && pe->p->exe && (!best || pe->p->gen > best->gen))
+			best = pe->p;
+	return best ? best->exe : NULL;
 }
 
 /* Put @nm into @p's sorted maps; what it overlaps is cut away (the newer mapping wins). */
@@ -233,6 +272,8 @@ int tk_symbolizer__add_mapping(struct tk_symbolizer *s, uint32_t pid, uint32_t g
 	if (err)
 		return err == -ENOENT ? 0 : err;
 	p = tk_symbolizer__get_proc(s, pid, gen);
+	if (p)
+		learn_exe(s, p);
 	if (!p)
 		return -ENOMEM;
 	return insert_map(p, &m);

@@ -31,6 +31,8 @@ struct sym_proc {
 	uint32_t pid;
 	uint32_t gen;
 	bool captured;
+	const char *exe;		/* PID/exe when captured (interned); NULL: unknown */
+	bool exe_tried;
 	struct sym_map *maps;		/* sorted by start, disjoint */
 	size_t nr;
 };
