@@ -27,6 +27,8 @@
 
 #include <cmocka.h>
 
+#include "need.h"
+
 #include "spawn.h"
 #include "alloc/jedump.h"
 #include "profile/profile.h"
@@ -45,10 +47,7 @@ struct run {
 static void workload_or_skip(const char *name, char *path, size_t size)
 {
 	snprintf(path, size, "%s/workloads/%s", tk_test_build_dir(), name);
-	if (access(path, X_OK)) {
-		print_message("skip: no %s (make the workloads)\n", path);
-		skip();
-	}
+	NEED_DEP(!access(path, X_OK), "no %s (make the workloads)\n", path);
 }
 
 /*
@@ -177,10 +176,8 @@ static void test_preloaded_glibc_program(void **state)
 	struct run r = {};
 
 	workload_or_skip("alloc_leak", exe, sizeof(exe));
-	if (tk_jedump__find_lib(lib, sizeof(lib))) {
-		print_message("skip: no %s (apt-get install libjemalloc2)\n", TK_JEDUMP_LIB);
-		skip();
-	}
+	NEED_DEP(!tk_jedump__find_lib(lib, sizeof(lib)), "no %s (apt-get install libjemalloc2)\n",
+		 TK_JEDUMP_LIB);
 	assert_int_equal(tk_jedump__program(exe, &pr), 0);
 	assert_int_equal(pr.linkage, TK_JEDUMP_NONE);	/* so the backend preloads one */
 	run_like_backend(exe, lib, "MALLOC_CONF", &r);

@@ -12,6 +12,8 @@
 #include <setjmp.h>
 #include <cmocka.h>
 
+#include "need.h"
+
 #include <dlfcn.h>
 #include <elf.h>
 #include <errno.h>
@@ -178,10 +180,10 @@ static void test_debian_jemalloc_cxx(void **state)
 	struct tk_alloc_syms *s = calloc(1, sizeof(*s));
 	const struct tk_alloc_fn *fn;
 
-	if (access(DEBIAN_JEMALLOC, R_OK)) {
+	if (access(DEBIAN_JEMALLOC, R_OK))
 		free(s);
-		skip();
-	}
+	NEED_DEP(!access(DEBIAN_JEMALLOC, R_OK), "no %s (apt-get install libjemalloc2)\n",
+		 DEBIAN_JEMALLOC);
 	assert_true(tk_alloc_syms__find(DEBIAN_JEMALLOC, "", TK_ASYMS_CXX, s) > 0);
 	assert_true(tk_alloc_syms__usable(s));
 	check_consistent(s);
@@ -266,10 +268,9 @@ static void test_markers(void **state)
 	char path[4096];
 
 	snprintf(path, sizeof(path), "%s/libtkalloc.so", dir && *dir ? dir : "build");
-	if (access(path, R_OK)) {
+	if (access(path, R_OK))
 		free(s);
-		skip();
-	}
+	NEED_DEP(!access(path, R_OK), "no %s (make)\n", path);
 	assert_int_equal(tk_alloc_syms__find(path, "", TK_ASYMS_MARKERS, s), 2);
 	assert_true(tk_alloc_syms__usable(s));
 	check_consistent(s);

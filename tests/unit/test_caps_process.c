@@ -26,6 +26,8 @@
 
 #include <cmocka.h>
 
+#include "need.h"
+
 #include "../lib/caps_expect.h"
 #include "../lib/fixture.h"
 #include "caps/caps.h"
@@ -164,10 +166,8 @@ static void make_proc(struct t *t, const struct proc_spec *s, char *exe, size_t 
 
 static void need_debian_jemalloc(void)
 {
-	if (access(DEBIAN_JEMALLOC, R_OK)) {
-		print_message("skip: no %s (apt-get install libjemalloc2)\n", DEBIAN_JEMALLOC);
-		skip();
-	}
+	NEED_DEP(!access(DEBIAN_JEMALLOC, R_OK), "no %s (apt-get install libjemalloc2)\n",
+		 DEBIAN_JEMALLOC);
 }
 
 /*
@@ -180,10 +180,8 @@ static void build_program(struct t *t, const char *name, const char *src, const 
 	char rel[64], cpath[PATH_MAX], cmd[3 * PATH_MAX];
 	int status;
 
-	if (system("command -v gcc >/dev/null 2>&1")) {
-		print_message("skip: no gcc to build %s with %s\n", name, flags);
-		skip();
-	}
+	NEED_DEP(!system("command -v gcc >/dev/null 2>&1"), "no gcc to build %s with %s\n", name,
+		 flags);
 	snprintf(rel, sizeof(rel), "%s.c", name);
 	FX(fx_write(t->fx, rel, src));
 	FX(fx_path(t->fx, rel, cpath, sizeof(cpath)));

@@ -10,6 +10,8 @@
 #include <setjmp.h>
 #include <cmocka.h>
 
+#include "need.h"
+
 #include <elf.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -501,8 +503,8 @@ static void test_debian_libjemalloc(void **state)
 	struct tk_elf *elf;
 	char id[129];
 
-	if (access(DEBIAN_JEMALLOC, R_OK))
-		skip();
+	NEED_DEP(!access(DEBIAN_JEMALLOC, R_OK), "no %s (apt-get install libjemalloc2)\n",
+		 DEBIAN_JEMALLOC);
 	assert_int_equal(tk_elf__open(DEBIAN_JEMALLOC, &elf), 0);
 	assert_int_equal(tk_elf__type(elf), ET_DYN);
 	assert_false(tk_elf__has_symtab(elf));	/* stripped: .dynsym only */

@@ -39,6 +39,8 @@
 
 #include <cmocka.h>
 
+#include "need.h"
+
 #include "../lib/fixture.h"
 #include "../lib/spawn.h"
 #include "alloc/jeprof.h"
@@ -867,10 +869,7 @@ static void test_real_dump_preloaded_final(void **state)
 	char env[PATH_MAX + 128];
 	struct run r;
 
-	if (!lib) {
-		print_message("skip: no libjemalloc.so.2 to preload\n");
-		skip();
-	}
+	NEED_DEP(lib, "no libjemalloc.so.2 to preload\n");
 	snprintf(env, sizeof(env),
 		 "LD_PRELOAD=%s MALLOC_CONF=prof:true,prof_final:true,lg_prof_sample:12,"
 		 "prof_prefix:jeprof", lib);

@@ -20,6 +20,8 @@
 
 #include <cmocka.h>
 
+#include "need.h"
+
 #include "../lib/fixture.h"
 #include "profile/profile.h"
 #include "test_pprof_decode.h"
@@ -311,10 +313,7 @@ static char *go_pprof(struct t *t, const char *args, const char *file)
 
 #define SKIP_WITHOUT_GO()                                                              \
 	do {                                                                           \
-		if (!have_go()) {                                                      \
-			print_message("skip: `go` is not on PATH, cannot run go tool pprof\n"); \
-			skip();                                                        \
-		}                                                                      \
+		NEED_DEP(have_go(), "`go` is not on PATH, cannot run go tool pprof\n"); \
 	} while (0)
 
 static void test_go_raw(void **state)

@@ -37,6 +37,8 @@
 
 #include <cmocka.h>
 
+#include "need.h"
+
 #include "../lib/spawn.h"
 
 extern char **environ;
@@ -273,8 +275,7 @@ static void test_jemalloc_kept(void **state)
 	char out[8192];
 	int rc;
 
-	if (!have_jemalloc())
-		skip();
+	NEED_DEP(have_jemalloc(), "no %s (apt-get install libjemalloc2)\n", JEMALLOC);
 	rc = run_sampled("1", "jemalloc", true, out, sizeof(out));
 	if (rc || !strstr(out, "jemalloc=ok"))
 		fail_msg("status %d: %s", rc, out);
@@ -463,8 +464,7 @@ static void test_agent_dump_jemalloc(void **state)
 	char b;
 	FILE *f;
 
-	if (!have_jemalloc())
-		skip();
+	NEED_DEP(have_jemalloc(), "no %s (apt-get install libjemalloc2)\n", JEMALLOC);
 	assert_non_null(mkdtemp(dir));
 	snprintf(preload, sizeof(preload), "%s %s", agent, JEMALLOC);
 	spawn_agent(&c, preload, vars, true);

@@ -14,6 +14,8 @@
 #include <setjmp.h>
 #include <cmocka.h>
 
+#include "need.h"
+
 #include <errno.h>
 #include <fcntl.h>
 #include <ftw.h>
@@ -226,8 +228,8 @@ static void assert_contains(const char *haystack, const char *needle)
 
 static void need_debian_jemalloc(void)
 {
-	if (access(DEBIAN_JEMALLOC, R_OK))
-		skip();
+	NEED_DEP(!access(DEBIAN_JEMALLOC, R_OK), "no %s (apt-get install libjemalloc2)\n",
+		 DEBIAN_JEMALLOC);
 }
 
 /*
@@ -828,10 +830,8 @@ static void run_cmd(const char *fmt, ...)
 
 static void need_toolchain(void)
 {
-	if (system("command -v gcc >/dev/null 2>&1 && command -v objcopy >/dev/null 2>&1")) {
-		print_message("skip: no gcc or objcopy to build shared libraries with\n");
-		skip();
-	}
+	NEED_DEP(!system("command -v gcc >/dev/null 2>&1 && command -v objcopy >/dev/null 2>&1"),
+		 "no gcc or objcopy to build shared libraries with\n");
 }
 
 /* Twelve functions that use the stack and call on: enough for the prologue heuristic. */
