@@ -31,15 +31,8 @@
 static char tmpdir[] = "/tmp/tk-alloc-test.XXXXXX";
 static char out[1 << 20];
 
-static const char *path_in_tmp(const char *name)
-{
-	static char buf[8][512];
-	static int i;
-
-	i = (i + 1) % 8;
-	snprintf(buf[i], sizeof(buf[i]), "%s/%s", tmpdir, name);
-	return buf[i];
-}
+/* a file in this test's temporary directory */
+#define path_in_tmp(name) tk_test_path(tmpdir, name)
 
 struct pp_func {
 	double flat;

@@ -46,15 +46,8 @@ static char empty[sizeof(tmpdir) + 16];	/* the empty file bound over SYS_BTF */
 static char host_mounts[1 << 16];	/* the host's mounts this test could touch */
 static char text[1 << 20];
 
-static const char *path_in_tmp(const char *name)
-{
-	static char buf[8][512];
-	static int i;
-
-	i = (i + 1) % 8;
-	snprintf(buf[i], sizeof(buf[i]), "%s/%s", tmpdir, name);
-	return buf[i];
-}
+/* a file in this test's temporary directory */
+#define path_in_tmp(name) tk_test_path(tmpdir, name)
 
 static bool in_ci(void)
 {

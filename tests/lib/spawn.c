@@ -158,12 +158,20 @@ int tk_test_capture(const char *cmdline, char *out, size_t out_sz)
 	return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
 }
 
-const char *tk_test_workload(const char *name)
+const char *tk_test_path(const char *dir, const char *name)
 {
-	static char buf[8][512];
+	static char buf[16][512];
 	static int i;
 
-	i = (i + 1) % 8;
-	snprintf(buf[i], sizeof(buf[i]), "%s/workloads/%s", tk_test_build_dir(), name);
+	i = (i + 1) % 16;
+	snprintf(buf[i], sizeof(buf[i]), "%s/%s", dir, name);
 	return buf[i];
+}
+
+const char *tk_test_workload(const char *name)
+{
+	char dir[512];
+
+	snprintf(dir, sizeof(dir), "%s/workloads", tk_test_build_dir());
+	return tk_test_path(dir, name);
 }

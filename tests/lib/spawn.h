@@ -9,7 +9,9 @@
 
 /* $TK_BUILD_DIR, default "build" */
 const char *tk_test_build_dir(void);
-/* $TK_BUILD_DIR/workloads/NAME (from a ring of 8 static buffers). */
+/* DIR/NAME, from a ring of 16 static buffers (so several can be in use at once). */
+const char *tk_test_path(const char *dir, const char *name);
+/* $TK_BUILD_DIR/workloads/NAME (from the same ring). */
 const char *tk_test_workload(const char *name);
 
 /* In a cmocka test's body (not its setup: cmocka 1.1 counts that an error): root or skip. */
