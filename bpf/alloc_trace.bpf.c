@@ -34,6 +34,7 @@
 #define PROT_WRITE 0x2
 #define NR_MMAP 9
 #define NR_BRK 12
+#define EEXIST 17
 
 const volatile bool sample_all = false;		/* full mode */
 const volatile bool track_live = true;		/* free only what BPF remembers */
@@ -224,8 +225,16 @@ static __always_inline void on_free(__u32 tgid, __u64 ptr)
 	if (!ptr)
 		return;
 	/* most frees are of objects never sampled: look before taking the bucket lock */
-	if (track_live && (!bpf_map_lookup_elem(&live, &k) || bpf_map_delete_elem(&live, &k)))
+	if (track_live && (!bpf_map_lookup_elem(&live, &k) || bpf_map_delete_elem(&live, &k))) {
+		/*
+		 * Full mode sees every allocation, so this object came before the
+		 * attach, or was lost (live map full, pending map full, a call from
+		 * inside the allocator)
+		 */
+		if (sample_all)
+			count(AT_CNT_UNKNOWN_FREE);
 		return;
+	}
 	emit_free(AT_REC_FREE, tgid, ptr);
 }
 
@@ -243,12 +252,23 @@ static __always_inline void emit_alloc(void *ctx, __u64 ptr, __u64 size, __u64 s
 
 	if (!r)
 		return;
-	if (track_live && bpf_map_update_elem(&live, &k, &size, BPF_ANY))
-		count(AT_CNT_LIVE_MAP_FULL);
+	r->flags = 0;
+	if (track_live) {
+		n = bpf_map_update_elem(&live, &k, &size, BPF_NOEXIST);
+		if (n == -EEXIST) {
+			/* the same address again: its free was not seen; the new object replaces it */
+			count(AT_CNT_LIVE_REPLACED);
+			n = bpf_map_update_elem(&live, &k, &size, BPF_ANY);
+		}
+		if (n) {
+			/* sent as allocated, but never in use: its free would not be seen */
+			count(AT_CNT_LIVE_MAP_FULL);
+			r->flags |= AT_F_UNTRACKED;
+		}
+	}
 	r->type = AT_REC_ALLOC;
 	r->pid = id >> 32;
 	r->tid = (__u32)id;
-	r->flags = 0;
 	r->ptr = ptr;
 	r->size = size;
 	r->ts_ns = bpf_ktime_get_ns();

@@ -42,6 +42,8 @@ enum at_rec_type {
 enum at_flags {
 	AT_F_TRUNCATED = 1 << 0,
 	AT_F_STACK_LOST = 1 << 1,
+	AT_F_UNTRACKED = 1 << 2,	/* the live map was full: its free will not be seen, so
+					   user space counts it as allocated, never as in use */
 };
 
 /* An allocation; sent with only nr_ips frames (the record is cut after them). */
@@ -112,6 +114,8 @@ enum at_counter {
 	AT_CNT_TRUNCATED,
 	AT_CNT_STACK_ERRORS,
 	AT_CNT_GROWTH,			/* growth events counted */
+	AT_CNT_UNKNOWN_FREE,		/* full mode: a free of an object BPF does not remember */
+	AT_CNT_LIVE_REPLACED,		/* an address allocated again before its free was seen */
 	AT_CNT__COUNT,
 };
 

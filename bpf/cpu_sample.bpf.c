@@ -31,10 +31,13 @@ const volatile bool filter_cgroup = false;	/* only tasks under cgroup_map[0] */
 const volatile bool kernel_stacks = true;
 const volatile bool user_stacks = true;
 const volatile __u32 self_tgid = 0;		/* tracekit itself, never sampled */
+/* From kernel BTF, so that a process's end is seen (group_dead); 0: unknown */
+const volatile __u32 task_signal_off = 0;	/* offsetof(struct task_struct, signal) */
+const volatile __u32 signal_live_off = 0;	/* offsetof(struct signal_struct, live) */
 
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, 4096);
+	__uint(max_entries, CPU_PIDS_MAX);
 	__type(key, __u32);
 	__type(value, __u8);
 } pids SEC(".maps");
@@ -95,6 +98,8 @@ struct {
 } events SEC(".maps");
 
 __u64 counters[CPU_MAX_CPUS][CPU_CNT__COUNT] = {};
+/* Generations handed out, per CPU (see new_gen) */
+__u32 gen_seq[CPU_MAX_CPUS] = {};
 
 static __always_inline void count(enum cpu_counter c)
 {
@@ -183,6 +188,21 @@ static __always_inline __u64 take_stack(struct bpf_perf_event_data *ctx, void *s
 }
 
 /*
+ * A generation no (pid, gen) has had: a procs entry leaves when its process
+ * ends, and a later process with the same pid must not take up the old
+ * one's counts and mappings under a generation counted again from 0. Each
+ * CPU counts its own (no fetching atomics on 5.10); the low bits say which.
+ * Never 0: that is the -p processes' first generation, set by user space, and
+ * the generation of samples whose process found no room in procs.
+ */
+static __always_inline __u32 new_gen(void)
+{
+	__u32 cpu = bpf_get_smp_processor_id() & (CPU_MAX_CPUS - 1);
+
+	return ++gen_seq[cpu] * CPU_MAX_CPUS + cpu;
+}
+
+/*
  * The (pid, gen) of this sample; tells user space the first time it is seen.
  * A sample of the main thread (tid == tgid) of a pid whose main thread has
  * exited is a new process that reused the pid: a new generation, so it never
@@ -195,6 +215,7 @@ static __always_inline __u32 proc_gen(__u32 tgid, __u32 tid)
 	struct cpu_proc fresh = {};
 
 	if (!p) {
+		fresh.gen = new_gen();
 		if (bpf_map_update_elem(&procs, &tgid, &fresh, BPF_NOEXIST) &&
 		    !bpf_map_lookup_elem(&procs, &tgid)) {
 			count(CPU_CNT_PROC_MAP_FULL);
@@ -205,7 +226,7 @@ static __always_inline __u32 proc_gen(__u32 tgid, __u32 tid)
 			return 0;
 	}
 	if (p->leader_exited && tid == tgid) {
-		p->gen++;
+		p->gen = new_gen();
 		p->leader_exited = 0;
 		p->announced = 0;
 	}
@@ -274,7 +295,7 @@ static __always_inline void next_gen(__u32 tgid)
 	/* a process never sampled has nothing to move on from */
 	if (!p)
 		return;
-	p->gen++;
+	p->gen = new_gen();
 	p->announced = 0;
 	p->leader_exited = 0;
 	emit(CPU_EV_EXEC, tgid, p->gen);
@@ -300,24 +321,61 @@ int exec_raw(void *ctx)
 	return 0;
 }
 
+/*
+ * Is the exiting task its process's last? do_exit() has counted it out of
+ * signal->live before this tracepoint (5.10 to 6.18). Without the offsets
+ * (no kernel BTF) it cannot be told, and nothing is pruned.
+ */
+static __always_inline bool group_dead(void)
+{
+	void *task = (void *)bpf_get_current_task(), *sig = NULL;
+	int live = 1;
+
+	if (!task_signal_off || !signal_live_off)
+		return false;
+	if (bpf_probe_read_kernel(&sig, sizeof(sig), task + task_signal_off) || !sig ||
+	    bpf_probe_read_kernel(&live, sizeof(live), sig + signal_live_off))
+		return false;
+	return live == 0;
+}
+
 SEC("raw_tp/sched_process_exit")
 int exit_raw(void *ctx)
 {
 	__u64 id = bpf_get_current_pid_tgid();
-	__u32 tgid = id >> 32;
+	__u32 tgid = id >> 32, tid = (__u32)id;
 	struct cpu_proc *p;
 
+	if (!tracked(tgid))
+		return 0;
+	p = bpf_map_lookup_elem(&procs, &tgid);
 	/*
 	 * The main thread: its other threads may run on with the same mappings,
 	 * so the generation stays; the next main-thread sample of this pid is a
 	 * new process (see proc_gen).
 	 */
-	if ((__u32)id != tgid || !tracked(tgid))
+	if (tid == tgid) {
+		if (p)
+			p->leader_exited = 1;
+		emit(CPU_EV_EXIT, tgid, p ? p->gen : 0);
+	} else if (filter_pids) {
+		/* fork_tp follows a new thread's tid too (cpu_follow.bpf.c): it goes with it */
+		bpf_map_delete_elem(&pids, &tid);
+	}
+	if (!group_dead())
 		return 0;
-	p = bpf_map_lookup_elem(&procs, &tgid);
+	/*
+	 * The process is over: the pid may name another process from now on,
+	 * which must be neither filtered in as this one's child nor unwound
+	 * with its rows. Its procs entry goes once user space has the event
+	 * (cpu_sample.c): a sample of the rest of this exit would make it again.
+	 */
+	if (filter_pids)
+		bpf_map_delete_elem(&pids, &tgid);
+	if (unw_enabled)
+		bpf_map_delete_elem(&unw_procs, &tgid);
 	if (p)
-		p->leader_exited = 1;
-	emit(CPU_EV_EXIT, tgid, p ? p->gen : 0);
+		emit(CPU_EV_GONE, tgid, p->gen);
 	return 0;
 }
 char LICENSE[] SEC("license") = "Dual BSD/GPL";

@@ -43,6 +43,7 @@ enum cpu_event_type {
 	CPU_EV_EXEC,
 	CPU_EV_EXIT,
 	CPU_EV_UNWIND_MISS,		/* an address in no mapping user space described: look again */
+	CPU_EV_GONE,			/* the last thread of (pid, gen) exited: its procs entry may go */
 };
 
 struct cpu_event {
@@ -55,6 +56,14 @@ struct cpu_event {
 
 /* Counters in .bss, one slot per CPU (index & (CPU_MAX_CPUS - 1)). */
 #define CPU_MAX_CPUS 256
+
+/*
+ * The pids filter: the -p processes and, with cpu_follow, their children.
+ * Preallocated (a perf_event program's hash map is, before 6.1): 32768
+ * entries are about 2 MiB. Entries leave when their process's last thread
+ * exits, so the map holds the processes alive at once, not all ever forked.
+ */
+#define CPU_PIDS_MAX 32768
 
 enum cpu_counter {
 	CPU_CNT_SAMPLES = 0,

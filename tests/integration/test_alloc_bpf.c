@@ -8,6 +8,7 @@
  * Skips with the reason when not root or when the kernel has no uprobes.
  */
 #include <errno.h>
+#include <inttypes.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -78,6 +79,23 @@ static double now_s(void)
 
 /* Run a session on @pid for @secs; the folded profile's text into @out. */
 static uint64_t sample_bytes;	/* for run(); 0: the default */
+/* the last run's loss counters */
+static struct {
+	char name[64];
+	uint64_t count;
+} losses[TK_PROFILE_MAX_LOSSES];
+static int nr_losses;
+
+static uint64_t loss(const char *name)
+{
+	int i;
+
+	for (i = 0; i < nr_losses; i++)
+		if (!strcmp(losses[i].name, name))
+			return losses[i].count;
+	fail_msg("no loss counter %s", name);
+	return 0;
+}
 
 static void run(pid_t pid, enum tk_alloc_mode mode, double secs, struct tk_alloc_stats *st,
 		char *out, size_t out_sz, char *describe, size_t describe_sz)
@@ -102,6 +120,11 @@ static void run(pid_t pid, enum tk_alloc_mode mode, double secs, struct tk_alloc
 		assert_int_equal(tk_alloc__poll(a, 100), 0);
 	assert_int_equal(tk_alloc__finish(a, 0, &p), 0);
 	tk_alloc__stats(a, st);
+	for (nr_losses = 0; nr_losses < p->nr_losses; nr_losses++) {
+		snprintf(losses[nr_losses].name, sizeof(losses[nr_losses].name), "%s",
+			 p->losses[nr_losses].name);
+		losses[nr_losses].count = p->losses[nr_losses].count;
+	}
 	f = fmemopen(out, out_sz, "w");
 	assert_non_null(f);
 	assert_int_equal(tk_profile__write_folded(p, f), 0);
@@ -247,8 +270,10 @@ static void realloc_pairs(enum tk_alloc_mode mode, uint64_t sbytes, double toler
 	sample_bytes = 0;
 	stop(pid);
 	got = leaf_sum(folded, "realloc_site");
-	print_message("%s: %lu bytes in use at realloc_site, %lu held\n",
-		      mode == TK_ALLOC_MODE_FULL ? "full" : "sampled", got, held);
+	print_message("%s: %lu bytes in use at realloc_site, %lu held; live_map_full %" PRIu64
+		      ", replaced_live_objects %" PRIu64 "\n",
+		      mode == TK_ALLOC_MODE_FULL ? "full" : "sampled", got, held,
+		      loss("live_map_full"), loss("replaced_live_objects"));
 	if (got < held * (1 - tolerance) || got > held * (1 + tolerance))
 		fail_msg("realloc_site %lu bytes in use, want %lu (± %.0f %%)", got, held,
 			 100 * tolerance);
@@ -265,6 +290,63 @@ static void test_realloc_pairs_sampled(void **state)
 	realloc_pairs(TK_ALLOC_MODE_SAMPLED, 65536, 0.2);
 }
 
+/*
+ * Full mode attached to a process that frees 1000 blocks it allocated before
+ * the attach: every one of those frees is counted.
+ */
+static void test_unknown_frees_full(void **state)
+{
+	struct tk_alloc_stats st;
+	char path[512], describe[512];
+	pid_t pid;
+
+	need(TK_CAP_PROG_UPROBE, true);
+	snprintf(path, sizeof(path), "%s/workloads/alloc_prefree", tk_test_build_dir());
+	if (access(path, X_OK))
+		fail_msg("%s missing: build it first", path);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (!pid) {
+		freopen("/dev/null", "w", stdout);
+		execl(path, path, "-n", "1000", "-w", "2500", "-d", "3", (char *)NULL);
+		_exit(127);
+	}
+	/* past ld.so and the allocations; it frees them at 2.5 s: time to attach on a busy machine */
+	usleep(300000);
+	run(pid, TK_ALLOC_MODE_FULL, 3.5, &st, folded, sizeof(folded), describe, sizeof(describe));
+	stop(pid);
+	print_message("frees_of_unknown_objects %" PRIu64 "\n", loss("frees_of_unknown_objects"));
+	assert_true(loss("frees_of_unknown_objects") >= 1000);
+	assert_int_equal(leaf_sum(folded, "prefree_site"), 0);
+}
+
+/*
+ * The live map cut to 64 entries (TK_TEST_MAP_ENTRIES) under alloc_leak's
+ * ~190 leaked blocks: the ones that found it full are counted, and none of
+ * them is reported in use (their frees would never be seen).
+ */
+static void test_live_map_full(void **state)
+{
+	struct tk_alloc_stats st;
+	char describe[512];
+	unsigned long leak;
+	pid_t pid;
+
+	need(TK_CAP_PROG_UPROBE, true);
+	pid = start_leak(4);
+	setenv("TK_TEST_MAP_ENTRIES", "live=64", 1);
+	run(pid, TK_ALLOC_MODE_FULL, 1.5, &st, folded, sizeof(folded), describe,
+	    sizeof(describe));
+	unsetenv("TK_TEST_MAP_ENTRIES");
+	stop(pid);
+	leak = leaf_sum(folded, "leak_site");
+	print_message("live_map_full %" PRIu64 ", %lu bytes in use at leak_site, %" PRIu64
+		      " objects live\n", loss("live_map_full"), leak, st.live);
+	assert_true(loss("live_map_full") > 0);
+	assert_true(st.live <= 64);
+	assert_true(leak <= 64u * (64u << 10));
+}
+
 int main(void)
 {
 	struct tk_caps_opts co = { .sz = sizeof(co) };
@@ -275,6 +357,8 @@ int main(void)
 		cmocka_unit_test(test_rate),
 		cmocka_unit_test(test_realloc_pairs_full),
 		cmocka_unit_test(test_realloc_pairs_sampled),
+		cmocka_unit_test(test_unknown_frees_full),
+		cmocka_unit_test(test_live_map_full),
 	};
 
 	if (tk_caps__snapshot(&co, &caps))

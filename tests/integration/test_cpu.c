@@ -455,6 +455,122 @@ static void test_short_lived_perf(void **state)
 	check_short_lived("perf");
 }
 
+/* A whole file, malloc'ed and NUL-terminated. */
+static char *slurp(const char *file)
+{
+	FILE *f = fopen(file, "r");
+	char *buf;
+	long n;
+
+	assert_non_null(f);
+	assert_int_equal(fseek(f, 0, SEEK_END), 0);
+	n = ftell(f);
+	rewind(f);
+	buf = malloc(n + 1);
+	assert_non_null(buf);
+	assert_int_equal(fread(buf, 1, n, f), n);
+	buf[n] = '\0';
+	fclose(f);
+	return buf;
+}
+
+/* The number after "@key": in @json (the first one), or -1. */
+static long json_num(const char *json, const char *key)
+{
+	char pat[64];
+	const char *p;
+
+	snprintf(pat, sizeof(pat), "\"%s\":", key);
+	p = strstr(json, pat);
+	return p ? strtol(p + strlen(pat), NULL, 10) : -1;
+}
+
+static int cmp_long(const void *a, const void *b)
+{
+	long x = *(const long *)a, y = *(const long *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/* Distinct "pid" values of a JSON profile's stacks. */
+static unsigned long json_distinct_pids(const char *json)
+{
+	size_t nr = 0, cap = 1024, i, distinct = 0;
+	long *pids = malloc(cap * sizeof(*pids));
+	const char *p;
+
+	assert_non_null(pids);
+	for (p = json; (p = strstr(p, "\"pid\":")); p += 6) {
+		if (nr == cap) {
+			pids = realloc(pids, (cap *= 2) * sizeof(*pids));
+			assert_non_null(pids);
+		}
+		pids[nr++] = strtol(p + 6, NULL, 10);
+	}
+	qsort(pids, nr, sizeof(*pids), cmp_long);
+	for (i = 0; i < nr; i++)
+		distinct += !i || pids[i] != pids[i - 1];
+	free(pids);
+	return distinct;
+}
+
+/*
+ * cpu_forks under -F 1999: @n children, @jobs at once, @ms of CPU each;
+ * the JSON profile's distinct pids and follow_map_full.
+ */
+static void run_forks(const char *n, const char *jobs, const char *ms, unsigned long *pids,
+		      long *full)
+{
+	const char *json = path_in_tmp("forks.json");
+	char *args[] = { "cpu", "--backend", "bpf", "-F", "1999", "-o", (char *)json, "--",
+			 (char *)tk_test_workload("cpu_forks"), "-n", (char *)n, "-j", (char *)jobs,
+			 "-m", (char *)ms, NULL };
+	char *text;
+
+	assert_int_equal(tk_test_run_tracekit(out, sizeof(out), false, args), 0);
+	text = slurp(json);
+	*pids = json_distinct_pids(text);
+	*full = json_num(text, "follow_map_full");
+	free(text);
+}
+
+/*
+ * 5000 children one after another (two at a time): the pid filter holds the
+ * living ones, not every one ever forked (it used to name 4094 of 5000), and
+ * none found it full. About 4 samples fall in each child's 2 ms.
+ */
+static void test_many_children_bpf(void **state)
+{
+	unsigned long pids;
+	long full;
+
+	NEED_ROOT();
+	run_forks("5000", "2", "2", &pids, &full);
+	print_message("5000 children: %lu distinct pids sampled, follow_map_full %ld\n", pids,
+		      full);
+	assert_int_equal(full, 0);
+	assert_true(pids > 4500);
+}
+
+/*
+ * The pids map cut to 8 entries (TK_TEST_MAP_ENTRIES), 40 children alive at
+ * once: the command and 7 children fit; the others are counted, not sampled.
+ */
+static void test_follow_map_full_bpf(void **state)
+{
+	unsigned long pids;
+	long full;
+
+	NEED_ROOT();
+	setenv("TK_TEST_MAP_ENTRIES", "pids=8", 1);
+	run_forks("40", "40", "100", &pids, &full);
+	unsetenv("TK_TEST_MAP_ENTRIES");
+	print_message("pids map of 8, 40 children at once: %lu pids sampled, follow_map_full "
+		      "%ld\n", pids, full);
+	assert_true(full >= 40 - 8 && full <= 40);
+	assert_true(pids >= 1 && pids <= 8);
+}
+
 /* bpf(2) denied by seccomp: the default backend falls back to perf, and says so */
 static void test_fallback_under_seccomp(void **state)
 {
@@ -558,6 +674,8 @@ int main(void)
 		cmocka_unit_test(test_shapes_perf),
 		cmocka_unit_test(test_short_lived_bpf),
 		cmocka_unit_test(test_short_lived_perf),
+		cmocka_unit_test(test_many_children_bpf),
+		cmocka_unit_test(test_follow_map_full_bpf),
 		cmocka_unit_test(test_fallback_under_seccomp),
 		cmocka_unit_test(test_sigint_writes_whole_output),
 	};

@@ -153,6 +153,8 @@ static void test_live_table_random(void **state)
 	assert_int_equal(st.live, live);
 	assert_int_equal(st.allocs, N);
 	assert_int_equal(st.frees, N - live);
+	/* ... but is counted: its allocation was never seen */
+	assert_int_equal(st.lost, i < N ? 2 : 1);
 	/* every survivor is still found: free them all */
 	for (i = 0; i < N; i++)
 		if (!freed[i])
@@ -277,6 +279,54 @@ static void test_profile_values_and_min_age(void **state)
 	tk_alloc__free(a);
 }
 
+static uint64_t loss(const struct tk_profile *p, const char *name)
+{
+	int i;
+
+	for (i = 0; i < p->nr_losses; i++)
+		if (!strcmp(p->losses[i].name, name))
+			return p->losses[i].count;
+	fail_msg("no loss counter %s", name);
+	return 0;
+}
+
+/*
+ * An allocation BPF could not remember (live map full) counts as allocated and
+ * never as in use; a free of an object never recorded is counted.
+ */
+static void test_untracked_and_unknown_frees(void **state)
+{
+	struct tk_alloc *a = session(TK_ALLOC_MODE_FULL, 0);
+	uint64_t ip = (uint64_t)site_a + 1;
+	struct tk_alloc_rec r = { .pid = getpid(), .tid = 1, .ptr = 0x1000, .size = 100,
+				  .ips = &ip, .nr_ips = 1 };
+	const struct tk_sample *sa;
+	struct tk_profile *p;
+	struct tk_alloc_stats st;
+
+	assert_int_equal(tk_alloc__on_alloc(a, &r), 0);
+	r.ptr = 0x2000;
+	r.untracked = true;
+	assert_int_equal(tk_alloc__on_alloc(a, &r), 0);
+	tk_alloc__stats(a, &st);
+	assert_int_equal(st.allocs, 2);
+	assert_int_equal(st.live, 1);
+	/* the untracked one's free, and one of an object from before the attach */
+	assert_int_equal(tk_alloc__on_free(a, getpid(), 0x2000), 0);
+	assert_int_equal(tk_alloc__on_free(a, getpid(), 0x3000), 0);
+	assert_int_equal(tk_alloc__finish(a, 0, &p), 0);
+	sa = find_sample(p, "site_a");
+	assert_non_null(sa);
+	assert_int_equal(sa->values[0], 2);
+	assert_int_equal(sa->values[1], 200);
+	assert_int_equal(sa->values[2], 1);
+	assert_int_equal(sa->values[3], 100);
+	assert_int_equal(loss(p, "frees_of_unknown_objects"), 2);
+	assert_int_equal(loss(p, "replaced_live_objects"), 0);
+	tk_profile__free(p);
+	tk_alloc__free(a);
+}
+
 static void test_growth(void **state)
 {
 	struct tk_alloc *a = session(TK_ALLOC_MODE_GROWTH, 0);
@@ -343,6 +393,7 @@ int main(void)
 		cmocka_unit_test(test_live_table_random),
 		cmocka_unit_test(test_sampled_estimates),
 		cmocka_unit_test(test_profile_values_and_min_age),
+		cmocka_unit_test(test_untracked_and_unknown_frees),
 		cmocka_unit_test(test_growth),
 		cmocka_unit_test(test_setenv_merges_preload),
 		cmocka_unit_test(test_demangle),

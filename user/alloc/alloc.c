@@ -49,6 +49,7 @@ static const char *const loss_names[TK_ALOSS__COUNT] = {
 	[TK_ALOSS_STACK_ERRORS] = "stack_errors",
 	[TK_ALOSS_UNSYMBOLIZED] = "unsymbolized_frames",
 	[TK_ALOSS_UNKNOWN_FREE] = "frees_of_unknown_objects",
+	[TK_ALOSS_LIVE_REPLACED] = "replaced_live_objects",
 };
 
 const char *tk_alloc_loss__name(enum tk_alloc_loss l)
@@ -238,7 +239,8 @@ int tk_alloc__on_alloc(struct tk_alloc *a, const struct tk_alloc_rec *r)
 	t->stacks[si].alloc_objs += w;
 	t->stacks[si].alloc_bytes += w * r->size;
 	t->allocs++;
-	if (!r->ptr)
+	/* an object whose free will not be seen would stay in use for ever */
+	if (!r->ptr || r->untracked)
 		return 0;
 	/*
 	 * An address handed out again replaces what it held: that free was not
@@ -259,8 +261,11 @@ int tk_alloc__on_free(struct tk_alloc *a, uint32_t pid, uint64_t ptr)
 	struct live_obj key = { .ptr = ptr, .pid = pid }, *o;
 
 	o = tk_hashmap__find(&a->live->live, live_hash(pid, ptr), live_match, NULL, &key);
-	if (!o)
+	if (!o) {
+		/* the backend sends frees of objects it knew: this one's allocation never came */
+		a->losses[TK_ALOSS_UNKNOWN_FREE]++;
 		return 0;
+	}
 	tk_hashmap__del(&a->live->live, o);
 	a->live->frees++;
 	return 0;

@@ -53,6 +53,8 @@ struct tk_alloc_rec {
 					   return address into the allocator's caller */
 	uint32_t nr_ips;		/* <= TK_ALLOC_MAX_FRAMES */
 	bool truncated;
+	bool untracked;			/* BPF could not remember it (live map full): counted
+					   as allocated, never kept as in use */
 	const char *comm;		/* may be NULL */
 };
 
@@ -66,8 +68,12 @@ enum tk_alloc_loss {
 	TK_ALOSS_TRUNCATED,		/* "truncated_stacks" */
 	TK_ALOSS_STACK_ERRORS,		/* "stack_errors" */
 	TK_ALOSS_UNSYMBOLIZED,		/* "unsymbolized_frames" */
-	TK_ALOSS_UNKNOWN_FREE,		/* "frees_of_unknown_objects": frees of objects
-					   recorded but not in the live table (full mode) */
+	TK_ALOSS_UNKNOWN_FREE,		/* "frees_of_unknown_objects": frees whose object is
+					   not known: in full mode, allocated before the
+					   attach (or its allocation was lost); any mode,
+					   a free record whose allocation record was lost */
+	TK_ALOSS_LIVE_REPLACED,		/* "replaced_live_objects": an address allocated
+					   again while still live: its free was not seen */
 	TK_ALOSS__COUNT,
 };
 const char *tk_alloc_loss__name(enum tk_alloc_loss l);
@@ -107,7 +113,7 @@ void tk_alloc__free(struct tk_alloc *a);
 /* ---- the session, for the backends ------------------------------------------------ */
 
 int tk_alloc__on_alloc(struct tk_alloc *a, const struct tk_alloc_rec *r);
-/* A free of @ptr in @pid; ignored unless @ptr is in the live table. */
+/* A free of @ptr in @pid; counted as frees_of_unknown_objects unless @ptr is in the live table. */
 int tk_alloc__on_free(struct tk_alloc *a, uint32_t pid, uint64_t ptr);
 /* @count events adding @bytes at a stack (growth mode). */
 int tk_alloc__on_growth(struct tk_alloc *a, enum tk_growth_kind kind, uint32_t pid, uint32_t tid,

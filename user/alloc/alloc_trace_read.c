@@ -76,6 +76,7 @@ int tk_alloc_bpf__handle_event(void *ctx, void *data, size_t size)
 		rec.ips = (const uint64_t *)r->ips;
 		rec.nr_ips = r->nr_ips > TK_ALLOC_MAX_FRAMES ? TK_ALLOC_MAX_FRAMES : r->nr_ips;
 		rec.truncated = r->flags & AT_F_TRUNCATED;
+		rec.untracked = r->flags & AT_F_UNTRACKED;
 		rec.comm = comm;
 		err = tk_alloc__on_alloc(a, &rec);
 		break;
@@ -113,6 +114,8 @@ static void read_counters(struct tk_alloc *a, struct at_state *st)
 		{ AT_CNT_PENDING_MAP_FULL, TK_ALOSS_PENDING_MAP_FULL },
 		{ AT_CNT_TRUNCATED, TK_ALOSS_TRUNCATED },
 		{ AT_CNT_STACK_ERRORS, TK_ALOSS_STACK_ERRORS },
+		{ AT_CNT_UNKNOWN_FREE, TK_ALOSS_UNKNOWN_FREE },
+		{ AT_CNT_LIVE_REPLACED, TK_ALOSS_LIVE_REPLACED },
 	};
 	uint64_t sum[AT_CNT__COUNT];
 	size_t i;

@@ -65,6 +65,8 @@ int tk_kconfig__lookup(const char *proc_root, const char *name);
 struct cpu_follow_bpf;
 struct cpu_follow_bpf *tk_cpu_follow__attach(int pids_fd);
 void tk_cpu_follow__destroy(struct cpu_follow_bpf *skel);
+/* Children that found the pids map full (never sampled); 0 for NULL. */
+uint64_t tk_cpu_follow__pids_full(const struct cpu_follow_bpf *skel);
 
 /*
  * The collectors' objects, loaded as `tracekit cpu/alloc/numa` would load

@@ -41,14 +41,6 @@ bool tk_kfeat__attach_cookie(void);
 enum tk_kfeat_session_kfunc tk_kfeat__session_kfunc(void);
 
 /*
- * Make @obj's hash maps loadable here (call after sizing them, before
- * loading): where tracing programs need preallocated maps, BPF_F_NO_PREALLOC
- * goes, and a map whose preallocation would pass TK_PREALLOC_MAP_BYTES is
- * halved until it fits (not below 1024 entries). @note (may be
- * NULL) says which maps were cut; empty when none was. Returns the number of
- * maps cut.
- */
-/*
  * The byte offset of @member in struct @type of the running kernel's BTF
  * (members of anonymous structs and unions included), or a negative errno
  * (no kernel BTF, no such type or member).
@@ -61,6 +53,14 @@ int tk_kfeat__member_offset(const char *type, const char *member);
  */
 int tk_kfeat__tracepoint_field(const char *category, const char *event, const char *field);
 
+/*
+ * Make @obj's hash maps loadable here (call after sizing them, before
+ * loading): where tracing programs need preallocated maps, BPF_F_NO_PREALLOC
+ * goes, and a map whose preallocation would pass TK_PREALLOC_MAP_BYTES is
+ * halved until it fits (not below 1024 entries). @note (may be
+ * NULL) says which maps were cut; empty when none was. Returns the number of
+ * maps cut. First, TK_TEST_MAP_ENTRIES=NAME=N,… sizes maps by name (tests).
+ */
 #define TK_PREALLOC_MAP_BYTES (32u << 20)
 int tk_kfeat__fit_maps(struct bpf_object *obj, char *note, size_t note_sz);
 

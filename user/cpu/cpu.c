@@ -25,6 +25,7 @@ static const char *const loss_names[TK_LOSS__COUNT] = {
 	[TK_LOSS_PERF_LOST] = "perf_lost_records",
 	[TK_LOSS_UNSYMBOLIZED] = "unsymbolized_frames",
 	[TK_LOSS_MAPS_MISSED] = "processes_without_maps",
+	[TK_LOSS_FOLLOW_MAP_FULL] = "follow_map_full",
 };
 
 const char *tk_cpu_loss__name(enum tk_cpu_loss l)

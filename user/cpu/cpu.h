@@ -59,6 +59,8 @@ enum tk_cpu_loss {
 	TK_LOSS_PERF_LOST,		/* "perf_lost_records": PERF_RECORD_LOST */
 	TK_LOSS_UNSYMBOLIZED,		/* "unsymbolized_frames" */
 	TK_LOSS_MAPS_MISSED,		/* "processes_without_maps": gone before capture */
+	TK_LOSS_FOLLOW_MAP_FULL,	/* "follow_map_full": children the pids map had no
+					   room for, never sampled */
 	TK_LOSS__COUNT,
 };
 const char *tk_cpu_loss__name(enum tk_cpu_loss l);

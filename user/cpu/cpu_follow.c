@@ -2,13 +2,17 @@
 /* Loader of bpf/cpu_follow.bpf.c: children of profiled processes join the pids filter. */
 #include <errno.h>
 #include <stdbool.h>
+#include <stdint.h>
 
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
+#include <linux/types.h>
 
+#include "bpf/cpu_sample.h"
 #include "cpu_follow.skel.h"
 #include "core/internal.h"
 #include "core/kfeat.h"
+#include "core/percpu.h"
 
 /*
  * The fork follower, sharing @pids_fd (cpu_sample's filter map): raw_tp with
@@ -51,4 +55,15 @@ struct cpu_follow_bpf *tk_cpu_follow__attach(int pids_fd)
 void tk_cpu_follow__destroy(struct cpu_follow_bpf *skel)
 {
 	cpu_follow_bpf__destroy(skel);
+}
+
+/* Children that found the pids map full (never sampled); 0 without a follower. */
+uint64_t tk_cpu_follow__pids_full(const struct cpu_follow_bpf *skel)
+{
+	uint64_t sum;
+
+	if (!skel)
+		return 0;
+	tk_percpu__sum(skel->bss->pids_full, CPU_MAX_CPUS, 1, &sum);
+	return sum;
 }

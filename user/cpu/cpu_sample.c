@@ -103,6 +103,20 @@ int tk_online_cpus(int *cpus, int max)
 	return n;
 }
 
+/*
+ * (pid, gen) has ended: its procs entry goes, unless the pid already names a
+ * newer generation. Its names stay in the symbolizer, its samples in counts;
+ * the entry only told later samples which generation they belong to.
+ */
+static void forget_proc(struct bpf_state *st, __u32 pid, __u32 gen)
+{
+	int fd = bpf_map__fd(st->skel->maps.procs);
+	struct cpu_proc p;
+
+	if (!bpf_map_lookup_elem(fd, &pid, &p) && p.gen == gen)
+		bpf_map_delete_elem(fd, &pid);
+}
+
 static int handle_event(void *ctx, void *data, size_t size)
 {
 	struct tk_cpu *c = ctx;
@@ -116,6 +130,16 @@ static int handle_event(void *ctx, void *data, size_t size)
 		tk_unw_bpf__miss(st->unw, e->pid, e->gen);
 		return 0;
 	}
+	if (e->type == CPU_EV_GONE) {
+		forget_proc(st, e->pid, e->gen);
+		/*
+		 * BPF deleted its unwinder entry, but this event's SAMPLED, before
+		 * it in the ring, may have written one since (a later process with
+		 * this pid writes its own after this)
+		 */
+		tk_unw_bpf__forget(st->unw, e->pid);
+		return 0;
+	}
 	if (e->type != CPU_EV_SAMPLED)
 		return 0;
 	c->processes++;
@@ -124,6 +148,9 @@ static int handle_event(void *ctx, void *data, size_t size)
 		c->maps_missed++;
 	else
 		tk_unw_bpf__update(st->unw, c->sym, e->pid, e->gen);
+	/* sampled at the very end of its exit, after CPU_EV_GONE: the entry is new, and stale */
+	if (err == -ESRCH)
+		forget_proc(st, e->pid, e->gen);
 	return 0;
 }
 
@@ -140,6 +167,7 @@ static void read_counters(struct tk_cpu *c, struct bpf_state *st)
 	c->losses[TK_LOSS_MAPS_MISSED] = c->maps_missed + sum[CPU_CNT_PROC_MAP_FULL];
 	c->losses[TK_LOSS_STACK_ERRORS] = sum[CPU_CNT_STACK_ERRORS];
 	c->losses[TK_LOSS_TRUNCATED] = sum[CPU_CNT_TRUNCATED];
+	c->losses[TK_LOSS_FOLLOW_MAP_FULL] = tk_cpu_follow__pids_full(st->follow);
 	if (st->unw) {
 		tk_unw_bpf__sum(st->skel->bss->unw_counters, UNW_MAX_CPUS, c->unwind);
 		tk_unw_bpf__stats(st->unw, &c->unw_info);
@@ -189,6 +217,14 @@ static void fit_maps(struct tk_cpu *c, struct bpf_object *obj)
 			 "fewer entries (%s); what does not fit is counted as lost", cut);
 }
 
+/* An offset from kernel BTF for the programs; 0 (the feature off) without it. */
+static __u32 member_offset(const char *type, const char *member)
+{
+	int off = tk_kfeat__member_offset(type, member);
+
+	return off > 0 ? off : 0;
+}
+
 /*
  * Open and load the sampler; with @mode not fp, with the CFI unwinder. In
  * auto mode a kernel that refuses the unwinder gets the sampler without it,
@@ -214,6 +250,8 @@ static int load_sampler(struct tk_cpu *c, struct bpf_state *st, enum tk_unwind_m
 	st->skel->rodata->kernel_stacks = !o->user_only;
 	st->skel->rodata->user_stacks = !o->kernel_only;
 	st->skel->rodata->self_tgid = getpid();
+	st->skel->rodata->task_signal_off = member_offset("task_struct", "signal");
+	st->skel->rodata->signal_live_off = member_offset("signal_struct", "live");
 	fit_maps(c, st->skel->obj);
 	{
 		struct tk_unw_bpf_vars v = TK_UNW_BPF_VARS(st->skel);
@@ -274,10 +312,15 @@ static int bpf_start(struct tk_cpu *c)
 		}
 	}
 	for (i = 0; i < o->nr_pids; i++) {
+		/* generation 0, as precapture() captures them (BPF's own are never 0) */
+		struct cpu_proc gen0 = {};
 		__u32 pid = o->pids[i];
 
 		err = bpf_map__update_elem(st->skel->maps.pids, &pid, sizeof(pid), &one,
 					   sizeof(one), BPF_ANY);
+		if (!err)
+			err = bpf_map__update_elem(st->skel->maps.procs, &pid, sizeof(pid), &gen0,
+						   sizeof(gen0), BPF_NOEXIST);
 		if (err)
 			goto fail;
 	}
