@@ -79,6 +79,7 @@ static double now_s(void)
 
 /* Run a session on @pid for @secs; the folded profile's text into @out. */
 static uint64_t sample_bytes;	/* for run(); 0: the default */
+static int go_signal;		/* for run(): sent to the process once attached; 0: none */
 /* the last run's loss counters */
 static struct {
 	char name[64];
@@ -115,6 +116,9 @@ static void run(pid_t pid, enum tk_alloc_mode mode, double secs, struct tk_alloc
 		fail_msg("open: %s", why);
 	if (tk_alloc__start(a, why, sizeof(why)))
 		fail_msg("start: %s", why);
+	/* attached: a workload that waits for it may go on */
+	if (go_signal)
+		kill(pid, go_signal);
 	snprintf(describe, describe_sz, "%s", tk_alloc__describe(a));
 	for (t0 = now_s(); now_s() - t0 < secs;)
 		assert_int_equal(tk_alloc__poll(a, 100), 0);
@@ -261,12 +265,14 @@ static void realloc_pairs(enum tk_alloc_mode mode, uint64_t sbytes, double toler
 	assert_true(pid >= 0);
 	if (!pid) {
 		freopen("/dev/null", "w", stdout);
-		execl(path, path, "-d", "3", (char *)NULL);
+		execl(path, path, "-d", "3", "--wait-signal", (char *)NULL);
 		_exit(127);
 	}
-	usleep(300000);		/* past ld.so; it grows its blocks 1 s after its start */
+	usleep(300000);		/* past ld.so; it grows its blocks once it gets SIGUSR1 */
 	sample_bytes = sbytes;
+	go_signal = SIGUSR1;
 	run(pid, mode, 2.5, &st, folded, sizeof(folded), describe, sizeof(describe));
+	go_signal = 0;
 	sample_bytes = 0;
 	stop(pid);
 	got = leaf_sum(folded, "realloc_site");

@@ -8,16 +8,20 @@
  * free of b's old block. Everything grown stays in use at realloc_site:
  * 2 × pairs × block bytes (malloc_usable_size may round each block up).
  *
- *   alloc_realloc [--pairs N] [--block BYTES] [--step BYTES] [-d SECONDS]
+ *   alloc_realloc [--pairs N] [--block BYTES] [--step BYTES] [-d SECONDS] [--wait-signal]
  *
  * The growing starts once a second has passed (time to attach to its pid),
- * then the process holds its blocks for -d seconds (default 3) and exits.
+ * or with --wait-signal once SIGUSR1 came (at most 30 s: a tracer says it is
+ * attached), then the process holds its blocks for -d seconds (default 3).
  * Prints "ready" when it starts growing and "held=BYTES blocks=N" when done.
  * Exits 0; 2 on a usage error.
  */
+#include <signal.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #define NOINLINE __attribute__((noinline))
@@ -43,22 +47,43 @@ NOINLINE void realloc_site(void **a, void **b, size_t step, size_t block)
 
 static int usage(const char *argv0)
 {
-	fprintf(stderr, "usage: %s [--pairs N] [--block BYTES] [--step BYTES] [-d SECONDS]\n",
-		argv0);
+	fprintf(stderr, "usage: %s [--pairs N] [--block BYTES] [--step BYTES] [-d SECONDS] "
+		"[--wait-signal]\n", argv0);
 	return 2;
+}
+
+/* Until SIGUSR1 (blocked, then waited for: none is lost), or 30 s. */
+static void wait_go(void)
+{
+	struct timespec limit = { .tv_sec = 30 };
+	sigset_t set;
+
+	sigemptyset(&set);
+	sigaddset(&set, SIGUSR1);
+	sigtimedwait(&set, NULL, &limit);
 }
 
 int main(int argc, char **argv)
 {
 	size_t pairs = 200, block = 65536, step = 4096, i;
 	unsigned int secs = 3;
+	bool wait_signal = false;
 	void **blocks;
+	sigset_t set;
 	int k;
 
+	/* blocked from the start, so a SIGUSR1 sent early waits for sigtimedwait */
+	sigemptyset(&set);
+	sigaddset(&set, SIGUSR1);
+	sigprocmask(SIG_BLOCK, &set, NULL);
 	for (k = 1; k < argc; k++) {
 		if (!strcmp(argv[k], "-h") || !strcmp(argv[k], "--help")) {
 			usage(argv[0]);
 			return 0;
+		}
+		if (!strcmp(argv[k], "--wait-signal")) {
+			wait_signal = true;
+			continue;
 		}
 		if (k + 1 >= argc)
 			return usage(argv[0]);
@@ -78,7 +103,10 @@ int main(int argc, char **argv)
 	blocks = calloc(2 * pairs, sizeof(*blocks));
 	if (!blocks)
 		return 1;
-	sleep(1);
+	if (wait_signal)
+		wait_go();
+	else
+		sleep(1);
 	printf("ready\n");
 	fflush(stdout);
 	for (i = 0; i < pairs; i++)
