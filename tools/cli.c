@@ -139,8 +139,7 @@ static bool stdout_reader_gone(void)
 	return poll(&p, 1, 0) == 1 && (p.revents & POLLERR);
 }
 
-/* Why output @path cannot be written (@err a negative errno), once, with what to do. */
-static int output_error(const char *cmd, const char *path, int err)
+int output_error(const char *cmd, const char *path, int err)
 {
 	struct stat st;
 

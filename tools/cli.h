@@ -55,6 +55,8 @@ struct outputs {
 	/* a FIFO or device, held open from outputs_open to the end (f NULL: none) */
 	struct tk_outfile held[OUTPUTS_MAX];
 };
+/* Say why output @path cannot be written (@err a negative errno), with what to do; EXIT_FAILURE. */
+int output_error(const char *cmd, const char *path, int err);
 /* Add one -o; returns 0 or a usage error's exit code. */
 int outputs_add(struct outputs *o, const char *cmd, const char *path);
 /* Formats from --format or the names (stdout text when none); 0 or a usage error's code. */
