@@ -9,7 +9,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <poll.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include "cli.h"
 #include "core/json.h"
@@ -128,20 +131,96 @@ int outputs_resolve(struct outputs *o, const char *cmd)
 	return 0;
 }
 
-int outputs_write(const struct outputs *o, const char *cmd, const struct tk_result *r, int top)
+/* Whether stdout is a pipe or FIFO whose reader has gone: a write there fails with EPIPE. */
+static bool stdout_reader_gone(void)
 {
+	struct pollfd p = { .fd = STDOUT_FILENO, .events = POLLOUT };
+
+	return poll(&p, 1, 0) == 1 && (p.revents & POLLERR);
+}
+
+int output_error(const char *cmd, const char *path, int err)
+{
+	struct stat st;
+
+	if (err == -ELOOP)
+		return fail(EXIT_FAILURE, "%s: cannot write '%s': it is a symlink (refused: "
+			    "never followed nor replaced)", cmd, path);
+	if (err == -ENXIO && !lstat(path, &st) && S_ISFIFO(st.st_mode))
+		return fail(EXIT_FAILURE, "%s: cannot write '%s': it is a FIFO nobody reads "
+			    "(start its reader first)", cmd, path);
+	if (err == -EISDIR)
+		return fail(EXIT_FAILURE, "%s: cannot write '%s': it is a directory", cmd, path);
+	return fail(EXIT_FAILURE, "%s: cannot write '%s': %s", cmd, path, strerror(-err));
+}
+
+int outputs_open(struct outputs *o, const char *cmd)
+{
+	struct tk_outfile probe;
+	struct stat st;
 	int i, err;
 
 	for (i = 0; i < o->n; i++) {
-		err = tk_result__write_file(r, o->path[i], o->fmt[i], top);
-		if (err == -ELOOP)
-			return fail(EXIT_FAILURE, "%s: cannot write '%s': it is a symlink (refused: "
-				    "never followed nor replaced)", cmd, o->path[i]);
-		if (err)
-			return fail(EXIT_FAILURE, "%s: writing '%s' failed: %s", cmd, o->path[i],
-				    strerror(-err));
+		if (!strcmp(o->path[i], "-"))
+			continue;
+		if (!lstat(o->path[i], &st) && !S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode) &&
+		    !S_ISLNK(st.st_mode)) {
+			err = tk_outfile__open(&o->held[i], o->path[i]);
+		} else {
+			/* the temporary file is made and removed: the real one comes at the end */
+			err = tk_outfile__open(&probe, o->path[i]);
+			if (!err)
+				tk_outfile__abort(&probe);
+		}
+		if (err) {
+			outputs_abort(o);
+			return output_error(cmd, o->path[i], err);
+		}
 	}
 	return 0;
+}
+
+void outputs_abort(struct outputs *o)
+{
+	int i;
+
+	for (i = 0; i < o->n; i++)
+		if (o->held[i].f)
+			tk_outfile__abort(&o->held[i]);
+}
+
+int outputs_write(struct outputs *o, const char *cmd, const struct tk_result *r, int top)
+{
+	int i, err, ret = 0;
+
+	for (i = 0; i < o->n; i++) {
+		if (o->held[i].f) {
+			err = tk_result__write(r, o->fmt[i], o->held[i].f, top);
+			if (err)
+				tk_outfile__abort(&o->held[i]);
+			else
+				err = tk_outfile__commit(&o->held[i]);
+		} else {
+			err = tk_result__write_file(r, o->path[i], o->fmt[i], top);
+		}
+		if (!err)
+			continue;
+		if (!strcmp(o->path[i], "-") && (err == -EPIPE || stdout_reader_gone())) {
+			fprintf(stderr, "tracekit: %s: stdout was closed before the %s was written "
+				"to it (its reader has gone)\n", cmd,
+				o->fmt[i] == TK_FORMAT_TEXT ? "summary" : "output");
+			if (!ret)
+				ret = EXIT_STDOUT_CLOSED;
+			continue;
+		}
+		if (err == -ELOOP || err == -ENXIO || err == -EISDIR)
+			output_error(cmd, o->path[i], err);
+		else
+			fail(EXIT_FAILURE, "%s: writing '%s' failed: %s", cmd, o->path[i],
+			     strerror(-err));
+		ret = EXIT_FAILURE;
+	}
+	return ret;
 }
 
 int common_option(const char *cmd, int c, char **argv, const char *usage, struct outputs *o,
@@ -189,7 +268,7 @@ int common_option(const char *cmd, int c, char **argv, const char *usage, struct
 	}
 }
 
-/* The session a SIGINT or SIGTERM ends (tk_session__stop is async-signal-safe). */
+/* The session a SIGINT, SIGTERM or SIGHUP ends (tk_session__stop is async-signal-safe). */
 static struct tk_session *volatile stop_session;
 
 static void on_stop_signal(int sig)
@@ -197,19 +276,30 @@ static void on_stop_signal(int sig)
 	tk_session__stop(stop_session);
 }
 
-/* Without SA_RESTART: a signal ends a wait at once. */
+/*
+ * Without SA_RESTART: a signal ends a wait at once. SIGHUP (the terminal
+ * closed) ends a capture like Ctrl-C, so the files are still written whole,
+ * unless it was ignored when we started (nohup), which is left as it is.
+ * SIGPIPE is ignored: a write to a closed pipe (`| head`) fails with EPIPE
+ * instead of killing us before the -o files are written. Commands started
+ * get the default dispositions back (tk_spawn_held), handlers reset at exec.
+ */
 static void catch_stop_signals(struct tk_session *s)
 {
-	struct sigaction sa = { .sa_handler = on_stop_signal };
+	struct sigaction sa = { .sa_handler = on_stop_signal }, old;
 
 	stop_session = s;
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
+	if (!sigaction(SIGHUP, NULL, &old) && old.sa_handler != SIG_IGN)
+		sigaction(SIGHUP, &sa, NULL);
+	signal(SIGPIPE, SIG_IGN);
 }
 
 struct run_ctx {
 	const struct cli_run *run;
 	bool tty;
+	bool stdout_closed;	/* an interval report met stdout's reader gone */
 };
 
 static void status_line(struct tk_session *s, const struct cli_run *run, double elapsed,
@@ -249,13 +339,32 @@ static void on_tick(struct tk_session *s, double elapsed, void *arg)
 static int on_interval(struct tk_session *s, struct tk_result *r, double elapsed, void *arg)
 {
 	struct run_ctx *rc = arg;
-	int err;
+	const struct outputs *o = rc->run->outs;
+	bool files = false;
+	int err, i;
 
+	if (rc->stdout_closed) {
+		tk_result__free(r);
+		return 0;
+	}
 	if (rc->tty)
 		fputs("\r\033[K", stderr);
 	printf("--- %.1f s\n", elapsed);
 	err = tk_result__write(r, TK_FORMAT_TEXT, stdout, rc->run->top);
-	fflush(stdout);
+	errno = 0;
+	if ((fflush(stdout) || ferror(stdout)) && (errno == EPIPE || stdout_reader_gone())) {
+		/* nobody reads the reports any more; the -o files still get the whole run */
+		rc->stdout_closed = true;
+		for (i = 0; i < o->n; i++)
+			files |= strcmp(o->path[i], "-") != 0;
+		fprintf(stderr, "tracekit: %s: stdout was closed (its reader has gone): %s\n",
+			rc->run->cmd, files ? "no more interval reports; the -o files are "
+			"written at the end" : "nothing more can be written, the capture ends");
+		if (!files)
+			tk_session__stop(s);
+		tk_result__free(r);
+		return 0;
+	}
 	tk_result__free(r);
 	if (err)
 		fprintf(stderr, "tracekit: %s: no interval report: %s\n", rc->run->cmd,
@@ -305,10 +414,11 @@ int cli_session(struct tk_session *s, const struct cli_run *run)
 			   strerror(-err));
 		goto out;
 	}
-	if (outputs_write(run->outs, run->cmd, r, run->top))
-		goto out;
-	ret = EXIT_SUCCESS;
+	ret = outputs_write(run->outs, run->cmd, r, run->top);
+	if (!ret && rc.stdout_closed)
+		ret = EXIT_STDOUT_CLOSED;
 out:
+	outputs_abort(run->outs);
 	stop_session = NULL;
 	status = tk_session__exit_status(s);
 	if (status >= 0 && WIFEXITED(status) && WEXITSTATUS(status) && run->argv)

@@ -7,9 +7,16 @@
 #include <signal.h>
 #include <stdbool.h>
 
+#include "core/outfile.h"
 #include "tracekit/tracekit.h"
 
 #define EXIT_USAGE 2
+/*
+ * Standard output was closed before all of it was written (`| head`): what a
+ * shell reports for a command SIGPIPE killed (128 + 13). The commands ignore
+ * SIGPIPE, so the -o files are still written whole, and say it this way.
+ */
+#define EXIT_STDOUT_CLOSED 141
 
 struct cli_env {
 	bool verbose;
@@ -45,25 +52,44 @@ struct outputs {
 	enum tk_format fmt[OUTPUTS_MAX];
 	int n;
 	const char *format;	/* --format, or NULL */
+	/* a FIFO or device, held open from outputs_open to the end (f NULL: none) */
+	struct tk_outfile held[OUTPUTS_MAX];
 };
+/* Say why output @path cannot be written (@err a negative errno), with what to do; EXIT_FAILURE. */
+int output_error(const char *cmd, const char *path, int err);
 /* Add one -o; returns 0 or a usage error's exit code. */
 int outputs_add(struct outputs *o, const char *cmd, const char *path);
 /* Formats from --format or the names (stdout text when none); 0 or a usage error's code. */
 int outputs_resolve(struct outputs *o, const char *cmd);
-/* Write every output whole or not at all; 0 or EXIT_FAILURE (after saying why). */
-int outputs_write(const struct outputs *o, const char *cmd, const struct tk_result *r, int top);
+/*
+ * Before the capture: refuse an output that cannot be written (a directory, a
+ * symlink, a missing or read-only directory, a FIFO nobody reads), so that no
+ * capture is taken for nothing. A regular file is tried (its temporary file
+ * created and removed); a FIFO or device is opened and held, because closing a
+ * FIFO would end its reader. 0, or EXIT_FAILURE after saying why.
+ */
+int outputs_open(struct outputs *o, const char *cmd);
+/* Close what outputs_open holds, writing nothing. */
+void outputs_abort(struct outputs *o);
+/*
+ * Write every output whole or not at all, each even when another failed: 0,
+ * EXIT_FAILURE (after saying why), or EXIT_STDOUT_CLOSED when only stdout's
+ * reader had gone.
+ */
+int outputs_write(struct outputs *o, const char *cmd, const struct tk_result *r, int top);
 
 /* How a collecting command runs its session (cli_session). */
 struct cli_run {
 	const char *cmd;		/* "cpu", "alloc", "numa" */
 	double duration, interval;	/* seconds; 0: none */
-	const struct outputs *outs;
+	struct outputs *outs;		/* opened (outputs_open); written or aborted */
 	int top;
 	char *const *argv;		/* the command, for its exit status */
 };
 /*
- * Start @s, run it (status line on a terminal, -i reports on stdout, SIGINT
- * and SIGTERM end it), finish, write the outputs; frees @s. Returns the exit code.
+ * Start @s, run it (status line on a terminal, -i reports on stdout; SIGINT,
+ * SIGTERM and SIGHUP end it, SIGPIPE is ignored), finish, write the outputs;
+ * frees @s. Returns the exit code.
  */
 int cli_session(struct tk_session *s, const struct cli_run *run);
 

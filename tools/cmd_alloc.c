@@ -59,7 +59,8 @@ static const char usage_alloc[] =
 	"-p PID, tracekit first counts the allocator calls for a moment and prints\n"
 	"the slowdown the chosen mode is expected to cause.\n"
 	"Without -o, the text summary goes to stdout.\n"
-	"Exit codes: 0 the profile was written, 1 it could not be, 2 bad usage.\n";
+	"Exit codes: 0 the profile was written, 1 it could not be, 2 bad usage,\n"
+	"141 stdout was closed early (| head; the -o files are still whole).\n";
 
 /* "512K", "1M", "4096" → bytes in [1, 1 TiB]; -EINVAL */
 static int parse_bytes(const char *s, uint64_t *out)
@@ -225,10 +226,15 @@ int cmd_alloc(int argc, char **argv)
 		capopts.log = cli_log;
 	capopts.pid = aopts.pid;
 
+	/* an output that cannot be written is said now, not after the capture */
+	if ((err = outputs_open(&outs, "alloc")))
+		return err;
 	err = tk_caps__take(&capopts, &caps);
-	if (err)
+	if (err) {
+		outputs_abort(&outs);
 		return fail(EXIT_FAILURE, "alloc: cannot take the capability snapshot: %s",
 			    strerror(-err));
+	}
 	if (aopts.pid && aopts.mode != TK_ALLOC_MODE_GROWTH &&
 	    aopts.backend != TK_BACKEND_JEMALLOC &&
 	    tk_caps__backend(caps, TK_COLLECT_ALLOC, NULL) == TK_BACKEND_BPF)
@@ -242,6 +248,7 @@ int cmd_alloc(int argc, char **argv)
 	if (!s) {
 		err = -errno;
 		tk_caps__free(caps);
+		outputs_abort(&outs);
 		return fail(EXIT_FAILURE, "alloc: %s%s", why[0] ? why : strerror(-err),
 			    err == -EPERM || err == -EACCES ? " (see 'tracekit caps')" : "");
 	}

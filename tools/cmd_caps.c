@@ -88,11 +88,8 @@ int cmd_caps(int argc, char **argv)
 
 	err = tk_caps__write_file(caps, output, env.json);
 	tk_caps__free(caps);
-	if (err == -ELOOP)
-		return fail(EXIT_FAILURE, "caps: cannot write '%s': it is a symlink (refused: never "
-			    "followed nor replaced)", output);
 	if (err)
-		return fail(EXIT_FAILURE, "caps: cannot write '%s': %s", output, strerror(-err));
+		return output_error("caps", output, err);
 	return EXIT_SUCCESS;
 }
 

@@ -50,7 +50,8 @@ static const char usage_cpu[] =
 	"\n"
 	"Without -o, the text summary goes to stdout. A status line is shown on\n"
 	"stderr while it runs on a terminal.\n"
-	"Exit codes: 0 the profile was written, 1 it could not be, 2 bad usage.\n";
+	"Exit codes: 0 the profile was written, 1 it could not be, 2 bad usage,\n"
+	"141 stdout was closed early (| head; the -o files are still whole).\n";
 
 int cmd_cpu(int argc, char **argv)
 {
@@ -150,9 +151,15 @@ int cmd_cpu(int argc, char **argv)
 		rl.rlim_cur = rl.rlim_max;
 		setrlimit(RLIMIT_NOFILE, &rl);
 	}
+	/* an output that cannot be written is said now, not after the capture */
+	if ((err = outputs_open(&outs, "cpu")))
+		return err;
 	s = tk_session__open_cpu(&copts, &sopts, why, sizeof(why));
-	if (!s)
-		return fail(EXIT_FAILURE, "cpu: %s", why[0] ? why : strerror(errno));
+	if (!s) {
+		err = errno;
+		outputs_abort(&outs);
+		return fail(EXIT_FAILURE, "cpu: %s", why[0] ? why : strerror(err));
+	}
 	run.duration = duration;
 	run.interval = interval;
 	run.outs = &outs;

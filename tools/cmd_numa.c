@@ -52,7 +52,8 @@ static const char usage_numa[] =
 	"\n"
 	"With --backend auto, when eBPF cannot be loaded or attached, tracekit says why\n"
 	"and counts with vmstat instead. Without -o, the report goes to stdout.\n"
-	"Exit codes: 0 the report was written, 1 it could not be, 2 bad usage.\n";
+	"Exit codes: 0 the report was written, 1 it could not be, 2 bad usage,\n"
+	"141 stdout was closed early (| head; the -o files are still whole).\n";
 
 static bool is_stack_format(enum tk_format f)
 {
@@ -170,18 +171,15 @@ int cmd_numa(int argc, char **argv)
 		return err;
 	if (nopts.stacks && nopts.backend == TK_BACKEND_VMSTAT)
 		return usage_error("numa", "--stacks needs the bpf backend: vmstat has no stacks");
-	for (i = 0; i < outs.n; i++) {
-		struct stat st;
-
+	for (i = 0; i < outs.n; i++)
 		need_stacks |= is_stack_format(outs.fmt[i]);
-		/* said now, not after the capture (tk_outfile__open refuses it then too) */
-		if (strcmp(outs.path[i], "-") && !lstat(outs.path[i], &st) && S_ISLNK(st.st_mode))
-			return fail(EXIT_FAILURE, "numa: cannot write '%s': it is a symlink (refused: "
-				    "never followed nor replaced)", outs.path[i]);
-	}
+	/* said now, not after the capture */
+	if ((err = outputs_open(&outs, "numa")))
+		return err;
 	s = tk_session__open_numa(&nopts, &sopts, why, sizeof(why));
 	if (!s) {
 		err = -errno;
+		outputs_abort(&outs);
 		return fail(EXIT_FAILURE, "numa: %s%s", why[0] ? why : strerror(-err),
 			    err == -EPERM || err == -EACCES ? " (see 'tracekit caps')" : "");
 	}
@@ -192,6 +190,7 @@ int cmd_numa(int argc, char **argv)
 		err = fail(EXIT_FAILURE, "numa: --stacks needs the bpf backend; this run uses %s",
 			   tk_session__backend(s));
 		tk_session__free(s);
+		outputs_abort(&outs);
 		return err;
 	}
 	run.duration = duration;

@@ -4,7 +4,7 @@
  * -p PID, -d SECONDS, -o FILE, -F HZ, -v, --json.
  *
  * Exit codes: 0 success; 1 the job could not be done (message says why);
- * 2 bad usage.
+ * 2 bad usage; 141 stdout was closed early (EXIT_STDOUT_CLOSED, cli.h).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -29,7 +29,8 @@ static const char usage_main[] =
 	"  -h, --help      this help\n"
 	"  -V, --version   print the version\n"
 	"\n"
-	"Exit codes: 0 success, 1 the job could not be done, 2 bad usage.\n";
+	"Exit codes: 0 success, 1 the job could not be done, 2 bad usage, 141 stdout\n"
+	"was closed early (| head; the -o files are still whole).\n";
 
 int main(int argc, char **argv)
 {

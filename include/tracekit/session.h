@@ -147,7 +147,9 @@ bool tk_result__has_format(const struct tk_result *r, enum tk_format fmt);
 int tk_result__write(const struct tk_result *r, enum tk_format fmt, FILE *f, int top);
 /*
  * The same into the file @path ("-": stdout), whole or not at all: written
- * beside it and renamed into place; a symlink is refused (-ELOOP).
+ * beside it and renamed into place, mode 0600; a symlink is refused (-ELOOP);
+ * a FIFO or device is written as it is, and a FIFO nobody reads is -ENXIO at
+ * once. Temporary files of @path that a killed process left are removed.
  */
 int tk_result__write_file(const struct tk_result *r, const char *path, enum tk_format fmt,
 			  int top);

@@ -2,7 +2,9 @@
 /*
  * Output files written whole or not at all: the target appears only on
  * commit, abort leaves nothing behind, a symlink at the target (or at the
- * temporary name) is never written through, and errors leave no files.
+ * temporary name) is never written through, and errors leave no files. Files
+ * are 0600, a FIFO nobody reads is an error at once, and what a killed run
+ * left of the same target (and only that) goes at the next open.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -13,7 +15,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -377,6 +381,127 @@ static void test_commit_error_leaves_no_temporary(void **state)
 	assert_root_holds(t, "out.txt");
 }
 
+/* Profiles name paths and command lines: the file is the owner's only, like perf.data. */
+static void test_private_mode(void **state)
+{
+	struct t *t = *state;
+	struct stat st;
+	mode_t old = umask(0);
+
+	assert_int_equal(tk_outfile__open(&t->o, t->path), 0);
+	umask(old);
+	assert_int_equal(fstat(fileno(t->o.f), &st), 0);
+	assert_int_equal(st.st_mode & 07777, 0600);
+	assert_int_equal(tk_outfile__commit(&t->o), 0);
+	assert_int_equal(stat(t->path, &st), 0);
+	assert_int_equal(st.st_mode & 07777, 0600);
+	/* and a target that was 0644 before is replaced by a private file */
+	assert_int_equal(chmod(t->path, 0644), 0);
+	assert_int_equal(tk_outfile__open(&t->o, t->path), 0);
+	assert_int_equal(tk_outfile__commit(&t->o), 0);
+	assert_int_equal(stat(t->path, &st), 0);
+	assert_int_equal(st.st_mode & 07777, 0600);
+}
+
+/* A FIFO nobody reads: -ENXIO at once, where open(O_WRONLY) would wait forever. */
+static void test_fifo_without_reader(void **state)
+{
+	struct t *t = *state;
+
+	assert_int_equal(mkfifo(t->path, 0600), 0);
+	assert_int_equal(tk_outfile__open(&t->o, t->path), -ENXIO);
+	assert_null(t->o.f);
+	assert_root_holds(t, "out.txt");
+}
+
+/* With a reader it is written as it is, blocking, so a slow reader loses nothing. */
+static void test_fifo_with_reader(void **state)
+{
+	struct t *t = *state;
+	static char chunk[65536];
+	int rfd, fl, i, status;
+	long total = 0;
+	ssize_t n;
+	pid_t pid;
+
+	assert_int_equal(mkfifo(t->path, 0600), 0);
+	rfd = open(t->path, O_RDONLY | O_NONBLOCK);
+	assert_true(rfd >= 0);
+	assert_int_equal(tk_outfile__open(&t->o, t->path), 0);
+	assert_false(t->o.tmp[0]);
+	fl = fcntl(fileno(t->o.f), F_GETFL);
+	assert_true(fl >= 0 && !(fl & O_NONBLOCK));
+	pid = fork();
+	assert_true(pid >= 0);
+	if (!pid) {
+		/* more than a pipe holds: the writer must wait for this reader, not fail */
+		fclose(t->o.f);
+		fcntl(rfd, F_SETFL, 0);
+		usleep(200000);
+		while ((n = read(rfd, chunk, sizeof(chunk))) > 0)
+			total += n;
+		_exit(total == 16 * (long)sizeof(chunk) ? 0 : 1);
+	}
+	close(rfd);
+	memset(chunk, 'x', sizeof(chunk));
+	for (i = 0; i < 16; i++)
+		assert_int_equal(fwrite(chunk, 1, sizeof(chunk), t->o.f), sizeof(chunk));
+	assert_int_equal(tk_outfile__commit(&t->o), 0);
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+}
+
+/* A pid that is not alive: a child that has exited and been reaped. */
+static pid_t dead_pid(void)
+{
+	pid_t pid = fork();
+
+	assert_true(pid >= 0);
+	if (!pid)
+		_exit(0);
+	assert_int_equal(waitpid(pid, NULL, 0), pid);
+	return pid;
+}
+
+/* What a SIGKILL'd run left of this target goes; anything else stays. */
+static void test_stale_temporaries_removed(void **state)
+{
+	struct t *t = *state;
+	char name[8][128], path[PATH_MAX + 128];
+	pid_t dead = dead_pid();
+	int i, lfd;
+
+	snprintf(name[0], sizeof(name[0]), "out.txt.tmp.%d.0", (int)dead);	/* stale */
+	snprintf(name[1], sizeof(name[1]), "out.txt.tmp.%d.7", (int)dead);	/* stale */
+	snprintf(name[2], sizeof(name[2]), "out.txt.tmp.%d.0", (int)getppid()); /* alive */
+	snprintf(name[3], sizeof(name[3]), "out.txt.tmp.%d.0.bak", (int)dead);
+	snprintf(name[4], sizeof(name[4]), "out.txt.tmp.%d", (int)dead);
+	snprintf(name[5], sizeof(name[5]), "other.txt.tmp.%d.0", (int)dead);
+	snprintf(name[6], sizeof(name[6]), "out.txt.tmp.0%d.0", (int)dead);
+	snprintf(name[7], sizeof(name[7]), "out.txt.tmp.%d.1", (int)dead);	/* locked */
+	for (i = 0; i < 8; i++)
+		assert_int_equal(fx_write(t->fx, name[i], "partial"), 0);
+	/* a writer this pid namespace cannot see holds its lock */
+	assert_int_equal(fx_path(t->fx, name[7], path, sizeof(path)), 0);
+	lfd = open(path, O_RDONLY);
+	assert_true(lfd >= 0);
+	assert_int_equal(flock(lfd, LOCK_EX), 0);
+	/* a symlink of the same shape is not ours to remove */
+	snprintf(path, sizeof(path), "%s/out.txt.tmp.%d.2", t->fx->root, (int)dead);
+	assert_int_equal(symlink("/nonexistent", path), 0);
+
+	assert_int_equal(tk_outfile__open(&t->o, t->path), 0);
+	fputs("whole\n", t->o.f);
+	assert_int_equal(tk_outfile__commit(&t->o), 0);
+	close(lfd);
+	assert_false(fx_exists(t->fx, name[0]));
+	assert_false(fx_exists(t->fx, name[1]));
+	for (i = 2; i < 8; i++)
+		assert_true(fx_exists(t->fx, name[i]));
+	assert_int_equal(lstat(path, &(struct stat){}), 0);
+	assert_file_is(t->path, "whole\n");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -396,6 +521,10 @@ int main(void)
 		T(test_missing_directory),
 		T(test_bad_paths),
 		T(test_commit_error_leaves_no_temporary),
+		T(test_private_mode),
+		T(test_fifo_without_reader),
+		T(test_fifo_with_reader),
+		T(test_stale_temporaries_removed),
 #undef T
 	};
 

@@ -8,7 +8,8 @@
  * program links a jemalloc of its own) the system's libjemalloc, and with
  * MALLOC_CONF switching profiling on (prof_accum, so alloc_* are filled;
  * prof_final, so the command's exit leaves a last dump) and writing into a
- * private directory (mkdtemp, 0700, removed at free). While the command
+ * private directory (/tmp/tracekit-je.PID.XXXXXX: mkdtemp, 0700, removed at
+ * free, and at a next run's start when a SIGKILL left it). While the command
  * runs, a dump is asked of libtkagent.so over a socket pair; once it has
  * exited, its final dump is taken.
  *
@@ -22,9 +23,11 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <poll.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <time.h>
@@ -43,6 +46,7 @@
 struct je_priv {
 	/* -- CMD */
 	char dir[PATH_MAX];		/* the private directory; "" when none */
+	int dir_fd;			/* open on it and locked; -1 when none */
 	int lg_sample;
 	uint64_t requests;		/* dumps asked for */
 	char lib[PATH_MAX];		/* the libjemalloc preloaded, "" when the program has one */
@@ -64,6 +68,7 @@ static struct je_priv *priv_get(struct tk_alloc *a)
 	if (!p)
 		return NULL;
 	p->lg_sample = TK_JEDUMP_DEFAULT_LG_SAMPLE;
+	p->dir_fd = -1;
 	a->priv = p;
 	return p;
 }
@@ -81,6 +86,90 @@ static const char *proc_root(const struct tk_alloc *a)
 }
 
 /* ---- -- CMD ----------------------------------------------------------------------- */
+
+/* The dumps' private directories: JE_DIR_PARENT/JE_DIR_PREFIX PID.XXXXXX (mkdtemp). */
+#define JE_DIR_PARENT "/tmp"
+#define JE_DIR_PREFIX "tracekit-je."
+
+/* Remove private directory @name under @parent_fd and its dumps (nothing else is ever there). */
+static void remove_dir_at(int parent_fd, const char *name)
+{
+	struct dirent *de;
+	DIR *d;
+	int fd;
+
+	fd = openat(parent_fd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0)
+		return;
+	d = fdopendir(fd);
+	if (!d) {
+		close(fd);
+		return;
+	}
+	while ((de = readdir(d)))
+		if (strcmp(de->d_name, ".") && strcmp(de->d_name, ".."))
+			unlinkat(fd, de->d_name, 0);
+	closedir(d);
+	unlinkat(parent_fd, name, AT_REMOVEDIR);
+}
+
+/* The creator's pid when @name is exactly "tracekit-je.PID.XXXXXX" (ours), else 0. */
+static pid_t stale_dir_pid(const char *name)
+{
+	const char *p = name + strlen(JE_DIR_PREFIX);
+	long pid = 0;
+	int i;
+
+	if (strncmp(name, JE_DIR_PREFIX, strlen(JE_DIR_PREFIX)) || *p < '1' || *p > '9')
+		return 0;
+	for (; *p >= '0' && *p <= '9' && pid <= 0x7fffffff; p++)
+		pid = pid * 10 + (*p - '0');
+	if (*p++ != '.' || pid > 0x7fffffff)
+		return 0;
+	for (i = 0; i < 6; i++)
+		if (!((p[i] >= 'a' && p[i] <= 'z') || (p[i] >= 'A' && p[i] <= 'Z') ||
+		      (p[i] >= '0' && p[i] <= '9')))
+			return 0;
+	return p[6] ? 0 : (pid_t)pid;
+}
+
+/*
+ * What a killed run (SIGKILL) left in JE_DIR_PARENT: our directories (the
+ * name, a directory and no symlink, our uid, mode 0700) whose creator is gone
+ * (kill(PID, 0) says ESRCH) and whose lock nobody holds. Nothing else.
+ */
+static void remove_stale_dirs(void)
+{
+	struct dirent *de;
+	struct stat st;
+	DIR *d;
+	int dfd, fd;
+
+	dfd = open(JE_DIR_PARENT, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dfd < 0)
+		return;
+	d = fdopendir(dfd);
+	if (!d) {
+		close(dfd);
+		return;
+	}
+	while ((de = readdir(d))) {
+		pid_t pid = stale_dir_pid(de->d_name);
+
+		if (!pid || pid == getpid() || !kill(pid, 0) || errno != ESRCH)
+			continue;
+		if (fstatat(dfd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) || !S_ISDIR(st.st_mode) ||
+		    st.st_uid != geteuid() || (st.st_mode & 07777) != 0700)
+			continue;
+		fd = openat(dfd, de->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		if (fd < 0)
+			continue;
+		if (!flock(fd, LOCK_EX | LOCK_NB))
+			remove_dir_at(dfd, de->d_name);
+		close(fd);
+	}
+	closedir(d);
+}
 
 static int prepare_cmd(struct tk_alloc *a, struct je_priv *p, char *why, size_t why_sz)
 {
@@ -127,13 +216,20 @@ static int prepare_cmd(struct tk_alloc *a, struct je_priv *p, char *why, size_t 
 	}
 
 	p->lg_sample = a->opts.mode == TK_ALLOC_MODE_FULL ? 0 : tk_jedump__lg_sample(a->sample_bytes);
-	snprintf(p->dir, sizeof(p->dir), "/tmp/tracekit-je.XXXXXX");
+	remove_stale_dirs();
+	/* our pid in the name, so that a next run can tell when we are gone (SIGKILL) */
+	snprintf(p->dir, sizeof(p->dir), "%s/%s%d.XXXXXX", JE_DIR_PARENT, JE_DIR_PREFIX,
+		 (int)getpid());
 	if (!mkdtemp(p->dir)) {
 		err = -errno;
 		p->dir[0] = '\0';
 		snprintf(why, why_sz, "cannot create a directory for the dumps: %s", strerror(-err));
 		return err;
 	}
+	/* held to the end: a run in another pid namespace leaves the directory alone */
+	p->dir_fd = open(p->dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (p->dir_fd >= 0)
+		flock(p->dir_fd, LOCK_EX | LOCK_NB);
 	snprintf(prefix, sizeof(prefix), "%s/jeprof", p->dir);
 	err = tk_jedump__malloc_conf(conf, sizeof(conf), p->lg_sample, prefix);
 	if (err) {
@@ -413,23 +509,15 @@ static int je_build(struct tk_alloc *a, uint64_t min_age_ns, bool final, struct 
 	return 0;
 }
 
-/* Remove the private directory and the dumps in it (nothing else is ever there). */
+/* Remove the private directory and the dumps in it. */
 static void remove_dir(const char *dir)
 {
-	char path[PATH_MAX + 300];
-	struct dirent *de;
-	DIR *d = opendir(dir);
+	int fd = open(JE_DIR_PARENT, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 
-	if (d) {
-		while ((de = readdir(d))) {
-			if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
-				continue;
-			snprintf(path, sizeof(path), "%s/%s", dir, de->d_name);
-			unlink(path);
-		}
-		closedir(d);
-	}
-	rmdir(dir);
+	if (fd < 0)
+		return;
+	remove_dir_at(fd, tk_path_basename(dir));
+	close(fd);
 }
 
 static void je_free(struct tk_alloc *a)
@@ -440,6 +528,8 @@ static void je_free(struct tk_alloc *a)
 		return;
 	if (p->dir[0])
 		remove_dir(p->dir);
+	if (p->dir_fd >= 0)
+		close(p->dir_fd);
 	free(p);
 	a->priv = NULL;
 }

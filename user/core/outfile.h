@@ -1,10 +1,14 @@
 /* SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause */
 /*
  * Output files written whole or not at all: data goes to a new temporary file
- * beside the target (O_EXCL|O_NOFOLLOW, so no symlink is followed when writing
- * as root) and is renamed over the target only once complete. "-" is stdout.
+ * beside the target, "PATH.tmp.PID.SEQ" (O_EXCL|O_NOFOLLOW, so no symlink is
+ * followed when writing as root; mode 0600, because profiles name paths and
+ * command lines; locked while open) and is renamed over the target only once
+ * complete. Opening also removes the temporary files of the same target that a
+ * killed run left (their pid gone, their lock free, ours). "-" is stdout.
  * A symlink at the target is refused (-ELOOP), never followed nor replaced; a
- * device or FIFO is written to directly (there is nothing to rename).
+ * device or FIFO is written to directly (there is nothing to rename): a FIFO
+ * nobody reads is -ENXIO at once, never a wait.
  */
 #ifndef __TK_OUTFILE_H
 #define __TK_OUTFILE_H
@@ -18,7 +22,7 @@ struct tk_outfile {
 	char tmp[PATH_MAX];		/* empty for stdout */
 };
 
-/* Returns 0 or a negative errno (-EISDIR when @path is a directory). */
+/* Returns 0 or a negative errno (-EISDIR a directory, -ENXIO a FIFO without a reader). */
 int tk_outfile__open(struct tk_outfile *o, const char *path);
 /* Flush, sync and rename into place. Returns 0 or a negative errno; on error the target is untouched. */
 int tk_outfile__commit(struct tk_outfile *o);
