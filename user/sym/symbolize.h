@@ -135,4 +135,38 @@ size_t tk_ksyms__count(const struct tk_ksyms *k);
  */
 int tk_ksyms__find(const struct tk_ksyms *k, uint64_t addr, struct tk_sym_frame *out);
 
+/* ---- perf map files (perfmap.c): JIT code's names; tests and fuzzing use these too -- */
+
+struct tk_perfmap;
+
+#define TK_PERFMAP_MAX_LINE 4096		/* a longer line is skipped (bad) */
+#define TK_PERFMAP_MAX_ENTRIES (1u << 20)	/* lines past it are over_limit */
+
+struct tk_perfmap_stats {
+	uint64_t lines;		/* lines read */
+	uint64_t entries;	/* in the lookup table */
+	uint64_t bad;		/* skipped: not "START SIZE NAME", size 0, wrapping, too long */
+	uint64_t overlapping;	/* dropped: an entry of a later line overlaps them */
+	uint64_t over_limit;	/* skipped: past TK_PERFMAP_MAX_ENTRIES or 64 MiB of names */
+};
+
+struct tk_perfmap *tk_perfmap__new(void);
+/*
+ * Parse the whole lines of @len bytes of @text (no NUL needed); with @eof the
+ * last line needs no newline. *@used gets the bytes consumed: the rest is a
+ * line still being written, to be fed again with what follows it. Returns 0
+ * or -ENOMEM; bad lines are counted, never an error.
+ */
+int tk_perfmap__feed(struct tk_perfmap *m, const char *text, size_t len, bool eof, size_t *used);
+/* A new map of all of @text. 0 or -ENOMEM. */
+int tk_perfmap__parse(const char *text, size_t len, struct tk_perfmap **out);
+/* The name of the entry holding @addr (its start and size), or NULL. */
+const char *tk_perfmap__find(struct tk_perfmap *m, uint64_t addr, uint64_t *start,
+			     uint64_t *size);
+/* From the lowest start to the highest end of the entries looked up (0, 0: none). */
+void tk_perfmap__span(struct tk_perfmap *m, uint64_t *lo, uint64_t *hi);
+/* The counters as of the last lookup (entries: the table it used). */
+void tk_perfmap__stats(const struct tk_perfmap *m, struct tk_perfmap_stats *st);
+void tk_perfmap__free(struct tk_perfmap *m);
+
 #endif /* __TK_SYMBOLIZE_H */
