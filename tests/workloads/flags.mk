@@ -88,6 +88,9 @@ WORKLOAD_CFLAGS_unw_dlopen := $(UNW_WL_FLAGS)
 WORKLOAD_LIBS_unw_dlopen := -ldl
 $(BUILD)/workloads/unw_dlopen: | $(BUILD)/workloads/libunwlate.so
 WORKLOAD_CFLAGS_unw_jit := $(UNW_WL_FLAGS)
+# test_perfmap dlopen()s libunwlate.so into itself after a capture
+$(BUILD)/tests/unit/test_perfmap $(BUILD)/tests/unit-san/test_perfmap: | \
+	$(BUILD)/workloads/libunwlate.so
 # alloc_libc_touch: the leak's page faults happen in glibc's _int_malloc, under leak_4k
 WORKLOAD_CFLAGS_alloc_libc_touch := $(UNW_WL_FLAGS)
 # unw_chain linked statically, for the unwinding checks in the QEMU guests (tests/vm/matrix.sh)

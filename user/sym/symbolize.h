@@ -7,7 +7,10 @@
  * capture is still symbolized afterwards. Each ELF is parsed once (cached by
  * device+inode, and build-id) and its .symtab, or .dynsym, or the
  * .gnu_debuglink / build-id debug file under /usr/lib/debug, gives the names.
- * Kernel frames come from /proc/kallsyms. Unresolved addresses become
+ * Kernel frames come from /proc/kallsyms. An address in no mapping of a file
+ * is looked up in the process's perf map (JIT code: PID/root/tmp/perf-N.map),
+ * then, for a live process, in its maps read again (a library dlopen'ed since
+ * the capture; at most once a second). Unresolved addresses become
  * "module+0xoffset", never dropped.
  */
 #ifndef __TK_SYMBOLIZE_H
@@ -66,9 +69,10 @@ struct tk_sym_frame {
 };
 
 /*
- * Resolve a user address of (@pid, @gen). Returns 0 with a function name,
- * -ENOENT when the mapping is known but no symbol covers the address (module
- * and offsets are filled), -ESRCH when no mapping holds it (all NULL/0).
+ * Resolve a user address of (@pid, @gen). Returns 0 with a function name
+ * (from a perf map: module "[perf-N.map]", map_start/map_limit what the file
+ * spans), -ENOENT when the mapping is known but no symbol covers the address
+ * (module and offsets are filled), -ESRCH when no mapping holds it (all NULL/0).
  * Strings stay valid until tk_symbolizer__free.
  */
 int tk_symbolizer__user(struct tk_symbolizer *s, uint32_t pid, uint32_t gen, uint64_t addr,
@@ -105,6 +109,12 @@ struct tk_symbolizer_stats {
 	uint64_t unwind_rows;		/* their rows */
 	uint64_t unwind_ns;		/* time spent building them */
 	uint64_t unwind_failed;		/* objects whose CFI could not be read */
+	uint64_t recaptures;		/* maps read again for an address in none of them */
+	uint64_t recapture_maps;	/* mappings those added (libraries loaded since) */
+	uint64_t jit_files;		/* perf map files read (again when rewritten) */
+	uint64_t jit_entries;		/* their names in use */
+	uint64_t jit_bad_lines;		/* their lines skipped: garbage, too long, too many */
+	uint64_t jit_overlapping;	/* their entries dropped for a later one overlapping */
 };
 void tk_symbolizer__stats(const struct tk_symbolizer *s, struct tk_symbolizer_stats *st);
 
