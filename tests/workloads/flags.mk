@@ -24,6 +24,12 @@ WORKLOAD_CFLAGS_cpu_shlib := $(CPU_WL_FLAGS)
 WORKLOAD_LIBS_cpu_shlib := -L$(BUILD)/workloads -lcpuhot -Wl,-rpath,'$$ORIGIN'
 $(BUILD)/workloads/cpu_shlib: $(BUILD)/workloads/libcpuhot.so
 WORKLOAD_LIBS_bench_work := -lpthread
+# cpu_dlopen dlopen()s libcpulate.so from its own directory after a sleep (built first, never
+# linked); cpu_jit names its anonymous code in /tmp/perf-PID.map
+WORKLOAD_CFLAGS_cpu_dlopen := $(CPU_WL_FLAGS)
+WORKLOAD_CFLAGS_libcpulate := $(CPU_WL_FLAGS)
+WORKLOAD_LIBS_cpu_dlopen := -ldl
+$(BUILD)/workloads/cpu_dlopen: | $(BUILD)/workloads/libcpulate.so
 # symbolizer: PIE, non-PIE, stripped, and a program calling libsymhot.so (rpath $ORIGIN)
 WORKLOAD_CFLAGS_sym_target := -fno-omit-frame-pointer
 WORKLOAD_CFLAGS_sym_nopie := -fno-omit-frame-pointer -fno-pie -no-pie
