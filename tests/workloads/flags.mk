@@ -25,6 +25,12 @@ WORKLOAD_CFLAGS_cpu_shlib := $(CPU_WL_FLAGS)
 WORKLOAD_LIBS_cpu_shlib := -L$(BUILD)/workloads -lcpuhot -Wl,-rpath,'$$ORIGIN'
 $(BUILD)/workloads/cpu_shlib: $(BUILD)/workloads/libcpuhot.so
 WORKLOAD_LIBS_bench_work := -lpthread
+# cpu_dlopen dlopen()s libcpulate.so from its own directory after a sleep (built first, never
+# linked); cpu_jit names its anonymous code in /tmp/perf-PID.map
+WORKLOAD_CFLAGS_cpu_dlopen := $(CPU_WL_FLAGS)
+WORKLOAD_CFLAGS_libcpulate := $(CPU_WL_FLAGS)
+WORKLOAD_LIBS_cpu_dlopen := -ldl
+$(BUILD)/workloads/cpu_dlopen: | $(BUILD)/workloads/libcpulate.so
 # symbolizer: PIE, non-PIE, stripped, and a program calling libsymhot.so (rpath $ORIGIN)
 WORKLOAD_CFLAGS_sym_target := -fno-omit-frame-pointer
 WORKLOAD_CFLAGS_sym_nopie := -fno-omit-frame-pointer -fno-pie -no-pie
@@ -89,6 +95,9 @@ WORKLOAD_CFLAGS_unw_dlopen := $(UNW_WL_FLAGS)
 WORKLOAD_LIBS_unw_dlopen := -ldl
 $(BUILD)/workloads/unw_dlopen: | $(BUILD)/workloads/libunwlate.so
 WORKLOAD_CFLAGS_unw_jit := $(UNW_WL_FLAGS)
+# test_perfmap dlopen()s libunwlate.so into itself after a capture
+$(BUILD)/tests/unit/test_perfmap $(BUILD)/tests/unit-san/test_perfmap: | \
+	$(BUILD)/workloads/libunwlate.so
 # alloc_libc_touch: the leak's page faults happen in glibc's _int_malloc, under leak_4k
 WORKLOAD_CFLAGS_alloc_libc_touch := $(UNW_WL_FLAGS)
 # unw_chain linked statically, for the unwinding checks in the QEMU guests (tests/vm/matrix.sh)

@@ -84,6 +84,7 @@ void tk_symbolizer__free(struct tk_symbolizer *s)
 	if (!s)
 		return;
 	while ((pe = tk_hashmap__next(&s->procs, &i))) {
+		tk_symbolizer__free_jit(pe->p);
 		free(pe->p->maps);
 		free(pe->p);
 	}
@@ -144,21 +145,11 @@ bool tk_symbolizer__has(const struct tk_symbolizer *s, uint32_t pid, uint32_t ge
 
 /* ---- resolving ----------------------------------------------------------------------- */
 
-int tk_symbolizer__user(struct tk_symbolizer *s, uint32_t pid, uint32_t gen, uint64_t addr,
-			struct tk_sym_frame *out)
+/* The mapping of @p holding @addr, or NULL. */
+static const struct sym_map *map_of(const struct sym_proc *p, uint64_t addr)
 {
-	const struct sym_map *m;
-	struct sym_proc *p;
-	size_t lo, hi;
-	uint64_t vaddr;
+	size_t lo = 0, hi = p->nr;
 
-	memset(out, 0, sizeof(*out));
-	p = find_proc(s, pid, gen);
-	if (!p)
-		return -ESRCH;
-	s->last = p;
-	lo = 0;
-	hi = p->nr;
 	while (lo < hi) {
 		size_t mid = lo + (hi - lo) / 2;
 
@@ -167,9 +158,33 @@ int tk_symbolizer__user(struct tk_symbolizer *s, uint32_t pid, uint32_t gen, uin
 		else
 			hi = mid;
 	}
-	if (!lo || addr >= p->maps[lo - 1].end)
+	return lo && addr < p->maps[lo - 1].end ? &p->maps[lo - 1] : NULL;
+}
+
+int tk_symbolizer__user(struct tk_symbolizer *s, uint32_t pid, uint32_t gen, uint64_t addr,
+			struct tk_sym_frame *out)
+{
+	const struct sym_map *m;
+	struct sym_proc *p;
+	uint64_t vaddr;
+
+	memset(out, 0, sizeof(*out));
+	p = find_proc(s, pid, gen);
+	if (!p)
 		return -ESRCH;
-	m = &p->maps[lo - 1];
+	s->last = p;
+	m = map_of(p, addr);
+	/*
+	 * In no mapping of a file: JIT code, named by the process's perf map;
+	 * or a library loaded since the capture, found by reading its maps
+	 * again while it lives.
+	 */
+	if (!m && !tk_symbolizer__jit(s, p, addr, out))
+		return 0;
+	if (!m && !tk_symbolizer__recapture(s, p))
+		m = map_of(p, addr);
+	if (!m)
+		return -ESRCH;
 	out->module = m->module;
 	out->map_start = m->start;
 	out->map_limit = m->end;
@@ -239,5 +254,10 @@ int tk_symbolizer__kernel_status(struct tk_symbolizer *s)
 
 void tk_symbolizer__stats(const struct tk_symbolizer *s, struct tk_symbolizer_stats *st)
 {
+	struct proc_ent *pe;
+	size_t i = 0;
+
 	*st = s->st;
+	while ((pe = tk_hashmap__next(&s->procs, &i)))
+		tk_symbolizer__jit_stats(pe->p, st);
 }

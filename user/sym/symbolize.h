@@ -7,7 +7,10 @@
  * capture is still symbolized afterwards. Each ELF is parsed once (cached by
  * device+inode, and build-id) and its .symtab, or .dynsym, or the
  * .gnu_debuglink / build-id debug file under /usr/lib/debug, gives the names.
- * Kernel frames come from /proc/kallsyms. Unresolved addresses become
+ * Kernel frames come from /proc/kallsyms. An address in no mapping of a file
+ * is looked up in the process's perf map (JIT code: PID/root/tmp/perf-N.map),
+ * then, for a live process, in its maps read again (a library dlopen'ed since
+ * the capture; at most once a second). Unresolved addresses become
  * "module+0xoffset", never dropped.
  */
 #ifndef __TK_SYMBOLIZE_H
@@ -66,9 +69,10 @@ struct tk_sym_frame {
 };
 
 /*
- * Resolve a user address of (@pid, @gen). Returns 0 with a function name,
- * -ENOENT when the mapping is known but no symbol covers the address (module
- * and offsets are filled), -ESRCH when no mapping holds it (all NULL/0).
+ * Resolve a user address of (@pid, @gen). Returns 0 with a function name
+ * (from a perf map: module "[perf-N.map]", map_start/map_limit what the file
+ * spans), -ENOENT when the mapping is known but no symbol covers the address
+ * (module and offsets are filled), -ESRCH when no mapping holds it (all NULL/0).
  * Strings stay valid until tk_symbolizer__free.
  */
 int tk_symbolizer__user(struct tk_symbolizer *s, uint32_t pid, uint32_t gen, uint64_t addr,
@@ -105,6 +109,12 @@ struct tk_symbolizer_stats {
 	uint64_t unwind_rows;		/* their rows */
 	uint64_t unwind_ns;		/* time spent building them */
 	uint64_t unwind_failed;		/* objects whose CFI could not be read */
+	uint64_t recaptures;		/* maps read again for an address in none of them */
+	uint64_t recapture_maps;	/* mappings those added (libraries loaded since) */
+	uint64_t jit_files;		/* perf map files read (again when rewritten) */
+	uint64_t jit_entries;		/* their names in use */
+	uint64_t jit_bad_lines;		/* their lines skipped: garbage, too long, too many */
+	uint64_t jit_overlapping;	/* their entries dropped for a later one overlapping */
 };
 void tk_symbolizer__stats(const struct tk_symbolizer *s, struct tk_symbolizer_stats *st);
 
@@ -134,5 +144,39 @@ size_t tk_ksyms__count(const struct tk_ksyms *k);
  * module_offset @addr's distance from its start; -ESRCH when none does.
  */
 int tk_ksyms__find(const struct tk_ksyms *k, uint64_t addr, struct tk_sym_frame *out);
+
+/* ---- perf map files (perfmap.c): JIT code's names; tests and fuzzing use these too -- */
+
+struct tk_perfmap;
+
+#define TK_PERFMAP_MAX_LINE 4096		/* a longer line is skipped (bad) */
+#define TK_PERFMAP_MAX_ENTRIES (1u << 20)	/* lines past it are over_limit */
+
+struct tk_perfmap_stats {
+	uint64_t lines;		/* lines read */
+	uint64_t entries;	/* in the lookup table */
+	uint64_t bad;		/* skipped: not "START SIZE NAME", size 0, wrapping, too long */
+	uint64_t overlapping;	/* dropped: an entry of a later line overlaps them */
+	uint64_t over_limit;	/* skipped: past TK_PERFMAP_MAX_ENTRIES or 64 MiB of names */
+};
+
+struct tk_perfmap *tk_perfmap__new(void);
+/*
+ * Parse the whole lines of @len bytes of @text (no NUL needed); with @eof the
+ * last line needs no newline. *@used gets the bytes consumed: the rest is a
+ * line still being written, to be fed again with what follows it. Returns 0
+ * or -ENOMEM; bad lines are counted, never an error.
+ */
+int tk_perfmap__feed(struct tk_perfmap *m, const char *text, size_t len, bool eof, size_t *used);
+/* A new map of all of @text. 0 or -ENOMEM. */
+int tk_perfmap__parse(const char *text, size_t len, struct tk_perfmap **out);
+/* The name of the entry holding @addr (its start and size), or NULL. */
+const char *tk_perfmap__find(struct tk_perfmap *m, uint64_t addr, uint64_t *start,
+			     uint64_t *size);
+/* From the lowest start to the highest end of the entries looked up (0, 0: none). */
+void tk_perfmap__span(struct tk_perfmap *m, uint64_t *lo, uint64_t *hi);
+/* The counters as of the last lookup (entries: the table it used). */
+void tk_perfmap__stats(const struct tk_perfmap *m, struct tk_perfmap_stats *st);
+void tk_perfmap__free(struct tk_perfmap *m);
 
 #endif /* __TK_SYMBOLIZE_H */

@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "core/fsutil.h"
@@ -146,10 +147,10 @@ static void learn_exe(struct tk_symbolizer *s, struct sym_proc *p)
 	p->exe = tk_strset__intern(&s->strings, exe);
 }
 
-int tk_symbolizer__capture(struct tk_symbolizer *s, uint32_t pid, uint32_t gen)
+/* PID/maps now: its executable mappings sorted by start, each with its file's index. */
+static int read_maps(struct tk_symbolizer *s, uint32_t pid, struct map_list *out)
 {
 	struct capture_ctx c = { .s = s, .pid = pid };
-	struct sym_proc *p;
 	char rel[32], *text;
 	size_t len, i;
 	int err;
@@ -162,13 +163,8 @@ int tk_symbolizer__capture(struct tk_symbolizer *s, uint32_t pid, uint32_t gen)
 		text = NULL;
 		err = read_thread_maps(s, pid, &text, &len);
 	}
-	if (err) {
-		if (err == -ENOENT || err == -ESRCH) {
-			s->st.capture_failed++;
-			err = -ESRCH;
-		}
-		return err;
-	}
+	if (err)
+		return err == -ENOENT ? -ESRCH : err;
 	err = tk_maps__parse(text, capture_map, &c);
 	free(text);
 	if (err) {
@@ -181,18 +177,35 @@ int tk_symbolizer__capture(struct tk_symbolizer *s, uint32_t pid, uint32_t gen)
 			break;
 		}
 	}
+	*out = c.list;
+	return 0;
+}
+
+int tk_symbolizer__capture(struct tk_symbolizer *s, uint32_t pid, uint32_t gen)
+{
+	struct map_list l = { 0 };
+	struct sym_proc *p;
+	int err;
+
+	err = read_maps(s, pid, &l);
+	if (err) {
+		if (err == -ESRCH)
+			s->st.capture_failed++;
+		return err;
+	}
 	p = tk_symbolizer__get_proc(s, pid, gen);
 	if (!p) {
-		free(c.list.maps);
+		free(l.maps);
 		return -ENOMEM;
 	}
 	free(p->maps);
-	p->maps = c.list.maps;
-	p->nr = c.list.nr;
+	p->maps = l.maps;
+	p->nr = l.nr;
 	if (!p->captured)
 		s->st.processes++;
 	p->captured = true;
 	learn_exe(s, p);
+	tk_symbolizer__learn_ns(s, p);
 	return 0;
 }
 
@@ -248,6 +261,92 @@ static int insert_map(struct sym_proc *p, const struct sym_map *nm)
 	p->maps = maps;
 	p->nr = n;
 	return 0;
+}
+
+/* The mapping of @l at @start, or NULL. */
+static const struct sym_map *map_at(const struct map_list *l, uint64_t start)
+{
+	size_t lo = 0, hi = l->nr;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (l->maps[mid].start < start)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo < l->nr && l->maps[lo].start == start ? &l->maps[lo] : NULL;
+}
+
+/* True when something of @p overlaps [@start, @end). */
+static bool overlaps(const struct sym_proc *p, uint64_t start, uint64_t end)
+{
+	size_t i;
+
+	for (i = 0; i < p->nr; i++)
+		if (p->maps[i].start < end && start < p->maps[i].end)
+			return true;
+	return false;
+}
+
+/*
+ * The maps read again are @p's own image when every mapping of its program
+ * is still where it was: a process that exec'ed since (the same pid, a new
+ * image, a generation the symbolizer may not know yet) has moved them.
+ */
+static bool same_image(const struct sym_proc *p, const struct map_list *l)
+{
+	size_t i, same = 0;
+
+	for (i = 0; i < p->nr; i++) {
+		const struct sym_map *o = &p->maps[i], *n = map_at(l, o->start);
+		bool kept = n && n->end == o->end && n->offset == o->offset && n->module == o->module;
+
+		if (!kept && p->exe && o->module == p->exe)
+			return false;
+		same += kept;
+	}
+	return same > 0;
+}
+
+int tk_symbolizer__recapture(struct tk_symbolizer *s, struct sym_proc *p)
+{
+	struct map_list l = { 0 };
+	struct timespec ts;
+	int64_t now;
+	size_t i, added = 0;
+	int err = 0;
+
+	if (!p->captured)
+		return -ENOENT;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	now = (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+	/* code of no file misses at every lookup: once a second is enough */
+	if (now < p->recapture_due_ns)
+		return -EAGAIN;
+	p->recapture_due_ns = now + 1000000000;
+	/* a later generation of the pid is the one living now */
+	if (p->gen < UINT32_MAX && tk_symbolizer__has(s, p->pid, p->gen + 1))
+		return -ESRCH;
+	err = read_maps(s, p->pid, &l);
+	if (err)
+		return err;
+	s->st.recaptures++;
+	if (!same_image(p, &l)) {
+		free(l.maps);
+		return -ESRCH;
+	}
+	/* what is already known stays: an address seen earlier may be of a library closed since */
+	for (i = 0; i < l.nr && !err; i++) {
+		if (overlaps(p, l.maps[i].start, l.maps[i].end))
+			continue;
+		err = insert_map(p, &l.maps[i]);
+		added += !err;
+	}
+	free(l.maps);
+	s->st.recapture_maps += added;
+	return added ? 0 : -ENOENT;
 }
 
 int tk_symbolizer__add_mapping(struct tk_symbolizer *s, uint32_t pid, uint32_t gen,

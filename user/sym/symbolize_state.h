@@ -27,6 +27,8 @@ struct sym_map {
 	struct tk_elf_index *idx;	/* NULL: nothing to read names from */
 };
 
+struct sym_jit;
+
 struct sym_proc {
 	uint32_t pid;
 	uint32_t gen;
@@ -35,6 +37,13 @@ struct sym_proc {
 	bool exe_tried;
 	struct sym_map *maps;		/* sorted by start, disjoint */
 	size_t nr;
+	int64_t recapture_due_ns;	/* no re-capture at a lookup before (CLOCK_MONOTONIC) */
+	/* what its perf map file needs, learnt while it lives (symbolize_jit.c) */
+	bool ns_known;
+	bool own_root;			/* PID/root is our "/": the file outlives it in /tmp */
+	uint32_t nspid;			/* its pid in its own namespace */
+	uint32_t uid[2];		/* real and effective: who may own the file (and root) */
+	struct sym_jit *jit;		/* its perf map, once looked for; NULL: not yet */
 };
 
 struct file_key {
@@ -100,5 +109,26 @@ struct tk_elf_index *tk_symbolizer__index_mapping(struct tk_symbolizer *s, uint3
 /* The index of @pid's [vdso] at [@start, @end), shared by every vdso of its size; or NULL. */
 struct tk_elf_index *tk_symbolizer__index_vdso(struct tk_symbolizer *s, uint32_t pid,
 					       uint64_t start, uint64_t end);
+
+/*
+ * symbolize_maps.c: read @p's maps again for an address in none of them (a
+ * library loaded since), at most once a second, adding the mappings that
+ * overlap none it has; only while it lives and is still the image captured.
+ * 0 when the address may now be found, else a negative errno.
+ */
+int tk_symbolizer__recapture(struct tk_symbolizer *s, struct sym_proc *p);
+
+/* symbolize_jit.c: what @p's perf map file needs, while it lives (at its capture). */
+void tk_symbolizer__learn_ns(struct tk_symbolizer *s, struct sym_proc *p);
+/*
+ * @addr from @p's perf map file (PID/root/tmp/perf-NSPID.map), read at the
+ * first lookup and again when it grew, at most once a second: 0 with
+ * function and module ("[perf-NSPID.map]") filled, or -ESRCH.
+ */
+int tk_symbolizer__jit(struct tk_symbolizer *s, struct sym_proc *p, uint64_t addr,
+		       struct tk_sym_frame *out);
+/* Add @p's perf map counters to @st. */
+void tk_symbolizer__jit_stats(const struct sym_proc *p, struct tk_symbolizer_stats *st);
+void tk_symbolizer__free_jit(struct sym_proc *p);
 
 #endif /* __TK_SYMBOLIZE_STATE_H */
