@@ -425,7 +425,9 @@ static void check_short_lived(const char *backend)
 	int status, i;
 
 	assert_true(tk > 0);
-	sleep(1);	/* attached well before this; start-up is ms */
+	/* attached (its start can take a second or more on a loaded machine), and settled */
+	assert_int_equal(tk_test_wait_attached(tk, 20000), 0);
+	usleep(300000);
 	for (i = 0; i < 3; i++) {
 		char cmd[512];
 

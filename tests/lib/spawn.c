@@ -1,4 +1,5 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/audit.h>
@@ -141,6 +142,55 @@ pid_t tk_test_start_tracekit(char *const args[])
 		exec_tracekit(args);
 	}
 	return pid;
+}
+
+/* How many of @pid's fds are perf events or BPF links; -1 when it is gone. */
+static int attach_fds(pid_t pid)
+{
+	char dir[64], path[320], link[128];
+	struct dirent *e;
+	int n = 0, seen = 0;
+	DIR *d;
+
+	snprintf(dir, sizeof(dir), "/proc/%d/fd", pid);
+	d = opendir(dir);
+	if (!d)
+		return -1;
+	while ((e = readdir(d))) {
+		ssize_t len;
+
+		if (e->d_name[0] == '.')
+			continue;
+		seen++;
+		snprintf(path, sizeof(path), "%s/%s", dir, e->d_name);
+		len = readlink(path, link, sizeof(link) - 1);
+		if (len <= 0)
+			continue;
+		link[len] = '\0';
+		n += strstr(link, "perf_event") || strstr(link, "bpf_link") ||
+		     strstr(link, "bpf-link");
+	}
+	closedir(d);
+	return seen ? n : -1;	/* a zombie has no fds at all */
+}
+
+int tk_test_wait_attached(pid_t pid, int timeout_ms)
+{
+	int last = -1, same = 0, n, waited;
+
+	for (waited = 0; waited < timeout_ms; waited += 100) {
+		n = attach_fds(pid);
+		if (n < 0)	/* gone, or a zombie (its fd directory is empty then) */
+			return -ESRCH;
+		/* attached: its events are open and their number has stopped growing */
+		if (n > 0 && n == last && ++same >= 3)
+			return 0;
+		if (n != last)
+			same = 0;
+		last = n;
+		usleep(100000);
+	}
+	return -ETIMEDOUT;
 }
 
 int tk_test_capture(const char *cmdline, char *out, size_t out_sz)

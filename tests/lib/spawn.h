@@ -41,6 +41,12 @@ int tk_test_run_tracekit(char *out, size_t out_sz, bool deny_bpf, char *const ar
 
 /* Start build/tracekit ARGS in the background (stdout to /dev/null); its pid. */
 pid_t tk_test_start_tracekit(char *const args[]);
+/*
+ * Wait until tracer @pid has attached: its perf events and BPF links are open
+ * and their number held still for 0.3 s (at most @timeout_ms). 0, -ESRCH when
+ * it ended first (not reaped), -ETIMEDOUT.
+ */
+int tk_test_wait_attached(pid_t pid, int timeout_ms);
 
 /* Run a shell command line and capture its stdout; the exit status, or -1. */
 int tk_test_capture(const char *cmdline, char *out, size_t out_sz);
