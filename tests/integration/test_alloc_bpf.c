@@ -4,15 +4,20 @@
  * alloc_leak (leak_site leaks, churn frees at once) is attached with -p, and
  * the profile must put the bytes in use on leak_site, with frame 0 the
  * leaking function itself (the return address into the allocator's caller).
- * Also: full mode, growth mode, and the rate measurement before attaching.
+ * Also: full mode, growth mode, the rate measurement before attaching, and a
+ * process in a container whose libc is another file at the host's libc's path.
  * Skips with the reason when not root or when the kernel has no uprobes.
  */
 #include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <poll.h>
 #include <inttypes.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -26,6 +31,8 @@
 #include "profile/profile.h"
 #include "spawn.h"
 #include "caps/caps.h"
+
+#define LIBC "/usr/lib/x86_64-linux-gnu/libc.so.6"
 
 static struct tk_caps caps;
 
@@ -98,18 +105,16 @@ static uint64_t loss(const char *name)
 	return 0;
 }
 
-static void run(pid_t pid, enum tk_alloc_mode mode, double secs, struct tk_alloc_stats *st,
-		char *out, size_t out_sz, char *describe, size_t describe_sz)
+/* A session on @pid, attached; what it hooks into @describe. */
+static struct tk_alloc *start(pid_t pid, enum tk_alloc_mode mode, char *describe,
+			      size_t describe_sz)
 {
 	struct tk_alloc_opts o = { .sz = sizeof(o), .mode = mode, .pid = pid,
 				   .backend = TK_BACKEND_BPF, .sample_bytes = sample_bytes };
 	struct tk_caps_opts co = { .sz = sizeof(co), .pid = pid };
 	static struct tk_caps pcaps;
-	struct tk_profile *p = NULL;
 	struct tk_alloc *a;
 	char why[512] = "";
-	double t0;
-	FILE *f;
 
 	assert_int_equal(tk_caps__snapshot(&co, &pcaps), 0);
 	if (tk_alloc__open(&o, &pcaps, &a, why, sizeof(why)))
@@ -120,6 +125,17 @@ static void run(pid_t pid, enum tk_alloc_mode mode, double secs, struct tk_alloc
 	if (go_signal)
 		kill(pid, go_signal);
 	snprintf(describe, describe_sz, "%s", tk_alloc__describe(a));
+	return a;
+}
+
+/* Poll @a for @secs more, finish it; its folded profile into @out. */
+static void finish(struct tk_alloc *a, double secs, struct tk_alloc_stats *st, char *out,
+		   size_t out_sz)
+{
+	struct tk_profile *p = NULL;
+	double t0;
+	FILE *f;
+
 	for (t0 = now_s(); now_s() - t0 < secs;)
 		assert_int_equal(tk_alloc__poll(a, 100), 0);
 	assert_int_equal(tk_alloc__finish(a, 0, &p), 0);
@@ -135,6 +151,12 @@ static void run(pid_t pid, enum tk_alloc_mode mode, double secs, struct tk_alloc
 	fclose(f);
 	tk_profile__free(p);
 	tk_alloc__free(a);
+}
+
+static void run(pid_t pid, enum tk_alloc_mode mode, double secs, struct tk_alloc_stats *st,
+		char *out, size_t out_sz, char *describe, size_t describe_sz)
+{
+	finish(start(pid, mode, describe, describe_sz), secs, st, out, out_sz);
 }
 
 /* Sum of the folded lines whose last frame is @leaf. */
@@ -353,6 +375,186 @@ static void test_live_map_full(void **state)
 	assert_true(leak <= 64u * (64u << 10));
 }
 
+/* ---- a container ------------------------------------------------------------------------ */
+
+/* TK_OTHER_ROOT (tests/lib/mkroot.sh's Debian trixie root); skip without it, fail under CI. */
+static const char *other_root(void)
+{
+	const char *root = getenv("TK_OTHER_ROOT");
+	char perl[PATH_MAX];
+
+	snprintf(perl, sizeof(perl), "%s/usr/bin/perl", root ? root : "");
+	if (!root || access(perl, X_OK)) {
+		print_message("no container root (TK_OTHER_ROOT; tests/lib/mkroot.sh trixie DIR)\n");
+		if (getenv("CI"))
+			fail();
+		skip();
+	}
+	return root;
+}
+
+struct ct {
+	pid_t pid, outer;
+	int in, out;		/* perl's stdin and stdout */
+};
+
+static struct ct ct;		/* the one running, for ct_teardown after a failure */
+
+/*
+ * Wait up to @secs for @word in what perl writes, polling @a (when not NULL)
+ * meanwhile so that its ring buffer keeps draining.
+ */
+static void ct_wait(struct ct *c, const char *word, struct tk_alloc *a, double secs)
+{
+	char buf[256];
+	size_t len = 0;
+	double t0;
+	ssize_t n;
+
+	for (t0 = now_s(); !memmem(buf, len, word, strlen(word));) {
+		struct pollfd pf = { .fd = c->out, .events = POLLIN };
+
+		if (now_s() - t0 > secs)
+			fail_msg("perl did not say '%s' in %.0f s", word, secs);
+		if (a)
+			assert_int_equal(tk_alloc__poll(a, 100), 0);
+		if (poll(&pf, 1, a ? 0 : 100) == 1) {
+			n = read(c->out, buf + len, sizeof(buf) - len);
+			assert_true(n > 0);
+			len += n;
+			if (len == sizeof(buf))
+				len = 0;
+		}
+	}
+}
+
+/*
+ * perl -e @script in a container of the trixie root, whose libc (glibc 2.41)
+ * is at the host's libc's path but another file; once it says "up" (until
+ * its exec, the child maps the host's libc: that is not the process to
+ * inspect).
+ */
+static void ct_start(struct ct *c, const char *script)
+{
+	char *argv[] = { "/usr/bin/perl", "-e", (char *)script, NULL };
+	const char *root = other_root();
+	char libc[PATH_MAX];
+	struct stat here, there;
+	int in[2], out[2];
+
+	snprintf(libc, sizeof(libc), "%s" LIBC, root);
+	assert_int_equal(stat(LIBC, &here), 0);
+	assert_int_equal(stat(libc, &there), 0);
+	/* what the test is about: the same path names two files */
+	assert_true(here.st_ino != there.st_ino || here.st_dev != there.st_dev);
+	assert_int_equal(pipe2(in, O_CLOEXEC), 0);
+	assert_int_equal(pipe2(out, O_CLOEXEC), 0);
+	c->pid = tk_test_spawn_in_root(root, argv, in[0], out[1], &c->outer);
+	close(in[0]);
+	close(out[1]);
+	if (c->pid <= 0)
+		fail_msg("cannot start perl in %s: %s", root, strerror(-c->pid));
+	c->in = in[1];
+	c->out = out[0];
+	ct_wait(c, "up\n", NULL, 10);
+}
+
+static void ct_stop(struct ct *c)
+{
+	if (c->pid <= 0)
+		return;
+	kill(c->pid, SIGKILL);
+	waitpid(c->outer, NULL, 0);
+	close(c->in);
+	close(c->out);
+	c->pid = 0;
+}
+
+static int ct_teardown(void **state)
+{
+	ct_stop(&ct);
+	return 0;
+}
+
+/* Bytes of the folded lines whose stack holds a frame starting with @frame. */
+static unsigned long stack_sum(const char *folded, const char *frame)
+{
+	const char *line = folded, *end, *sp, *f, *semi;
+	unsigned long sum = 0;
+	size_t n = strlen(frame);
+
+	for (; *line; line = *end ? end + 1 : end) {
+		end = strchrnul(line, '\n');
+		sp = memrchr(line, ' ', end - line);
+		if (!sp)
+			continue;
+		for (f = line; f < sp; f = semi + 1) {
+			semi = memchr(f, ';', sp - f);
+			if (!semi)
+				semi = sp;
+			if ((size_t)(semi - f) >= n && !memcmp(f, frame, n)) {
+				sum += strtoul(sp + 1, NULL, 10);
+				break;
+			}
+		}
+	}
+	return sum;
+}
+
+/*
+ * A process in another root, made as container runtimes make it (pivot_root
+ * in mount and pid namespaces of its own): trixie's perl holds 32 MiB in 512
+ * strings. The uprobes must sit on the container's libc, reached through
+ * /proc/PID (the host's file of that name would take them at the wrong
+ * offsets and never fire), and every byte shows under perl's frames.
+ */
+static void test_container_full(void **state)
+{
+	const unsigned long held = 512ul * 65536;
+	struct tk_alloc_stats st;
+	char describe[1024], want[64];
+	unsigned long got;
+	struct tk_alloc *a;
+
+	need(TK_CAP_PROG_UPROBE, true);
+	ct_start(&ct, "$| = 1; print qq(up\n); <STDIN>; "
+		      "sub hold { my @a = map { 'x' x 65536 } 1..512; print qq(held\n); sleep 30 } "
+		      "hold()");
+	a = start(ct.pid, TK_ALLOC_MODE_FULL, describe, sizeof(describe));
+	print_message("%s\n", describe);
+	snprintf(want, sizeof(want), " through /proc/%d/", ct.pid);
+	assert_non_null(strstr(describe, want));
+	assert_non_null(strstr(describe, "not the host's file"));
+	assert_int_equal(write(ct.in, "\n", 1), 1);
+	ct_wait(&ct, "held\n", a, 20);
+	finish(a, 0.5, &st, folded, sizeof(folded));
+	ct_stop(&ct);
+	got = stack_sum(folded, "Perl_");
+	print_message("container: %lu bytes in use under perl's frames, %lu held; %llu calls\n",
+		      got, held, (unsigned long long)st.calls);
+	if (got < held * 0.9)
+		fail_msg("%lu bytes in use under Perl_ frames, want >= 90 %% of %lu", got, held);
+}
+
+/* The call rate of the container's perl: counted on its own libc, not 0 on the host's. */
+static void test_container_rate(void **state)
+{
+	struct tk_alloc_rate r;
+	char why[512] = "";
+	int err;
+
+	need(TK_CAP_PROG_UPROBE, true);
+	ct_start(&ct, "$| = 1; print qq(up\n); "
+		      "while (1) { my @a = map { 'y' x 100 . $_ } 1..1000 }");
+	err = tk_alloc__measure_rate(ct.pid, NULL, 500, &r, why, sizeof(why));
+	ct_stop(&ct);
+	if (err)
+		fail_msg("measure_rate: %s", why);
+	print_message("container: allocs %.0f/s frees %.0f/s\n", r.alloc_per_s, r.free_per_s);
+	assert_true(r.alloc_calls > 100);
+	assert_true(r.free_calls > 100);
+}
+
 int main(void)
 {
 	struct tk_caps_opts co = { .sz = sizeof(co) };
@@ -365,6 +567,8 @@ int main(void)
 		cmocka_unit_test(test_realloc_pairs_sampled),
 		cmocka_unit_test(test_unknown_frees_full),
 		cmocka_unit_test(test_live_map_full),
+		cmocka_unit_test_teardown(test_container_full, ct_teardown),
+		cmocka_unit_test_teardown(test_container_rate, ct_teardown),
 	};
 
 	if (tk_caps__snapshot(&co, &caps))

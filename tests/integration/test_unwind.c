@@ -272,16 +272,20 @@ static void test_other_mount_namespace(void **state)
 
 /*
  * A container: Debian trixie's perl (another glibc and perl build than this
- * host's) in mount and pid namespaces of its own, chrooted into its root
- * (tests/lib/mkroot.sh builds it; run.sh passes TK_OTHER_ROOT). Its
- * interpreter loop's samples reach main through trixie's libc.
+ * host's) with pivot_root in mount and pid namespaces of its own, as runtimes
+ * make one (tk_test_spawn_in_root; tests/lib/mkroot.sh builds the root,
+ * run.sh passes TK_OTHER_ROOT). Its interpreter loop's samples reach main
+ * through trixie's libc.
  */
 static void test_container_other_release(void **state)
 {
 	const char *root = getenv("TK_OTHER_ROOT"), *folded = path_in_tmp("ct.folded");
+	char *perl[] = { "/usr/bin/perl", "-e",
+			 "$t = time + 6; while (time < $t) { $s = 0; $s += $_ * $_ for 1..1000 }",
+			 NULL };
 	unsigned long ok, with_leaf, total;
 	char cmd[2048], spid[16], link[64], target[512];
-	pid_t outer, pid = 0;
+	pid_t outer, pid;
 	int i;
 
 	NEED_ROOT();
@@ -292,28 +296,21 @@ static void test_container_other_release(void **state)
 			fail();
 		skip();
 	}
-	snprintf(cmd, sizeof(cmd),
-		 "unshare --mount --pid --fork --mount-proc=%s/proc chroot %s /usr/bin/perl -e "
-		 "'$t = time + 6; while (time < $t) { $s = 0; $s += $_ * $_ for 1..1000 }' "
-		 ">/dev/null 2>&1 & echo $!", root, root);
-	assert_int_equal(tk_test_capture(cmd, out, sizeof(out)), 0);
-	outer = atoi(out);
-	assert_true(outer > 0);
-	/* unshare forks pid 1 of the namespace, which chroot turns into perl */
-	for (i = 0; i < 100 && !pid; i++) {
-		snprintf(cmd, sizeof(cmd), "pgrep -P %d", outer);
-		if (!tk_test_capture(cmd, out, sizeof(out)) && atoi(out) > 0) {
-			ssize_t n;
+	pid = tk_test_spawn_in_root(root, perl, -1, -1, &outer);
+	if (pid <= 0)
+		fail_msg("cannot start perl in %s: %s", root, strerror(-pid));
+	/* until its exec it is a copy of this test */
+	for (i = 0; i < 250; i++) {
+		ssize_t n;
 
-			snprintf(link, sizeof(link), "/proc/%d/exe", atoi(out));
-			n = readlink(link, target, sizeof(target) - 1);
-			if (n > 0 && (target[n] = '\0', strstr(target, "perl")))
-				pid = atoi(out);
-		}
-		if (!pid)
-			usleep(20000);
+		snprintf(link, sizeof(link), "/proc/%d/exe", pid);
+		n = readlink(link, target, sizeof(target) - 1);
+		if (n > 0 && (target[n] = '\0', strstr(target, "perl")))
+			break;
+		usleep(20000);
 	}
-	assert_true(pid > 0);
+	assert_true(i < 250);
+	usleep(100000);		/* past ld.so */
 	snprintf(spid, sizeof(spid), "%d", pid);
 	{
 		char *args[] = { "cpu", "--backend", "bpf", "-p", spid, "-d", "3", "-F", "499",
@@ -322,8 +319,7 @@ static void test_container_other_release(void **state)
 		assert_int_equal(run(args), 0);
 	}
 	kill(pid, SIGKILL);
-	for (i = 0; i < 300 && !kill(outer, 0); i++)
-		usleep(10000);
+	waitpid(outer, NULL, 0);
 	ok = folded_share(folded, "Perl_runops_standard", ";main;perl_run;Perl_runops_standard",
 			  &with_leaf, &total);
 	print_message("container (%s's perl): %lu samples, %lu in the interpreter loop, %lu reach "

@@ -10,6 +10,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <limits.h>
+#include <sched.h>
+#include <sys/mount.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -224,4 +227,71 @@ const char *tk_test_workload(const char *name)
 
 	snprintf(dir, sizeof(dir), "%s/workloads", tk_test_build_dir());
 	return tk_test_path(dir, name);
+}
+
+/* In the container's pid 1: @root becomes "/", as runc does it. 0 or -1. */
+static int enter_root(const char *root)
+{
+	/* nothing of what follows may reach the host's mounts */
+	if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL))
+		return -1;
+	/* pivot_root wants a mount point */
+	if (mount(root, root, NULL, MS_BIND | MS_REC, NULL) || chdir(root))
+		return -1;
+	if (mount("proc", "proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL))
+		return -1;
+	/* the old root stacks under the new one at ".", and is detached from there */
+	if (syscall(SYS_pivot_root, ".", ".") || umount2(".", MNT_DETACH) || chdir("/"))
+		return -1;
+	return 0;
+}
+
+pid_t tk_test_spawn_in_root(const char *root, char *const argv[], int in_fd, int out_fd,
+			    pid_t *outer)
+{
+	static char *const env[] = { "PATH=/usr/local/bin:/usr/bin:/bin", NULL };
+	char abs[PATH_MAX];
+	pid_t mid, pid = -1;
+	int p[2], null;
+
+	if (!realpath(root, abs) || pipe2(p, O_CLOEXEC))
+		return -errno;
+	mid = fork();
+	if (mid < 0) {
+		close(p[0]);
+		close(p[1]);
+		return -errno;
+	}
+	if (!mid) {
+		/* the new pid namespace is for the children: the next fork makes its pid 1 */
+		if (unshare(CLONE_NEWNS | CLONE_NEWPID))
+			_exit(120);
+		pid = fork();
+		if (!pid) {
+			null = open("/dev/null", O_RDWR);
+			dup2(in_fd >= 0 ? in_fd : null, 0);
+			dup2(out_fd >= 0 ? out_fd : null, 1);
+			if (enter_root(abs)) {
+				perror("tk_test_spawn_in_root");
+				_exit(122);
+			}
+			execve(argv[0], argv, env);
+			_exit(127);
+		}
+		if (write(p[1], &pid, sizeof(pid)) != sizeof(pid) || pid < 0)
+			_exit(121);
+		/* hold none of the test's pipes: the program must see their ends close */
+		syscall(SYS_close_range, 0, ~0U, 0);
+		waitpid(pid, NULL, 0);
+		_exit(0);
+	}
+	close(p[1]);
+	if (read(p[0], &pid, sizeof(pid)) != sizeof(pid) || pid <= 0) {
+		close(p[0]);
+		waitpid(mid, NULL, 0);
+		return -ECHILD;
+	}
+	close(p[0]);
+	*outer = mid;
+	return pid;
 }

@@ -48,6 +48,16 @@ pid_t tk_test_start_tracekit(char *const args[]);
  */
 int tk_test_wait_attached(pid_t pid, int timeout_ms);
 
+/*
+ * A container as runtimes make one: @argv (argv[0] a path inside @root) runs
+ * with @root as its root by pivot_root(2), in mount and pid namespaces of its
+ * own (their pid 1, with a /proc of its own), with PATH as its only
+ * environment, stdin @in_fd and stdout @out_fd (-1: /dev/null). Returns its
+ * pid here, or -errno; *@outer is the process to reap once it is killed.
+ */
+pid_t tk_test_spawn_in_root(const char *root, char *const argv[], int in_fd, int out_fd,
+			    pid_t *outer);
+
 /* Run a shell command line and capture its stdout; the exit status, or -1. */
 int tk_test_capture(const char *cmdline, char *out, size_t out_sz);
 

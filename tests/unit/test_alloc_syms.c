@@ -3,7 +3,8 @@
  * Finding allocator functions and their uprobe file offsets: glibc's
  * libc.so.6 (checked against where the loader put malloc in this very
  * process), jemalloc shared, static and prefixed (the workloads in
- * $TK_BUILD_DIR/workloads), a static glibc, and broken inputs. Offsets are
+ * $TK_BUILD_DIR/workloads), a static glibc, broken inputs, and a process's
+ * allocator reached by its file's identity (fixture /proc trees). Offsets are
  * checked against the program headers, read here without libelf.
  */
 #include <stdarg.h>
@@ -21,6 +22,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <unistd.h>
 
 #include "alloc/alloc_syms.h"
@@ -301,6 +304,84 @@ static void test_broken(void **state)
 	free(s);
 }
 
+/* ---- a process's allocator, by its file's identity --------------------------------------- */
+
+/* @dir/proc/42: comm, and a maps line mapping @lib as a file of @st's device, inode + @ino_off. */
+static void fixture_proc(const char *dir, const char *lib, const struct stat *st, int ino_off)
+{
+	char path[PATH_MAX + 32];
+	FILE *f;
+
+	snprintf(path, sizeof(path), "mkdir -p %s/proc/42", dir);
+	assert_int_equal(system(path), 0);
+	snprintf(path, sizeof(path), "%s/proc/42/comm", dir);
+	f = fopen(path, "w");
+	assert_non_null(f);
+	fputs("ct\n", f);
+	fclose(f);
+	snprintf(path, sizeof(path), "%s/proc/42/maps", dir);
+	f = fopen(path, "w");
+	assert_non_null(f);
+	fprintf(f, "7f0000000000-7f0000100000 r-xp 00028000 %02x:%02x %lu %s\n",
+		major(st->st_dev), minor(st->st_dev), (unsigned long)st->st_ino + ino_off, lib);
+	fclose(f);
+}
+
+/*
+ * A fixture process mapping libc: its file is taken by its path only when
+ * that is the maps line's device and inode; another file of that name (the
+ * host's, for a container's process) is refused with a reason, never probed;
+ * a PID/root holding another file of that name is that process's.
+ */
+static void test_process_file_identity(void **state)
+{
+	struct tk_alloc_syms *s = calloc(1, sizeof(*s));
+	char dir[] = "/tmp/tk_alloc_syms_XXXXXX", proc[64], why[512], cmd[PATH_MAX * 2];
+	char lib[PATH_MAX];
+	struct stat st, cst;
+
+	assert_non_null(s);
+	assert_non_null(realpath(LIBC, lib));
+	assert_int_equal(stat(lib, &st), 0);
+	assert_non_null(mkdtemp(dir));
+	snprintf(proc, sizeof(proc), "%s/proc", dir);
+
+	/* no PID/root, no map_files: the path itself, being that very file */
+	fixture_proc(dir, lib, &st, 0);
+	assert_int_equal(tk_alloc_syms__find_process(proc, 42, NULL, s, why, sizeof(why)), 0);
+	assert_string_equal(s->path, lib);
+	assert_string_equal(s->mapped, lib);
+	assert_false(s->other_here);
+	assert_true(tk_alloc_syms__usable(s));
+
+	/* another inode: the host's file of that name is not the process's */
+	memset(s, 0, sizeof(*s));
+	fixture_proc(dir, lib, &st, 1);
+	assert_int_equal(tk_alloc_syms__find_process(proc, 42, NULL, s, why, sizeof(why)),
+			 -ESTALE);
+	assert_non_null(strstr(why, "is not the host's file of that name"));
+	assert_int_equal(s->nr, 0);
+	assert_string_equal(s->path, "");
+
+	/* its own root has its own file there: that one, and it is another file than here */
+	memset(s, 0, sizeof(*s));
+	snprintf(cmd, sizeof(cmd), "mkdir -p %s/proc/42/root$(dirname %s) && cp %s %s/proc/42/root%s",
+		 dir, lib, lib, dir, lib);
+	assert_int_equal(system(cmd), 0);
+	snprintf(cmd, sizeof(cmd), "%s/proc/42/root%s", dir, lib);
+	assert_int_equal(stat(cmd, &cst), 0);
+	fixture_proc(dir, lib, &cst, 0);
+	assert_int_equal(tk_alloc_syms__find_process(proc, 42, NULL, s, why, sizeof(why)), 0);
+	assert_string_equal(s->path, cmd);
+	assert_string_equal(s->mapped, lib);
+	assert_true(s->other_here);
+	assert_true(tk_alloc_syms__usable(s));
+
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+	assert_int_equal(system(cmd), 0);
+	free(s);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -313,6 +394,7 @@ int main(void)
 		cmocka_unit_test(test_static_glibc),
 		cmocka_unit_test(test_markers),
 		cmocka_unit_test(test_broken),
+		cmocka_unit_test(test_process_file_identity),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -28,6 +28,7 @@
 #include <string.h>
 #include <sys/auxv.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -730,7 +731,7 @@ static uint64_t sym_value(const char *path, const char *name)
 
 /*
  * A maps file in a fixture /proc with no map_files and no root: the file is
- * opened by its path only when its inode is the one the maps line gives.
+ * opened by its path only when its device and inode are the maps line's.
  */
 static void test_fixture_maps(void **state)
 {
@@ -753,13 +754,19 @@ static void test_fixture_maps(void **state)
 	snprintf(rel, sizeof(rel), "%s/4242/maps", proc);
 	fp = fopen(rel, "w");
 	assert_non_null(fp);
-	fprintf(fp, "%" PRIx64 "-%" PRIx64 " r--p 00000000 fe:00 %lu %s\n", bias, bias + vaddr,
+	fprintf(fp, "%" PRIx64 "-%" PRIx64 " r--p 00000000 %02x:%02x %lu %s\n", bias, bias + vaddr,
+		major(st.st_dev), minor(st.st_dev), (unsigned long)st.st_ino, path);
+	fprintf(fp, "%" PRIx64 "-%" PRIx64 " r-xp %08" PRIx64 " %02x:%02x %lu %s\n", bias + vaddr,
+		bias + vaddr + size, off, major(st.st_dev), minor(st.st_dev),
 		(unsigned long)st.st_ino, path);
-	fprintf(fp, "%" PRIx64 "-%" PRIx64 " r-xp %08" PRIx64 " fe:00 %lu %s\n", bias + vaddr,
-		bias + vaddr + size, off, (unsigned long)st.st_ino, path);
 	/* the same path, another inode: a different file of that name */
-	fprintf(fp, "%" PRIx64 "-%" PRIx64 " r-xp %08" PRIx64 " fe:00 %lu %s\n", other,
-		other + size, off, (unsigned long)st.st_ino + 1, path);
+	fprintf(fp, "%" PRIx64 "-%" PRIx64 " r-xp %08" PRIx64 " %02x:%02x %lu %s\n", other,
+		other + size, off, major(st.st_dev), minor(st.st_dev),
+		(unsigned long)st.st_ino + 1, path);
+	/* that inode on another device: a different file too */
+	fprintf(fp, "%" PRIx64 "-%" PRIx64 " r-xp %08" PRIx64 " %02x:%02x %lu %s\n",
+		other + 0x100000, other + 0x100000 + size, off, major(st.st_dev) + 1,
+		minor(st.st_dev), (unsigned long)st.st_ino, path);
 	fprintf(fp, "7f0000000000-7f0000100000 rwxp 00000000 00:00 0 \n");
 	fprintf(fp, "ffffffffff600000-ffffffffff601000 --xp 00000000 00:00 0 [vsyscall]\n");
 	fclose(fp);
@@ -772,6 +779,8 @@ static void test_fixture_maps(void **state)
 	assert_int_equal(tk_symbolizer__user(s, 4242, 0, other + hot - vaddr, &f), -ENOENT);
 	assert_string_equal(f.module, path);
 	assert_int_equal(f.module_offset, hot - vaddr + off);
+	assert_int_equal(tk_symbolizer__user(s, 4242, 0, other + 0x100000 + hot - vaddr, &f),
+			 -ENOENT);
 	/* JIT code in anonymous memory: unknown */
 	assert_int_equal(tk_symbolizer__user(s, 4242, 0, 0x7f0000000800, &f), -ESRCH);
 	assert_null(f.module);

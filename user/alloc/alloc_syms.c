@@ -18,6 +18,7 @@
 #include "alloc/alloc_syms.h"
 #include "core/fsutil.h"
 #include "proc/elf_reader.h"
+#include "proc/mapfile.h"
 #include "proc/procinfo.h"
 
 struct wanted {
@@ -282,14 +283,37 @@ bool tk_alloc_syms__usable(const struct tk_alloc_syms *out)
 
 /* ---- whole processes and commands ---- */
 
-/* The path to open a process's object by: as mapped, else through its root. */
-static void object_path(const char *proc_root, int pid, const char *obj, char *out, size_t sz)
+/*
+ * The allocator's file as @pid maps it into @syms->path: by its identity
+ * (proc/mapfile.h), so that a process in another root is probed on its own
+ * file, not the host's of that name (where its offsets mean nothing and no
+ * probe would ever fire).
+ */
+static int object_path(const char *proc_root, int pid, const struct tk_proc_info *info,
+		       struct tk_alloc_syms *syms, char *why, size_t why_sz)
 {
-	if (!access(obj, R_OK)) {
-		snprintf(out, sz, "%s", obj);
-		return;
+	const char *pr = proc_root ? proc_root : "/proc";
+	struct tk_mapfile mf;
+	int err;
+
+	err = tk_mapfile__find(proc_root, pid, info->alloc_start, info->alloc_end,
+			       info->alloc_object, &info->alloc_id, TK_MAPFILE_CHECK_HERE, &mf);
+	if (err == -ESTALE) {
+		snprintf(why, why_sz, "the allocator in process %d's root (%s) is not the host's "
+			 "file of that name and cannot be reached through %s/%d/map_files (which "
+			 "needs CAP_SYS_ADMIN) or %s/%d/root", pid, info->alloc_object, pr, pid,
+			 pr, pid);
+		return err;
 	}
-	snprintf(out, sz, "%s/%d/root%s", proc_root ? proc_root : "/proc", pid, obj);
+	if (err) {
+		snprintf(why, why_sz, "cannot reach %s, the allocator of process %d: %s",
+			 info->alloc_object, pid, strerror(-err));
+		return err;
+	}
+	snprintf(syms->path, sizeof(syms->path), "%s", mf.path);
+	snprintf(syms->mapped, sizeof(syms->mapped), "%s", info->alloc_object);
+	syms->other_here = !mf.same_here;
+	return 0;
 }
 
 int tk_alloc_syms__find_process(const char *proc_root, int pid, const struct tk_proc_info *known,
@@ -315,7 +339,10 @@ int tk_alloc_syms__find_process(const char *proc_root, int pid, const struct tk_
 		err = -ENOENT;
 		goto out;
 	}
-	object_path(proc_root, pid, info->alloc_object, path, sizeof(path));
+	err = object_path(proc_root, pid, info, syms, why, why_sz);
+	if (err)
+		goto out;
+	snprintf(path, sizeof(path), "%s", syms->path);
 	/* glibc's operator new is libstdc++'s, which calls malloc: hooked already */
 	flags = info->allocator == TK_ALLOC_GLIBC ? 0 : TK_ASYMS_CXX;
 	err = tk_alloc_syms__find(path, info->alloc_prefix, flags, syms);

@@ -41,7 +41,10 @@ struct tk_alloc_fn {
 };
 
 struct tk_alloc_syms {
-	char path[PATH_MAX];
+	char path[PATH_MAX];	/* opened and probed: for a process, a way to the very
+				   file it maps (proc/mapfile.h) */
+	char mapped[PATH_MAX];	/* for a process: that file's path in its own root */
+	bool other_here;	/* for a process: mapped names another file here */
 	struct tk_alloc_fn fns[TK_ALLOC_MAX_FNS];
 	int nr;			/* one per address */
 	int nr_ifunc;		/* wanted names that were IFUNC resolvers: skipped */
@@ -74,7 +77,11 @@ struct tk_proc_info;
  * The allocator process @pid uses (procinfo's finding: @known, or read from
  * @proc_root, NULL for "/proc"), hooked whole: its C functions under its
  * prefix, and C++ operators unless it is glibc (libstdc++'s call malloc).
- * Returns 0, or a negative errno with @why set (-ENOENT: nothing to hook).
+ * Its file is reached as tk_mapfile__find() does, never by a path that names
+ * another file here (a container's libc at the host's libc's path): the
+ * symbols are read from the file the uprobes go on. Returns 0, or a negative
+ * errno with @why set (-ENOENT: nothing to hook; -ESTALE: the file cannot be
+ * reached from here).
  */
 int tk_alloc_syms__find_process(const char *proc_root, int pid, const struct tk_proc_info *known,
 				struct tk_alloc_syms *out, char *why, size_t why_sz);

@@ -188,8 +188,14 @@ static void describe_hooks(struct tk_alloc *a, struct at_state *st, int pid)
 		how = st->sessions ? "uprobe sessions (1 trap per call; returns of sampled calls "
 				     "only)" :
 				     "uprobes and uretprobes (2 traps per allocation, 1 per free)";
-	len = snprintf(a->describe, sizeof(a->describe), "%s on %s, pid %d, %d functions", how,
-		       sy->path, pid, sy->nr);
+	if (sy->mapped[0] && sy->other_here)
+		/* a container's file: say so, and by which way it was reached */
+		len = snprintf(a->describe, sizeof(a->describe),
+			       "%s on %s in pid %d's root (not the host's file of that name), "
+			       "through %s, %d functions", how, sy->mapped, pid, sy->path, sy->nr);
+	else
+		len = snprintf(a->describe, sizeof(a->describe), "%s on %s, pid %d, %d functions",
+			       how, sy->mapped[0] ? sy->mapped : sy->path, pid, sy->nr);
 	for (i = 0; i < sy->nr && len < sizeof(a->describe); i++)
 		len += snprintf(a->describe + len, sizeof(a->describe) - len, "%s%s",
 				i ? ", " : ": ", sy->fns[i].name);

@@ -3,14 +3,12 @@
  * What a process's allocator is and how its main binary was built, read from
  * @proc_root/PID/{comm,exe,maps,environ,map_files,root} and the ELF files.
  *
- * A mapped object is opened, in this order, through
- *   1. @proc_root/PID/map_files/START-END (the very file mapped, even when
- *      deleted or in another mount namespace; needs ptrace access),
- *   2. @proc_root/PID/root/PATH (the process's view of its file system; a
- *      fixture tree makes PID/root a directory or a symlink to one),
- *   3. PATH itself, only when @proc_root is "/proc": this is the caller's view
- *      and can be another file when the process runs in a container.
- * The main binary is always opened through @proc_root/PID/exe.
+ * A mapped object is opened through tk_mapfile__find() (proc/mapfile.h):
+ * @proc_root/PID/map_files/START-END, @proc_root/PID/root/PATH (a fixture
+ * tree makes PID/root a directory or a symlink to one), then PATH itself,
+ * each only when it is the file of the maps line's device and inode: PATH
+ * here can be another file when the process runs in a container. The main
+ * binary is always opened through @proc_root/PID/exe.
  *
  * Here are the readers of /proc and the whole; what the allocator is comes
  * from procinfo_alloc.c, how each executable object can be unwound from
@@ -36,6 +34,8 @@ struct maps_scan {
 	enum tk_allocator alloc;
 	struct mapped_obj alloc_obj;
 	struct mapped_obj libc;
+	struct mapped_obj exe;		/* the main binary, PID/exe's path */
+	char exe_path[PATH_MAX];	/* that path without " (deleted)" */
 	unsigned int nmaps;
 	struct tk_proc_info *out;	/* its objects list */
 	uint64_t dev[TK_PROC_MAX_OBJECTS], inode[TK_PROC_MAX_OBJECTS];
@@ -49,6 +49,7 @@ static void note_obj(struct mapped_obj *o, const struct tk_map *m)
 	copy_str(o->path, sizeof(o->path), m->path);
 	o->start = m->start;
 	o->end = m->end;
+	o->id = tk_map__id(m);
 }
 
 /* An executable mapping: a new object for the list, or one more of a listed file. */
@@ -81,6 +82,7 @@ static void note_exec(struct maps_scan *s, const struct tk_map *m)
 	copy_str(o->path, sizeof(o->path), m->path);
 	o->start = m->start;
 	o->end = m->end;
+	o->id = tk_map__id(m);
 	o->deleted = m->deleted;
 	o->cfi = TK_CFI_UNKNOWN;
 	o->eh_frame_fdes = -1;
@@ -98,6 +100,8 @@ static int scan_map(const struct tk_map *m, void *ctx)
 		note_exec(s, m);
 	if (m->path[0] != '/')
 		return 0;
+	if (s->exe_path[0] && !strcmp(m->path, s->exe_path))
+		note_obj(&s->exe, m);
 	name = tk_path_basename(m->path);
 	a = tk_proc_allocator_of_lib(name);
 	if (a != TK_ALLOC_UNKNOWN && s->alloc == TK_ALLOC_UNKNOWN) {
@@ -107,6 +111,16 @@ static int scan_map(const struct tk_map *m, void *ctx)
 	if (tk_proc_is_glibc(name))
 		note_obj(&s->libc, m);
 	return 0;
+}
+
+/* readlink's " (deleted)" off @path, as maps' paths come (tk_map.deleted) */
+static void strip_deleted(char *path)
+{
+	static const char deleted[] = " (deleted)";
+	size_t n = strlen(path), d = sizeof(deleted) - 1;
+
+	if (n > d && !strcmp(path + n - d, deleted))
+		path[n - d] = '\0';
 }
 
 /* @proc_root/PID/root + @abs into @buf: the file @abs as the process sees it. */
@@ -131,26 +145,19 @@ int tk_proc_root_path(char *buf, size_t size, const char *proc_root, int pid, co
 int tk_proc_open_mapped_at(const char *proc_root, int pid, const struct mapped_obj *o,
 			   struct tk_elf **elf, char *used, size_t used_size)
 {
-	char rel[PATH_MAX + 64], path[PATH_MAX + 64];
+	struct tk_mapfile mf;
 	int err;
 
-	snprintf(rel, sizeof(rel), "%d/map_files/%llx-%llx", pid, (unsigned long long)o->start,
-		 (unsigned long long)o->end);
-	err = tk_path_join(path, sizeof(path), proc_root, rel);
-	if (!err && !(err = tk_elf__open(path, elf)))
-		goto found;
-	err = tk_proc_root_path(path, sizeof(path), proc_root, pid, o->path);
-	if (!err && !(err = tk_elf__open(path, elf)))
-		goto found;
-	if (!is_live_proc(proc_root))
-		return err;
-	copy_str(path, sizeof(path), o->path);
-	err = tk_elf__open(path, elf);
+	err = tk_mapfile__find(proc_root, pid, o->start, o->end, o->path, &o->id, 0, &mf);
+	/* another file of that name here is as good as none (the report says ENOENT) */
+	if (err == -ESTALE)
+		err = -ENOENT;
+	if (!err)
+		err = tk_elf__open(mf.path, elf);
 	if (err)
 		return err;
-found:
 	if (used)
-		copy_str(used, used_size, path);
+		copy_str(used, used_size, mf.path);
 	return 0;
 }
 
@@ -163,10 +170,15 @@ static int open_mapped(const char *proc_root, int pid, const struct mapped_obj *
 /* --- the whole ----------------------------------------------------------------- */
 
 static void set_alloc(struct tk_proc_info *out, enum tk_allocator a, const char *obj,
-		      bool is_static, const char *prefix)
+		      const struct mapped_obj *m, bool is_static, const char *prefix)
 {
 	out->allocator = a;
 	copy_str(out->alloc_object, sizeof(out->alloc_object), obj);
+	if (m->found) {
+		out->alloc_start = m->start;
+		out->alloc_end = m->end;
+		out->alloc_id = m->id;
+	}
 	out->alloc_static = is_static;
 	copy_str(out->alloc_prefix, sizeof(out->alloc_prefix), prefix);
 }
@@ -230,6 +242,8 @@ int tk_proc_info__read(const char *proc_root, int pid, struct tk_proc_info *out)
 		goto out;
 	}
 	ms->out = out;
+	copy_str(ms->exe_path, sizeof(ms->exe_path), out->exe);
+	strip_deleted(ms->exe_path);
 	err = tk_maps__parse(maps, scan_map, ms);
 	if (err)
 		goto out;
@@ -249,7 +263,7 @@ int tk_proc_info__read(const char *proc_root, int pid, struct tk_proc_info *out)
 
 	/* 1. an allocator library is mapped */
 	if (ms->alloc != TK_ALLOC_UNKNOWN) {
-		set_alloc(out, ms->alloc, ms->alloc_obj.path, false, "");
+		set_alloc(out, ms->alloc, ms->alloc_obj.path, &ms->alloc_obj, false, "");
 		say(out->alloc_evidence, sizeof(out->alloc_evidence), "%s is mapped",
 		    tk_path_basename(ms->alloc_obj.path));
 		if (ms->alloc == TK_ALLOC_JEMALLOC) {
@@ -269,7 +283,8 @@ int tk_proc_info__read(const char *proc_root, int pid, struct tk_proc_info *out)
 	} else if (exe && (idx = tk_proc_jemalloc_prefix(exe, &exe_facts)) >= 0) {
 		char conf[PREFIX_MAX + 16];
 
-		set_alloc(out, TK_ALLOC_JEMALLOC, out->exe, true, exe_facts.je_prefix[idx]);
+		set_alloc(out, TK_ALLOC_JEMALLOC, out->exe, &ms->exe, true,
+			  exe_facts.je_prefix[idx]);
 		snprintf(conf, sizeof(conf), "%smalloc_conf", exe_facts.je_prefix[idx]);
 		if (tk_proc_find_defined(exe, conf, NULL))
 			say(out->alloc_evidence, sizeof(out->alloc_evidence),
@@ -280,19 +295,19 @@ int tk_proc_info__read(const char *proc_root, int pid, struct tk_proc_info *out)
 			    "binary defines %smallctl and %smalloc", out->alloc_prefix,
 			    out->alloc_prefix);
 	} else if (exe && exe_facts.tc_malloc) {
-		set_alloc(out, TK_ALLOC_TCMALLOC, out->exe, true, "tc_");
+		set_alloc(out, TK_ALLOC_TCMALLOC, out->exe, &ms->exe, true, "tc_");
 		say(out->alloc_evidence, sizeof(out->alloc_evidence), "binary defines tc_malloc");
 	} else if (exe && exe_facts.mi_malloc) {
-		set_alloc(out, TK_ALLOC_MIMALLOC, out->exe, true, "mi_");
+		set_alloc(out, TK_ALLOC_MIMALLOC, out->exe, &ms->exe, true, "mi_");
 		say(out->alloc_evidence, sizeof(out->alloc_evidence), "binary defines mi_malloc");
 	/* 3. glibc */
 	} else if (ms->libc.found) {
-		set_alloc(out, TK_ALLOC_GLIBC, ms->libc.path, false, "");
+		set_alloc(out, TK_ALLOC_GLIBC, ms->libc.path, &ms->libc, false, "");
 		say(out->alloc_evidence, sizeof(out->alloc_evidence),
 		    "%s is mapped and no other allocator found%s", tk_path_basename(ms->libc.path),
 		    exe && !tk_elf__has_symtab(exe) ? " (binary has no symbol table)" : "");
 	} else if (exe && exe_facts.libc_malloc) {
-		set_alloc(out, TK_ALLOC_GLIBC, out->exe, true, "");
+		set_alloc(out, TK_ALLOC_GLIBC, out->exe, &ms->exe, true, "");
 		say(out->alloc_evidence, sizeof(out->alloc_evidence),
 		    "binary defines __libc_malloc (static glibc)");
 	} else {

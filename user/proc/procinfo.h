@@ -15,6 +15,8 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "proc/mapfile.h"
+
 enum tk_allocator {
 	TK_ALLOC_UNKNOWN = 0,
 	TK_ALLOC_GLIBC,
@@ -45,6 +47,7 @@ enum tk_cfi_source {
 struct tk_proc_object {
 	char path[PATH_MAX];		/* as maps names it; "[vdso]" */
 	uint64_t start, end;		/* its first executable mapping */
+	struct tk_file_id id;		/* its file's, from maps */
 	bool deleted;			/* maps says "(deleted)" */
 	bool is_main;			/* the main binary (its path is PID/exe's) */
 	int err;			/* 0, or why it could not be read (negative errno) */
@@ -67,6 +70,9 @@ struct tk_proc_info {
 	bool alloc_static;		/* linked into the main binary */
 	char alloc_prefix[32];		/* symbol prefix: "", "je_", "_rjem_" ... */
 	char alloc_evidence[256];	/* how it was found, for people */
+	/* alloc_object's first mapping and its file, to reach that file (proc/mapfile.h) */
+	uint64_t alloc_start, alloc_end;
+	struct tk_file_id alloc_id;
 
 	tk_tristate jemalloc_prof_built;	/* built with --enable-prof */
 	char jemalloc_prof_built_evidence[256];
@@ -103,8 +109,9 @@ const char *tk_proc_object__unwind(const struct tk_proc_object *o);
 /*
  * Fill @out for @pid, reading @proc_root/PID/{comm,exe,maps,environ,root/...}.
  * @proc_root is "/proc" on a live system (NULL means that too); a fixture tree
- * works the same. Mapped libraries are opened through PID/map_files, then
- * PID/root/PATH, then PATH itself (only when @proc_root is "/proc"); the vdso
+ * works the same. Mapped objects are opened through PID/map_files, then
+ * PID/root/PATH, then PATH itself, each only when it is the file the maps
+ * line names (proc/mapfile.h); the vdso
  * is read from PID/mem, debug files from PID/root/usr/lib/debug, then (live
  * only) /usr/lib/debug. An object that cannot be read is listed with its err.
  * Returns 0, -ENOENT when the process does not exist, -EACCES when it cannot

@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "proc/elf_reader.h"
+#include "proc/mapfile.h"
 #include "proc/procinfo.h"
 
 #define FP_MIN_SIZE 16
@@ -49,11 +50,12 @@ static inline bool is_live_proc(const char *proc_root)
 	return n == 5 && !strncmp(proc_root, "/proc", 5);
 }
 
-/* A mapped object to open: maps' path for it, and its first mapping. */
+/* A mapped object to open: maps' path for it, its first mapping and its file's identity. */
 struct mapped_obj {
 	bool found;
 	char path[PATH_MAX];
 	uint64_t start, end;
+	struct tk_file_id id;
 };
 
 /* What one pass over an object's symbols found (tk_proc_collect_facts). */
@@ -75,7 +77,7 @@ struct sym_facts {
 
 /* @proc_root/PID/root + @abs into @buf: the file @abs as the process sees it. */
 int tk_proc_root_path(char *buf, size_t size, const char *proc_root, int pid, const char *abs);
-/* Open @o's file: PID/map_files, PID/root/PATH, then PATH when live; the path used into @used. */
+/* Open @o's file (tk_mapfile__find's ways); the path used into @used. */
 int tk_proc_open_mapped_at(const char *proc_root, int pid, const struct mapped_obj *o,
 			   struct tk_elf **elf, char *used, size_t used_size);
 

@@ -338,7 +338,7 @@ static int open_object(const char *proc_root, int pid, struct tk_proc_object *o,
 		       struct tk_elf **elf, struct cfi_facts *c)
 {
 	char used[PATH_MAX + 64];
-	struct mapped_obj m = { .start = o->start, .end = o->end };
+	struct mapped_obj m = { .start = o->start, .end = o->end, .id = o->id };
 	void *img = NULL;
 	size_t len = 0;
 	int err;

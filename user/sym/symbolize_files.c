@@ -2,7 +2,8 @@
 /*
  * The symbolizer's ELF indexes (symbolize_state.h): one per file, cached by
  * the opened file's device, inode, size and mtime (the path a process mapped
- * is reached several ways: PID/map_files, PID/root, the path itself), and
+ * is reached several ways, proc/mapfile.h: PID/map_files, PID/root, the path
+ * itself), and
  * shared by build-id when one already parsed has names as good; the [vdso]
  * image read from process memory once per size. Every index is owned here.
  */
@@ -161,40 +162,33 @@ static int index_file(struct tk_symbolizer *s, struct tk_elf_file *f,
 }
 
 /*
- * The index of the file at @path (a candidate way to the file the process
- * mapped at @orig). Returns 0, or a negative errno to try the next way.
- * @want_ino: when not 0, @path must be this inode (the host's file of the same
- * name is not the one a process in another mount namespace mapped).
+ * The index of the file @mf names, the one the process mapped at @orig (its
+ * debug files are looked for in the process's root unless it was reached by
+ * the path itself). Returns 0 or a negative errno.
  */
-static int index_path(struct tk_symbolizer *s, const char *path, const char *orig, uint32_t pid,
-		      uint64_t want_ino, struct tk_elf_index **out)
+static int index_file_at(struct tk_symbolizer *s, const struct tk_mapfile *mf, const char *orig,
+			 uint32_t pid, struct tk_elf_index **out)
 {
+	bool own = mf->way != TK_MAPFILE_PATH;
 	struct tk_debug_search ds = {
 		.debug_root = s->debug_root,
-		.proc_root = pid ? s->proc_root : NULL,
-		.pid = pid,
+		.proc_root = own ? s->proc_root : NULL,
+		.pid = own ? pid : 0,
 		.orig_path = orig,
 	};
 	struct tk_elf_index *idx = NULL;
 	struct tk_elf_file f;
 	struct file_ent *e;
 	struct file_key k;
-	struct stat st;
 	bool found;
 	uint64_t h;
 	int err;
 
-	if (stat(path, &st))
-		return -errno;
-	if (!S_ISREG(st.st_mode))
-		return -ENOEXEC;
-	if (want_ino && st.st_ino != want_ino)
-		return -ESTALE;
 	memset(&k, 0, sizeof(k));
-	k.dev = st.st_dev;
-	k.ino = st.st_ino;
-	k.size = st.st_size;
-	k.mtime_ns = (int64_t)st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec;
+	k.dev = mf->st.st_dev;
+	k.ino = mf->st.st_ino;
+	k.size = mf->st.st_size;
+	k.mtime_ns = (int64_t)mf->st.st_mtim.tv_sec * 1000000000 + mf->st.st_mtim.tv_nsec;
 	h = hash_file(&k);
 	e = tk_hashmap__find(&s->files, h, file_match, NULL, &k);
 	if (e) {
@@ -202,7 +196,7 @@ static int index_path(struct tk_symbolizer *s, const char *path, const char *ori
 		*out = e->idx;
 		return 0;
 	}
-	err = tk_elf_file__open(&f, path);
+	err = tk_elf_file__open(&f, mf->path);
 	if (err == -ENOEXEC || err == -EISDIR) {
 		/* not ELF: remember that, with an empty index */
 		idx = tk_elf_index__empty();
@@ -231,26 +225,24 @@ static int index_path(struct tk_symbolizer *s, const char *path, const char *ori
 }
 
 /*
- * Find the file of a mapping: PID/map_files/START-END (deleted files, other
- * mount namespaces), PID/root/PATH, then PATH itself. NULL when none opens.
+ * Find the file of a mapping through tk_mapfile__find(): PID/map_files
+ * (deleted files, other mount namespaces), PID/root/PATH, then PATH itself,
+ * each only when it is the file the maps line names (the host's file of the
+ * same name is not the one a process in another root mapped). Mappings from
+ * perf records and jemalloc dumps come without an identity: their PATH is
+ * trusted, as the last way. NULL when none opens.
  */
 struct tk_elf_index *tk_symbolizer__index_mapping(struct tk_symbolizer *s, uint32_t pid,
 						  uint64_t start, uint64_t end, const char *path,
-						  uint64_t ino)
+						  const struct tk_file_id *id)
 {
 	struct tk_elf_index *idx = NULL;
-	char p[PATH_MAX];
+	struct tk_mapfile mf;
 
-	if ((size_t)snprintf(p, sizeof(p), "%s/%u/map_files/%" PRIx64 "-%" PRIx64, s->proc_root,
-			     pid, start, end) < sizeof(p) &&
-	    !index_path(s, p, path, pid, 0, &idx))
-		return idx;
-	if ((size_t)snprintf(p, sizeof(p), "%s/%u/root%s", s->proc_root, pid, path) < sizeof(p) &&
-	    !index_path(s, p, path, pid, 0, &idx))
-		return idx;
-	if (!index_path(s, path, path, 0, ino, &idx))
-		return idx;
-	return NULL;
+	if (tk_mapfile__find(s->proc_root, pid, start, end, path, id, TK_MAPFILE_TRUST_PATH, &mf) ||
+	    index_file_at(s, &mf, path, pid, &idx))
+		return NULL;
+	return idx;
 }
 
 struct tk_elf_index *tk_symbolizer__index_vdso(struct tk_symbolizer *s, uint32_t pid,

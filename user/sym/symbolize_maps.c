@@ -43,7 +43,8 @@ static int map_list_add(struct map_list *l, const struct sym_map *m)
 
 /* What a mapping named @path is: a file, [vdso], [vsyscall], or nothing we can name. */
 static int describe_map(struct tk_symbolizer *s, uint32_t pid, uint64_t start, uint64_t end,
-			uint64_t offset, const char *path, uint64_t ino, struct sym_map *m)
+			uint64_t offset, const char *path, const struct tk_file_id *id,
+			struct sym_map *m)
 {
 	memset(m, 0, sizeof(*m));
 	m->start = start;
@@ -52,7 +53,7 @@ static int describe_map(struct tk_symbolizer *s, uint32_t pid, uint64_t start, u
 	if (path[0] == '/' && path[1] == '/')
 		return -ENOENT;	/* perf's "//anon" */
 	if (path[0] == '/')
-		m->idx = tk_symbolizer__index_mapping(s, pid, start, end, path, ino);
+		m->idx = tk_symbolizer__index_mapping(s, pid, start, end, path, id);
 	else if (!strcmp(path, "[vdso]"))
 		m->idx = tk_symbolizer__index_vdso(s, pid, start, end);
 	else if (strcmp(path, "[vsyscall]"))
@@ -70,6 +71,7 @@ struct capture_ctx {
 static int capture_map(const struct tk_map *m, void *ctx)
 {
 	struct capture_ctx *c = ctx;
+	struct tk_file_id id = tk_map__id(m);
 	struct sym_map sm;
 	int err;
 
@@ -77,7 +79,7 @@ static int capture_map(const struct tk_map *m, void *ctx)
 		return 0;
 	if (m->path[0] == '/' && !tk_map__is_file(m))
 		return 0;
-	err = describe_map(c->s, c->pid, m->start, m->end, m->offset, m->path, m->inode, &sm);
+	err = describe_map(c->s, c->pid, m->start, m->end, m->offset, m->path, &id, &sm);
 	if (err == -ENOENT)
 		return 0;
 	return err ? err : map_list_add(&c->list, &sm);
@@ -367,7 +369,7 @@ int tk_symbolizer__add_mapping(struct tk_symbolizer *s, uint32_t pid, uint32_t g
 	memcpy(clean, path, len + 1);
 	if (len > sizeof(deleted) - 1 && !strcmp(clean + len - (sizeof(deleted) - 1), deleted))
 		clean[len - (sizeof(deleted) - 1)] = '\0';
-	err = describe_map(s, pid, start, end, pgoff, clean, 0, &m);
+	err = describe_map(s, pid, start, end, pgoff, clean, NULL, &m);
 	if (err)
 		return err == -ENOENT ? 0 : err;
 	p = tk_symbolizer__get_proc(s, pid, gen);

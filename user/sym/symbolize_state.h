@@ -14,6 +14,7 @@
 #include <stdint.h>
 
 #include "core/hashmap.h"
+#include "proc/mapfile.h"
 #include "sym/symbolize.h"
 #include "sym/symbolize_int.h"
 
@@ -99,13 +100,13 @@ struct sym_proc *tk_symbolizer__get_proc(struct tk_symbolizer *s, uint32_t pid, 
 void tk_symbolizer__init_files(struct tk_symbolizer *s);
 void tk_symbolizer__free_files(struct tk_symbolizer *s);
 /*
- * The index of the file mapped at [@start, @end) by @pid from @path (inode
- * @ino when known, else 0), tried through the ways a process's files are
- * reached; NULL when none opens.
+ * The index of the file mapped at [@start, @end) by @pid from @path (of
+ * identity @id when known, else NULL), reached as tk_mapfile__find() finds
+ * it; NULL when none opens.
  */
 struct tk_elf_index *tk_symbolizer__index_mapping(struct tk_symbolizer *s, uint32_t pid,
 						  uint64_t start, uint64_t end, const char *path,
-						  uint64_t ino);
+						  const struct tk_file_id *id);
 /* The index of @pid's [vdso] at [@start, @end), shared by every vdso of its size; or NULL. */
 struct tk_elf_index *tk_symbolizer__index_vdso(struct tk_symbolizer *s, uint32_t pid,
 					       uint64_t start, uint64_t end);
