@@ -13,6 +13,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "core/grow.h"
 #include "core/fsutil.h"
 #include "sym/symbolize.h"
 #include "sym/symbolize_int.h"
@@ -52,26 +53,6 @@ struct tk_ksyms {
 	size_t nr_zero;		/* ... whose address was 0 */
 	bool restricted;
 };
-
-static int grow(void **buf, size_t *cap, size_t need, size_t elem, size_t first)
-{
-	size_t n = *cap ? *cap : first;
-	void *p;
-
-	if (need <= *cap)
-		return 0;
-	while (n < need) {
-		if (n > SIZE_MAX / 2 / elem)
-			return -ENOMEM;
-		n *= 2;
-	}
-	p = realloc(*buf, n * elem);
-	if (!p)
-		return -ENOMEM;
-	*buf = p;
-	*cap = n;
-	return 0;
-}
 
 /* Give back what doubling left unused: the table lives as long as the run. */
 static void shrink(void **buf, size_t *cap, size_t n, size_t elem)
@@ -202,9 +183,9 @@ static int add_line(struct tk_ksyms *k, const char *line, size_t len)
 	}
 	if (k->names_len > UINT32_MAX - nlen - 1)
 		return -E2BIG;
-	err = grow((void **)&k->syms, &k->cap, k->nr + 1, sizeof(*k->syms), 4096);
+	err = tk_grow((void **)&k->syms, &k->cap, k->nr + 1, sizeof(*k->syms), 4096);
 	if (!err)
-		err = grow((void **)&k->names, &k->names_cap, k->names_len + nlen + 1, 1, 65536);
+		err = tk_grow((void **)&k->names, &k->names_cap, k->names_len + nlen + 1, 1, 65536);
 	if (err)
 		return err;
 	memcpy(k->names + k->names_len, name, nlen);

@@ -19,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/grow.h"
 #include "core/fsutil.h"
 #include "sym/symbolize.h"
 #include "sym/symbolize_int.h"
@@ -57,26 +58,6 @@ void tk_perfmap__free(struct tk_perfmap *m)
 	free(m->names);
 	free(m->index);
 	free(m);
-}
-
-static int grow(void **buf, size_t *cap, size_t need, size_t elem, size_t first)
-{
-	size_t n = *cap ? *cap : first;
-	void *p;
-
-	if (need <= *cap)
-		return 0;
-	while (n < need) {
-		if (n > SIZE_MAX / 2 / elem)
-			return -ENOMEM;
-		n *= 2;
-	}
-	p = realloc(*buf, n * elem);
-	if (!p)
-		return -ENOMEM;
-	*buf = p;
-	*cap = n;
-	return 0;
 }
 
 /* A hex number with an optional 0x; false when there is none or it passes 64 bits. */
@@ -138,9 +119,9 @@ static int add_line(struct tk_perfmap *m, const char *line, size_t len)
 		m->st.over_limit++;
 		return 0;
 	}
-	err = grow((void **)&m->ents, &m->cap, m->nr + 1, sizeof(*m->ents), 256);
+	err = tk_grow((void **)&m->ents, &m->cap, m->nr + 1, sizeof(*m->ents), 256);
 	if (!err)
-		err = grow((void **)&m->names, &m->names_cap, m->names_len + nlen + 1, 1, 4096);
+		err = tk_grow((void **)&m->names, &m->names_cap, m->names_len + nlen + 1, 1, 4096);
 	if (err)
 		return err;
 	dst = m->names + m->names_len;
