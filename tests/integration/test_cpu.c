@@ -557,6 +557,8 @@ static void test_many_children_bpf(void **state)
 /*
  * The pids map cut to 8 entries (TK_TEST_MAP_ENTRIES), 40 children alive at
  * once: the command and 7 children fit; the others are counted, not sampled.
+ * A child that exits before the last is forked (a slow machine) frees its
+ * entry for one more: every child is followed or counted, never both.
  */
 static void test_follow_map_full_bpf(void **state)
 {
@@ -569,8 +571,9 @@ static void test_follow_map_full_bpf(void **state)
 	unsetenv("TK_TEST_MAP_ENTRIES");
 	print_message("pids map of 8, 40 children at once: %lu pids sampled, follow_map_full "
 		      "%ld\n", pids, full);
-	assert_true(full >= 40 - 8 && full <= 40);
-	assert_true(pids >= 1 && pids <= 8);
+	assert_true(full > 0 && full <= 40 - 7);
+	/* the sampled ones are among the command and the 40 - full children followed */
+	assert_true(pids >= 1 && pids <= 1 + 40 - (unsigned long)full);
 }
 
 /* bpf(2) denied by seccomp: the default backend falls back to perf, and says so */
