@@ -35,6 +35,8 @@
 #include <setjmp.h>
 #include <cmocka.h>
 
+#include "need.h"
+
 #include "spawn.h"
 
 #define SYS_BTF "/sys/kernel/btf/vmlinux"
@@ -49,36 +51,19 @@ static char text[1 << 20];
 /* a file in this test's temporary directory */
 #define path_in_tmp(name) tk_test_path(tmpdir, name)
 
-static bool in_ci(void)
-{
-	const char *ci = getenv("CI");
-
-	return ci && !strcmp(ci, "true");
-}
-
-/* A dependency of the test: a skip where it is missing, a failure under CI=true. */
-#define NEED(cond, ...)                                                           \
-	do {                                                                      \
-		if (!(cond)) {                                                    \
-			print_message("missing: " __VA_ARGS__);                   \
-			if (in_ci())                                              \
-				fail_msg("CI=true: a missing dependency fails");  \
-			skip();                                                   \
-		}                                                                 \
-	} while (0)
 
 static void need_basics(void)
 {
 	char buf[256];
 
-	NEED(geteuid() == 0, "this test needs root (a mount namespace)\n");
-	NEED(tk_test_capture("command -v jq", buf, sizeof(buf)) == 0,
+	NEED_DEP(geteuid() == 0, "this test needs root (a mount namespace)\n");
+	NEED_DEP(tk_test_capture("command -v jq", buf, sizeof(buf)) == 0,
 	     "jq (tools/install-deps.sh)\n");
 }
 
 static void need_workload(const char *name)
 {
-	NEED(access(tk_test_workload(name), X_OK) == 0, "%s: make %s\n", tk_test_workload(name),
+	NEED_DEP(access(tk_test_workload(name), X_OK) == 0, "%s: make %s\n", tk_test_workload(name),
 	     tk_test_workload(name));
 }
 
@@ -212,7 +197,7 @@ static void run_ok(bool tracefs, const char *out_file, const char *err_file, cha
 {
 	int rc = run_nobtf(tracefs, out_file, err_file, args);
 
-	NEED(rc != SIM_FAILED, "a private mount namespace: %s", said(err_file));
+	NEED_DEP(rc != SIM_FAILED, "a private mount namespace: %s", said(err_file));
 	if (rc)
 		fail_msg("tracekit %s: exit %d; it said: %s", args[0], rc, said(err_file));
 }
@@ -295,7 +280,7 @@ static void test_caps_with_tracefs(void **state)
 	char fs[256];
 
 	need_basics();
-	NEED(tk_test_capture("grep -qw tracefs /proc/filesystems", fs, sizeof(fs)) == 0,
+	NEED_DEP(tk_test_capture("grep -qw tracefs /proc/filesystems", fs, sizeof(fs)) == 0,
 	     "tracefs in this kernel\n");
 	run_ok(true, json, err, args);
 	check_caps_btf(json);
@@ -393,7 +378,7 @@ static void test_cpu(void **state)
 {
 	char fs[64];
 
-	NEED(tk_test_capture("grep -qw tracefs /proc/filesystems", fs, sizeof(fs)) == 0,
+	NEED_DEP(tk_test_capture("grep -qw tracefs /proc/filesystems", fs, sizeof(fs)) == 0,
 	     "tracefs in this kernel\n");
 	cpu_run(true);
 }

@@ -25,6 +25,8 @@
 #include <setjmp.h>
 #include <cmocka.h>
 
+#include "need.h"
+
 #include "spawn.h"
 
 static char tmpdir[] = "/tmp/tk-outputs-test.XXXXXX";
@@ -40,32 +42,15 @@ static const char *path_in_tmp(const char *name)
 	return buf[i];
 }
 
-static bool in_ci(void)
-{
-	const char *ci = getenv("CI");
-
-	return ci && !strcmp(ci, "true");
-}
-
-/* A dependency of the test: a skip where it is missing, a failure under CI=true. */
-#define NEED(cond, ...)                                                           \
-	do {                                                                      \
-		if (!(cond)) {                                                    \
-			print_message("missing: " __VA_ARGS__);                   \
-			if (in_ci())                                              \
-				fail_msg("CI=true: a missing dependency fails");  \
-			skip();                                                   \
-		}                                                                 \
-	} while (0)
 
 static void need_go(void)
 {
-	NEED(system("command -v go >/dev/null 2>&1") == 0, "go (for go tool pprof)\n");
+	NEED_DEP(system("command -v go >/dev/null 2>&1") == 0, "go (for go tool pprof)\n");
 }
 
 static void need_workload(const char *name)
 {
-	NEED(access(tk_test_workload(name), X_OK) == 0, "%s (make the workloads)\n",
+	NEED_DEP(access(tk_test_workload(name), X_OK) == 0, "%s (make the workloads)\n",
 	     tk_test_workload(name));
 }
 
@@ -313,7 +298,7 @@ static void test_stale_je_dir_removed(void **state)
 
 	NEED_ROOT();
 	need_workload("alloc_leak");
-	NEED(access("/usr/lib/x86_64-linux-gnu/libjemalloc.so.2", R_OK) == 0,
+	NEED_DEP(access("/usr/lib/x86_64-linux-gnu/libjemalloc.so.2", R_OK) == 0,
 	     "libjemalloc2 (tools/install-deps.sh installs it)\n");
 	snprintf(dead_dir, sizeof(dead_dir), "/tmp/tracekit-je.%d.Ab12Cd", (int)dead);
 	snprintf(alive_dir, sizeof(alive_dir), "/tmp/tracekit-je.%d.Ab12Cd", (int)getpid());
@@ -389,7 +374,7 @@ static void test_closed_stdout(void **state)
 	NEED_ROOT();
 	need_go();
 	need_workload("cpu_split");
-	NEED(system("command -v bash >/dev/null 2>&1") == 0, "bash\n");
+	NEED_DEP(system("command -v bash >/dev/null 2>&1") == 0, "bash\n");
 	/* as the issue says it: nothing of tracekit's goes to stdout here */
 	snprintf(cmd, sizeof(cmd), "bash -c '%s/tracekit cpu -d 2 -o %s -- %s 3 | head -c 1 "
 		 ">/dev/null; echo ${PIPESTATUS[0]}'", tk_test_build_dir(), pb,
