@@ -11,6 +11,11 @@
  * The first sample of a (process, generation) and every exec and exit reach
  * user space through a ring buffer, so the process's mappings are captured
  * while it lives and names survive its exit.
+ *
+ * Counts and stacks are keyed by the epoch user space sets: it moves the
+ * epoch on every drain interval and takes (and deletes) what the epochs
+ * before the previous one hold, so a long capture needs maps for a few
+ * intervals' samples, not for all of them.
  */
 /*
  * No CO-RE: the program reads only its context (bpf_perf_event_data, pt_regs:
@@ -65,7 +70,7 @@ struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(map_flags, BPF_F_NO_PREALLOC);
 	__uint(max_entries, 32768);
-	__type(key, __u64);
+	__type(key, struct cpu_stack_key);
 	__type(value, struct cpu_stack);
 } kstacks SEC(".maps");
 
@@ -73,7 +78,7 @@ struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(map_flags, BPF_F_NO_PREALLOC);
 	__uint(max_entries, 65536);
-	__type(key, __u64);
+	__type(key, struct cpu_stack_key);
 	__type(value, struct cpu_stack);
 } ustacks SEC(".maps");
 
@@ -98,6 +103,8 @@ struct {
 } events SEC(".maps");
 
 __u64 counters[CPU_MAX_CPUS][CPU_CNT__COUNT] = {};
+/* Written by user space (the mmap'ed .bss) at every drain interval */
+__u32 epoch = 0;
 /* Generations handed out, per CPU (see new_gen) */
 __u32 gen_seq[CPU_MAX_CPUS] = {};
 
@@ -144,12 +151,12 @@ static __always_inline __u64 hash_stack(const struct cpu_stack *st)
 /* Take one stack into the stacks map; its hash, or CPU_NO_STACK with *flags set. */
 static __always_inline __u64 take_stack(struct bpf_perf_event_data *ctx, void *stacks,
 					__u64 get_flags, __u32 lost_flag, __u32 trunc_flag,
-					__u32 *flags, __u32 gen)
+					__u32 *flags, __u32 gen, __u32 ep)
 {
 	__u32 zero = 0;
 	struct cpu_stack *st = bpf_map_lookup_elem(&scratch, &zero);
+	struct cpu_stack_key k = { .epoch = ep };
 	long n;
-	__u64 h;
 
 	if (!st)
 		return CPU_NO_STACK;
@@ -176,15 +183,15 @@ static __always_inline __u64 take_stack(struct bpf_perf_event_data *ctx, void *s
 		count(CPU_CNT_TRUNCATED);
 	}
 	st->pad = 0;
-	h = hash_stack(st);
+	k.hash = hash_stack(st);
 	/* most samples repeat a known stack: look before taking the bucket lock */
-	if (!bpf_map_lookup_elem(stacks, &h) && bpf_map_update_elem(stacks, &h, st, BPF_NOEXIST) &&
-	    !bpf_map_lookup_elem(stacks, &h)) {
+	if (!bpf_map_lookup_elem(stacks, &k) && bpf_map_update_elem(stacks, &k, st, BPF_NOEXIST) &&
+	    !bpf_map_lookup_elem(stacks, &k)) {
 		count(CPU_CNT_STACK_MAP_FULL);
 		*flags |= lost_flag;
 		return CPU_NO_STACK;
 	}
-	return h;
+	return k.hash;
 }
 
 /*
@@ -257,13 +264,15 @@ int cpu_sample(struct bpf_perf_event_data *ctx)
 	key.pid = tgid;
 	key.tid = tid;
 	key.gen = proc_gen(tgid, tid);
+	/* read once: this sample's count and stacks go under one epoch */
+	key.epoch = *(volatile __u32 *)&epoch;
 	bpf_get_current_comm(key.comm, sizeof(key.comm));
 	if (kernel_stacks)
 		key.kstack = take_stack(ctx, &kstacks, 0, CPU_KSTACK_LOST, CPU_KSTACK_TRUNCATED,
-					&key.flags, key.gen);
+					&key.flags, key.gen, key.epoch);
 	if (user_stacks)
 		key.ustack = take_stack(ctx, &ustacks, BPF_F_USER_STACK, CPU_USTACK_LOST,
-					CPU_USTACK_TRUNCATED, &key.flags, key.gen);
+					CPU_USTACK_TRUNCATED, &key.flags, key.gen, key.epoch);
 
 	val = bpf_map_lookup_elem(&counts, &key);
 	if (val) {

@@ -15,6 +15,18 @@ struct cpu_stack {
 /* Hash value meaning "no stack": none taken, or it was lost (see flags). */
 #define CPU_NO_STACK 0
 
+/*
+ * A stack's key in its map: the hash of its frames and the epoch it was
+ * stored in. User space drains a finished epoch's counts and stacks while
+ * sampling goes on into the current one (cpu_sample.c), so the maps hold
+ * what a few drain intervals bring, not the whole capture.
+ */
+struct cpu_stack_key {
+	__u64 hash;
+	__u32 epoch;
+	__u32 pad;
+};
+
 enum cpu_key_flags {
 	CPU_KSTACK_TRUNCATED = 1 << 0,
 	CPU_USTACK_TRUNCATED = 1 << 1,
@@ -30,6 +42,8 @@ struct cpu_key {
 	__u64 kstack;			/* hash into the stacks map, or CPU_NO_STACK */
 	__u64 ustack;
 	char comm[16];
+	__u32 epoch;			/* the stacks' epoch too (struct cpu_stack_key) */
+	__u32 pad;
 };
 
 struct cpu_proc {

@@ -576,6 +576,42 @@ static void test_follow_map_full_bpf(void **state)
 	assert_true(pids >= 1 && pids <= 1 + 40 - (unsigned long)full);
 }
 
+/*
+ * Draining: the counts and stacks maps cut to 256 entries, drained every
+ * 100 ms (TK_TEST_DRAIN_MS), 300 children of 5 ms at 199 Hz: every child is
+ * a pid of its own, so the capture counts more distinct keys than a map
+ * holds, while a drain window (three intervals, at most 120 samples) fits.
+ * Kept in the kernel until the end (as it was), most children would be lost
+ * as count_map_full; drained, none is.
+ */
+static void test_drained_maps_bpf(void **state)
+{
+	const char *json = path_in_tmp("drain.json");
+	char *args[] = { "cpu", "--backend", "bpf", "-F", "199", "-o", (char *)json, "--",
+			 (char *)tk_test_workload("cpu_forks"), "-n", "300", "-j", "2", "-m", "5",
+			 NULL };
+	unsigned long pids;
+	char *text;
+
+	NEED_ROOT();
+	setenv("TK_TEST_MAP_ENTRIES", "counts=256,kstacks=256,ustacks=256", 1);
+	setenv("TK_TEST_DRAIN_MS", "100", 1);
+	assert_int_equal(tk_test_run_tracekit(out, sizeof(out), false, args), 0);
+	unsetenv("TK_TEST_MAP_ENTRIES");
+	unsetenv("TK_TEST_DRAIN_MS");
+	text = slurp(json);
+	pids = json_distinct_pids(text);
+	print_message("maps of 256 drained every 100 ms: %lu distinct pids, count_map_full %ld, "
+		      "stack_map_full %ld, stacks_missing_at_drain %ld\n", pids,
+		      json_num(text, "count_map_full"), json_num(text, "stack_map_full"),
+		      json_num(text, "stacks_missing_at_drain"));
+	assert_int_equal(json_num(text, "count_map_full"), 0);
+	assert_int_equal(json_num(text, "stack_map_full"), 0);
+	assert_int_equal(json_num(text, "stacks_missing_at_drain"), 0);
+	assert_true(pids > 256);
+	free(text);
+}
+
 /* bpf(2) denied by seccomp: the default backend falls back to perf, and says so */
 static void test_fallback_under_seccomp(void **state)
 {
@@ -681,6 +717,7 @@ int main(void)
 		cmocka_unit_test(test_short_lived_perf),
 		cmocka_unit_test(test_many_children_bpf),
 		cmocka_unit_test(test_follow_map_full_bpf),
+		cmocka_unit_test(test_drained_maps_bpf),
 		cmocka_unit_test(test_fallback_under_seccomp),
 		cmocka_unit_test(test_sigint_writes_whole_output),
 	};

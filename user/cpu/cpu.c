@@ -26,6 +26,7 @@ static const char *const loss_names[TK_LOSS__COUNT] = {
 	[TK_LOSS_UNSYMBOLIZED] = "unsymbolized_frames",
 	[TK_LOSS_MAPS_MISSED] = "processes_without_maps",
 	[TK_LOSS_FOLLOW_MAP_FULL] = "follow_map_full",
+	[TK_LOSS_DRAIN_MISSING] = "stacks_missing_at_drain",
 };
 
 const char *tk_cpu_loss__name(enum tk_cpu_loss l)

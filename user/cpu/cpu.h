@@ -61,6 +61,8 @@ enum tk_cpu_loss {
 	TK_LOSS_MAPS_MISSED,		/* "processes_without_maps": gone before capture */
 	TK_LOSS_FOLLOW_MAP_FULL,	/* "follow_map_full": children the pids map had no
 					   room for, never sampled */
+	TK_LOSS_DRAIN_MISSING,		/* "stacks_missing_at_drain": a count's stack was
+					   not in its epoch's map when drained */
 	TK_LOSS__COUNT,
 };
 const char *tk_cpu_loss__name(enum tk_cpu_loss l);
@@ -96,6 +98,7 @@ struct tk_cpu {
 	int64_t start_mono_ns;			/* CLOCK_MONOTONIC at start */
 	int nr_cpus;
 	uint64_t maps_missed;			/* bpf: captures that failed */
+	uint64_t drain_missing;			/* bpf: stacks not found when drained */
 	uint64_t unwind[UNW_CNT__COUNT];	/* the unwinder's counters (enum unw_counter) */
 	struct tk_unw_info unw_info;		/* filled by the backend that unwinds */
 	bool unwinding;				/* user stacks are walked with CFI rows */

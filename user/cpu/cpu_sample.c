@@ -1,9 +1,10 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
 /*
  * The BPF CPU backend: loader of bpf/cpu_sample.bpf.c. One cpu-clock perf
- * event per online CPU runs the sampler; stacks and counts stay in kernel
- * maps until the end; the ring buffer brings the first sample of every
- * (process, generation) so its mappings are captured while it lives.
+ * event per online CPU runs the sampler; stacks and counts are counted in
+ * kernel maps and drained into user space every interval (see "Draining");
+ * the ring buffer brings the first sample of every (process, generation) so
+ * its mappings are captured while it lives.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -36,6 +37,11 @@ struct bpf_state {
 	int cgroup_fd;
 	struct tk_unw_bpf *unw;		/* NULL: user stacks by frame pointer */
 	bool precapture;		/* the -p processes' entries are still to be written */
+	/* draining (see below) */
+	struct tk_stacks *drained;	/* every epoch before st->epoch - 1 */
+	__u32 epoch;			/* the programs' current epoch */
+	int drain_ms;
+	int64_t next_drain_ns;		/* CLOCK_MONOTONIC */
 };
 
 /* The parent of @pid from PID/stat, or -1. */
@@ -154,6 +160,186 @@ static int handle_event(void *ctx, void *data, size_t size)
 	return 0;
 }
 
+/*
+ * Draining. The programs key every count and stack by the epoch in their
+ * .bss. Every drain interval user space moves the epoch on and takes what
+ * the epochs before the previous one hold into st->drained, deleting it
+ * from the maps. The previous epoch is left one more interval: a sample
+ * that read the epoch just before it moved may still be writing there
+ * (a program runs for microseconds; an interval is at least 100 ms). The
+ * maps so hold about three intervals' samples at most, and are sized for
+ * that from the CPUs and the rate (size_maps), whatever the duration.
+ */
+#define DRAIN_MS_MAX 1000
+#define DRAIN_MS_MIN 100
+#define MAP_MIN_ENTRIES 4096
+#define LIVE_INTERVALS 3		/* the current epoch, the previous, the one being drained */
+
+static bool epoch_old(const struct bpf_state *st, __u32 ep, bool all)
+{
+	return all || (ep != st->epoch && ep != st->epoch - 1);
+}
+
+/* One side's stack of a drained count: copied out (0 frames when none). */
+static uint32_t lookup_stack(int fd, __u64 hash, __u32 ep, struct cpu_stack *out, bool *missing)
+{
+	struct cpu_stack_key k = { .hash = hash, .epoch = ep };
+
+	if (hash == CPU_NO_STACK)
+		return 0;
+	if (bpf_map_lookup_elem(fd, &k, out)) {
+		*missing = true;
+		return 0;
+	}
+	return out->nr > CPU_MAX_FRAMES ? CPU_MAX_FRAMES : out->nr;
+}
+
+/* Keys collected during a walk, deleted after it (a walk cannot delete as it goes). */
+struct keys {
+	void *v;
+	size_t n, cap, sz;
+};
+
+static int keys_push(struct keys *k, const void *key)
+{
+	if (k->n == k->cap) {
+		size_t cap = k->cap ? 2 * k->cap : 1024;
+		void *v = realloc(k->v, cap * k->sz);
+
+		if (!v)
+			return -ENOMEM;
+		k->v = v;
+		k->cap = cap;
+	}
+	memcpy((char *)k->v + k->n++ * k->sz, key, k->sz);
+	return 0;
+}
+
+static void keys_delete(int fd, struct keys *k)
+{
+	size_t i;
+
+	for (i = 0; i < k->n; i++)
+		bpf_map_delete_elem(fd, (char *)k->v + i * k->sz);
+	k->n = 0;
+}
+
+/*
+ * Add the counts of the epochs @take selects to @t; with @del, delete them
+ * and their stacks from the maps. A count whose stack is not there any more
+ * (a sample that wrote after its epoch was drained: not seen here, but
+ * counted if it happens) keeps its sample, without that side's frames.
+ */
+static int walk_counts(struct tk_cpu *c, struct bpf_state *st, struct tk_stacks *t,
+		       bool (*take)(const struct bpf_state *, __u32, bool), bool all, bool del)
+{
+	int counts_fd = bpf_map__fd(st->skel->maps.counts);
+	int kstacks_fd = bpf_map__fd(st->skel->maps.kstacks);
+	int ustacks_fd = bpf_map__fd(st->skel->maps.ustacks);
+	struct keys gone = { .sz = sizeof(struct cpu_key) };
+	struct keys sgone = { .sz = sizeof(struct cpu_stack_key) };
+	struct cpu_key key, next;
+	struct cpu_stack_key sk, snext;
+	struct cpu_stack *ks, *us;
+	bool first = true;
+	int err = 0, fd, side;
+
+	ks = malloc(sizeof(*ks));
+	us = malloc(sizeof(*us));
+	if (!ks || !us) {
+		err = -ENOMEM;
+		goto out;
+	}
+	while (!bpf_map_get_next_key(counts_fd, first ? NULL : &key, &next)) {
+		bool kmiss = false, umiss = false;
+		uint32_t nk, nu;
+		__u64 n;
+
+		first = false;
+		key = next;
+		if (!take(st, key.epoch, all) || bpf_map_lookup_elem(counts_fd, &key, &n))
+			continue;
+		nk = lookup_stack(kstacks_fd, key.kstack, key.epoch, ks, &kmiss);
+		nu = lookup_stack(ustacks_fd, key.ustack, key.epoch, us, &umiss);
+		c->drain_missing += kmiss + umiss;
+		err = tk_stacks__add(t, key.pid, key.tid, key.gen, key.comm,
+				     (const uint64_t *)ks->ips, nk, (const uint64_t *)us->ips, nu, n,
+				     key.flags & (CPU_KSTACK_TRUNCATED | CPU_USTACK_TRUNCATED));
+		if (!err && del)
+			err = keys_push(&gone, &key);
+		if (err)
+			goto out;
+	}
+	if (!del)
+		goto out;
+	keys_delete(counts_fd, &gone);
+	/* then the stacks of those epochs: every count naming them is gone */
+	for (side = 0; side < 2; side++) {
+		fd = side ? ustacks_fd : kstacks_fd;
+		first = true;
+		while (!bpf_map_get_next_key(fd, first ? NULL : &sk, &snext)) {
+			first = false;
+			sk = snext;
+			if (take(st, sk.epoch, all) && (err = keys_push(&sgone, &sk)))
+				goto out;
+		}
+		keys_delete(fd, &sgone);
+	}
+out:
+	free(gone.v);
+	free(sgone.v);
+	free(ks);
+	free(us);
+	return err;
+}
+
+/* Move the epoch on and drain the old ones (@all: every epoch; sampling has stopped). */
+static int drain(struct tk_cpu *c, struct bpf_state *st, bool all)
+{
+	if (!all) {
+		st->epoch++;
+		*(volatile __u32 *)&st->skel->bss->epoch = st->epoch;
+	}
+	st->next_drain_ns = tk_now_ns(CLOCK_MONOTONIC) + st->drain_ms * 1000000LL;
+	/* after the final drain, c->stacks is the drained table */
+	return walk_counts(c, st, st->drained ? st->drained : c->stacks, epoch_old, all, true);
+}
+
+/*
+ * Map sizes for LIVE_INTERVALS drain intervals of samples on @nr_cpus CPUs at
+ * the rate asked (every sample may bring a new count and two new stacks),
+ * within the ceilings the object declares; where the ceiling is smaller the
+ * interval is shorter, down to DRAIN_MS_MIN, and what still does not fit is
+ * counted as lost (stack_map_full, count_map_full).
+ */
+static void size_maps(struct tk_cpu *c, struct bpf_state *st, int nr_cpus)
+{
+	struct bpf_map *maps[] = { st->skel->maps.kstacks, st->skel->maps.ustacks,
+				   st->skel->maps.counts };
+	uint64_t per_s = (uint64_t)(nr_cpus > 0 ? nr_cpus : 1) * c->opts.freq_hz, need;
+	__u32 ceiling = UINT32_MAX, n;
+	size_t i;
+
+	for (i = 0; i < sizeof(maps) / sizeof(maps[0]); i++)
+		if (bpf_map__max_entries(maps[i]) < ceiling)
+			ceiling = bpf_map__max_entries(maps[i]);
+	st->drain_ms = DRAIN_MS_MAX;
+	if (per_s * LIVE_INTERVALS * DRAIN_MS_MAX / 1000 > ceiling)
+		st->drain_ms = ceiling * 1000ULL / (per_s * LIVE_INTERVALS);
+	if (st->drain_ms < DRAIN_MS_MIN)
+		st->drain_ms = DRAIN_MS_MIN;
+	if (getenv("TK_TEST_DRAIN_MS"))	/* tests: many drains in a short capture */
+		st->drain_ms = atoi(getenv("TK_TEST_DRAIN_MS")) > 0 ?
+			       atoi(getenv("TK_TEST_DRAIN_MS")) : st->drain_ms;
+	need = per_s * LIVE_INTERVALS * st->drain_ms / 1000;
+	for (i = 0; i < sizeof(maps) / sizeof(maps[0]); i++) {
+		for (n = MAP_MIN_ENTRIES; n < need && n < bpf_map__max_entries(maps[i]); n *= 2)
+			;
+		if (n < bpf_map__max_entries(maps[i]))
+			bpf_map__set_max_entries(maps[i], n);
+	}
+}
+
 static void read_counters(struct tk_cpu *c, struct bpf_state *st)
 {
 	uint64_t sum[CPU_CNT__COUNT];
@@ -168,6 +354,7 @@ static void read_counters(struct tk_cpu *c, struct bpf_state *st)
 	c->losses[TK_LOSS_STACK_ERRORS] = sum[CPU_CNT_STACK_ERRORS];
 	c->losses[TK_LOSS_TRUNCATED] = sum[CPU_CNT_TRUNCATED];
 	c->losses[TK_LOSS_FOLLOW_MAP_FULL] = tk_cpu_follow__pids_full(st->follow);
+	c->losses[TK_LOSS_DRAIN_MISSING] = c->drain_missing;
 	if (st->unw) {
 		tk_unw_bpf__sum(st->skel->bss->unw_counters, UNW_MAX_CPUS, c->unwind);
 		tk_unw_bpf__stats(st->unw, &c->unw_info);
@@ -200,6 +387,7 @@ static void bpf_free(struct tk_cpu *c)
 	tk_unw_bpf__free(st->unw);
 	tk_cpu_follow__destroy(st->follow);
 	cpu_sample_bpf__destroy(st->skel);
+	tk_stacks__free(st->drained);
 	if (st->cgroup_fd >= 0)
 		close(st->cgroup_fd);
 	free(st);
@@ -252,6 +440,7 @@ static int load_sampler(struct tk_cpu *c, struct bpf_state *st, enum tk_unwind_m
 	st->skel->rodata->self_tgid = getpid();
 	st->skel->rodata->task_signal_off = member_offset("task_struct", "signal");
 	st->skel->rodata->signal_live_off = member_offset("signal_struct", "live");
+	size_maps(c, st, c->nr_cpus);
 	fit_maps(c, st->skel->obj);
 	{
 		struct tk_unw_bpf_vars v = TK_UNW_BPF_VARS(st->skel);
@@ -296,6 +485,17 @@ static int bpf_start(struct tk_cpu *c)
 		return -ENOMEM;
 	st->cgroup_fd = -1;
 	c->priv = st;
+	st->drained = tk_stacks__new();
+	if (!st->drained) {
+		err = -ENOMEM;
+		goto fail;
+	}
+	nr_cpus = tk_online_cpus(cpus, 1024);
+	if (nr_cpus < 0) {
+		err = nr_cpus;
+		goto fail;
+	}
+	c->nr_cpus = nr_cpus;
 
 	err = load_sampler(c, st, o->unwind);
 	if (err)
@@ -346,11 +546,6 @@ static int bpf_start(struct tk_cpu *c)
 		goto fail;
 	}
 
-	nr_cpus = tk_online_cpus(cpus, 1024);
-	if (nr_cpus < 0) {
-		err = nr_cpus;
-		goto fail;
-	}
 	st->links = calloc(nr_cpus, sizeof(*st->links));
 	if (!st->links) {
 		err = -ENOMEM;
@@ -371,7 +566,7 @@ static int bpf_start(struct tk_cpu *c)
 		}
 		st->nr_links++;
 	}
-	c->nr_cpus = nr_cpus;
+	st->next_drain_ns = tk_now_ns(CLOCK_MONOTONIC) + st->drain_ms * 1000000LL;
 	st->precapture = st->unw && o->nr_pids;
 	return 0;
 fail:
@@ -388,66 +583,39 @@ static int bpf_poll(struct tk_cpu *c, int timeout_ms)
 		precapture(c, st);
 	err = ring_buffer__poll(st->rb, timeout_ms);
 	tk_unw_bpf__retry(st->unw, c->sym);
+	if (tk_now_ns(CLOCK_MONOTONIC) >= st->next_drain_ns) {
+		int derr = drain(c, st, false);
+
+		if (derr)
+			return derr;
+	}
 	read_counters(c, st);
 	return err < 0 && err != -EINTR ? err : 0;
 }
 
-/* Copy one side's stack out of the stacks map; 0 frames when there is none. */
-static uint32_t lookup_stack(int fd, __u64 hash, struct cpu_stack *out)
+static bool epoch_live(const struct bpf_state *st, __u32 ep, bool all)
 {
-	if (hash == CPU_NO_STACK || bpf_map_lookup_elem(fd, &hash, out))
-		return 0;
-	return out->nr > CPU_MAX_FRAMES ? CPU_MAX_FRAMES : out->nr;
+	return !epoch_old(st, ep, all);
 }
 
-/* Everything the kernel's maps count so far into @t. */
-static int copy_counts(struct bpf_state *st, struct tk_stacks *t)
+/* c->stacks becomes everything so far: what was drained, and what the maps hold now. */
+static int bpf_collect(struct tk_cpu *c)
 {
-	int counts_fd, kstacks_fd, ustacks_fd, err = 0;
-	struct cpu_key key, next;
-	struct cpu_stack *ks, *us;
-	bool first = true;
-
-	ks = malloc(sizeof(*ks));
-	us = malloc(sizeof(*us));
-	if (!ks || !us) {
-		err = -ENOMEM;
-		goto out;
-	}
-	counts_fd = bpf_map__fd(st->skel->maps.counts);
-	kstacks_fd = bpf_map__fd(st->skel->maps.kstacks);
-	ustacks_fd = bpf_map__fd(st->skel->maps.ustacks);
-	while (!bpf_map_get_next_key(counts_fd, first ? NULL : &key, &next)) {
-		uint32_t nk, nu;
-		__u64 n;
-
-		first = false;
-		key = next;
-		if (bpf_map_lookup_elem(counts_fd, &key, &n))
-			continue;
-		nk = lookup_stack(kstacks_fd, key.kstack, ks);
-		nu = lookup_stack(ustacks_fd, key.ustack, us);
-		err = tk_stacks__add(t, key.pid, key.tid, key.gen, key.comm,
-				     (const uint64_t *)ks->ips, nk, (const uint64_t *)us->ips, nu, n,
-				     key.flags & (CPU_KSTACK_TRUNCATED | CPU_USTACK_TRUNCATED));
-		if (err)
-			break;
-	}
-out:
-	free(ks);
-	free(us);
-	return err;
-}
-
-/* c->stacks becomes what the maps count now (they count from the start). */
-static int bpf_collect_into(struct tk_cpu *c, struct bpf_state *st)
-{
-	struct tk_stacks *t = tk_stacks__new();
+	struct bpf_state *st = c->priv;
+	struct tk_stacks *t;
 	int err;
 
+	ring_buffer__consume(st->rb);
+	err = drain(c, st, false);
+	read_counters(c, st);
+	if (err)
+		return err;
+	t = tk_stacks__new();
 	if (!t)
 		return -ENOMEM;
-	err = copy_counts(st, t);
+	err = tk_stacks__add_diff(t, st->drained ? st->drained : c->stacks, NULL);
+	if (!err)
+		err = walk_counts(c, st, t, epoch_live, false, false);
 	if (err) {
 		tk_stacks__free(t);
 		return err;
@@ -457,27 +625,27 @@ static int bpf_collect_into(struct tk_cpu *c, struct bpf_state *st)
 	return 0;
 }
 
-static int bpf_collect(struct tk_cpu *c)
-{
-	struct bpf_state *st = c->priv;
-
-	ring_buffer__consume(st->rb);
-	read_counters(c, st);
-	return bpf_collect_into(c, st);
-}
-
 static int bpf_drain(struct tk_cpu *c)
 {
 	struct bpf_state *st = c->priv;
-	int i;
+	int i, err;
 
 	/* stop sampling first, then take what the ring and the maps hold */
 	for (i = 0; i < st->nr_links; i++)
 		bpf_link__destroy(st->links[i]);
 	st->nr_links = 0;
 	ring_buffer__consume(st->rb);
+	err = drain(c, st, true);
 	read_counters(c, st);
-	return bpf_collect_into(c, st);
+	if (err)
+		return err;
+	/* the drained table is the whole run, and from now on c->stacks */
+	if (st->drained) {
+		tk_stacks__free(c->stacks);
+		c->stacks = st->drained;
+		st->drained = NULL;
+	}
+	return 0;
 }
 
 const struct tk_cpu_backend tk_cpu_backend_bpf = {
