@@ -200,7 +200,7 @@ static double bench_perf(void)
 			ring.page = &page;
 			ring.data = (uint8_t *)buf;
 			ring.data_size = size;
-			err = tk_perf_rings__consume(&ring, 1, UINT64_MAX, rec);
+			err = tk_perf_rings__consume(&ring, 1, UINT64_MAX, tk_perf_records__record, rec);
 			if (err)
 				die("tk_perf_rings__consume", err);
 		}

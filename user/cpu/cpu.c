@@ -5,6 +5,7 @@
  * symbolizes it into the profile model with every loss counted.
  */
 #include <errno.h>
+#include <inttypes.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -171,6 +172,12 @@ static int build(struct tk_cpu *c, const struct tk_stacks *t, uint64_t *losses, 
 		tk_profile__add_comment(p, "%s", c->unwind_note);
 	if (c->kernel_note[0])
 		tk_profile__add_comment(p, "%s", c->kernel_note);
+	if (c->mmaps_note[0])
+		tk_profile__add_comment(p, "%s", c->mmaps_note);
+	if (c->maps_from_records)
+		tk_profile__add_comment(p, "%" PRIu64 " processes were gone before their maps could "
+					"be read: named from the kernel's MMAP2 records",
+					c->maps_from_records);
 	*out = p;
 	return 0;
 }

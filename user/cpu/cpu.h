@@ -99,6 +99,8 @@ struct tk_cpu {
 	int nr_cpus;
 	uint64_t maps_missed;			/* bpf: captures that failed */
 	uint64_t drain_missing;			/* bpf: stacks not found when drained */
+	uint64_t maps_from_records;		/* bpf: gone processes named by MMAP2 records */
+	char mmaps_note[200];			/* bpf: why there are no MMAP2 records */
 	uint64_t unwind[UNW_CNT__COUNT];	/* the unwinder's counters (enum unw_counter) */
 	struct tk_unw_info unw_info;		/* filled by the backend that unwinds */
 	bool unwinding;				/* user stacks are walked with CFI rows */

@@ -513,7 +513,8 @@ static int perf_poll(struct tk_cpu *c, int timeout_ms)
 				  st->rings[evs[i].data.u64].fd, NULL);
 	}
 	limit = st->clock_mono ? (uint64_t)tk_now_ns(CLOCK_MONOTONIC) - REORDER_NS : UINT64_MAX;
-	return tk_perf_rings__consume(st->rings, st->nr_cpus, limit, st->records);
+	return tk_perf_rings__consume(st->rings, st->nr_cpus, limit, tk_perf_records__record,
+				      st->records);
 }
 
 /*
@@ -549,7 +550,8 @@ static int perf_drain(struct tk_cpu *c)
 	/* on an inherited event, this disables its children too */
 	for (i = 0; i < st->nr_fds; i++)
 		ioctl(st->fds[i], PERF_EVENT_IOC_DISABLE, 0);
-	err = tk_perf_rings__consume(st->rings, st->nr_cpus, UINT64_MAX, st->records);
+	err = tk_perf_rings__consume(st->rings, st->nr_cpus, UINT64_MAX, tk_perf_records__record,
+				     st->records);
 	count_unreported_losses(c, st);
 	perf_close_events(st);
 	st->drained = true;

@@ -20,6 +20,7 @@
 #include <linux/types.h>
 
 #include "cpu/cpu.h"
+#include "cpu/cpu_mmaps.h"
 #include "bpf/cpu_sample.h"
 #include "core/kfeat.h"
 #include "cpu_sample.skel.h"
@@ -36,6 +37,7 @@ struct bpf_state {
 	struct cpu_follow_bpf *follow;	/* only with follow_children */
 	int cgroup_fd;
 	struct tk_unw_bpf *unw;		/* NULL: user stacks by frame pointer */
+	struct tk_cpu_mmaps *mmaps;	/* mappings of processes gone before capture; or NULL */
 	bool precapture;		/* the -p processes' entries are still to be written */
 	/* draining (see below) */
 	struct tk_stacks *drained;	/* every epoch before st->epoch - 1 */
@@ -149,7 +151,15 @@ static int handle_event(void *ctx, void *data, size_t size)
 	if (e->type != CPU_EV_SAMPLED)
 		return 0;
 	c->processes++;
+	if (getenv("TK_TEST_CAPTURE_DELAY_MS"))	/* tests: a user space too slow for /proc */
+		usleep(atoi(getenv("TK_TEST_CAPTURE_DELAY_MS")) * 1000);
 	err = tk_symbolizer__capture(c->sym, e->pid, e->gen);
+	/* gone already: what the MMAP2 records said of it (it needs no unwinder entry) */
+	if (err == -ESRCH && st->mmaps && !tk_cpu_mmaps__give(st->mmaps, c->sym, e->pid, e->gen)) {
+		c->maps_from_records++;
+		forget_proc(st, e->pid, e->gen);
+		return 0;
+	}
 	if (err)
 		c->maps_missed++;
 	else
@@ -355,6 +365,7 @@ static void read_counters(struct tk_cpu *c, struct bpf_state *st)
 	c->losses[TK_LOSS_TRUNCATED] = sum[CPU_CNT_TRUNCATED];
 	c->losses[TK_LOSS_FOLLOW_MAP_FULL] = tk_cpu_follow__pids_full(st->follow);
 	c->losses[TK_LOSS_DRAIN_MISSING] = c->drain_missing;
+	c->losses[TK_LOSS_PERF_LOST] = tk_cpu_mmaps__lost(st->mmaps);
 	if (st->unw) {
 		tk_unw_bpf__sum(st->skel->bss->unw_counters, UNW_MAX_CPUS, c->unwind);
 		tk_unw_bpf__stats(st->unw, &c->unw_info);
@@ -385,6 +396,7 @@ static void bpf_free(struct tk_cpu *c)
 	free(st->links);
 	ring_buffer__free(st->rb);
 	tk_unw_bpf__free(st->unw);
+	tk_cpu_mmaps__free(st->mmaps);
 	tk_cpu_follow__destroy(st->follow);
 	cpu_sample_bpf__destroy(st->skel);
 	tk_stacks__free(st->drained);
@@ -496,6 +508,19 @@ static int bpf_start(struct tk_cpu *c)
 		goto fail;
 	}
 	c->nr_cpus = nr_cpus;
+	/*
+	 * Processes that come and go (the whole system, a command's children)
+	 * may be gone before their maps are read: the MMAP2 records keep them.
+	 * A -p process is read while it lives. Without the records, only names
+	 * of such processes are lost, and counted (processes_without_maps).
+	 */
+	if (!o->nr_pids || o->follow_children) {
+		st->mmaps = tk_cpu_mmaps__open(cpus, nr_cpus, getpid());
+		if (!st->mmaps)
+			snprintf(c->mmaps_note, sizeof(c->mmaps_note), "mappings of processes "
+				 "gone before their maps were read are not known: the dummy perf "
+				 "event for MMAP2 records failed (%s)", strerror(errno));
+	}
 
 	err = load_sampler(c, st, o->unwind);
 	if (err)
@@ -582,6 +607,8 @@ static int bpf_poll(struct tk_cpu *c, int timeout_ms)
 	if (st->precapture)
 		precapture(c, st);
 	err = ring_buffer__poll(st->rb, timeout_ms);
+	if (st->mmaps && tk_cpu_mmaps__read(st->mmaps))
+		return -ENOMEM;
 	tk_unw_bpf__retry(st->unw, c->sym);
 	if (tk_now_ns(CLOCK_MONOTONIC) >= st->next_drain_ns) {
 		int derr = drain(c, st, false);

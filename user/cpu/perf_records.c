@@ -539,8 +539,9 @@ static int on_exit_rec(struct tk_perf_records *st, const struct perf_event_heade
 	return 0;
 }
 
-int tk_perf_records__record(struct tk_perf_records *st, const struct perf_event_header *h)
+int tk_perf_records__record(void *ctx, const struct perf_event_header *h)
 {
+	struct tk_perf_records *st = ctx;
 	struct tk_cpu *c = st->c;
 	const uint64_t *w = (const uint64_t *)(h + 1);
 

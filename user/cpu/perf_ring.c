@@ -209,7 +209,7 @@ static void ring_peek(struct tk_perf_ring *r)
 }
 
 int tk_perf_rings__consume(struct tk_perf_ring *rings, int nr, uint64_t limit,
-			   struct tk_perf_records *st)
+			   tk_perf_record_fn fn, void *ctx)
 {
 	int i, best, err = 0;
 
@@ -224,7 +224,7 @@ int tk_perf_rings__consume(struct tk_perf_ring *rings, int nr, uint64_t limit,
 				best = i;
 		if (best < 0 || rings[best].cur_time > limit)
 			break;
-		err = tk_perf_records__record(st, rings[best].cur);
+		err = fn(ctx, rings[best].cur);
 		if (err)
 			break;
 		tk_perf_ring__advance(&rings[best]);

@@ -151,14 +151,15 @@ uint64_t tk_perf_records__lost(const struct tk_perf_records *r);
  * What record @h says (any type; those of no interest are skipped), in time
  * order across all rings. Returns 0 or -ENOMEM.
  */
-int tk_perf_records__record(struct tk_perf_records *r, const struct perf_event_header *h);
+int tk_perf_records__record(void *r, const struct perf_event_header *h);
 /*
  * Read @nr rings, the oldest record first across all of them (their time
  * stamps must share a clock), up to record time @limit: later records stay
  * for the next call. Returns 0 or -ENOMEM.
  */
+typedef int (*tk_perf_record_fn)(void *ctx, const struct perf_event_header *h);
 int tk_perf_rings__consume(struct tk_perf_ring *rings, int nr, uint64_t limit,
-			   struct tk_perf_records *r);
+			   tk_perf_record_fn fn, void *ctx);
 
 /* ---- the perf backend's own entry, for the sidecar ----------------------------- */
 

@@ -1,0 +1,380 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
+/*
+ * Mappings from PERF_RECORD_MMAP2, for processes gone before /proc could be
+ * read (see cpu_mmaps.h). One dummy software event per CPU, sampling
+ * nothing: its ring carries only the side-band records asked for.
+ */
+#include <errno.h>
+#include <linux/perf_event.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cpu/cpu_mmaps.h"
+#include "cpu/perf_ring.h"
+#include "core/hash.h"
+#include "core/hashmap.h"
+#include "core/internal.h"
+
+#define RING_PAGES 32			/* 128 KiB per CPU: ~1 MB/s of records at 100 ms polls */
+#define GRACE_NS (2 * 1000000000LL)	/* a gone process's mappings are kept this long */
+
+struct mm_map {
+	uint64_t start, end, pgoff;
+	const char *path;		/* interned */
+};
+
+struct mm_proc {
+	uint32_t pid;			/* key; never 0 */
+	uint8_t complete;		/* exec'd since the capture started: every mapping is here */
+	uint8_t gone;
+	uint16_t pad;
+	int64_t gone_ns;		/* CLOCK_MONOTONIC of its EXIT */
+	uint32_t nr, cap;
+	struct mm_map *m;
+};
+
+struct gone_rec {
+	uint32_t pid;
+	int64_t when;
+};
+
+struct tk_cpu_mmaps {
+	struct tk_perf_ring *rings;
+	int nr;
+	uint32_t self;
+	struct tk_hashmap procs;	/* struct mm_proc */
+	struct tk_strset paths;
+	uint64_t lost;
+	/* gone processes in the order they went: a FIFO of their pids */
+	struct gone_rec *gone;
+	size_t gone_head, gone_n, gone_cap;
+};
+
+static uint64_t proc_rec_hash(const void *rec)
+{
+	return tk_hash__u32(*(const uint32_t *)rec);
+}
+
+static bool proc_match(const void *ctx, const void *rec, const void *key)
+{
+	return *(const uint32_t *)rec == *(const uint32_t *)key;
+}
+
+static struct mm_proc *proc_find(struct tk_cpu_mmaps *m, uint32_t pid)
+{
+	return pid ? tk_hashmap__find(&m->procs, tk_hash__u32(pid), proc_match, NULL, &pid) : NULL;
+}
+
+/* @pid's entry, made empty when missing; NULL: no memory (or pid 0). */
+static struct mm_proc *proc_get(struct tk_cpu_mmaps *m, uint32_t pid)
+{
+	struct mm_proc *p = proc_find(m, pid);
+	bool found;
+
+	if (p || !pid)
+		return p;
+	p = tk_hashmap__insert(&m->procs, tk_hash__u32(pid), proc_match, NULL, &pid, &found);
+	if (p && !found) {
+		memset(p, 0, sizeof(*p));
+		p->pid = pid;
+	}
+	return p;
+}
+
+static void proc_del(struct tk_cpu_mmaps *m, struct mm_proc *p)
+{
+	free(p->m);
+	tk_hashmap__del(&m->procs, p);
+}
+
+static int maps_add(struct mm_proc *p, const struct mm_map *x)
+{
+	if (p->nr == p->cap) {
+		uint32_t cap = p->cap ? 2 * p->cap : 16;
+		struct mm_map *n = realloc(p->m, cap * sizeof(*n));
+
+		if (!n)
+			return -ENOMEM;
+		p->m = n;
+		p->cap = cap;
+	}
+	p->m[p->nr++] = *x;
+	return 0;
+}
+
+/* A process begins again (exec, or a new one under a reused pid): nothing mapped. */
+static void proc_reset(struct mm_proc *p, bool complete)
+{
+	p->nr = 0;
+	p->complete = complete;
+	p->gone = 0;
+}
+
+/* ---- the records ---------------------------------------------------------------- */
+
+struct mmap2_body {
+	uint32_t pid, tid;
+	uint64_t addr, len, pgoff;
+	uint32_t maj, min;
+	uint64_t ino, ino_generation;
+	uint32_t prot, flags;
+	char filename[];
+};
+
+struct comm_body {
+	uint32_t pid, tid;
+	char comm[];
+};
+
+struct task_body {
+	uint32_t pid, ppid;
+	uint32_t tid, ptid;
+	uint64_t time;
+};
+
+static int on_mmap2(struct tk_cpu_mmaps *m, const struct perf_event_header *h)
+{
+	const struct mmap2_body *b = (const void *)(h + 1);
+	struct mm_map x;
+	struct mm_proc *p;
+
+	if (h->size < sizeof(*h) + sizeof(*b) + 8 ||
+	    !memchr(b->filename, '\0', h->size - sizeof(*h) - sizeof(*b)))
+		return 0;
+	/* anonymous (JIT) code and [vdso] have no file to open */
+	if (!(b->prot & PROT_EXEC) || b->filename[0] != '/' || !b->pid || b->pid == m->self)
+		return 0;
+	x.start = b->addr;
+	x.end = b->addr + b->len;
+	x.pgoff = b->pgoff;
+	x.path = tk_strset__intern(&m->paths, b->filename);
+	p = x.path ? proc_get(m, b->pid) : NULL;
+	return p ? maps_add(p, &x) : -ENOMEM;
+}
+
+static int on_comm(struct tk_cpu_mmaps *m, const struct perf_event_header *h)
+{
+	const struct comm_body *b = (const void *)(h + 1);
+	struct mm_proc *p;
+
+	if (h->size < sizeof(*h) + sizeof(*b) || !(h->misc & PERF_RECORD_MISC_COMM_EXEC))
+		return 0;
+	/* exec: a new address space, which the MMAP2 records that follow describe */
+	p = proc_get(m, b->pid);
+	if (!p)
+		return -ENOMEM;
+	proc_reset(p, true);
+	return 0;
+}
+
+static int on_fork(struct tk_cpu_mmaps *m, const struct perf_event_header *h)
+{
+	const struct task_body *b = (const void *)(h + 1);
+	struct mm_proc *pp, *p;
+	uint32_t i;
+
+	if (h->size < sizeof(*h) + sizeof(*b) || b->pid == b->ppid || !b->pid)
+		return 0;	/* a new thread shares its process's entry */
+	pp = proc_find(m, b->ppid);
+	p = proc_find(m, b->pid);
+	if (!pp && !p)
+		return 0;	/* a parent older than the capture: /proc tells */
+	p = proc_get(m, b->pid);
+	if (!p)
+		return -ENOMEM;
+	/* the child's address space is a copy of the parent's (get again: the insert may move it) */
+	pp = proc_find(m, b->ppid);
+	proc_reset(p, pp && pp->complete);
+	for (i = 0; pp && i < pp->nr; i++)
+		if (maps_add(p, &pp->m[i]))
+			return -ENOMEM;
+	return 0;
+}
+
+static int on_exit_rec(struct tk_cpu_mmaps *m, const struct perf_event_header *h)
+{
+	const struct task_body *b = (const void *)(h + 1);
+	struct mm_proc *p;
+
+	if (h->size < sizeof(*h) + sizeof(*b) || b->pid != b->tid)
+		return 0;
+	p = proc_find(m, b->pid);
+	if (!p || p->gone)
+		return 0;
+	if (m->gone_n == m->gone_cap) {
+		size_t cap = m->gone_cap ? 2 * m->gone_cap : 256, i;
+		struct gone_rec *n = malloc(cap * sizeof(*n));
+
+		if (!n)
+			return -ENOMEM;
+		for (i = 0; i < m->gone_n; i++)
+			n[i] = m->gone[(m->gone_head + i) % m->gone_cap];
+		free(m->gone);
+		m->gone = n;
+		m->gone_cap = cap;
+		m->gone_head = 0;
+	}
+	p->gone = 1;
+	p->gone_ns = tk_now_ns(CLOCK_MONOTONIC);
+	m->gone[(m->gone_head + m->gone_n++) % m->gone_cap] =
+		(struct gone_rec){ .pid = p->pid, .when = p->gone_ns };
+	return 0;
+}
+
+/* Forget what went more than GRACE_NS ago (and was not a pid used again since). */
+static void prune(struct tk_cpu_mmaps *m)
+{
+	int64_t now = tk_now_ns(CLOCK_MONOTONIC);
+
+	while (m->gone_n) {
+		struct gone_rec *g = &m->gone[m->gone_head];
+		struct mm_proc *p;
+
+		if (now - g->when < GRACE_NS)
+			break;
+		p = proc_find(m, g->pid);
+		if (p && p->gone && p->gone_ns == g->when)
+			proc_del(m, p);
+		m->gone_head = (m->gone_head + 1) % m->gone_cap;
+		m->gone_n--;
+	}
+}
+
+static int on_record(void *ctx, const struct perf_event_header *h)
+{
+	struct tk_cpu_mmaps *m = ctx;
+	const uint64_t *w = (const uint64_t *)(h + 1);
+
+	switch (h->type) {
+	case PERF_RECORD_MMAP2:
+		return on_mmap2(m, h);
+	case PERF_RECORD_COMM:
+		return on_comm(m, h);
+	case PERF_RECORD_FORK:
+		return on_fork(m, h);
+	case PERF_RECORD_EXIT:
+		return on_exit_rec(m, h);
+	case PERF_RECORD_LOST:		/* id, lost */
+		if (h->size >= sizeof(*h) + 16)
+			m->lost += w[1];
+		return 0;
+	default:
+		return 0;
+	}
+}
+
+/*
+ * Every ring, oldest record first across them all: a process's exec and its
+ * mappings are often written on different CPUs, and an exec read after the
+ * mappings that follow it would clear them.
+ */
+int tk_cpu_mmaps__read(struct tk_cpu_mmaps *m)
+{
+	int err = tk_perf_rings__consume(m->rings, m->nr, UINT64_MAX, on_record, m);
+
+	prune(m);
+	return err;
+}
+
+int tk_cpu_mmaps__give(struct tk_cpu_mmaps *m, struct tk_symbolizer *s, uint32_t pid,
+		       uint32_t gen)
+{
+	struct mm_proc *p;
+	uint32_t i;
+
+	/* the records of everything before the sample that made this call are in the rings */
+	tk_cpu_mmaps__read(m);
+	p = proc_find(m, pid);
+	if (!p || !p->nr)
+		return -ENOENT;
+	for (i = 0; i < p->nr; i++)
+		tk_symbolizer__add_mapping(s, pid, gen, p->m[i].start, p->m[i].end, p->m[i].pgoff,
+					   p->m[i].path);
+	return 0;
+}
+
+uint64_t tk_cpu_mmaps__lost(const struct tk_cpu_mmaps *m)
+{
+	return m ? m->lost : 0;
+}
+
+uint64_t tk_cpu_mmaps__procs(const struct tk_cpu_mmaps *m)
+{
+	return m ? m->procs.used : 0;
+}
+
+struct tk_cpu_mmaps *tk_cpu_mmaps__open(const int *cpus, int nr_cpus, uint32_t self)
+{
+	struct perf_event_attr a = {
+		.size = sizeof(a),
+		.type = PERF_TYPE_SOFTWARE,
+		.config = PERF_COUNT_SW_DUMMY,
+		.mmap = 1,
+		.mmap2 = 1,
+		.comm = 1,
+		.comm_exec = 1,
+		.task = 1,
+		/* every record ends with pid/tid, time, cpu (tk_perf_record__time) */
+		.sample_id_all = 1,
+		.sample_type = PERF_SAMPLE_TID | PERF_SAMPLE_TIME | PERF_SAMPLE_CPU,
+		.watermark = 1,
+		.wakeup_watermark = 1 << 30,	/* never woken: read at every poll */
+	};
+	struct tk_cpu_mmaps *m = calloc(1, sizeof(*m));
+	int i, err = 0;
+
+	if (!m)
+		return NULL;
+	m->self = self;
+	m->procs = (struct tk_hashmap)TK_HASHMAP_INIT(struct mm_proc, proc_rec_hash);
+	m->rings = calloc(nr_cpus, sizeof(*m->rings));
+	if (!m->rings) {
+		err = -ENOMEM;
+		goto fail;
+	}
+	for (i = 0; i < nr_cpus; i++) {
+		int fd = tk_perf_event_open(&a, -1, cpus[i], 0);
+
+		if (fd < 0) {
+			err = fd;
+			goto fail;
+		}
+		err = tk_perf_ring__map(&m->rings[i], fd, RING_PAGES);
+		if (err) {
+			close(fd);
+			goto fail;
+		}
+		m->nr++;
+	}
+	return m;
+fail:
+	tk_cpu_mmaps__free(m);
+	errno = -err;
+	return NULL;
+}
+
+void tk_cpu_mmaps__free(struct tk_cpu_mmaps *m)
+{
+	size_t i = 0;
+	struct mm_proc *p;
+	int r;
+
+	if (!m)
+		return;
+	for (r = 0; r < m->nr; r++) {
+		int fd = m->rings[r].fd;
+
+		tk_perf_ring__unmap(&m->rings[r]);
+		close(fd);
+	}
+	free(m->rings);
+	while ((p = tk_hashmap__next(&m->procs, &i)))
+		free(p->m);
+	tk_hashmap__free(&m->procs);
+	tk_strset__free(&m->paths);
+	free(m->gone);
+	free(m);
+}

@@ -1,0 +1,47 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause */
+/*
+ * The mappings of processes too short-lived for /proc (cpu_mmaps.c), for the
+ * BPF CPU backend. The BPF ring says "first sample of (pid, gen)" and user
+ * space reads PID/maps then; a process of a few milliseconds is often gone by
+ * that time, and its samples would stay unnamed. So, as perf does, a dummy
+ * software event on every CPU has the kernel write PERF_RECORD_MMAP2 (every
+ * executable file mapping), COMM with exec, FORK and EXIT into rings, and
+ * what they say is kept per process: the mappings since its exec (complete),
+ * or those inherited from a parent known here and added since. A process that
+ * is gone when captured gets its mappings from here.
+ *
+ * What is kept lives as long as the process, and two seconds more (the BPF
+ * ring's event for it may still be on its way); so its size follows the
+ * processes alive, not all those ever seen.
+ */
+#ifndef __TK_CPU_MMAPS_H
+#define __TK_CPU_MMAPS_H
+
+#include <stdint.h>
+
+#include "sym/symbolize.h"
+
+struct tk_cpu_mmaps;
+
+/*
+ * Open the dummy events on @nr_cpus CPUs (@cpus) and map their rings;
+ * records of process @self (tracekit) are ignored. NULL and errno when the
+ * kernel refuses (the backend works without: short processes go unnamed).
+ */
+struct tk_cpu_mmaps *tk_cpu_mmaps__open(const int *cpus, int nr_cpus, uint32_t self);
+/* Read every ring; returns 0 or -ENOMEM. */
+int tk_cpu_mmaps__read(struct tk_cpu_mmaps *m);
+/*
+ * Give @s what the records say of @pid's current image, under (@pid, @gen),
+ * after reading the rings. Returns 0 when mappings were given, -ENOENT when
+ * nothing is known of it.
+ */
+int tk_cpu_mmaps__give(struct tk_cpu_mmaps *m, struct tk_symbolizer *s, uint32_t pid,
+		       uint32_t gen);
+/* Records the kernel could not write (ring full): PERF_RECORD_LOST totals. */
+uint64_t tk_cpu_mmaps__lost(const struct tk_cpu_mmaps *m);
+/* Processes held now: alive, or gone less than the grace time. */
+uint64_t tk_cpu_mmaps__procs(const struct tk_cpu_mmaps *m);
+void tk_cpu_mmaps__free(struct tk_cpu_mmaps *m);
+
+#endif /* __TK_CPU_MMAPS_H */
