@@ -26,7 +26,9 @@
 # lists/, cache/): the machine's Debian mirror (the URIs serving bookworm in
 # /etc/apt/sources.list.d/*.sources or /etc/apt/sources.list; deb.debian.org when none
 # does) with bullseye, bookworm, bookworm-backports and sid, and the machine's security
-# archive, when it has one, with bullseye-security and bookworm-security. /etc/apt is
+# archive (when it names none, MIRROR-security beside a .../debian mirror, as deb.debian.org
+# serves it: a debootstrap root picks the host's kernels) with bullseye-security and
+# bookworm-security. /etc/apt is
 # never changed. The lists are refreshed when older than 12 h. When there is no index
 # (offline, not Debian) or nothing in it downloads, the newest cached kernel of the series
 # is used; for newest that is the highest cached release of none of the other series.
@@ -164,6 +166,9 @@ machine_mirrors() {
 		$1 ~ /-security$|^bookworm\/updates$/ && s == "" { s = $2 }
 		END {
 			if (m == "") m = o == "" ? "http://deb.debian.org/debian" : o
+			# none named (a debootstrap root lists bookworm only): the one beside the mirror,
+			# as deb.debian.org serves it, so that every machine picks the same kernels
+			if (s == "" && m ~ /\/debian\/?$/) { s = m; sub(/\/?$/, "-security", s) }
 			print m, (s == "" ? "-" : s)
 		}'
 }
