@@ -128,6 +128,7 @@ static __always_inline bool emit(__u32 type, __u32 pid, __u32 gen)
 	e->pid = pid;
 	e->gen = gen;
 	e->pad = 0;
+	e->time = bpf_ktime_get_ns();
 	bpf_get_current_comm(e->comm, sizeof(e->comm));
 	bpf_ringbuf_submit(e, 0);
 	return true;

@@ -65,6 +65,7 @@ struct cpu_event {
 	__u32 pid;
 	__u32 gen;
 	__u32 pad;
+	__u64 time;			/* CLOCK_MONOTONIC ns (bpf_ktime_get_ns) */
 	char comm[16];
 };
 

@@ -26,14 +26,27 @@ struct mm_map {
 	const char *path;		/* interned */
 };
 
-struct mm_proc {
-	uint32_t pid;			/* key; never 0 */
-	uint8_t complete;		/* exec'd since the capture started: every mapping is here */
-	uint8_t gone;
-	uint16_t pad;
-	int64_t gone_ns;		/* CLOCK_MONOTONIC of its EXIT */
+/*
+ * One address space of a process: what a fork copied or an exec began (at
+ * @since), and the mappings added since.
+ */
+struct mm_image {
+	uint64_t since;			/* CLOCK_MONOTONIC ns of its fork or exec */
 	uint32_t nr, cap;
 	struct mm_map *m;
+	bool complete;			/* began during the capture: every mapping is here */
+};
+
+/*
+ * A process, by pid: its current image and the one before (a shell's fork
+ * runs as the shell until it execs the command; both have samples).
+ */
+struct mm_proc {
+	uint32_t pid;			/* key; never 0 */
+	uint8_t gone;
+	uint8_t pad[3];
+	int64_t gone_ns;		/* CLOCK_MONOTONIC of its EXIT */
+	struct mm_image cur, prev;
 };
 
 struct gone_rec {
@@ -86,30 +99,36 @@ static struct mm_proc *proc_get(struct tk_cpu_mmaps *m, uint32_t pid)
 
 static void proc_del(struct tk_cpu_mmaps *m, struct mm_proc *p)
 {
-	free(p->m);
+	free(p->cur.m);
+	free(p->prev.m);
 	tk_hashmap__del(&m->procs, p);
 }
 
-static int maps_add(struct mm_proc *p, const struct mm_map *x)
+static int maps_add(struct mm_image *im, const struct mm_map *x)
 {
-	if (p->nr == p->cap) {
-		uint32_t cap = p->cap ? 2 * p->cap : 16;
-		struct mm_map *n = realloc(p->m, cap * sizeof(*n));
+	if (im->nr == im->cap) {
+		uint32_t cap = im->cap ? 2 * im->cap : 16;
+		struct mm_map *n = realloc(im->m, cap * sizeof(*n));
 
 		if (!n)
 			return -ENOMEM;
-		p->m = n;
-		p->cap = cap;
+		im->m = n;
+		im->cap = cap;
 	}
-	p->m[p->nr++] = *x;
+	im->m[im->nr++] = *x;
 	return 0;
 }
 
-/* A process begins again (exec, or a new one under a reused pid): nothing mapped. */
-static void proc_reset(struct mm_proc *p, bool complete)
+/*
+ * A new image begins at @since (an exec; a fork under a pid used before),
+ * empty: the one before is kept for samples taken before @since, and the
+ * one before that goes.
+ */
+static void image_begin(struct mm_proc *p, uint64_t since, bool complete)
 {
-	p->nr = 0;
-	p->complete = complete;
+	free(p->prev.m);
+	p->prev = p->cur;
+	p->cur = (struct mm_image){ .since = since, .complete = complete };
 	p->gone = 0;
 }
 
@@ -152,7 +171,7 @@ static int on_mmap2(struct tk_cpu_mmaps *m, const struct perf_event_header *h)
 	x.pgoff = b->pgoff;
 	x.path = tk_strset__intern(&m->paths, b->filename);
 	p = x.path ? proc_get(m, b->pid) : NULL;
-	return p ? maps_add(p, &x) : -ENOMEM;
+	return p ? maps_add(&p->cur, &x) : -ENOMEM;
 }
 
 static int on_comm(struct tk_cpu_mmaps *m, const struct perf_event_header *h)
@@ -166,7 +185,7 @@ static int on_comm(struct tk_cpu_mmaps *m, const struct perf_event_header *h)
 	p = proc_get(m, b->pid);
 	if (!p)
 		return -ENOMEM;
-	proc_reset(p, true);
+	image_begin(p, tk_perf_record__time(h), true);
 	return 0;
 }
 
@@ -185,12 +204,18 @@ static int on_fork(struct tk_cpu_mmaps *m, const struct perf_event_header *h)
 	p = proc_get(m, b->pid);
 	if (!p)
 		return -ENOMEM;
-	/* the child's address space is a copy of the parent's (get again: the insert may move it) */
+	/*
+	 * The child's address space is a copy of its parent's (found again: the
+	 * insert may have moved it); a parent older than the capture has none
+	 * here, and then neither has the child, rather than a wrong one.
+	 */
 	pp = proc_find(m, b->ppid);
-	proc_reset(p, pp && pp->complete);
-	for (i = 0; pp && i < pp->nr; i++)
-		if (maps_add(p, &pp->m[i]))
+	image_begin(p, b->time, pp && pp->cur.complete);
+	for (i = 0; pp && pp->cur.complete && i < pp->cur.nr; i++)
+		if (maps_add(&p->cur, &pp->cur.m[i]))
 			return -ENOMEM;
+	free(p->prev.m);	/* a new process: nothing of the pid's last one applies */
+	p->prev = (struct mm_image){ 0 };
 	return 0;
 }
 
@@ -280,19 +305,24 @@ int tk_cpu_mmaps__read(struct tk_cpu_mmaps *m)
 }
 
 int tk_cpu_mmaps__give(struct tk_cpu_mmaps *m, struct tk_symbolizer *s, uint32_t pid,
-		       uint32_t gen)
+		       uint32_t gen, uint64_t when)
 {
+	const struct mm_image *im;
 	struct mm_proc *p;
 	uint32_t i;
 
 	/* the records of everything before the sample that made this call are in the rings */
 	tk_cpu_mmaps__read(m);
 	p = proc_find(m, pid);
-	if (!p || !p->nr)
+	if (!p)
 		return -ENOENT;
-	for (i = 0; i < p->nr; i++)
-		tk_symbolizer__add_mapping(s, pid, gen, p->m[i].start, p->m[i].end, p->m[i].pgoff,
-					   p->m[i].path);
+	/* the image the sample ran in; an incomplete one (never forked or exec'd here) is kept */
+	im = when >= p->cur.since ? &p->cur : when >= p->prev.since ? &p->prev : NULL;
+	if (!im || !im->nr)
+		return -ENOENT;
+	for (i = 0; i < im->nr; i++)
+		tk_symbolizer__add_mapping(s, pid, gen, im->m[i].start, im->m[i].end,
+					   im->m[i].pgoff, im->m[i].path);
 	return 0;
 }
 
@@ -320,6 +350,9 @@ struct tk_cpu_mmaps *tk_cpu_mmaps__open(const int *cpus, int nr_cpus, uint32_t s
 		/* every record ends with pid/tid, time, cpu (tk_perf_record__time) */
 		.sample_id_all = 1,
 		.sample_type = PERF_SAMPLE_TID | PERF_SAMPLE_TIME | PERF_SAMPLE_CPU,
+		/* the clock of bpf_ktime_get_ns(), which stamps the BPF ring's events */
+		.use_clockid = 1,
+		.clockid = CLOCK_MONOTONIC,
 		.watermark = 1,
 		.wakeup_watermark = 1 << 30,	/* never woken: read at every poll */
 	};
@@ -371,8 +404,10 @@ void tk_cpu_mmaps__free(struct tk_cpu_mmaps *m)
 		close(fd);
 	}
 	free(m->rings);
-	while ((p = tk_hashmap__next(&m->procs, &i)))
-		free(p->m);
+	while ((p = tk_hashmap__next(&m->procs, &i))) {
+		free(p->cur.m);
+		free(p->prev.m);
+	}
 	tk_hashmap__free(&m->procs);
 	tk_strset__free(&m->paths);
 	free(m->gone);

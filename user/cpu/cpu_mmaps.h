@@ -7,8 +7,10 @@
  * software event on every CPU has the kernel write PERF_RECORD_MMAP2 (every
  * executable file mapping), COMM with exec, FORK and EXIT into rings, and
  * what they say is kept per process: the mappings since its exec (complete),
- * or those inherited from a parent known here and added since. A process that
- * is gone when captured gets its mappings from here.
+ * or those inherited from a parent known here and added since; and the image
+ * before the last exec, for samples taken before it (records and the BPF
+ * events share CLOCK_MONOTONIC). A process that is gone when captured gets
+ * its mappings from here.
  *
  * What is kept lives as long as the process, and two seconds more (the BPF
  * ring's event for it may still be on its way); so its size follows the
@@ -32,12 +34,12 @@ struct tk_cpu_mmaps *tk_cpu_mmaps__open(const int *cpus, int nr_cpus, uint32_t s
 /* Read every ring; returns 0 or -ENOMEM. */
 int tk_cpu_mmaps__read(struct tk_cpu_mmaps *m);
 /*
- * Give @s what the records say of @pid's current image, under (@pid, @gen),
- * after reading the rings. Returns 0 when mappings were given, -ENOENT when
- * nothing is known of it.
+ * Give @s what the records say of the image @pid ran at @when (CLOCK_MONOTONIC
+ * ns: its first sample), under (@pid, @gen), after reading the rings. Returns
+ * 0 when mappings were given, -ENOENT when nothing is known of that image.
  */
 int tk_cpu_mmaps__give(struct tk_cpu_mmaps *m, struct tk_symbolizer *s, uint32_t pid,
-		       uint32_t gen);
+		       uint32_t gen, uint64_t when);
 /* Records the kernel could not write (ring full): PERF_RECORD_LOST totals. */
 uint64_t tk_cpu_mmaps__lost(const struct tk_cpu_mmaps *m);
 /* Processes held now: alive, or gone less than the grace time. */

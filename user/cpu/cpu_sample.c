@@ -155,7 +155,7 @@ static int handle_event(void *ctx, void *data, size_t size)
 		usleep(atoi(getenv("TK_TEST_CAPTURE_DELAY_MS")) * 1000);
 	err = tk_symbolizer__capture(c->sym, e->pid, e->gen);
 	/* gone already: what the MMAP2 records said of it (it needs no unwinder entry) */
-	if (err == -ESRCH && st->mmaps && !tk_cpu_mmaps__give(st->mmaps, c->sym, e->pid, e->gen)) {
+	if (err == -ESRCH && st->mmaps && !tk_cpu_mmaps__give(st->mmaps, c->sym, e->pid, e->gen, e->time)) {
 		c->maps_from_records++;
 		forget_proc(st, e->pid, e->gen);
 		return 0;
