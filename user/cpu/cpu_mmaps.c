@@ -6,6 +6,7 @@
  */
 #include <errno.h>
 #include <linux/perf_event.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -16,7 +17,9 @@
 #include "cpu/perf_ring.h"
 #include "core/hash.h"
 #include "core/hashmap.h"
+#include "core/fsutil.h"
 #include "core/internal.h"
+#include "proc/maps.h"
 
 #define RING_PAGES 32			/* 128 KiB per CPU: ~1 MB/s of records at 100 ms polls */
 #define GRACE_NS (2 * 1000000000LL)	/* a gone process's mappings are kept this long */
@@ -189,6 +192,53 @@ static int on_comm(struct tk_cpu_mmaps *m, const struct perf_event_header *h)
 	return 0;
 }
 
+struct from_proc_ctx {
+	struct tk_cpu_mmaps *m;
+	struct mm_image *im;
+};
+
+static int from_proc_map(const struct tk_map *x, void *arg)
+{
+	struct from_proc_ctx *c = arg;
+	struct mm_map mm;
+
+	if (x->perms[2] != 'x' || !tk_map__is_file(x) || x->end <= x->start)
+		return 0;
+	mm.start = x->start;
+	mm.end = x->end;
+	mm.pgoff = x->offset;
+	mm.path = tk_strset__intern(&c->m->paths, x->path);
+	return mm.path ? maps_add(c->im, &mm) : -ENOMEM;
+}
+
+/*
+ * A parent older than the capture forked (a shell starting a command): its
+ * mappings from PID/maps now, kept current by its MMAP2 records from then
+ * on, so that this child and its next ones are known. NULL when it is gone.
+ */
+static struct mm_proc *from_proc(struct tk_cpu_mmaps *m, uint32_t pid)
+{
+	struct from_proc_ctx c = { .m = m };
+	char rel[32], *text;
+	struct mm_proc *p;
+	size_t len;
+	int err;
+
+	snprintf(rel, sizeof(rel), "%u/maps", pid);
+	if (tk_read_file_alloc("/proc", rel, 64 << 20, &text, &len))
+		return NULL;
+	p = proc_get(m, pid);
+	if (p) {
+		p->cur.complete = true;
+		c.im = &p->cur;
+		err = tk_maps__parse(text, from_proc_map, &c);
+		if (err && err != -ENOMEM)
+			p->cur.nr = 0;	/* unreadable: nothing rather than part */
+	}
+	free(text);
+	return p;
+}
+
 static int on_fork(struct tk_cpu_mmaps *m, const struct perf_event_header *h)
 {
 	const struct task_body *b = (const void *)(h + 1);
@@ -198,16 +248,15 @@ static int on_fork(struct tk_cpu_mmaps *m, const struct perf_event_header *h)
 	if (h->size < sizeof(*h) + sizeof(*b) || b->pid == b->ppid || !b->pid)
 		return 0;	/* a new thread shares its process's entry */
 	pp = proc_find(m, b->ppid);
-	p = proc_find(m, b->pid);
-	if (!pp && !p)
-		return 0;	/* a parent older than the capture: /proc tells */
+	if (!pp && b->ppid != m->self)
+		pp = from_proc(m, b->ppid);
 	p = proc_get(m, b->pid);
 	if (!p)
 		return -ENOMEM;
 	/*
 	 * The child's address space is a copy of its parent's (found again: the
-	 * insert may have moved it); a parent older than the capture has none
-	 * here, and then neither has the child, rather than a wrong one.
+	 * insert may have moved it); a parent gone before it could be read has
+	 * none here, and then neither has the child, rather than a wrong one.
 	 */
 	pp = proc_find(m, b->ppid);
 	image_begin(p, b->time, pp && pp->cur.complete);
