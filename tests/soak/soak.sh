@@ -77,11 +77,48 @@ wait 2>/dev/null || true
 	echo "samples: $(jq .samples "$OUT/soak.json")"
 	echo "losses:"
 	jq -r '.losses | to_entries[] | "  \(.key) \(.value)"' "$OUT/soak.json"
-	nz=$(jq '[.losses | to_entries[] | select(.value > 0)] | length' "$OUT/soak.json")
-	if ((nz > 0)); then
-		echo "  ($nz counters are not 0: each must be explained by the comments below)"
-		jq -r '.comments[]' "$OUT/soak.json" | sed 's/^/  # /'
-	fi
+	echo "notes:"
+	jq -r '.comments[]' "$OUT/soak.json" | sed 's/^/  # /'
+	# every counter that is not 0, with its cause; one without a known cause fails the soak
+	echo "why the counters that are not 0 are:"
+	jq -r '.losses | to_entries[] | select(.value > 0) | "\(.key) \(.value)"' "$OUT/soak.json" |
+	while read -r name n; do
+		case $name in
+		truncated_stacks | unwind_depth_limit)
+			why="stacks deeper than 127 frames, cut there" ;;
+		unsymbolized_frames)
+			# counted once per frame of each distinct stack, as the counter is
+			read -r nosym unknown < <(jq -r '[.stacks[] | .frames[] | select(.kernel | not) |
+				select(.name | test("\\+0x|^\\[unknown\\]")) | (.name == "[unknown]")] |
+				"\(map(select(. | not)) | length) \(map(select(.)) | length)"' "$OUT/soak.json")
+			why="$nosym in files with no symbol for them (module+0xOFFSET: stripped binaries without debug files, such as $(jq -r '[.stacks[] | .frames[] | select(.kernel | not) | select(.name | test("\\+0x")) | .module | split("/") | last] | group_by(.) | map({ m: .[0], n: length }) | sort_by(-.n) | .[0:4] | map(.m) | join(", ")' "$OUT/soak.json")); $unknown at no known mapping ([unknown]: frame-pointer walks through code built without frame pointers, taken before the process's unwind entry was written)" ;;
+		processes_without_maps)
+			why="processes gone before /proc could be read whose image began before the capture and was never read (no MMAP2 records describe it)" ;;
+		unwind_process_unknown)
+			why="samples of a process's first milliseconds, before user space wrote its unwind entry: walked by frame pointer" ;;
+		unwind_no_mapping)
+			why="walks that reached an address in no file mapping of the process's entry (JIT code, or a frame-pointer walk gone astray): stopped there" ;;
+		unwind_bad_frame)
+			why="walks whose next frame did not move up the stack (frame-pointer fallbacks through code without frame pointers): stopped there" ;;
+		unwind_table_not_loaded)
+			why="frames of objects whose tables did not fit --unwind-mem (see the unwind tables note) or were not built yet: frame pointer" ;;
+		unwind_fp_no_cfi)
+			why="frames of objects with no CFI at all: frame pointer" ;;
+		unwind_no_cfi_for_address | unwind_unsupported_cfi)
+			why="frames no CFI row describes (PLT stubs, hand-written code, rows tracekit cannot evaluate): frame pointer (docs/unwinding.md)" ;;
+		unwind_stack_read_fault)
+			why="user stack reads that faulted (a page not present at sampling time): the walk stops" ;;
+		perf_lost_records)
+			why="MMAP2/COMM/FORK/EXIT records the kernel dropped, its ring full" ;;
+		*)
+			why="" ;;
+		esac
+		if [[ -n $why ]]; then
+			echo "  $name $n: $why"
+		else
+			echo "FAIL: $name $n has no known cause"
+		fi
+	done
 	max_rss=$(awk '$2 > m { m = $2 } END { print m + 0 }' "$OUT/rss.txt")
 	echo "tracekit RSS: start ${start_rss} KiB, end ${end_rss} KiB, highest ${max_rss} KiB"
 	# flat: the end within 25 % (and 8 MiB) of the start
