@@ -403,7 +403,8 @@ static int agent_hold(struct tk_alloc *a, char *why, size_t why_sz)
 	a->after_exec = true;
 	err = a->be->start(a, why, why_sz);
 	c = TK_AGENT_GO;
-	if (write(a->agent_fd, &c, 1) != 1 && !err)
+	/* a command gone meanwhile is an error, not a SIGPIPE to the program embedding us */
+	if (send(a->agent_fd, &c, 1, MSG_NOSIGNAL) != 1 && !err)
 		err = -EPIPE;
 	return err;
 }
