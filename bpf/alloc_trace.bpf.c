@@ -18,9 +18,16 @@
  * stack in kernel maps (no allocator hook at all).
  */
 /*
- * No CO-RE: the programs read pt_regs (the x86-64 ABI) and, for brk, two
- * offsets user space found in the kernel's BTF (0: brk is not followed), so
- * the object loads where libbpf finds no kernel BTF.
+ * Exec and exit: every record carries its process's exec generation (procs),
+ * which an exec moves on, so user space names stacks from the image that took
+ * them and drops what the old image held; a process's last exit ends its
+ * generation the same way, and its state here goes.
+ */
+/*
+ * No CO-RE: the programs read pt_regs (the x86-64 ABI) and, for brk and for a
+ * process's end, offsets user space found in the kernel's BTF (0: brk is not
+ * followed, exits are not seen), so the object loads where libbpf finds no
+ * kernel BTF.
  */
 #define BPF_NO_PRESERVE_ACCESS_INDEX
 #include "vmlinux.h"
@@ -43,12 +50,16 @@ const volatile __u64 wake_bytes = 0;		/* wake the reader past this much; 0: alwa
 const volatile __u64 intervals[AT_RAND_ENTRIES] = {};
 const volatile __u32 task_mm_off = 0;		/* offsetof(struct task_struct, mm) */
 const volatile __u32 mm_brk_off = 0;		/* offsetof(struct mm_struct, brk) */
+const volatile __u32 task_signal_off = 0;	/* offsetof(struct task_struct, signal) */
+const volatile __u32 signal_live_off = 0;	/* offsetof(struct signal_struct, live) */
 
 /* Written by user space once the allocator is known (possibly after load) */
 struct at_range ranges[AT_MAX_RANGES] = {};
 __u32 nr_ranges = 0;
 __s64 countdown[AT_MAX_CPUS] = {};
 __u64 counters[AT_MAX_CPUS][AT_CNT__COUNT] = {};
+/* Generations handed out, per CPU (see new_gen) */
+__u32 gen_seq[AT_MAX_CPUS] = {};
 
 /*
  * Uprobe sessions need the kfunc bpf_session_is_return(): bool (void) up to
@@ -73,9 +84,10 @@ extern bool bpf_session_is_return(void) __ksym __weak;
  */
 __u64 slot_cookies[AT_MAX_SLOTS] = {};
 
+/* An object: after an exec the heap is new, and an address the new image reuses is not ours */
 struct live_key {
 	__u32 pid;
-	__u32 pad;
+	__u32 gen;
 	__u64 ptr;
 };
 
@@ -135,7 +147,7 @@ struct {
 	__uint(max_entries, 1024 * 1024);	/* set by user space */
 } events SEC(".maps");
 
-/* tgids traced by the raw tracepoints (growth, exec) */
+/* tgids traced by the raw tracepoints (growth, exec, exit) */
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, 4096);
@@ -143,11 +155,54 @@ struct {
 	__type(value, __u8);
 } pids SEC(".maps");
 
+/* The generation of each process that has had a record; it leaves at the process's end */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, AT_PROCS_MAX);
+	__type(key, __u32);
+	__type(value, struct at_proc);
+} procs SEC(".maps");
+
 static __always_inline void count(enum at_counter c)
 {
 	__u32 cpu = bpf_get_smp_processor_id() & (AT_MAX_CPUS - 1);
 
 	__sync_fetch_and_add(&counters[cpu][c], 1);
+}
+
+/*
+ * A generation no (pid, gen) has had: the procs entry of an exited process
+ * goes, and a later process with its pid must not take up the old one's
+ * objects and mappings under a generation counted again from 0. Each CPU
+ * counts its own (no fetching atomics on 5.10); the low bits say which.
+ * Never 0 (the -p process's first, set by user space) nor AT_GEN_NONE.
+ */
+static __always_inline __u32 new_gen(void)
+{
+	__u32 cpu = bpf_get_smp_processor_id() & (AT_MAX_CPUS - 1);
+
+	return ++gen_seq[cpu] * AT_MAX_CPUS + cpu;
+}
+
+/*
+ * @tgid's entry, made with a new generation at its first record when
+ * @create. NULL when it has none, or no room (counted: its records then keep
+ * generation 0).
+ */
+static __always_inline struct at_proc *proc_of(__u32 tgid, bool create)
+{
+	struct at_proc *p = bpf_map_lookup_elem(&procs, &tgid);
+	struct at_proc fresh = {};
+
+	if (p || !create)
+		return p;
+	fresh.gen = new_gen();
+	if (bpf_map_update_elem(&procs, &tgid, &fresh, BPF_NOEXIST) &&
+	    !bpf_map_lookup_elem(&procs, &tgid)) {
+		count(AT_CNT_PROC_MAP_FULL);
+		return NULL;
+	}
+	return bpf_map_lookup_elem(&procs, &tgid);
 }
 
 /* a * b, saturating (in 32-bit halves: clang turns a division check into __multi3) */
@@ -203,7 +258,7 @@ static __always_inline __u64 rb_flags(void)
 									 : BPF_RB_NO_WAKEUP;
 }
 
-static __always_inline void emit_free(__u32 type, __u32 pid, __u64 ptr)
+static __always_inline void emit_free(__u32 type, __u32 pid, __u32 gen, __u64 ptr)
 {
 	struct at_free *e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
 
@@ -213,17 +268,44 @@ static __always_inline void emit_free(__u32 type, __u32 pid, __u64 ptr)
 	}
 	e->type = type;
 	e->pid = pid;
+	e->gen = gen;
+	e->pad = 0;
 	e->ptr = ptr;
 	bpf_ringbuf_submit(e, rb_flags());
+}
+
+/* An exec or a process's end: woken at once, since user space must read the maps now */
+static __always_inline void emit_proc(__u32 type, __u32 pid, __u32 gen, __u32 next_gen)
+{
+	struct at_proc_event *e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
+
+	if (!e) {
+		count(AT_CNT_RINGBUF_FULL);
+		return;
+	}
+	e->type = type;
+	e->pid = pid;
+	e->gen = gen;
+	e->next_gen = next_gen;
+	bpf_ringbuf_submit(e, BPF_RB_FORCE_WAKEUP);
 }
 
 /* A free of @ptr: reported when it is an object BPF remembers (or, for markers, always). */
 static __always_inline void on_free(__u32 tgid, __u64 ptr)
 {
 	struct live_key k = { .pid = tgid, .ptr = ptr };
+	struct at_proc *p;
 
 	if (!ptr)
 		return;
+	/* no generation yet: nothing of this process was ever recorded */
+	p = proc_of(tgid, false);
+	if (!p) {
+		if (sample_all || !track_live)
+			count(AT_CNT_UNKNOWN_FREE);
+		return;
+	}
+	k.gen = p->gen;
 	/* most frees are of objects never sampled: look before taking the bucket lock */
 	if (track_live && (!bpf_map_lookup_elem(&live, &k) || bpf_map_delete_elem(&live, &k))) {
 		/*
@@ -235,7 +317,7 @@ static __always_inline void on_free(__u32 tgid, __u64 ptr)
 			count(AT_CNT_UNKNOWN_FREE);
 		return;
 	}
-	emit_free(AT_REC_FREE, tgid, ptr);
+	emit_free(AT_REC_FREE, tgid, k.gen, ptr);
 }
 
 /*
@@ -244,15 +326,25 @@ static __always_inline void on_free(__u32 tgid, __u64 ptr)
  */
 static __always_inline void emit_alloc(void *ctx, __u64 ptr, __u64 size, __u64 skip, __u64 also)
 {
-	__u64 id = bpf_get_current_pid_tgid(), len;
+	__u64 id = bpf_get_current_pid_tgid(), len, flags;
 	struct live_key k = { .pid = id >> 32, .ptr = ptr };
+	struct at_proc *p = proc_of(id >> 32, true);
 	__u32 zero = 0, nr;
 	struct at_alloc *r = bpf_map_lookup_elem(&scratch, &zero);
+	bool first = false;
 	long n;
 
 	if (!r)
 		return;
 	r->flags = 0;
+	if (p) {
+		k.gen = p->gen;
+		/* the first record of a generation: its maps are to be read while it lives */
+		first = !p->announced;
+		p->announced = 1;
+	}
+	r->gen = k.gen;
+	r->pad = 0;
 	if (track_live) {
 		n = bpf_map_update_elem(&live, &k, &size, BPF_NOEXIST);
 		if (n == -EEXIST) {
@@ -283,7 +375,7 @@ static __always_inline void emit_alloc(void *ctx, __u64 ptr, __u64 size, __u64 s
 		 */
 		n = unw_get_user_stack(ctx, true, skip, also, r->ips, AT_MAX_FRAMES, &miss);
 		if (miss)
-			emit_free(AT_REC_UNWIND_MISS, id >> 32, 0);
+			emit_free(AT_REC_UNWIND_MISS, id >> 32, k.gen, 0);
 	} else {
 		n = bpf_get_stack(ctx, r->ips, sizeof(r->ips), BPF_F_USER_STACK | (skip & 0xff));
 		if (also && n >= (long)sizeof(__u64) && r->ips[0] == also) {
@@ -308,10 +400,21 @@ static __always_inline void emit_alloc(void *ctx, __u64 ptr, __u64 size, __u64 s
 	len = offsetof(struct at_alloc, ips) + nr * sizeof(__u64);
 	if (len > sizeof(*r))
 		len = sizeof(*r);
-	if (bpf_ringbuf_output(&events, r, len, rb_flags()))
+	flags = first ? BPF_RB_FORCE_WAKEUP : rb_flags();
+	if (bpf_ringbuf_output(&events, r, len, flags)) {
 		count(AT_CNT_RINGBUF_FULL);
-	else
+		/*
+		 * User space will not know the object: its free is then one of an
+		 * unknown object here, and no stale entry outlives its process
+		 * (user space drops the live entries of a generation it knows).
+		 */
+		if (track_live && !(r->flags & AT_F_UNTRACKED))
+			bpf_map_delete_elem(&live, &k);
+		if (p && first)
+			p->announced = 0;
+	} else {
 		count(AT_CNT_SAMPLED);
+	}
 }
 
 /*
@@ -607,12 +710,15 @@ static __always_inline void add_growth(void *ctx, __u32 kind, __u64 bytes)
 	__u64 id = bpf_get_current_pid_tgid();
 	struct at_growth_key key = { .pid = id >> 32, .tid = (__u32)id, .kind = kind };
 	struct at_growth_val one = { .count = 1, .bytes = bytes }, *v;
+	struct at_proc *p = proc_of(id >> 32, true);
 	__u32 zero = 0;
 	struct at_stack *st = bpf_map_lookup_elem(&gscratch, &zero);
 	long n;
 
 	if (!st)
 		return;
+	if (p)
+		key.gen = p->gen;
 	count(AT_CNT_GROWTH);
 	if (unw_enabled) {
 		__u32 miss;
@@ -620,7 +726,7 @@ static __always_inline void add_growth(void *ctx, __u32 kind, __u64 bytes)
 		/* a fault or a syscall: the task's own user registers */
 		n = unw_get_user_stack(NULL, false, 0, 0, st->ips, AT_MAX_FRAMES, &miss);
 		if (miss)
-			emit_free(AT_REC_UNWIND_MISS, id >> 32, 0);
+			emit_free(AT_REC_UNWIND_MISS, id >> 32, key.gen, 0);
 	} else {
 		n = bpf_get_stack(ctx, st->ips, sizeof(st->ips), BPF_F_USER_STACK);
 	}
@@ -727,18 +833,78 @@ int sys_exit(__u64 *ctx)
 	return 0;
 }
 
-/* A traced process exec'd: its mappings are new */
+/* ---- exec and exit: a generation ends ------------------------------------------------- */
+
+/*
+ * A tracked process exec'd: its mappings and its heap are new. The new
+ * generation's records name the new image; user space drops the objects of
+ * the old one (nobody holds them any more) and, since they were its, their
+ * live entries here.
+ */
 SEC("?raw_tp/sched_process_exec")
 int exec_raw(void *ctx)
 {
-	__u32 tgid = bpf_get_current_pid_tgid() >> 32;
+	__u32 tgid = bpf_get_current_pid_tgid() >> 32, old = AT_GEN_NONE;
+	struct at_proc *p = bpf_map_lookup_elem(&procs, &tgid), fresh = {};
 
-	if (bpf_map_lookup_elem(&pids, &tgid)) {
-		emit_free(AT_REC_EXEC, tgid, 0);
-		/* the new image's frames go by rbp until user space describes it */
-		if (unw_enabled)
-			bpf_map_delete_elem(&unw_procs, &tgid);
+	if (!p && !bpf_map_lookup_elem(&pids, &tgid))
+		return 0;
+	fresh.gen = new_gen();
+	if (p) {
+		old = p->gen;
+		*p = fresh;
+	} else if (bpf_map_update_elem(&procs, &tgid, &fresh, BPF_NOEXIST)) {
+		count(AT_CNT_PROC_MAP_FULL);
 	}
+	emit_proc(AT_REC_EXEC, tgid, old, fresh.gen);
+	/* the new image's frames go by rbp until user space describes it */
+	if (unw_enabled)
+		bpf_map_delete_elem(&unw_procs, &tgid);
+	return 0;
+}
+
+/*
+ * Is the exiting task its process's last? do_exit() has counted it out of
+ * signal->live before this tracepoint (5.10 to 7.x). Without the offsets (no
+ * kernel BTF) it cannot be told: nothing is released or pruned, and the
+ * profile says so.
+ */
+static __always_inline bool group_dead(void)
+{
+	void *task = (void *)bpf_get_current_task(), *sig = NULL;
+	int nr_live = 1;
+
+	if (!task_signal_off || !signal_live_off)
+		return false;
+	if (bpf_probe_read_kernel(&sig, sizeof(sig), task + task_signal_off) || !sig ||
+	    bpf_probe_read_kernel(&nr_live, sizeof(nr_live), sig + signal_live_off))
+		return false;
+	return nr_live == 0;
+}
+
+/*
+ * A thread of a tracked process exits: a call it never returned from leaves
+ * pending; the last one ends the process, whose state here goes (no uprobe
+ * or fault of it can come after its last thread's exit, so nothing makes
+ * the entries again) and user space is told, to drop what it held.
+ */
+SEC("?raw_tp/sched_process_exit")
+int exit_raw(void *ctx)
+{
+	__u64 id = bpf_get_current_pid_tgid();
+	__u32 tgid = id >> 32, tid = (__u32)id;
+	struct at_proc *p = bpf_map_lookup_elem(&procs, &tgid);
+
+	if (!p && !bpf_map_lookup_elem(&pids, &tgid))
+		return 0;
+	bpf_map_delete_elem(&pending, &tid);
+	if (!group_dead())
+		return 0;
+	emit_proc(AT_REC_GONE, tgid, p ? p->gen : AT_GEN_NONE, 0);
+	bpf_map_delete_elem(&procs, &tgid);
+	bpf_map_delete_elem(&pids, &tgid);
+	if (unw_enabled)
+		bpf_map_delete_elem(&unw_procs, &tgid);
 	return 0;
 }
 

@@ -34,9 +34,26 @@ enum at_kind {
 enum at_rec_type {
 	AT_REC_ALLOC = 1,		/* struct at_alloc */
 	AT_REC_FREE,			/* struct at_free */
-	AT_REC_EXEC,			/* struct at_free with ptr 0: a tracked process exec'd */
+	AT_REC_EXEC,			/* struct at_proc_event: a tracked process exec'd */
 	AT_REC_UNWIND_MISS,		/* struct at_free with ptr 0: an address in no mapping the
 					   unwinder knows (dlopen since the capture): capture again */
+	AT_REC_GONE,			/* struct at_proc_event: the last thread of a tracked
+					   process exited */
+};
+
+/*
+ * Exec generations: every record names the generation of its process, so a
+ * stack taken before an exec is named from the old image and an address the
+ * new image reuses is not the old image's object. BPF hands them out (never
+ * 0, never counted again from 0: a later process with the pid is new);
+ * user space sets 0 for the -p process, whose maps it captured at start.
+ */
+#define AT_GEN_NONE 0xffffffffu		/* at_proc_event.gen: no generation had begun */
+
+/* A tracked process (tgid): its current generation. */
+struct at_proc {
+	__u32 gen;
+	__u32 announced;		/* a record of gen woke the reader: its maps are read */
 };
 
 enum at_flags {
@@ -51,8 +68,10 @@ struct at_alloc {
 	__u32 type;			/* AT_REC_ALLOC */
 	__u32 pid;
 	__u32 tid;
+	__u32 gen;			/* of pid */
 	__u16 nr_ips;
 	__u16 flags;			/* enum at_flags */
+	__u32 pad;
 	__u64 ptr;
 	__u64 size;
 	__u64 ts_ns;
@@ -61,9 +80,19 @@ struct at_alloc {
 };
 
 struct at_free {
-	__u32 type;			/* AT_REC_FREE, AT_REC_EXEC */
+	__u32 type;			/* AT_REC_FREE, AT_REC_UNWIND_MISS */
 	__u32 pid;
+	__u32 gen;			/* the object's generation (that of pid at the free) */
+	__u32 pad;
 	__u64 ptr;
+};
+
+/* AT_REC_EXEC: generation gen ended and next_gen began; AT_REC_GONE: gen ended. */
+struct at_proc_event {
+	__u32 type;
+	__u32 pid;
+	__u32 gen;			/* AT_GEN_NONE: the process had no generation yet */
+	__u32 next_gen;			/* AT_REC_EXEC only */
 };
 
 /* Growth mode: counts per (process, thread, kind, stack) */
@@ -78,6 +107,8 @@ struct at_growth_key {
 	__u32 tid;
 	__u32 kind;
 	__u32 flags;			/* enum at_flags */
+	__u32 gen;			/* of pid */
+	__u32 pad;
 	__u64 stack;			/* hash into the stacks map, 0: none */
 	char comm[16];
 };
@@ -102,6 +133,9 @@ struct at_range {
 /* Counters in .bss, one slot per CPU (index & (AT_MAX_CPUS - 1)). */
 #define AT_MAX_CPUS 256
 
+/* Processes tracked at once (procs); an exited one leaves. */
+#define AT_PROCS_MAX 8192
+
 enum at_counter {
 	AT_CNT_ALLOC_CALLS = 0,		/* allocating calls from outside the allocator */
 	AT_CNT_FREE_CALLS,
@@ -116,6 +150,8 @@ enum at_counter {
 	AT_CNT_GROWTH,			/* growth events counted */
 	AT_CNT_UNKNOWN_FREE,		/* full mode: a free of an object BPF does not remember */
 	AT_CNT_LIVE_REPLACED,		/* an address allocated again before its free was seen */
+	AT_CNT_PROC_MAP_FULL,		/* no room in procs: the process's records keep gen 0,
+					   and its exec and exit release nothing */
 	AT_CNT__COUNT,
 };
 

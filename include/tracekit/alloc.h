@@ -47,7 +47,7 @@ struct tk_alloc_stats {
 	uint64_t frees;			/* of recorded objects */
 	uint64_t live;			/* recorded objects still live */
 	uint64_t growth_events;
-	uint64_t lost;			/* sum of loss counters */
+	uint64_t lost;			/* sum of loss counters (not released_at_*) */
 	uint64_t calls;			/* allocator calls seen by BPF, when counted */
 };
 

@@ -272,7 +272,7 @@ static double bench_alloc(void)
 						    .comm = "bench" };
 
 			/* the object in a random slot is freed, a new one takes its place */
-			if (i >= LIVE && (err = tk_alloc__on_free(a, pid, live[slot])))
+			if (i >= LIVE && (err = tk_alloc__on_free(a, pid, 0, live[slot])))
 				die("tk_alloc__on_free", err);
 			rec.ptr = next += 48;
 			live[i < LIVE ? i : slot] = rec.ptr;

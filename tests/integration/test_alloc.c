@@ -6,8 +6,9 @@
  * go tool pprof. Each mode and hook: sampled through the in-process sampler,
  * sampled through uprobes (a command and a running process), full, growth;
  * glibc, shared jemalloc, jemalloc linked into the executable, C++ new and
- * delete, threads, a target that exits during the capture, and the jemalloc
- * fallback under a seccomp filter that denies bpf(2).
+ * delete, threads, a target that exits during the capture, one that execs
+ * and a child that exits (what they held is released, counted), and the
+ * jemalloc fallback under a seccomp filter that denies bpf(2).
  *
  * TK_TEST_FILTER="*full*" runs a subset (cmocka's glob).
  */
@@ -279,6 +280,106 @@ static void test_pid_target_exits(void **state)
 	}
 }
 
+/* The loss counter @name of the JSON profile @file */
+static unsigned long long json_loss(const char *file, const char *name)
+{
+	static char buf[1 << 20];
+	char pat[80];
+	const char *p;
+	size_t n;
+	FILE *f = fopen(file, "r");
+
+	assert_non_null(f);
+	n = fread(buf, 1, sizeof(buf) - 1, f);
+	buf[n] = '\0';
+	fclose(f);
+	snprintf(pat, sizeof(pat), "\"%s\":", name);
+	p = strstr(buf, pat);
+	if (!p)
+		fail_msg("no loss counter %s in %s", name, file);
+	return strtoull(p + strlen(pat), NULL, 10);
+}
+
+#define EXEC_BEFORE (1ul << 20)		/* alloc_exec: before_exec_site's, 16 blocks */
+#define EXEC_AFTER (2ul << 20)		/* after_exec_site's, 32 blocks */
+#define EXEC_CHILD (3ul << 20)		/* child_site's, 48 blocks */
+
+/*
+ * After an exec, what the old image held is nobody's: before_exec_site,
+ * named from the old image (its addresses, randomized, are not the new
+ * one's), has nothing in use, and the exec released its 16 blocks (and the
+ * few stdio buffers the image had). after_exec_site holds its bytes, named
+ * from the new image. @pb and @json are the run's outputs, @tol the
+ * tolerance of the sampled estimates.
+ */
+static void check_exec(const char *pb, const char *json, double tol)
+{
+	struct pp_func before = pprof_func(pb, "inuse_space", "before_exec_site");
+	struct pp_func before_alloc = pprof_func(pb, "alloc_space", "before_exec_site");
+	struct pp_func after = pprof_func(pb, "inuse_space", "after_exec_site");
+	unsigned long long objs = json_loss(json, "released_at_exec");
+	unsigned long long bytes = json_loss(json, "released_at_exec_bytes");
+
+	print_message("  exec: before_exec_site allocated %.0f B, in use %.0f B; after_exec_site "
+		      "in use %.0f B; released_at_exec %llu objects, %llu B\n", before_alloc.flat,
+		      before.flat, after.flat, objs, bytes);
+	assert_true(before_alloc.found);
+	assert_true(fabs(before_alloc.flat / EXEC_BEFORE - 1) <= tol);
+	assert_true(before.flat == 0);
+	assert_true(after.found);
+	assert_true(fabs(after.flat / EXEC_AFTER - 1) <= tol);
+	assert_true(bytes >= EXEC_BEFORE * (1 - tol) && bytes <= EXEC_BEFORE * (1 + tol) + 65536);
+	if (tol == 0)
+		assert_true(objs >= 16 && objs <= 16 + 8);
+}
+
+/* full mode: exact figures across the exec */
+static void test_exec_full(void **state)
+{
+	const char *pb = path_in_tmp("exec.pb.gz"), *json = path_in_tmp("exec.json");
+	char *args[] = { "--mode", "full", "-o", (char *)pb, "-o", (char *)json, "--",
+			 (char *)tk_test_workload("alloc_exec"), "-d", "1", NULL };
+
+	NEED_ROOT();
+	assert_int_equal(run_alloc(false, args), 0);
+	assert_int_equal(field(out, "before"), EXEC_BEFORE);
+	assert_int_equal(field(out, "after"), EXEC_AFTER);
+	check_exec(pb, json, 0);
+	/* the target's own exit ends the capture: what it held then stays in use */
+	assert_int_equal(json_loss(json, "released_at_exit"), 0);
+}
+
+/*
+ * The in-process sampler (a 4 KiB mean: every 64 KiB block sampled, weight
+ * ~1) follows the command's child too: it allocates at child_site and exits,
+ * and nothing of it stays in use; its exit released what it held. The exec
+ * as in full mode, within the estimates' error.
+ */
+static void test_exec_and_child_exit_sampled(void **state)
+{
+	const char *pb = path_in_tmp("child.pb.gz"), *json = path_in_tmp("child.json");
+	char *args[] = { "--sample-bytes", "4096", "-o", (char *)pb, "-o", (char *)json, "--",
+			 (char *)tk_test_workload("alloc_exec"), "-d", "1", "--child", "3145728",
+			 NULL };
+	struct pp_func child, child_alloc;
+	unsigned long long bytes;
+
+	NEED_ROOT();
+	assert_int_equal(run_alloc(false, args), 0);
+	assert_int_equal(field(out, "child"), EXEC_CHILD);
+	child = pprof_func(pb, "inuse_space", "child_site");
+	child_alloc = pprof_func(pb, "alloc_space", "child_site");
+	bytes = json_loss(json, "released_at_exit_bytes");
+	print_message("  child: child_site allocated %.0f B, in use %.0f B; released_at_exit "
+		      "%llu objects, %llu B\n", child_alloc.flat, child.flat,
+		      json_loss(json, "released_at_exit"), bytes);
+	assert_true(child_alloc.found);
+	assert_true(fabs(child_alloc.flat / EXEC_CHILD - 1) <= 0.02);
+	assert_true(child.flat == 0);
+	assert_true(bytes >= EXEC_CHILD * 0.98 && bytes <= EXEC_CHILD * 1.02 + 65536);
+	check_exec(pb, json, 0.02);
+}
+
 /* --min-age hides what is younger: a leak that ends early stays, newer churn goes */
 static void test_min_age_and_interval(void **state)
 {
@@ -397,6 +498,8 @@ int main(void)
 		cmocka_unit_test(test_full_exact),
 		cmocka_unit_test(test_growth),
 		cmocka_unit_test(test_pid_target_exits),
+		cmocka_unit_test(test_exec_full),
+		cmocka_unit_test(test_exec_and_child_exit_sampled),
 		cmocka_unit_test(test_min_age_and_interval),
 		cmocka_unit_test(test_jemalloc_fallback_seccomp),
 		cmocka_unit_test(test_sigint_writes_whole_output),

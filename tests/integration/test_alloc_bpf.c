@@ -4,8 +4,9 @@
  * alloc_leak (leak_site leaks, churn frees at once) is attached with -p, and
  * the profile must put the bytes in use on leak_site, with frame 0 the
  * leaking function itself (the return address into the allocator's caller).
- * Also: full mode, growth mode, the rate measurement before attaching, and a
- * process in a container whose libc is another file at the host's libc's path.
+ * Also: full mode, growth mode, the rate measurement before attaching, a
+ * process that execs (what its old image held is released), and a process
+ * in a container whose libc is another file at the host's libc's path.
  * Skips with the reason when not root or when the kernel has no uprobes.
  */
 #include <errno.h>
@@ -375,6 +376,65 @@ static void test_live_map_full(void **state)
 	assert_true(leak <= 64u * (64u << 10));
 }
 
+/*
+ * -p on a process that execs (alloc_exec): the uprobes on its libc follow it
+ * into the new image. Once it exec'd, before_exec_site's 1 MiB is nobody's:
+ * nothing in use there, released_at_exec counts it; after_exec_site holds
+ * its 2 MiB exactly. The generation of a -p process is 0 before its exec,
+ * the one BPF hands out after; with generation 0 throughout, the old
+ * image's blocks would stay in use.
+ */
+static void exec_pid(enum tk_alloc_mode mode, uint64_t sbytes, double tol)
+{
+	struct tk_alloc_stats st;
+	char path[512], describe[512];
+	unsigned long before, after;
+	pid_t pid;
+
+	need(TK_CAP_PROG_UPROBE, true);
+	snprintf(path, sizeof(path), "%s/workloads/alloc_exec", tk_test_build_dir());
+	if (access(path, X_OK))
+		fail_msg("%s missing: build it first", path);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (!pid) {
+		freopen("/dev/null", "w", stdout);
+		execl(path, path, "-d", "5", "--wait-signal", (char *)NULL);
+		_exit(127);
+	}
+	usleep(300000);		/* past ld.so; it allocates once it gets SIGUSR1 */
+	sample_bytes = sbytes;
+	go_signal = SIGUSR1;
+	/* 0.5 s of waiting before its exec, and time for the new image's 2 MiB */
+	run(pid, mode, 2.5, &st, folded, sizeof(folded), describe, sizeof(describe));
+	go_signal = 0;
+	sample_bytes = 0;
+	stop(pid);
+	before = leaf_sum(folded, "before_exec_site");
+	after = leaf_sum(folded, "after_exec_site");
+	print_message("exec: %lu bytes in use at before_exec_site, %lu at after_exec_site; "
+		      "released_at_exec %" PRIu64 " objects, %" PRIu64 " bytes\n", before, after,
+		      loss("released_at_exec"), loss("released_at_exec_bytes"));
+	assert_int_equal(before, 0);
+	if (after < (2ul << 20) * (1 - tol) || after > (2ul << 20) * (1 + tol))
+		fail_msg("after_exec_site %lu bytes in use, want %lu (± %.0f %%)", after,
+			 2ul << 20, 100 * tol);
+	assert_true(loss("released_at_exec_bytes") >= (1ul << 20) * (1 - tol));
+	assert_true(loss("released_at_exec_bytes") <= (1ul << 20) * (1 + tol) + 65536);
+	assert_int_equal(loss("released_at_exit"), 0);
+}
+
+static void test_exec_pid_full(void **state)
+{
+	exec_pid(TK_ALLOC_MODE_FULL, 0, 0);
+}
+
+static void test_exec_pid_sampled(void **state)
+{
+	/* 4 KiB between samples: each 64 KiB block sampled, weight ~1 */
+	exec_pid(TK_ALLOC_MODE_SAMPLED, 4096, 0.02);
+}
+
 /* ---- a container ------------------------------------------------------------------------ */
 
 /* TK_OTHER_ROOT (tests/lib/mkroot.sh's Debian trixie root); skip without it, fail under CI. */
@@ -567,6 +627,8 @@ int main(void)
 		cmocka_unit_test(test_realloc_pairs_sampled),
 		cmocka_unit_test(test_unknown_frees_full),
 		cmocka_unit_test(test_live_map_full),
+		cmocka_unit_test(test_exec_pid_full),
+		cmocka_unit_test(test_exec_pid_sampled),
 		cmocka_unit_test_teardown(test_container_full, ct_teardown),
 		cmocka_unit_test_teardown(test_container_rate, ct_teardown),
 	};

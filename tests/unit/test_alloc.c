@@ -139,16 +139,16 @@ static void test_live_table_random(void **state)
 
 		if (freed[k])
 			continue;
-		assert_int_equal(tk_alloc__on_free(a, getpid(), ptrs[k]), 0);
+		assert_int_equal(tk_alloc__on_free(a, getpid(), 0, ptrs[k]), 0);
 		freed[k] = true;
 		live--;
 	}
 	/* a free of something never recorded, or of another process, changes nothing */
-	assert_int_equal(tk_alloc__on_free(a, getpid(), 0x1234), 0);
+	assert_int_equal(tk_alloc__on_free(a, getpid(), 0, 0x1234), 0);
 	for (i = 0; i < N && freed[i]; i++)
 		;
 	if (i < N)
-		assert_int_equal(tk_alloc__on_free(a, getpid() + 1, ptrs[i]), 0);
+		assert_int_equal(tk_alloc__on_free(a, getpid() + 1, 0, ptrs[i]), 0);
 	tk_alloc__stats(a, &st);
 	assert_int_equal(st.live, live);
 	assert_int_equal(st.allocs, N);
@@ -158,7 +158,7 @@ static void test_live_table_random(void **state)
 	/* every survivor is still found: free them all */
 	for (i = 0; i < N; i++)
 		if (!freed[i])
-			assert_int_equal(tk_alloc__on_free(a, getpid(), ptrs[i]), 0);
+			assert_int_equal(tk_alloc__on_free(a, getpid(), 0, ptrs[i]), 0);
 	tk_alloc__stats(a, &st);
 	assert_int_equal(st.live, 0);
 	assert_int_equal(st.frees, N);
@@ -196,7 +196,7 @@ static void test_sampled_estimates(void **state)
 			assert_int_equal(tk_alloc__on_alloc(a, &r), 0);
 			recorded++;
 			if (!is_leak)
-				assert_int_equal(tk_alloc__on_free(a, getpid(), r.ptr), 0);
+				assert_int_equal(tk_alloc__on_free(a, getpid(), 0, r.ptr), 0);
 		}
 		if (is_leak)
 			leaked += size;
@@ -241,7 +241,7 @@ static void test_profile_values_and_min_age(void **state)
 
 		assert_int_equal(tk_alloc__on_alloc(a, &r), 0);
 	}
-	assert_int_equal(tk_alloc__on_free(a, getpid(), 0x1100), 0);
+	assert_int_equal(tk_alloc__on_free(a, getpid(), 0, 0x1100), 0);
 	for (i = 0; i < 2; i++) {
 		struct tk_alloc_rec r = { .pid = getpid(), .tid = 1, .ptr = 0x9000 + i * 0x1000,
 					  .size = 1000, .ts_ns = now, .ips = &ip_b, .nr_ips = 1 };
@@ -312,8 +312,8 @@ static void test_untracked_and_unknown_frees(void **state)
 	assert_int_equal(st.allocs, 2);
 	assert_int_equal(st.live, 1);
 	/* the untracked one's free, and one of an object from before the attach */
-	assert_int_equal(tk_alloc__on_free(a, getpid(), 0x2000), 0);
-	assert_int_equal(tk_alloc__on_free(a, getpid(), 0x3000), 0);
+	assert_int_equal(tk_alloc__on_free(a, getpid(), 0, 0x2000), 0);
+	assert_int_equal(tk_alloc__on_free(a, getpid(), 0, 0x3000), 0);
 	assert_int_equal(tk_alloc__finish(a, 0, &p), 0);
 	sa = find_sample(p, "site_a");
 	assert_non_null(sa);
@@ -327,6 +327,103 @@ static void test_untracked_and_unknown_frees(void **state)
 	tk_alloc__free(a);
 }
 
+/* Values @idx of every sample whose leaf is @leaf, summed (one per process and generation). */
+static int64_t leaf_value(const struct tk_profile *p, const char *leaf, int idx)
+{
+	int64_t sum = 0;
+	size_t i, j;
+
+	for (i = 0; i < p->nr_samples; i++) {
+		const struct tk_sample *s = &p->samples[i];
+		const struct tk_location *l;
+
+		if (!s->nr_locations)
+			continue;
+		l = &p->locations[s->location_ids[0] - 1];
+		for (j = 0; j < p->nr_functions; j++)
+			if (p->functions[j].id == l->function_id &&
+			    !strcmp(p->functions[j].name, leaf))
+				sum += s->values[idx];
+	}
+	return sum;
+}
+
+static uint64_t dropped[8];
+static int nr_dropped;
+
+static void drop(struct tk_alloc *a, uint32_t pid, uint32_t gen, uint64_t ptr)
+{
+	if (nr_dropped < 8)
+		dropped[nr_dropped] = ptr;
+	nr_dropped++;
+}
+
+/*
+ * A generation's end (exec, a process's exit) takes its objects out of use,
+ * counted; an address the next generation reuses is its own object, and a
+ * free there is not one of the old generation's. The target's own exit (it
+ * ends the capture) keeps what it held: its leak at exit.
+ */
+static void test_release_at_exec_and_exit(void **state)
+{
+	struct tk_alloc_opts o = { .sz = sizeof(o), .mode = TK_ALLOC_MODE_FULL, .pid = 1 };
+	uint64_t ipa = (uint64_t)site_a + 1, ipb = (uint64_t)site_b + 1;
+	struct tk_alloc_rec r = { .pid = getpid(), .gen = 5, .tid = 1, .ptr = 0x1000,
+				  .size = 100, .ips = &ipa, .nr_ips = 1 };
+	struct tk_alloc_stats st;
+	struct tk_profile *p;
+	struct tk_alloc *a;
+
+	/* the target is pid 1: this process plays a child of it that execs, then exits */
+	assert_int_equal(tk_alloc__new_bare(&o, &fake, &a), 0);
+	assert_int_equal(tk_alloc__on_alloc(a, &r), 0);
+	r.ptr = 0x2000;
+	r.size = 200;
+	assert_int_equal(tk_alloc__on_alloc(a, &r), 0);
+	nr_dropped = 0;
+	assert_int_equal(tk_alloc__release(a, getpid(), 5, TK_ALLOC_END_EXEC, drop), 2);
+	assert_int_equal(nr_dropped, 2);
+	assert_true((dropped[0] == 0x1000 && dropped[1] == 0x2000) ||
+		    (dropped[0] == 0x2000 && dropped[1] == 0x1000));
+	/* the new image: 0x1000 again is its own object, and a free of 0x2000 is unknown */
+	r = (struct tk_alloc_rec){ .pid = getpid(), .gen = 6, .tid = 1, .ptr = 0x1000,
+				   .size = 300, .ips = &ipb, .nr_ips = 1 };
+	assert_int_equal(tk_alloc__on_alloc(a, &r), 0);
+	assert_int_equal(tk_alloc__on_free(a, getpid(), 6, 0x2000), 0);
+	tk_alloc__stats(a, &st);
+	assert_int_equal(st.live, 1);
+	assert_int_equal(st.frees, 0);
+	assert_int_equal(st.lost, 1);
+	/* nothing of another generation goes with one that ends */
+	assert_int_equal(tk_alloc__release(a, getpid(), 5, TK_ALLOC_END_EXIT, NULL), 0);
+	/* the target's exit ends the capture: what it held stays */
+	r = (struct tk_alloc_rec){ .pid = 1, .gen = 0, .tid = 1, .ptr = 0x9000, .size = 50,
+				   .ips = &ipa, .nr_ips = 1 };
+	assert_int_equal(tk_alloc__on_alloc(a, &r), 0);
+	assert_int_equal(tk_alloc__release(a, 1, 0, TK_ALLOC_END_EXIT, NULL), 0);
+	tk_alloc__stats(a, &st);
+	assert_int_equal(st.live, 2);
+	/* this process's exit: the new image's object goes */
+	assert_int_equal(tk_alloc__release(a, getpid(), 6, TK_ALLOC_END_EXIT, NULL), 1);
+	/* released counts are no losses */
+	tk_alloc__stats(a, &st);
+	assert_int_equal(st.live, 1);
+	assert_int_equal(st.lost, 1);
+	assert_int_equal(tk_alloc__finish(a, 0, &p), 0);
+	assert_int_equal(leaf_value(p, "site_a", 1), 300);	/* allocated: 100 + 200 here */
+	/* in use: none of them (pid 1's frames are not named from this process's maps) */
+	assert_int_equal(leaf_value(p, "site_a", 3), 0);
+	assert_int_equal(leaf_value(p, "site_b", 1), 300);
+	assert_int_equal(leaf_value(p, "site_b", 3), 0);
+	assert_int_equal(loss(p, "released_at_exec"), 2);
+	assert_int_equal(loss(p, "released_at_exec_bytes"), 300);
+	assert_int_equal(loss(p, "released_at_exit"), 1);
+	assert_int_equal(loss(p, "released_at_exit_bytes"), 300);
+	assert_int_equal(loss(p, "frees_of_unknown_objects"), 1);
+	tk_profile__free(p);
+	tk_alloc__free(a);
+}
+
 static void test_growth(void **state)
 {
 	struct tk_alloc *a = session(TK_ALLOC_MODE_GROWTH, 0);
@@ -334,14 +431,14 @@ static void test_growth(void **state)
 	const struct tk_sample *fault, *mm;
 	struct tk_profile *p;
 
-	assert_int_equal(tk_alloc__on_growth(a, TK_GROWTH_FAULT, getpid(), 1, "g", ips, 2, false,
-					     10, 40960), 0);
-	assert_int_equal(tk_alloc__on_growth(a, TK_GROWTH_FAULT, getpid(), 1, "g", ips, 2, false,
-					     5, 20480), 0);
-	assert_int_equal(tk_alloc__on_growth(a, TK_GROWTH_MMAP, getpid(), 1, "g", ips, 2, false,
-					     1, 1 << 20), 0);
-	assert_int_equal(tk_alloc__on_growth(a, TK_GROWTH__COUNT, getpid(), 1, "g", ips, 2, false,
-					     1, 1), -EINVAL);
+	assert_int_equal(tk_alloc__on_growth(a, TK_GROWTH_FAULT, getpid(), 0, 1, "g", ips, 2,
+					     false, 10, 40960), 0);
+	assert_int_equal(tk_alloc__on_growth(a, TK_GROWTH_FAULT, getpid(), 0, 1, "g", ips, 2,
+					     false, 5, 20480), 0);
+	assert_int_equal(tk_alloc__on_growth(a, TK_GROWTH_MMAP, getpid(), 0, 1, "g", ips, 2,
+					     false, 1, 1 << 20), 0);
+	assert_int_equal(tk_alloc__on_growth(a, TK_GROWTH__COUNT, getpid(), 0, 1, "g", ips, 2,
+					     false, 1, 1), -EINVAL);
 	assert_int_equal(tk_alloc__finish(a, 0, &p), 0);
 	fault = find_sample(p, "[page fault]");
 	mm = find_sample(p, "[mmap]");
@@ -394,6 +491,7 @@ int main(void)
 		cmocka_unit_test(test_sampled_estimates),
 		cmocka_unit_test(test_profile_values_and_min_age),
 		cmocka_unit_test(test_untracked_and_unknown_frees),
+		cmocka_unit_test(test_release_at_exec_and_exit),
 		cmocka_unit_test(test_growth),
 		cmocka_unit_test(test_setenv_merges_preload),
 		cmocka_unit_test(test_demangle),

@@ -47,6 +47,9 @@ $(BUILD)/workloads/sidecar_example: $(LIB)
 $(foreach w,alloc_leak alloc_leak_je,$(eval WORKLOAD_CC_$(w) := $(CLANG)))
 WORKLOAD_CFLAGS_alloc_leak := $(CPU_WL_FLAGS)
 WORKLOAD_CFLAGS_alloc_leak_je := $(CPU_WL_FLAGS)
+# alloc_exec: the sites before and after its exec, and its child's, as alloc_leak's
+$(eval WORKLOAD_CC_alloc_exec := $(CLANG))
+WORKLOAD_CFLAGS_alloc_exec := $(CPU_WL_FLAGS)
 WORKLOAD_LIBS_alloc_leak_je := -ljemalloc
 WORKLOAD_CFLAGS_cpu_leader_exit := $(CPU_WL_FLAGS)
 WORKLOAD_LIBS_cpu_leader_exit := -lpthread

@@ -3,12 +3,14 @@
  * Allocation profiling sessions (alloc.h): the backend and hook choice, the
  * command tracekit starts, and the tables every backend feeds.
  *
- * Tables: distinct stacks (per process, kind and exact frames, so no two are
- * merged) with the weighted sums of what was allocated at them, and the live
- * table of recorded objects (process, address → stack, size, weight, time).
- * Sampled allocations count with their unbiased weight (alloc_weight.c).
- * In-use figures are the live table's at the moment the profile is built,
- * less what is younger than --min-age.
+ * Tables: distinct stacks (per process, exec generation, kind and exact
+ * frames, so no two are merged) with the weighted sums of what was allocated
+ * at them, and the live table of recorded objects (process, generation,
+ * address → stack, size, weight, time). Sampled allocations count with their
+ * unbiased weight (alloc_weight.c). In-use figures are the live table's at
+ * the moment the profile is built, less what is younger than --min-age. A
+ * generation that ends (an exec, the process's end) takes its objects out of
+ * the live table, counted: nobody holds them any more.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -50,7 +52,18 @@ static const char *const loss_names[TK_ALOSS__COUNT] = {
 	[TK_ALOSS_UNSYMBOLIZED] = "unsymbolized_frames",
 	[TK_ALOSS_UNKNOWN_FREE] = "frees_of_unknown_objects",
 	[TK_ALOSS_LIVE_REPLACED] = "replaced_live_objects",
+	[TK_ALOSS_PROC_MAP_FULL] = "proc_map_full",
+	[TK_ALOSS_RELEASED_EXEC] = "released_at_exec",
+	[TK_ALOSS_RELEASED_EXEC_BYTES] = "released_at_exec_bytes",
+	[TK_ALOSS_RELEASED_EXIT] = "released_at_exit",
+	[TK_ALOSS_RELEASED_EXIT_BYTES] = "released_at_exit_bytes",
 };
+
+/* Counters that say what happened to objects, not what was lost (tk_alloc__stats) */
+static bool is_loss(int l)
+{
+	return l < TK_ALOSS_RELEASED_EXEC || l > TK_ALOSS_RELEASED_EXIT_BYTES;
+}
 
 const char *tk_alloc_loss__name(enum tk_alloc_loss l)
 {
@@ -66,6 +79,7 @@ const char *tk_alloc_loss__name(enum tk_alloc_loss l)
 struct astack {
 	uint64_t hash;
 	uint32_t pid;
+	uint32_t gen;			/* pid's exec generation: the image of its frames */
 	uint32_t tid;			/* the first thread seen */
 	uint32_t kind;
 	uint32_t nr;
@@ -79,8 +93,9 @@ struct astack {
 };
 
 struct live_obj {
-	uint64_t ptr;			/* key, with pid; never 0 */
+	uint64_t ptr;			/* key, with pid and gen; never 0 */
 	uint32_t pid;
+	uint32_t gen;
 	uint32_t stack;			/* index into stacks */
 	uint64_t size;
 	uint64_t ts_ns;
@@ -91,7 +106,7 @@ struct tk_alloc_live {
 	struct astack *stacks;		/* dense */
 	size_t nr_stacks, cap_stacks;
 	struct tk_hashidx index;	/* over stacks */
-	struct tk_hashmap live;		/* struct live_obj by (ptr, pid) */
+	struct tk_hashmap live;		/* struct live_obj by (ptr, pid, gen) */
 	uint64_t allocs, frees;
 };
 
@@ -99,6 +114,7 @@ struct tk_alloc_live {
 struct stack_key {
 	uint64_t hash;
 	uint32_t pid;
+	uint32_t gen;
 	uint32_t kind;
 	const uint64_t *ips;
 	uint32_t nr;
@@ -109,13 +125,15 @@ static inline bool stack_eq(const void *ctx, size_t i, const void *key)
 	const struct astack *s = &((const struct tk_alloc_live *)ctx)->stacks[i];
 	const struct stack_key *k = key;
 
-	return s->hash == k->hash && s->pid == k->pid && s->kind == k->kind && s->nr == k->nr &&
+	return s->hash == k->hash && s->pid == k->pid && s->gen == k->gen && s->kind == k->kind &&
+	       s->nr == k->nr &&
 	       !memcmp(s->ips, k->ips, k->nr * sizeof(*k->ips));
 }
 
 /* The stack's index, added when new; -ENOMEM. */
-static long stack_get(struct tk_alloc_live *t, uint32_t pid, uint32_t tid, uint32_t kind,
-		      const char *comm, const uint64_t *ips, uint32_t nr, bool truncated)
+static long stack_get(struct tk_alloc_live *t, uint32_t pid, uint32_t gen, uint32_t tid,
+		      uint32_t kind, const char *comm, const uint64_t *ips, uint32_t nr,
+		      bool truncated)
 {
 	struct stack_key k;
 	struct astack *s;
@@ -126,8 +144,8 @@ static long stack_get(struct tk_alloc_live *t, uint32_t pid, uint32_t tid, uint3
 		nr = TK_ALLOC_MAX_FRAMES;
 		truncated = true;
 	}
-	k = (struct stack_key){ .pid = pid, .kind = kind, .ips = ips, .nr = nr };
-	k.hash = tk_hash__words((uint64_t)pid << 32 | kind, ips, nr);
+	k = (struct stack_key){ .pid = pid, .gen = gen, .kind = kind, .ips = ips, .nr = nr };
+	k.hash = tk_hash__words(((uint64_t)pid << 32 | kind) ^ tk_hash__mix64(gen), ips, nr);
 	i = tk_hashidx__find(&t->index, k.hash, stack_eq, t, &k);
 	if (i != TK_HASHIDX_NONE) {
 		t->stacks[i].truncated |= truncated;
@@ -157,6 +175,7 @@ static long stack_get(struct tk_alloc_live *t, uint32_t pid, uint32_t tid, uint3
 	memcpy(s->ips, ips, nr * sizeof(*ips));
 	s->hash = k.hash;
 	s->pid = pid;
+	s->gen = gen;
 	s->tid = tid;
 	s->kind = kind;
 	s->nr = nr;
@@ -166,23 +185,23 @@ static long stack_get(struct tk_alloc_live *t, uint32_t pid, uint32_t tid, uint3
 	return t->nr_stacks++;
 }
 
-static uint64_t live_hash(uint32_t pid, uint64_t ptr)
+static uint64_t live_hash(uint32_t pid, uint32_t gen, uint64_t ptr)
 {
-	return tk_hash__mix64(ptr ^ (uint64_t)pid << 48);
+	return tk_hash__mix64(ptr ^ (uint64_t)pid << 48 ^ (uint64_t)gen << 20);
 }
 
 static uint64_t live_rec_hash(const void *rec)
 {
 	const struct live_obj *o = rec;
 
-	return live_hash(o->pid, o->ptr);
+	return live_hash(o->pid, o->gen, o->ptr);
 }
 
 static inline bool live_match(const void *ctx, const void *rec, const void *key)
 {
 	const struct live_obj *o = rec, *k = key;
 
-	return o->ptr == k->ptr && o->pid == k->pid;
+	return o->ptr == k->ptr && o->pid == k->pid && o->gen == k->gen;
 }
 
 static struct tk_alloc_live *live_new(void)
@@ -210,17 +229,24 @@ static void live_free(struct tk_alloc_live *t)
 
 /* ---- records from the backends ------------------------------------------------------- */
 
-/* Capture @pid's maps now (again), and tell the backend (its unwinder). */
-static void capture(struct tk_alloc *a, uint32_t pid)
+/*
+ * Capture (@pid, @gen)'s maps now (again), and tell the backend (its
+ * unwinder). Not when the backend knows that generation is over: /proc would
+ * give the next image's maps (or another process's), and names from them
+ * would be wrong; its frames stay unsymbolized, and are counted so.
+ */
+static void capture(struct tk_alloc *a, uint32_t pid, uint32_t gen)
 {
-	if (!tk_symbolizer__capture(a->sym, pid, 0) && a->captured)
-		a->captured(a, pid);
+	if (a->gen_over && a->gen_over(a, pid, gen))
+		return;
+	if (!tk_symbolizer__capture(a->sym, pid, gen) && a->captured)
+		a->captured(a, pid, gen);
 }
 
-static void capture_once(struct tk_alloc *a, uint32_t pid)
+static void capture_once(struct tk_alloc *a, uint32_t pid, uint32_t gen)
 {
-	if (!tk_symbolizer__has(a->sym, pid, 0))
-		capture(a, pid);
+	if (!tk_symbolizer__has(a->sym, pid, gen))
+		capture(a, pid, gen);
 }
 
 int tk_alloc__on_alloc(struct tk_alloc *a, const struct tk_alloc_rec *r)
@@ -231,8 +257,9 @@ int tk_alloc__on_alloc(struct tk_alloc *a, const struct tk_alloc_rec *r)
 	double w;
 	long si;
 
-	capture_once(a, r->pid);
-	si = stack_get(t, r->pid, r->tid, KIND_ALLOC, r->comm, r->ips, r->nr_ips, r->truncated);
+	capture_once(a, r->pid, r->gen);
+	si = stack_get(t, r->pid, r->gen, r->tid, KIND_ALLOC, r->comm, r->ips, r->nr_ips,
+		       r->truncated);
 	if (si < 0)
 		return si;
 	w = tk_alloc__weight(r->size, a->sample_bytes);
@@ -248,19 +275,21 @@ int tk_alloc__on_alloc(struct tk_alloc *a, const struct tk_alloc_rec *r)
 	 */
 	key.ptr = r->ptr;
 	key.pid = r->pid;
-	o = tk_hashmap__insert(&t->live, live_hash(r->pid, r->ptr), live_match, NULL, &key, &found);
+	key.gen = r->gen;
+	o = tk_hashmap__insert(&t->live, live_hash(r->pid, r->gen, r->ptr), live_match, NULL, &key,
+			       &found);
 	if (!o)
 		return -errno;
-	*o = (struct live_obj){ .ptr = r->ptr, .pid = r->pid, .stack = si,
+	*o = (struct live_obj){ .ptr = r->ptr, .pid = r->pid, .gen = r->gen, .stack = si,
 				.size = r->size, .ts_ns = r->ts_ns, .weight = w };
 	return 0;
 }
 
-int tk_alloc__on_free(struct tk_alloc *a, uint32_t pid, uint64_t ptr)
+int tk_alloc__on_free(struct tk_alloc *a, uint32_t pid, uint32_t gen, uint64_t ptr)
 {
-	struct live_obj key = { .ptr = ptr, .pid = pid }, *o;
+	struct live_obj key = { .ptr = ptr, .pid = pid, .gen = gen }, *o;
 
-	o = tk_hashmap__find(&a->live->live, live_hash(pid, ptr), live_match, NULL, &key);
+	o = tk_hashmap__find(&a->live->live, live_hash(pid, gen, ptr), live_match, NULL, &key);
 	if (!o) {
 		/* the backend sends frees of objects it knew: this one's allocation never came */
 		a->losses[TK_ALOSS_UNKNOWN_FREE]++;
@@ -271,16 +300,16 @@ int tk_alloc__on_free(struct tk_alloc *a, uint32_t pid, uint64_t ptr)
 	return 0;
 }
 
-int tk_alloc__on_growth(struct tk_alloc *a, enum tk_growth_kind kind, uint32_t pid, uint32_t tid,
-			const char *comm, const uint64_t *ips, uint32_t nr_ips, bool truncated,
-			uint64_t count, uint64_t bytes)
+int tk_alloc__on_growth(struct tk_alloc *a, enum tk_growth_kind kind, uint32_t pid, uint32_t gen,
+			uint32_t tid, const char *comm, const uint64_t *ips, uint32_t nr_ips,
+			bool truncated, uint64_t count, uint64_t bytes)
 {
 	long si;
 
 	if (kind >= TK_GROWTH__COUNT)
 		return -EINVAL;
-	capture_once(a, pid);
-	si = stack_get(a->live, pid, tid, KIND_GROWTH(kind), comm, ips, nr_ips, truncated);
+	capture_once(a, pid, gen);
+	si = stack_get(a->live, pid, gen, tid, KIND_GROWTH(kind), comm, ips, nr_ips, truncated);
 	if (si < 0)
 		return si;
 	a->live->stacks[si].alloc_objs += count;
@@ -295,9 +324,42 @@ void tk_alloc__add_loss(struct tk_alloc *a, enum tk_alloc_loss l, uint64_t n)
 		a->losses[l] += n;
 }
 
-void tk_alloc__refresh_maps(struct tk_alloc *a, uint32_t pid)
+void tk_alloc__refresh_maps(struct tk_alloc *a, uint32_t pid, uint32_t gen)
 {
-	capture(a, pid);
+	capture(a, pid, gen);
+}
+
+size_t tk_alloc__release(struct tk_alloc *a, uint32_t pid, uint32_t gen, enum tk_alloc_end why,
+			 tk_alloc_drop_fn drop)
+{
+	double *objs = why == TK_ALLOC_END_EXEC ? &a->released[0].objs : &a->released[1].objs;
+	double *bytes = why == TK_ALLOC_END_EXEC ? &a->released[0].bytes : &a->released[1].bytes;
+	struct tk_hashmap *live = &a->live->live;
+	struct live_obj *o;
+	size_t i = 0, n = 0;
+
+	/*
+	 * The target's own exit ends the capture: what it held then is what it
+	 * never freed, the leak at exit that LeakSanitizer and jemalloc's
+	 * prof_leak report, so it stays in use. Every other end (an exec, a
+	 * child's exit) lets a capture go on for hours: released, or it would
+	 * be "in use" for ever.
+	 */
+	if (why == TK_ALLOC_END_EXIT && a->pid > 0 && pid == (uint32_t)a->pid)
+		return 0;
+	while ((o = tk_hashmap__next(live, &i))) {
+		if (o->pid != pid || o->gen != gen)
+			continue;
+		*objs += o->weight;
+		*bytes += o->weight * o->size;
+		if (drop)
+			drop(a, pid, gen, o->ptr);
+		tk_hashmap__del(live, o);
+		n++;
+		/* a deletion may move a later record into this slot: look at it again */
+		i--;
+	}
+	return n;
 }
 
 /* ---- the session --------------------------------------------------------------------- */
@@ -422,7 +484,7 @@ int tk_alloc__start(struct tk_alloc *a, char *why, size_t why_sz)
 	if (a->started)
 		return -EALREADY;
 	if (a->pid && !a->child)
-		capture(a, a->pid);
+		capture(a, a->pid, 0);
 	a->start_ns = tk_now_ns(CLOCK_REALTIME);
 	a->start_mono_ns = tk_now_ns(CLOCK_MONOTONIC);
 	err = a->be->start(a, why, why_sz);
@@ -439,7 +501,7 @@ int tk_alloc__start(struct tk_alloc *a, char *why, size_t why_sz)
 		if (a->attach_after_exec && (err = agent_hold(a, why, why_sz)))
 			return err;
 		if (a->hook != TK_ALLOC_HOOK_PRELOAD)
-			capture_once(a, a->child);
+			capture_once(a, a->child, 0);
 	}
 	return 0;
 }
@@ -462,7 +524,8 @@ void tk_alloc__stats(const struct tk_alloc *a, struct tk_alloc_stats *st)
 	st->growth_events = a->growth_events;
 	st->calls = a->calls;
 	for (i = 0; i < TK_ALOSS__COUNT; i++)
-		st->lost += a->losses[i];
+		if (is_loss(i))
+			st->lost += a->losses[i];
 }
 
 const char *tk_alloc__backend(const struct tk_alloc *a)
@@ -573,7 +636,7 @@ static int build_profile(struct tk_alloc *a, uint64_t min_age_ns, struct tk_prof
 			 */
 			bool ret = s->kind == KIND_ALLOC || f > 0;
 
-			err = tk_locs__user(fr, s->pid, 0, s->ips[f], ret, &locs[n++]);
+			err = tk_locs__user(fr, s->pid, s->gen, s->ips[f], ret, &locs[n++]);
 			if (err)
 				goto out;
 		}
@@ -582,6 +645,10 @@ static int build_profile(struct tk_alloc *a, uint64_t min_age_ns, struct tk_prof
 			goto out;
 	}
 	a->losses[TK_ALOSS_UNSYMBOLIZED] = tk_locs__unsymbolized(fr);
+	a->losses[TK_ALOSS_RELEASED_EXEC] = to_i64(a->released[0].objs);
+	a->losses[TK_ALOSS_RELEASED_EXEC_BYTES] = to_i64(a->released[0].bytes);
+	a->losses[TK_ALOSS_RELEASED_EXIT] = to_i64(a->released[1].objs);
+	a->losses[TK_ALOSS_RELEASED_EXIT_BYTES] = to_i64(a->released[1].bytes);
 	for (l = 0; l < TK_ALOSS__COUNT; l++)
 		tk_profile__set_loss(p, loss_names[l], a->losses[l]);
 	if (a->be && !strcmp(a->be->name, "bpf"))
@@ -590,6 +657,8 @@ static int build_profile(struct tk_alloc *a, uint64_t min_age_ns, struct tk_prof
 		tk_profile__add_comment(p, "%s", a->unwind_note);
 	if (a->kernel_note[0])
 		tk_profile__add_comment(p, "%s", a->kernel_note);
+	if (a->exit_note[0])
+		tk_profile__add_comment(p, "%s", a->exit_note);
 	tk_profile__add_comment(p, "tracekit alloc: mode %s, backend %s%s%s",
 				mode_name(a->opts.mode), a->be->name, a->describe[0] ? ": " : "",
 				a->describe);

@@ -45,6 +45,7 @@ enum tk_growth_kind {
 /* One allocation as a backend saw it. */
 struct tk_alloc_rec {
 	uint32_t pid;
+	uint32_t gen;			/* pid's exec generation (0: the only one known) */
 	uint32_t tid;
 	uint64_t ptr;			/* the address returned */
 	uint64_t size;			/* bytes asked for */
@@ -74,6 +75,17 @@ enum tk_alloc_loss {
 					   a free record whose allocation record was lost */
 	TK_ALOSS_LIVE_REPLACED,		/* "replaced_live_objects": an address allocated
 					   again while still live: its free was not seen */
+	TK_ALOSS_PROC_MAP_FULL,		/* "proc_map_full": a process BPF had no room to
+					   follow: its records keep generation 0, and its
+					   exec and exit release nothing */
+	/*
+	 * Not losses: what left the in-use figures because its process ended
+	 * (tk_alloc__release), in their units (estimates when sampled).
+	 */
+	TK_ALOSS_RELEASED_EXEC,		/* "released_at_exec": objects */
+	TK_ALOSS_RELEASED_EXEC_BYTES,	/* "released_at_exec_bytes" */
+	TK_ALOSS_RELEASED_EXIT,		/* "released_at_exit": objects */
+	TK_ALOSS_RELEASED_EXIT_BYTES,	/* "released_at_exit_bytes" */
 	TK_ALOSS__COUNT,
 };
 const char *tk_alloc_loss__name(enum tk_alloc_loss l);
@@ -113,15 +125,34 @@ void tk_alloc__free(struct tk_alloc *a);
 /* ---- the session, for the backends ------------------------------------------------ */
 
 int tk_alloc__on_alloc(struct tk_alloc *a, const struct tk_alloc_rec *r);
-/* A free of @ptr in @pid; counted as frees_of_unknown_objects unless @ptr is in the live table. */
-int tk_alloc__on_free(struct tk_alloc *a, uint32_t pid, uint64_t ptr);
+/*
+ * A free of @ptr in (@pid, @gen); counted as frees_of_unknown_objects unless
+ * it is in the live table.
+ */
+int tk_alloc__on_free(struct tk_alloc *a, uint32_t pid, uint32_t gen, uint64_t ptr);
 /* @count events adding @bytes at a stack (growth mode). */
-int tk_alloc__on_growth(struct tk_alloc *a, enum tk_growth_kind kind, uint32_t pid, uint32_t tid,
-			const char *comm, const uint64_t *ips, uint32_t nr_ips, bool truncated,
-			uint64_t count, uint64_t bytes);
+int tk_alloc__on_growth(struct tk_alloc *a, enum tk_growth_kind kind, uint32_t pid, uint32_t gen,
+			uint32_t tid, const char *comm, const uint64_t *ips, uint32_t nr_ips,
+			bool truncated, uint64_t count, uint64_t bytes);
 void tk_alloc__add_loss(struct tk_alloc *a, enum tk_alloc_loss l, uint64_t n);
-/* Mapping changes seen (exec, dlopen): capture the process's maps again. */
-void tk_alloc__refresh_maps(struct tk_alloc *a, uint32_t pid);
+/* Mapping changes seen (exec, dlopen): capture (@pid, @gen)'s maps again. */
+void tk_alloc__refresh_maps(struct tk_alloc *a, uint32_t pid, uint32_t gen);
+
+enum tk_alloc_end {
+	TK_ALLOC_END_EXEC,		/* the process exec'd: its heap is new */
+	TK_ALLOC_END_EXIT,		/* its last thread exited */
+};
+
+/*
+ * Generation @gen of @pid ended: nobody holds its live objects any more.
+ * They leave the live table (so the in-use figures), counted as
+ * released_at_exec or released_at_exit; @drop, when not NULL, is called with
+ * each one's address first (the backend forgets it too). The number of
+ * objects released.
+ */
+typedef void (*tk_alloc_drop_fn)(struct tk_alloc *a, uint32_t pid, uint32_t gen, uint64_t ptr);
+size_t tk_alloc__release(struct tk_alloc *a, uint32_t pid, uint32_t gen, enum tk_alloc_end why,
+			 tk_alloc_drop_fn drop);
 
 /*
  * The unbiased weight of an allocation of @size bytes under byte sampling

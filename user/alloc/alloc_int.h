@@ -84,6 +84,9 @@ struct tk_alloc {
 	struct tk_symbolizer *sym;
 	struct tk_alloc_live *live;		/* session tables */
 	uint64_t losses[TK_ALOSS__COUNT];
+	struct {
+		double objs, bytes;		/* weighted, as the in-use figures are */
+	} released[2];				/* by enum tk_alloc_end (tk_alloc__release) */
 	uint64_t calls;				/* allocator calls counted by the backend */
 	uint64_t growth_events;
 	int64_t start_ns;			/* CLOCK_REALTIME at start */
@@ -91,13 +94,20 @@ struct tk_alloc {
 	bool started;
 	bool finished;
 
-	/* unwinding (the bpf backend) */
-	void (*captured)(struct tk_alloc *a, uint32_t pid);	/* after each capture */
+	/*
+	 * Optional, the backend's: true when generation @gen of @pid is known to
+	 * be over (exec'd, exited), so its maps are no longer to be read.
+	 */
+	bool (*gen_over)(struct tk_alloc *a, uint32_t pid, uint32_t gen);
+
+	/* unwinding (the bpf backend): after each capture */
+	void (*captured)(struct tk_alloc *a, uint32_t pid, uint32_t gen);
 	uint64_t unwind[UNW_CNT__COUNT];	/* the unwinder's counters (enum unw_counter) */
 	struct tk_unw_info unw_info;
 	bool unwinding;				/* user stacks are walked with CFI rows */
 	char unwind_note[256];			/* why not, when CFI was wanted */
 	char kernel_note[256];			/* what this kernel made the loader change */
+	char exit_note[256];			/* why exits release nothing, if so */
 };
 
 /*

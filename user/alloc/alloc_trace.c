@@ -137,6 +137,28 @@ static void brk_offsets(struct tk_alloc *a, struct alloc_trace_bpf *s)
 	}
 }
 
+/*
+ * The offsets of task_struct's signal and signal_struct's live in the
+ * kernel's BTF, so that exit_raw sees a process's last thread leave; without
+ * them exits are not seen: the objects of a process that ends stay in use,
+ * and the profile says so.
+ */
+static void exit_offsets(struct tk_alloc *a, struct alloc_trace_bpf *s)
+{
+	int sig = tk_kfeat__member_offset("task_struct", "signal");
+	int live = sig > 0 ? tk_kfeat__member_offset("signal_struct", "live") : -ENOENT;
+
+	if (sig > 0 && live > 0) {
+		s->rodata->task_signal_off = sig;
+		s->rodata->signal_live_off = live;
+	} else if (a) {
+		snprintf(a->exit_note, sizeof(a->exit_note), "process exits not seen: no "
+			 "task_struct.signal or signal_struct.live in kernel BTF (%s); what an "
+			 "exited child held stays in use (execs are seen)",
+			 strerror(sig > 0 ? -live : -sig));
+	}
+}
+
 /* Open, configure and load the programs of @k, with the unwinder per @unwind. */
 static struct alloc_trace_bpf *load_as(struct tk_alloc *a, enum load_kind k,
 				       enum tk_unwind_mode unwind, int *errp)
@@ -200,8 +222,13 @@ static struct alloc_trace_bpf *load_as(struct tk_alloc *a, enum load_kind k,
 		bpf_program__set_expected_attach_type(s->progs.count_calls, AT_TRACE_UPROBE_MULTI);
 		break;
 	}
-	if (k != LOAD_COUNT && k != LOAD_COUNT_MULTI)
+	if (a)
+		a->exit_note[0] = '\0';
+	if (k != LOAD_COUNT && k != LOAD_COUNT_MULTI) {
 		bpf_program__set_autoload(s->progs.exec_raw, true);
+		bpf_program__set_autoload(s->progs.exit_raw, true);
+		exit_offsets(a, s);
+	}
 	s->rodata->page_size = sysconf(_SC_PAGESIZE);
 	s->rodata->sample_all = full || !mean;
 	s->rodata->track_live = k != LOAD_MARKERS;
@@ -321,6 +348,7 @@ static void bpf_free(struct tk_alloc *a)
 	ring_buffer__free(st->rb);
 	tk_unw_bpf__free(st->unw);
 	a->captured = NULL;
+	a->gen_over = NULL;
 	alloc_trace_bpf__destroy(st->skel);
 	free(st->syms);
 	tk_hashmap__free(&st->growth);
@@ -329,12 +357,30 @@ static void bpf_free(struct tk_alloc *a)
 }
 
 /* A process's maps were captured: its unwinder entry follows. */
-static void on_captured(struct tk_alloc *a, uint32_t pid)
+static void on_captured(struct tk_alloc *a, uint32_t pid, uint32_t gen)
 {
 	struct at_state *st = a->priv;
 
 	if (st)
-		tk_unw_bpf__update(st->unw, a->sym, pid, 0);
+		tk_unw_bpf__update(st->unw, a->sym, pid, gen);
+}
+
+/*
+ * Records reach us up to a poll interval late: by the time the first record
+ * of (pid, gen) is read, the process may have exec'd (procs holds a later
+ * generation) or ended (no entry). Its maps in /proc are then not gen's.
+ */
+static bool gen_over(struct tk_alloc *a, uint32_t pid, uint32_t gen)
+{
+	struct at_state *st = a->priv;
+	struct at_proc p;
+
+	if (!st || !st->skel)
+		return false;
+	/* no entry: ended, unless it never had one (procs was full: generation 0) */
+	if (bpf_map__lookup_elem(st->skel->maps.procs, &pid, sizeof(pid), &p, sizeof(p), 0))
+		return gen != 0;
+	return p.gen != gen;
 }
 
 static int open_unwinder(struct tk_alloc *a, struct at_state *st)
@@ -349,7 +395,7 @@ static int open_unwinder(struct tk_alloc *a, struct at_state *st)
 		a->captured = on_captured;
 		/* what was captured before the programs were there */
 		if (a->pid && tk_symbolizer__has(a->sym, a->pid, 0))
-			on_captured(a, a->pid);
+			on_captured(a, a->pid, 0);
 	}
 	return 0;
 }
@@ -416,6 +462,8 @@ static int bpf_open(struct tk_alloc *a, char *why, size_t why_sz)
 	if (!st->skel)
 		snprintf(why, why_sz, "cannot load the uprobe programs: %s", strerror(-err));
 out:
+	if (!err)
+		a->gen_over = gen_over;
 	if (!err)
 		err = open_unwinder(a, st);
 	if (err)

@@ -234,8 +234,16 @@ int tk_alloc_bpf__start(struct tk_alloc *a, char *why, size_t why_sz)
 	if (a->attach_after_exec && !a->after_exec)
 		return 0;
 	if (pid) {
+		/* generation 0, as the session captures it (BPF's own are never 0) */
+		struct at_proc gen0 = { .gen = 0, .announced = 1 };
+
 		err = bpf_map__update_elem(st->skel->maps.pids, &pid, sizeof(pid), &one,
 					   sizeof(one), BPF_ANY);
+		if (!err)
+			err = bpf_map__update_elem(st->skel->maps.procs, &pid, sizeof(pid), &gen0,
+						   sizeof(gen0), BPF_NOEXIST);
+		if (err == -EEXIST)
+			err = 0;	/* the second start, after the agent's hold */
 		if (err)
 			goto fail;
 	}
@@ -248,6 +256,8 @@ int tk_alloc_bpf__start(struct tk_alloc *a, char *why, size_t why_sz)
 		}
 	}
 	err = attach_raw_tp(st, st->skel->progs.exec_raw);
+	if (!err)
+		err = attach_raw_tp(st, st->skel->progs.exit_raw);
 	if (err)
 		goto fail;
 

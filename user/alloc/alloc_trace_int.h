@@ -59,6 +59,7 @@ struct at_state {
 	struct tk_hashmap growth;	/* struct growth_seen by key; set up at first use */
 	struct {
 		uint32_t pid;
+		uint32_t gen;		/* the generation the exec began */
 		int64_t exec_ns;
 	} stale[MAX_STALE];		/* exec'd: capture their maps again soon */
 	int nr_stale;

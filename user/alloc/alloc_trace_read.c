@@ -27,10 +27,10 @@
 /* ---- records ---------------------------------------------------------------------------- */
 
 /*
- * A process exec'd: ld.so maps its libraries after the exec event, so its
- * maps are captured again once it has had STALE_NS to do that (or at drain).
- * The symbolizer keeps one capture per process: the last one names
- * everything the new program did.
+ * A process exec'd: ld.so maps its libraries after the exec event, so the
+ * new generation's maps are captured again once it has had STALE_NS to do
+ * that (or at drain). The symbolizer keeps one capture per (process,
+ * generation): the last one names everything that image did.
  */
 #define STALE_NS 100000000LL
 
@@ -41,12 +41,63 @@ static void refresh_stale(struct tk_alloc *a, struct at_state *st, bool all)
 
 	for (i = 0; i < st->nr_stale;) {
 		if (all || now - st->stale[i].exec_ns >= STALE_NS) {
-			tk_alloc__refresh_maps(a, st->stale[i].pid);
+			tk_alloc__refresh_maps(a, st->stale[i].pid, st->stale[i].gen);
 			st->stale[i] = st->stale[--st->nr_stale];
 		} else {
 			i++;
 		}
 	}
+}
+
+/* Not to be captured again: (pid, gen) has ended, another generation may have the maps. */
+static void drop_stale(struct at_state *st, uint32_t pid)
+{
+	int i;
+
+	for (i = 0; i < st->nr_stale;) {
+		if (st->stale[i].pid == pid)
+			st->stale[i] = st->stale[--st->nr_stale];
+		else
+			i++;
+	}
+}
+
+/* A released object's live entry in BPF (its generation's heap is gone). */
+static void drop_live(struct tk_alloc *a, uint32_t pid, uint32_t gen, uint64_t ptr)
+{
+	struct at_state *st = a->priv;
+	struct {
+		__u32 pid;
+		__u32 gen;
+		__u64 ptr;
+	} k = { pid, gen, ptr };
+
+	bpf_map__delete_elem(st->skel->maps.live, &k, sizeof(k), 0);
+}
+
+/*
+ * Generation @e->gen of @e->pid ended (exec, or its last thread's exit): what
+ * it held leaves the in-use figures, its live entries leave BPF's map, and
+ * the unwinder's rows of it go (a capture read before the event may have
+ * written them after BPF deleted its entry; the next generation's come with
+ * its capture). After an exec the new generation's maps are read again soon.
+ */
+static void on_end(struct tk_alloc *a, struct at_state *st, const struct at_proc_event *e)
+{
+	bool exec = e->type == AT_REC_EXEC;
+
+	if (e->gen != AT_GEN_NONE)
+		tk_alloc__release(a, e->pid, e->gen, exec ? TK_ALLOC_END_EXEC : TK_ALLOC_END_EXIT,
+				  st->skel->rodata->track_live ? drop_live : NULL);
+	tk_unw_bpf__forget(st->unw, e->pid);
+	drop_stale(st, e->pid);
+	if (!exec)
+		return;
+	if (st->nr_stale == MAX_STALE)
+		refresh_stale(a, st, true);
+	st->stale[st->nr_stale].pid = e->pid;
+	st->stale[st->nr_stale].gen = e->next_gen;
+	st->stale[st->nr_stale++].exec_ns = tk_now_ns(CLOCK_MONOTONIC);
 }
 
 int tk_alloc_bpf__handle_event(void *ctx, void *data, size_t size)
@@ -55,6 +106,7 @@ int tk_alloc_bpf__handle_event(void *ctx, void *data, size_t size)
 	struct at_state *st = a->priv;
 	const struct at_alloc *r = data;
 	const struct at_free *f = data;
+	const struct at_proc_event *e = data;
 	struct tk_alloc_rec rec = {};
 	char comm[sizeof(r->comm) + 1];
 	int err = 0;
@@ -69,6 +121,7 @@ int tk_alloc_bpf__handle_event(void *ctx, void *data, size_t size)
 		memcpy(comm, r->comm, sizeof(r->comm));
 		comm[sizeof(r->comm)] = '\0';
 		rec.pid = r->pid;
+		rec.gen = r->gen;
 		rec.tid = r->tid;
 		rec.ptr = r->ptr;
 		rec.size = r->size;
@@ -82,19 +135,16 @@ int tk_alloc_bpf__handle_event(void *ctx, void *data, size_t size)
 		break;
 	case AT_REC_FREE:
 		if (size >= sizeof(*f))
-			err = tk_alloc__on_free(a, f->pid, f->ptr);
+			err = tk_alloc__on_free(a, f->pid, f->gen, f->ptr);
 		break;
 	case AT_REC_UNWIND_MISS:
 		if (size >= sizeof(*f))
-			tk_unw_bpf__miss(st->unw, f->pid, 0);
+			tk_unw_bpf__miss(st->unw, f->pid, f->gen);
 		break;
 	case AT_REC_EXEC:
-		if (size < sizeof(*f))
-			break;
-		if (st->nr_stale == MAX_STALE)
-			refresh_stale(a, st, true);
-		st->stale[st->nr_stale].pid = f->pid;
-		st->stale[st->nr_stale++].exec_ns = tk_now_ns(CLOCK_MONOTONIC);
+	case AT_REC_GONE:
+		if (size >= sizeof(*e))
+			on_end(a, st, e);
 		break;
 	}
 	if (err && !st->err)
@@ -116,6 +166,7 @@ static void read_counters(struct tk_alloc *a, struct at_state *st)
 		{ AT_CNT_STACK_ERRORS, TK_ALOSS_STACK_ERRORS },
 		{ AT_CNT_UNKNOWN_FREE, TK_ALOSS_UNKNOWN_FREE },
 		{ AT_CNT_LIVE_REPLACED, TK_ALOSS_LIVE_REPLACED },
+		{ AT_CNT_PROC_MAP_FULL, TK_ALOSS_PROC_MAP_FULL },
 	};
 	uint64_t sum[AT_CNT__COUNT];
 	size_t i;
@@ -199,7 +250,7 @@ static int deliver_growth(struct tk_alloc *a, struct at_state *st)
 			nr = stack->nr > AT_MAX_FRAMES ? AT_MAX_FRAMES : stack->nr;
 		memcpy(comm, key.comm, sizeof(key.comm));
 		comm[sizeof(key.comm)] = '\0';
-		err = tk_alloc__on_growth(a, key.kind, key.pid, key.tid, comm,
+		err = tk_alloc__on_growth(a, key.kind, key.pid, key.gen, key.tid, comm,
 					  (const uint64_t *)stack->ips, nr,
 					  key.flags & AT_F_TRUNCATED, v.count - g->val.count,
 					  v.bytes - g->val.bytes);
