@@ -33,14 +33,17 @@ static TK_COLD void tk_test_log(uint32_t kind, void *ptr, size_t size, void **en
 }
 
 /*
- * The markers: a 5-byte nop and a return, in assembly. A uprobe on a
- * 5-byte nop is the cheapest kind: the kernel emulates it, and since 6.18
- * (x86) rewrites it into a call of a uprobe trampoline, no trap at all
- * (~0.25 us a hit here, against ~0.6 us for an emulated push and ~11 us
- * for an instruction it must single-step). They keep no frame: a walk from
- * their entry starts at the slow path's frame, whose return address is the
- * allocation's caller (their CFI says so to a walk by CFI, which then sees
- * the slow path as a frame of its own: tracekit drops it). The local aliases are what this library calls, so
+ * The markers: a push and a pop of rbp and a return, in assembly. A uprobe
+ * on a push is emulated by the kernel (~0.6 us a hit here, against ~11 us
+ * for an instruction it must single-step). Not a 5-byte nop, which would be
+ * cheaper still (~0.25 us): 6.18 rewrites a uprobe on one into a call of a
+ * [uprobes-trampoline] mapping that a fork()ed child does not inherit, and
+ * the child then dies of SIGSEGV at its next marker (every child of a
+ * forking program, measured on 6.18.44). The probe fires before the push,
+ * so they keep no frame: a walk from their entry starts at the slow path's
+ * frame, whose return address is the allocation's caller (their CFI says so
+ * to a walk by CFI, which then sees the slow path as a frame of its own:
+ * tracekit drops it). The local aliases are what this library calls, so
  * the calls do not go through its PLT.
  */
 #define TK_MARKER_ASM(name, local)                                                  \
@@ -53,7 +56,10 @@ static TK_COLD void tk_test_log(uint32_t kind, void *ptr, size_t size, void **en
 	name ":\n"                                                                  \
 	local ":\n"                                                                 \
 	"	.cfi_startproc\n"                                                   \
-	"	.byte 0x0f, 0x1f, 0x44, 0x00, 0x00\n"	/* nopl 0x0(%rax,%rax,1) */   \
+	"	push %rbp\n"                                                        \
+	"	.cfi_adjust_cfa_offset 8\n"                                         \
+	"	pop %rbp\n"                                                         \
+	"	.cfi_adjust_cfa_offset -8\n"                                        \
 	"	ret\n"                                                              \
 	"	.cfi_endproc\n"                                                     \
 	".size " name ", .-" name "\n"

@@ -15,8 +15,9 @@
  * served the same way (libstdc++ keeps no frame pointer). It remembers
  * sampled pointers and calls TK_MARKER_FREE(ptr) when one is freed (or
  * moved by realloc); other frees cost a lookup in a small filter, not a
- * trap. The markers are a 5-byte nop and a return (the cheapest uprobe
- * site); tracekit places uprobes on the two markers only.
+ * trap. The markers are a push, a pop and a return (an emulated uprobe
+ * site, and one 6.18 does not rewrite into a trampoline call that fork()ed
+ * children lack); tracekit places uprobes on the two markers only.
  *
  * libtkagent.so, no interposition: with TK_ENV_AGENT_FD set it takes the
  * descriptor (and removes the variables from its environment, marking the
