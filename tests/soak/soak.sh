@@ -38,10 +38,13 @@ tk=$!
 sleep 5	# attached, tables built
 rss() { awk '/^VmRSS:/ { print $2 }' "/proc/$1/status" 2>/dev/null || echo 0; }
 
-# two spawners: $! of each short process is its pid (the workload execs in place)
+# two spawners: $! of each short process is its pid (the workload execs in place). They
+# stop 3 s before the capture does: a process started while tracekit writes its output
+# after sampling stopped is not one it could name.
+deadline=$(($(date +%s) + secs - 5 - 3))
 spawner() {
 	local which=$1 ms
-	while kill -0 "$tk" 2>/dev/null; do
+	while kill -0 "$tk" 2>/dev/null && (($(date +%s) < deadline)); do
 		if [[ $which == long ]]; then ms=12; else ms=2; fi
 		"$WL" "$ms" >/dev/null &
 		echo $! >>"$OUT/$which.pids"
