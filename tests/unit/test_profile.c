@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
 /*
  * The profile model and its text writers: interning gives one id per key
- * (also at 100k locations), folded stacks line by line, the text summary
+ * (also at 100k locations), samples share one copy of a location list, folded stacks line by line, the text summary
  * with the hot function on top inside 80 columns, JSON a strict checker
  * accepts, an SVG flame graph with balanced tags, a title per frame, escaped
  * names and widths in proportion, and the output format names.
@@ -19,6 +19,7 @@
 
 #include "../lib/fixture.h"
 #include "profile/profile.h"
+#include "profile/profile_int.h"
 #include "test_profile_fixture.h"
 
 typedef int (*writer_fn)(const struct tk_profile *p, FILE *f);
@@ -184,6 +185,61 @@ static void test_interning_many(void **state)
 				 i + 1);
 	}
 	assert_int_equal(p->nr_locations, n);
+	tk_profile__free(p);
+}
+
+/*
+ * Samples with the same location list share one copy (threads of a pool on
+ * one stack); different lists, and lists that are prefixes of others, stay
+ * apart; a list stays where it is while 100,000 more samples are added;
+ * each sample keeps its own pid, tid, comm and values.
+ */
+static void test_shared_location_lists(void **state)
+{
+	struct tk_profile *p = tk_profile__new_cpu("bpf", 99);
+	uint64_t m, a, b, c, l1[3], l2[3], l3[2], i;
+	int64_t v[2] = { 1, 10 };
+	const uint64_t *first;
+
+	assert_non_null(p);
+	m = tk_profile__mapping(p, 0x400000, 0x800000, 0, "/bin/pool", NULL);
+	a = tk_profile__location(p, m, 0x401000, tk_profile__function(p, "futex_wait", NULL), true);
+	b = tk_profile__location(p, m, 0x402000, tk_profile__function(p, "worker", NULL), false);
+	c = tk_profile__location(p, m, 0x403000, tk_profile__function(p, "main", NULL), false);
+	l1[0] = l2[0] = l3[0] = a;
+	l1[1] = l2[1] = l3[1] = b;
+	l1[2] = c;
+	l2[2] = b;
+	assert_int_equal(tk_profile__add_sample(p, l1, 3, v, 10, 11, "pool"), 0);
+	v[0] = 2;
+	assert_int_equal(tk_profile__add_sample(p, l1, 3, v, 10, 12, "pool"), 0);
+	assert_int_equal(tk_profile__add_sample(p, l2, 3, v, 10, 13, "pool"), 0);
+	assert_int_equal(tk_profile__add_sample(p, l3, 2, v, 10, 14, "pool"), 0);
+	assert_int_equal(tk_profile__add_sample(p, NULL, 0, v, 10, 15, "idle"), 0);
+	assert_int_equal(p->nr_samples, 5);
+	assert_ptr_equal(p->samples[0].location_ids, p->samples[1].location_ids);
+	assert_ptr_not_equal(p->samples[0].location_ids, p->samples[2].location_ids);
+	assert_ptr_not_equal(p->samples[0].location_ids, p->samples[3].location_ids);
+	assert_int_equal(p->samples[3].nr_locations, 2);
+	assert_int_equal(p->samples[4].nr_locations, 0);
+	assert_memory_equal(p->samples[2].location_ids, l2, sizeof(l2));
+	assert_memory_equal(p->samples[3].location_ids, l3, sizeof(l3));
+	assert_int_equal(p->samples[0].tid, 11);
+	assert_int_equal(p->samples[1].tid, 12);
+	assert_int_equal(p->samples[0].values[0], 1);
+	assert_int_equal(p->samples[1].values[0], 2);
+	assert_string_equal(p->samples[4].comm, "idle");
+	first = p->samples[0].location_ids;
+	for (i = 0; i < 100000; i++) {
+		uint64_t l[2] = { a, tk_profile__location(p, m, 0x500000 + i * 4, 0, false) };
+
+		assert_int_equal(tk_profile__add_sample(p, l, 2, v, 20, 20 + i, "many"), 0);
+	}
+	assert_ptr_equal(p->samples[0].location_ids, first);
+	assert_memory_equal(p->samples[0].location_ids, l1, sizeof(l1));
+	assert_int_equal(p->samples[100004].location_ids[0], a);
+	assert_int_equal(p->samples[100004].location_ids[1], p->nr_locations);
+	assert_int_equal(tk_profile__check(p), 0);
 	tk_profile__free(p);
 }
 
@@ -752,16 +808,19 @@ static void test_broken_profile(void **state)
 {
 	struct tk_profile *p = pf_build(false, NULL);
 	FILE *f = fopen("/dev/null", "w");
+	uint64_t *ids;
 
 	assert_non_null(p);
 	assert_non_null(f);
-	p->samples[0].location_ids[1] = 999;
+	/* the profile's own list (shared by the samples that have it), broken on purpose */
+	ids = (uint64_t *)p->samples[0].location_ids;
+	ids[1] = 999;
 	assert_int_equal(tk_profile__write_text(p, f, 20), -EINVAL);
 	assert_int_equal(tk_profile__write_folded(p, f), -EINVAL);
 	assert_int_equal(tk_profile__write_svg(p, f, NULL), -EINVAL);
 	assert_int_equal(tk_profile__write_json(p, f), -EINVAL);
 	assert_int_equal(tk_profile__write_pprof(p, f), -EINVAL);
-	p->samples[0].location_ids[1] = 2;
+	ids[1] = 2;
 	p->locations[0].function_id = 77;
 	assert_int_equal(tk_profile__write_pprof(p, f), -EINVAL);
 	p->locations[0].function_id = 1;
@@ -776,6 +835,7 @@ int main(void)
 		cmocka_unit_test(test_new_cpu),
 		cmocka_unit_test(test_interning),
 		cmocka_unit_test(test_interning_many),
+		cmocka_unit_test(test_shared_location_lists),
 		cmocka_unit_test(test_losses_and_comments),
 		cmocka_unit_test(test_folded),
 		cmocka_unit_test(test_folded_names),

@@ -17,6 +17,7 @@
 #include <strings.h>
 #include <unistd.h>
 
+#include "core/arrayset.h"
 #include "core/fsutil.h"
 #include "core/hash.h"
 #include "core/hashmap.h"
@@ -35,6 +36,13 @@ struct profile_priv {
 	struct tk_hashidx mapping_idx;
 	struct tk_hashidx function_idx;
 	struct tk_hashidx location_idx;
+	/*
+	 * The samples' location lists, each distinct one once: every thread
+	 * of a pool on the same stack, every process on the same kernel path
+	 * has one list. Blocks that never move, so a sample's list stays
+	 * where it is as samples are added.
+	 */
+	struct tk_arrayset location_lists;
 	char backend[32];
 	char loss_names[TK_PROFILE_MAX_LOSSES][LOSS_NAME_MAX];
 };
@@ -130,8 +138,6 @@ void tk_profile__free(struct tk_profile *p)
 		free(p->functions[i].name);
 		free(p->functions[i].filename);
 	}
-	for (i = 0; i < p->nr_samples; i++)
-		free(p->samples[i].location_ids);
 	for (c = 0; c < p->nr_comments; c++)
 		free(p->comments[c]);
 	free(p->main_file);
@@ -142,6 +148,7 @@ void tk_profile__free(struct tk_profile *p)
 	tk_hashidx__free(&pp->mapping_idx);
 	tk_hashidx__free(&pp->function_idx);
 	tk_hashidx__free(&pp->location_idx);
+	tk_arrayset__free(&pp->location_lists);
 	free(pp);
 }
 
@@ -335,7 +342,7 @@ int tk_profile__add_sample(struct tk_profile *p, const uint64_t *locs, uint32_t 
 {
 	struct profile_priv *pp = priv(p);
 	struct tk_sample *s;
-	uint32_t i;
+	uint32_t i, list;
 	int err;
 
 	if ((nr && !locs) || !values)
@@ -344,16 +351,15 @@ int tk_profile__add_sample(struct tk_profile *p, const uint64_t *locs, uint32_t 
 		if (!locs[i] || locs[i] > p->nr_locations)
 			return -EINVAL;
 	err = reserve((void **)&p->samples, &pp->cap_samples, p->nr_samples, sizeof(*s));
+	if (!err)
+		err = tk_arrayset__intern(&pp->location_lists, locs, nr,
+					  tk_arrayset__hash(locs, nr), &list);
 	if (err)
 		return err;
 	s = &p->samples[p->nr_samples];
 	memset(s, 0, sizeof(*s));
-	if (nr) {
-		s->location_ids = malloc(nr * sizeof(*locs));
-		if (!s->location_ids)
-			return -ENOMEM;
-		memcpy(s->location_ids, locs, nr * sizeof(*locs));
-	}
+	if (nr)
+		s->location_ids = tk_arrayset__words(&pp->location_lists, list);
 	s->nr_locations = nr;
 	for (i = 0; i < (uint32_t)p->nr_values && i < TK_PROFILE_MAX_VALUES; i++)
 		s->values[i] = values[i];

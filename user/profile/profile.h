@@ -47,7 +47,8 @@ struct tk_location {
 };
 
 struct tk_sample {
-	uint64_t *location_ids;	/* leaf first, as pprof */
+	const uint64_t *location_ids;	/* leaf first, as pprof; one list shared by the
+					   samples that have it */
 	uint32_t nr_locations;
 	int64_t values[TK_PROFILE_MAX_VALUES];
 	uint32_t pid;
