@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
 /*
  * The profile model and its text writers: interning gives one id per key
- * (also at 100k locations), samples share one copy of a location list, folded stacks line by line, the text summary
+ * (also at 100k locations), each sample keeps its location list, folded stacks line by line, the text summary
  * with the hot function on top inside 80 columns, JSON a strict checker
  * accepts, an SVG flame graph with balanced tags, a title per frame, escaped
  * names and widths in proportion, and the output format names.
@@ -188,18 +188,30 @@ static void test_interning_many(void **state)
 	tk_profile__free(p);
 }
 
+/* Does @s have the @n locations @l? */
+static bool has_list(const struct tk_sample *s, const uint64_t *l, uint32_t n)
+{
+	uint32_t i;
+
+	if (s->nr_locations != n)
+		return false;
+	for (i = 0; i < n; i++)
+		if (s->location_ids[i] != l[i])
+			return false;
+	return true;
+}
+
 /*
- * Samples with the same location list share one copy (threads of a pool on
- * one stack); different lists, and lists that are prefixes of others, stay
- * apart; a list stays where it is while 100,000 more samples are added;
- * each sample keeps its own pid, tid, comm and values.
+ * Each sample keeps its own location list, equal or not to another's, a
+ * prefix or empty; a list stays where it is while 100,000 more samples are
+ * added (the lists lie in blocks), one longer than a block too.
  */
-static void test_shared_location_lists(void **state)
+static void test_location_lists(void **state)
 {
 	struct tk_profile *p = tk_profile__new_cpu("bpf", 99);
-	uint64_t m, a, b, c, l1[3], l2[3], l3[2], i;
+	uint64_t m, a, b, c, l1[3], l2[3], l3[2], i, *big;
 	int64_t v[2] = { 1, 10 };
-	const uint64_t *first;
+	const uint32_t *first;
 
 	assert_non_null(p);
 	m = tk_profile__mapping(p, 0x400000, 0x800000, 0, "/bin/pool", NULL);
@@ -217,13 +229,11 @@ static void test_shared_location_lists(void **state)
 	assert_int_equal(tk_profile__add_sample(p, l3, 2, v, 10, 14, "pool"), 0);
 	assert_int_equal(tk_profile__add_sample(p, NULL, 0, v, 10, 15, "idle"), 0);
 	assert_int_equal(p->nr_samples, 5);
-	assert_ptr_equal(p->samples[0].location_ids, p->samples[1].location_ids);
-	assert_ptr_not_equal(p->samples[0].location_ids, p->samples[2].location_ids);
-	assert_ptr_not_equal(p->samples[0].location_ids, p->samples[3].location_ids);
-	assert_int_equal(p->samples[3].nr_locations, 2);
+	assert_true(has_list(&p->samples[0], l1, 3));
+	assert_true(has_list(&p->samples[1], l1, 3));
+	assert_true(has_list(&p->samples[2], l2, 3));
+	assert_true(has_list(&p->samples[3], l3, 2));
 	assert_int_equal(p->samples[4].nr_locations, 0);
-	assert_memory_equal(p->samples[2].location_ids, l2, sizeof(l2));
-	assert_memory_equal(p->samples[3].location_ids, l3, sizeof(l3));
 	assert_int_equal(p->samples[0].tid, 11);
 	assert_int_equal(p->samples[1].tid, 12);
 	assert_int_equal(p->samples[0].values[0], 1);
@@ -234,11 +244,22 @@ static void test_shared_location_lists(void **state)
 		uint64_t l[2] = { a, tk_profile__location(p, m, 0x500000 + i * 4, 0, false) };
 
 		assert_int_equal(tk_profile__add_sample(p, l, 2, v, 20, 20 + i, "many"), 0);
+		assert_true(has_list(&p->samples[p->nr_samples - 1], l, 2));
 	}
+	/* longer than a block of ids */
+	big = malloc(40000 * sizeof(*big));
+	assert_non_null(big);
+	for (i = 0; i < 40000; i++)
+		big[i] = i % 2 ? a : c;
+	assert_int_equal(tk_profile__add_sample(p, big, 40000, v, 30, 30, "deep"), 0);
+	assert_int_equal(tk_profile__add_sample(p, l3, 2, v, 31, 31, "after"), 0);
+	assert_true(has_list(&p->samples[p->nr_samples - 2], big, 40000));
+	assert_true(has_list(&p->samples[p->nr_samples - 1], l3, 2));
+	free(big);
 	assert_ptr_equal(p->samples[0].location_ids, first);
-	assert_memory_equal(p->samples[0].location_ids, l1, sizeof(l1));
+	assert_true(has_list(&p->samples[0], l1, 3));
 	assert_int_equal(p->samples[100004].location_ids[0], a);
-	assert_int_equal(p->samples[100004].location_ids[1], p->nr_locations);
+	assert_int_equal(p->samples[100004].location_ids[1], 4 + 99999);
 	assert_int_equal(tk_profile__check(p), 0);
 	tk_profile__free(p);
 }
@@ -808,12 +829,12 @@ static void test_broken_profile(void **state)
 {
 	struct tk_profile *p = pf_build(false, NULL);
 	FILE *f = fopen("/dev/null", "w");
-	uint64_t *ids;
+	uint32_t *ids;
 
 	assert_non_null(p);
 	assert_non_null(f);
-	/* the profile's own list (shared by the samples that have it), broken on purpose */
-	ids = (uint64_t *)p->samples[0].location_ids;
+	/* the profile's own list, broken on purpose */
+	ids = (uint32_t *)p->samples[0].location_ids;
 	ids[1] = 999;
 	assert_int_equal(tk_profile__write_text(p, f, 20), -EINVAL);
 	assert_int_equal(tk_profile__write_folded(p, f), -EINVAL);
@@ -835,7 +856,7 @@ int main(void)
 		cmocka_unit_test(test_new_cpu),
 		cmocka_unit_test(test_interning),
 		cmocka_unit_test(test_interning_many),
-		cmocka_unit_test(test_shared_location_lists),
+		cmocka_unit_test(test_location_lists),
 		cmocka_unit_test(test_losses_and_comments),
 		cmocka_unit_test(test_folded),
 		cmocka_unit_test(test_folded_names),

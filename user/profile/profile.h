@@ -47,8 +47,8 @@ struct tk_location {
 };
 
 struct tk_sample {
-	const uint64_t *location_ids;	/* leaf first, as pprof; one list shared by the
-					   samples that have it */
+	const uint32_t *location_ids;	/* leaf first, as pprof; 32 bits hold any id (at
+					   most TK_HASHIDX_MAX + 1, core/hashmap.h) */
 	uint32_t nr_locations;
 	int64_t values[TK_PROFILE_MAX_VALUES];
 	uint32_t pid;
