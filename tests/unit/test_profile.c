@@ -116,6 +116,14 @@ static void test_interning(void **state)
 	assert_string_equal(p->mappings[0].file, "/bin/a");
 	assert_string_equal(p->mappings[0].build_id, "beef");
 	assert_null(p->mappings[1].build_id);
+	/* one copy of a file's name and build-id for all its mappings */
+	assert_ptr_equal(p->mappings[0].file, p->mappings[2].file);
+	assert_ptr_equal(p->mappings[0].build_id, p->mappings[2].build_id);
+	assert_int_equal(tk_profile__mapping(p, 0x9000, 0xa000, 0, "/bin/b", "beef"), 4);
+	assert_string_equal(p->mappings[3].file, "/bin/b");
+	assert_ptr_equal(p->mappings[3].build_id, p->mappings[0].build_id);
+	assert_int_equal(tk_profile__mapping(p, 0x1000, 0x2000, 0, NULL, NULL), 5);
+	assert_string_equal(p->mappings[4].file, "");
 
 	f1 = tk_profile__function(p, "main", NULL);
 	f2 = tk_profile__function(p, "main", "/src/a.c");

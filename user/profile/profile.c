@@ -53,6 +53,7 @@ struct profile_priv {
 	struct tk_hashidx function_idx;
 	struct tk_hashidx location_idx;
 	struct id_blocks location_lists;
+	struct tk_strset files;		/* mapping files and build-ids */
 	char backend[32];
 	char loss_names[TK_PROFILE_MAX_LOSSES][LOSS_NAME_MAX];
 };
@@ -140,10 +141,6 @@ void tk_profile__free(struct tk_profile *p)
 	if (!p)
 		return;
 	pp = priv(p);
-	for (i = 0; i < p->nr_mappings; i++) {
-		free(p->mappings[i].file);
-		free(p->mappings[i].build_id);
-	}
 	for (i = 0; i < p->nr_functions; i++) {
 		free(p->functions[i].name);
 		free(p->functions[i].filename);
@@ -158,6 +155,7 @@ void tk_profile__free(struct tk_profile *p)
 	tk_hashidx__free(&pp->mapping_idx);
 	tk_hashidx__free(&pp->function_idx);
 	tk_hashidx__free(&pp->location_idx);
+	tk_strset__free(&pp->files);
 	for (i = 0; i < pp->location_lists.nr; i++)
 		free(pp->location_lists.blocks[i]);
 	free(pp->location_lists.blocks);
@@ -238,16 +236,14 @@ uint64_t tk_profile__mapping(struct tk_profile *p, uint64_t start, uint64_t limi
 		.offset = offset,
 		.has_functions = true,
 	};
-	err = dup_str(&m->file, file ? file : "");
-	if (!err)
-		err = dup_str(&m->build_id, build_id);
+	/* one copy of each: every process maps the same files at its own addresses */
+	m->file = tk_strset__intern(&pp->files, file ? file : "");
+	m->build_id = build_id ? tk_strset__intern(&pp->files, build_id) : NULL;
+	err = !m->file || (build_id && !m->build_id) ? -ENOMEM : 0;
 	if (!err)
 		err = tk_hashidx__add(&pp->mapping_idx, h, p->nr_mappings);
-	if (err) {
-		free(m->file);
-		free(m->build_id);
+	if (err)
 		goto fail;
-	}
 	p->nr_mappings++;
 	return m->id;
 fail:

@@ -27,8 +27,8 @@ struct tk_mapping {
 	uint64_t start;		/* memory_start */
 	uint64_t limit;		/* memory_limit */
 	uint64_t offset;	/* file_offset */
-	char *file;		/* "/usr/lib/x86_64-linux-gnu/libc.so.6", "[kernel.kallsyms]" */
-	char *build_id;		/* hex, or NULL */
+	const char *file;	/* "/usr/lib/x86_64-linux-gnu/libc.so.6", "[kernel.kallsyms]" */
+	const char *build_id;	/* hex, or NULL (both the profile's, one copy of each) */
 	bool has_functions;	/* every location in it got a function name */
 };
 
