@@ -13,8 +13,8 @@
  * stores, and no doubling copy of it is ever made).
  *
  * The records are indexed by core/hashmap.h over their positions. An entry
- * is hashed from (pid, tid, gen, truncated) and the hashes of its two
- * arrays, and a hit is confirmed on the whole key: the four fields, then
+ * is hashed from (pid, tid, gen, truncated) and its frames, and a hit is
+ * confirmed on the whole key: the four fields, then
  * each array's length and every frame, read where the record points. So no
  * two different stacks merge, and an add of a known stack (most adds)
  * probes one index and allocates nothing; only a new entry looks its
@@ -90,13 +90,18 @@ static void comm_words(const char *comm, uint64_t w[2])
 	memcpy(w, buf, sizeof(buf));
 }
 
-/* @k's hash, from its fields and the hashes of its arrays (@kh, @uh). */
-static uint64_t hash_rec(const struct rec_key *k, uint64_t kh, uint64_t uh)
+/*
+ * @k's hash: every bit of every frame, the lengths and the split between
+ * the sides, from (pid, tid) moved by a multiple of an odd constant per
+ * (gen, truncated). One pass over the frames, as a hit needs no more; the
+ * arrays' own hashes are made only for a new entry.
+ */
+static uint64_t hash_rec(const struct rec_key *k)
 {
-	uint64_t h = tk_hash__u64(REC_SEED, (uint64_t)k->pid << 32 | k->tid);
+	uint64_t seed = ((uint64_t)k->pid << 32 | k->tid) +
+			((uint64_t)k->gen << 1 | k->truncated) * 0x9e3779b97f4a7c15ULL;
 
-	h = tk_hash__u64(h, (uint64_t)k->gen << 1 | k->truncated);
-	return tk_hash__u64(h, kh ^ (uh * 0x9e3779b97f4a7c15ULL));
+	return tk_hash__words2(seed, k->kernel.w, k->kernel.n, k->user.w, k->user.n);
 }
 
 static inline bool rec_equal(const void *ctx, size_t i, const void *key)
@@ -110,17 +115,15 @@ static inline bool rec_equal(const void *ctx, size_t i, const void *key)
 	       array_is(&t->pool, r->user, &k->user);
 }
 
-/* @k for the stack given, its arrays and hashes set; *@kh and *@uh: those of the arrays. */
+/* @k for the stack given (a side without frames: none), its hash set. */
 static void make_key(struct rec_key *k, uint32_t pid, uint32_t tid, uint32_t gen, bool truncated,
 		     const uint64_t *kernel, uint32_t nr_kernel, const uint64_t *user,
-		     uint32_t nr_user, uint64_t *kh, uint64_t *uh)
+		     uint32_t nr_user)
 {
 	*k = (struct rec_key){ .pid = pid, .tid = tid, .gen = gen, .truncated = truncated,
 			       .kernel = { kernel, kernel ? nr_kernel : 0 },
 			       .user = { user, user ? nr_user : 0 } };
-	*kh = tk_arrayset__hash(kernel, k->kernel.n);
-	*uh = tk_arrayset__hash(user, k->user.n);
-	k->hash = hash_rec(k, *kh, *uh);
+	k->hash = hash_rec(k);
 }
 
 struct tk_stacks *tk_stacks__new(void)
@@ -175,7 +178,7 @@ int tk_stacks__add(struct tk_stacks *t, uint32_t pid, uint32_t tid, uint32_t gen
 	uint32_t name = EMPTY, koff, uoff;
 	struct stack_rec *r;
 	struct rec_key k;
-	uint64_t w[2], kh, uh;
+	uint64_t w[2];
 	size_t i;
 	int err;
 
@@ -187,7 +190,7 @@ int tk_stacks__add(struct tk_stacks *t, uint32_t pid, uint32_t tid, uint32_t gen
 		nr_user = TK_MAX_FRAMES;
 		truncated = true;
 	}
-	make_key(&k, pid, tid, gen, truncated, kernel, nr_kernel, user, nr_user, &kh, &uh);
+	make_key(&k, pid, tid, gen, truncated, kernel, nr_kernel, user, nr_user);
 	i = tk_hashidx__find(&t->idx, k.hash, rec_equal, t, &k);
 	if (i != TK_HASHIDX_NONE) {
 		r = rec_at(t, i);
@@ -204,9 +207,11 @@ int tk_stacks__add(struct tk_stacks *t, uint32_t pid, uint32_t tid, uint32_t gen
 	 * Arrays interned for an entry that then finds no memory stay in the
 	 * pool unused until it is freed: a failed add is the end of the capture.
 	 */
-	err = tk_arrayset__intern(&t->pool, k.kernel.w, k.kernel.n, kh, &koff);
+	err = tk_arrayset__intern(&t->pool, k.kernel.w, k.kernel.n,
+				  tk_arrayset__hash(k.kernel.w, k.kernel.n), &koff);
 	if (!err)
-		err = tk_arrayset__intern(&t->pool, k.user.w, k.user.n, uh, &uoff);
+		err = tk_arrayset__intern(&t->pool, k.user.w, k.user.n,
+					  tk_arrayset__hash(k.user.w, k.user.n), &uoff);
 	if (!err && comm && comm[0]) {
 		comm_words(comm, w);
 		err = tk_arrayset__intern(&t->pool, w, 2, tk_arrayset__hash(w, 2), &name);
@@ -273,11 +278,10 @@ size_t tk_stacks__bytes(const struct tk_stacks *t)
 uint64_t tk_stacks__count(const struct tk_stacks *t, const struct tk_stack_entry *e)
 {
 	struct rec_key k;
-	uint64_t kh, uh;
 	size_t i;
 
 	make_key(&k, e->pid, e->tid, e->gen, e->truncated, e->kernel, e->nr_kernel, e->user,
-		 e->nr_user, &kh, &uh);
+		 e->nr_user);
 	i = tk_hashidx__find(&t->idx, k.hash, rec_equal, t, &k);
 	return i == TK_HASHIDX_NONE ? 0 : rec_at(t, i)->count;
 }
