@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
 /*
  * The profile model and its text writers: interning gives one id per key
- * (also at 100k locations), folded stacks line by line, the text summary
+ * (also at 100k locations), each sample keeps its location list, folded stacks line by line, the text summary
  * with the hot function on top inside 80 columns, JSON a strict checker
  * accepts, an SVG flame graph with balanced tags, a title per frame, escaped
  * names and widths in proportion, and the output format names.
@@ -19,6 +19,7 @@
 
 #include "../lib/fixture.h"
 #include "profile/profile.h"
+#include "profile/profile_int.h"
 #include "test_profile_fixture.h"
 
 typedef int (*writer_fn)(const struct tk_profile *p, FILE *f);
@@ -115,6 +116,14 @@ static void test_interning(void **state)
 	assert_string_equal(p->mappings[0].file, "/bin/a");
 	assert_string_equal(p->mappings[0].build_id, "beef");
 	assert_null(p->mappings[1].build_id);
+	/* one copy of a file's name and build-id for all its mappings */
+	assert_ptr_equal(p->mappings[0].file, p->mappings[2].file);
+	assert_ptr_equal(p->mappings[0].build_id, p->mappings[2].build_id);
+	assert_int_equal(tk_profile__mapping(p, 0x9000, 0xa000, 0, "/bin/b", "beef"), 4);
+	assert_string_equal(p->mappings[3].file, "/bin/b");
+	assert_ptr_equal(p->mappings[3].build_id, p->mappings[0].build_id);
+	assert_int_equal(tk_profile__mapping(p, 0x1000, 0x2000, 0, NULL, NULL), 5);
+	assert_string_equal(p->mappings[4].file, "");
 
 	f1 = tk_profile__function(p, "main", NULL);
 	f2 = tk_profile__function(p, "main", "/src/a.c");
@@ -184,6 +193,82 @@ static void test_interning_many(void **state)
 				 i + 1);
 	}
 	assert_int_equal(p->nr_locations, n);
+	tk_profile__free(p);
+}
+
+/* Does @s have the @n locations @l? */
+static bool has_list(const struct tk_sample *s, const uint64_t *l, uint32_t n)
+{
+	uint32_t i;
+
+	if (s->nr_locations != n)
+		return false;
+	for (i = 0; i < n; i++)
+		if (s->location_ids[i] != l[i])
+			return false;
+	return true;
+}
+
+/*
+ * Each sample keeps its own location list, equal or not to another's, a
+ * prefix or empty; a list stays where it is while 100,000 more samples are
+ * added (the lists lie in blocks), one longer than a block too.
+ */
+static void test_location_lists(void **state)
+{
+	struct tk_profile *p = tk_profile__new_cpu("bpf", 99);
+	uint64_t m, a, b, c, l1[3], l2[3], l3[2], i, *big;
+	int64_t v[2] = { 1, 10 };
+	const uint32_t *first;
+
+	assert_non_null(p);
+	m = tk_profile__mapping(p, 0x400000, 0x800000, 0, "/bin/pool", NULL);
+	a = tk_profile__location(p, m, 0x401000, tk_profile__function(p, "futex_wait", NULL), true);
+	b = tk_profile__location(p, m, 0x402000, tk_profile__function(p, "worker", NULL), false);
+	c = tk_profile__location(p, m, 0x403000, tk_profile__function(p, "main", NULL), false);
+	l1[0] = l2[0] = l3[0] = a;
+	l1[1] = l2[1] = l3[1] = b;
+	l1[2] = c;
+	l2[2] = b;
+	assert_int_equal(tk_profile__add_sample(p, l1, 3, v, 10, 11, "pool"), 0);
+	v[0] = 2;
+	assert_int_equal(tk_profile__add_sample(p, l1, 3, v, 10, 12, "pool"), 0);
+	assert_int_equal(tk_profile__add_sample(p, l2, 3, v, 10, 13, "pool"), 0);
+	assert_int_equal(tk_profile__add_sample(p, l3, 2, v, 10, 14, "pool"), 0);
+	assert_int_equal(tk_profile__add_sample(p, NULL, 0, v, 10, 15, "idle"), 0);
+	assert_int_equal(p->nr_samples, 5);
+	assert_true(has_list(&p->samples[0], l1, 3));
+	assert_true(has_list(&p->samples[1], l1, 3));
+	assert_true(has_list(&p->samples[2], l2, 3));
+	assert_true(has_list(&p->samples[3], l3, 2));
+	assert_int_equal(p->samples[4].nr_locations, 0);
+	assert_int_equal(p->samples[0].tid, 11);
+	assert_int_equal(p->samples[1].tid, 12);
+	assert_int_equal(p->samples[0].values[0], 1);
+	assert_int_equal(p->samples[1].values[0], 2);
+	assert_string_equal(p->samples[4].comm, "idle");
+	first = p->samples[0].location_ids;
+	for (i = 0; i < 100000; i++) {
+		uint64_t l[2] = { a, tk_profile__location(p, m, 0x500000 + i * 4, 0, false) };
+
+		assert_int_equal(tk_profile__add_sample(p, l, 2, v, 20, 20 + i, "many"), 0);
+		assert_true(has_list(&p->samples[p->nr_samples - 1], l, 2));
+	}
+	/* longer than a block of ids */
+	big = malloc(40000 * sizeof(*big));
+	assert_non_null(big);
+	for (i = 0; i < 40000; i++)
+		big[i] = i % 2 ? a : c;
+	assert_int_equal(tk_profile__add_sample(p, big, 40000, v, 30, 30, "deep"), 0);
+	assert_int_equal(tk_profile__add_sample(p, l3, 2, v, 31, 31, "after"), 0);
+	assert_true(has_list(&p->samples[p->nr_samples - 2], big, 40000));
+	assert_true(has_list(&p->samples[p->nr_samples - 1], l3, 2));
+	free(big);
+	assert_ptr_equal(p->samples[0].location_ids, first);
+	assert_true(has_list(&p->samples[0], l1, 3));
+	assert_int_equal(p->samples[100004].location_ids[0], a);
+	assert_int_equal(p->samples[100004].location_ids[1], 4 + 99999);
+	assert_int_equal(tk_profile__check(p), 0);
 	tk_profile__free(p);
 }
 
@@ -752,16 +837,19 @@ static void test_broken_profile(void **state)
 {
 	struct tk_profile *p = pf_build(false, NULL);
 	FILE *f = fopen("/dev/null", "w");
+	uint32_t *ids;
 
 	assert_non_null(p);
 	assert_non_null(f);
-	p->samples[0].location_ids[1] = 999;
+	/* the profile's own list, broken on purpose */
+	ids = (uint32_t *)p->samples[0].location_ids;
+	ids[1] = 999;
 	assert_int_equal(tk_profile__write_text(p, f, 20), -EINVAL);
 	assert_int_equal(tk_profile__write_folded(p, f), -EINVAL);
 	assert_int_equal(tk_profile__write_svg(p, f, NULL), -EINVAL);
 	assert_int_equal(tk_profile__write_json(p, f), -EINVAL);
 	assert_int_equal(tk_profile__write_pprof(p, f), -EINVAL);
-	p->samples[0].location_ids[1] = 2;
+	ids[1] = 2;
 	p->locations[0].function_id = 77;
 	assert_int_equal(tk_profile__write_pprof(p, f), -EINVAL);
 	p->locations[0].function_id = 1;
@@ -776,6 +864,7 @@ int main(void)
 		cmocka_unit_test(test_new_cpu),
 		cmocka_unit_test(test_interning),
 		cmocka_unit_test(test_interning_many),
+		cmocka_unit_test(test_location_lists),
 		cmocka_unit_test(test_losses_and_comments),
 		cmocka_unit_test(test_folded),
 		cmocka_unit_test(test_folded_names),

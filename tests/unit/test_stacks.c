@@ -3,7 +3,9 @@
  * The stack table: identical keys merge and their counts add up; a key that
  * differs anywhere (pid, tid, gen, a frame, the kernel/user split, the
  * truncation flag) never merges; overlong stacks are cut and marked; comm is
- * kept; a million adds are timed (printed, not asserted).
+ * kept; equal frame arrays are stored once, and a table of many short
+ * processes on one kernel path stays small; a million adds are timed
+ * (printed, not asserted).
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -189,6 +191,144 @@ static void test_for_each_stops(void **state)
 	tk_stacks__free(t);
 }
 
+/* Every entry of @pid/@tid, its frames' addresses and count. */
+struct where {
+	uint32_t pid, tid;
+	const uint64_t *kernel, *user;
+	uint64_t count;
+	char comm[16];
+	int seen;
+};
+
+static int where_cb(const struct tk_stack_entry *e, void *ctx)
+{
+	struct where *w = ctx;
+
+	if (e->pid != w->pid || e->tid != w->tid)
+		return 0;
+	w->kernel = e->kernel;
+	w->user = e->user;
+	w->count = e->count;
+	memcpy(w->comm, e->comm, sizeof(w->comm));
+	w->seen++;
+	return 0;
+}
+
+static struct where where_of(const struct tk_stacks *t, uint32_t pid, uint32_t tid)
+{
+	struct where w = { pid, tid };
+
+	assert_int_equal(tk_stacks__for_each(t, where_cb, &w), 0);
+	assert_int_equal(w.seen, 1);
+	return w;
+}
+
+/*
+ * Identical frame arrays are stored once: two processes on one kernel path
+ * get the same kernel pointer, and still count apart; different arrays
+ * (a frame, the length) are stored apart.
+ */
+static void test_shared_frames(void **state)
+{
+	uint64_t k[] = { 0xffffffff81000010, 0xffffffff81000020, 0xffffffff81000030 };
+	uint64_t k2[] = { 0xffffffff81000010, 0xffffffff81000020, 0xffffffff81000031 };
+	uint64_t u1[] = { 0x401000, 0x401100 }, u2[] = { 0x501000, 0x501100 };
+	uint64_t copy[3];
+	struct tk_stacks *t = tk_stacks__new();
+	struct where a, b, c, d;
+
+	assert_non_null(t);
+	memcpy(copy, k, sizeof(k));	/* equal by content, not by address */
+	assert_int_equal(tk_stacks__add(t, 1, 1, 0, "a", k, 3, u1, 2, 3, false), 0);
+	assert_int_equal(tk_stacks__add(t, 2, 2, 0, "b", copy, 3, u2, 2, 5, false), 0);
+	assert_int_equal(tk_stacks__add(t, 3, 3, 0, "c", k2, 3, u1, 2, 7, false), 0);
+	assert_int_equal(tk_stacks__add(t, 4, 4, 0, "d", k, 2, u1, 2, 11, false), 0);
+	assert_int_equal(tk_stacks__size(t), 4);
+	assert_int_equal(tk_stacks__total(t), 26);
+	a = where_of(t, 1, 1);
+	b = where_of(t, 2, 2);
+	c = where_of(t, 3, 3);
+	d = where_of(t, 4, 4);
+	assert_ptr_equal(a.kernel, b.kernel);
+	assert_ptr_not_equal(a.user, b.user);
+	assert_int_equal(a.count, 3);
+	assert_int_equal(b.count, 5);
+	/* a frame differs, or one fewer: stored apart, the same user stack shared */
+	assert_ptr_not_equal(c.kernel, a.kernel);
+	assert_ptr_not_equal(d.kernel, a.kernel);
+	assert_ptr_equal(c.user, a.user);
+	assert_ptr_equal(d.user, a.user);
+	assert_memory_equal(c.kernel, k2, sizeof(k2));
+	assert_memory_equal(d.kernel, k, 2 * sizeof(*k));
+	assert_string_equal(a.comm, "a");
+	assert_string_equal(d.comm, "d");
+	tk_stacks__free(t);
+}
+
+/*
+ * Names lie in the same pool as frames: a user stack whose two words are
+ * the bytes of a name is stored once with it, and both read back right.
+ */
+static void test_comm_and_frames_alike(void **state)
+{
+	uint64_t u[2] = { 0 };
+	struct tk_stacks *t = tk_stacks__new();
+	struct where a;
+
+	assert_non_null(t);
+	memcpy(u, "lookalike", sizeof("lookalike"));
+	assert_int_equal(tk_stacks__add(t, 1, 1, 0, "lookalike", NULL, 0, u, 2, 1, false), 0);
+	assert_int_equal(tk_stacks__add(t, 2, 2, 0, NULL, NULL, 0, u, 1, 1, false), 0);
+	a = where_of(t, 1, 1);
+	assert_string_equal(a.comm, "lookalike");
+	assert_memory_equal(a.user, u, sizeof(u));
+	assert_int_equal(count_of(t, 1, 1, 0, NULL, 0, u, 2, false), 1);
+	assert_int_equal(count_of(t, 2, 2, 0, NULL, 0, u, 1, false), 1);
+	assert_int_equal(count_of(t, 2, 2, 0, NULL, 0, u, 2, false), 0);
+	assert_string_equal(where_of(t, 2, 2).comm, "");
+	tk_stacks__free(t);
+}
+
+/*
+ * A whole-system capture: 20,000 short processes, each with samples on the
+ * same 100-frame kernel path (exec, fault, exit) and a user stack of its
+ * own. The table holds about an entry's record and index, not a copy of
+ * its kernel frames each (which alone would be 800 bytes an entry).
+ */
+static void test_compact(void **state)
+{
+	struct tk_stacks *t = tk_stacks__new();
+	uint64_t k[100], u[4];
+	uint32_t pid, i;
+	size_t bytes;
+
+	assert_non_null(t);
+	for (i = 0; i < 100; i++)
+		k[i] = 0xffffffff81000000 + i * 64;
+	for (pid = 1; pid <= 20000; pid++) {
+		for (i = 0; i < 4; i++)
+			u[i] = 0x550000000000 + (uint64_t)pid * 0x100000 + i * 16;
+		assert_int_equal(tk_stacks__add(t, pid, pid, 1, "cpu_short", k, 100, u, 4, 1,
+						false), 0);
+		/* its second thread: another entry, the same arrays */
+		assert_int_equal(tk_stacks__add(t, pid, pid + 1000000, 1, "cpu_short", k, 100, u, 4,
+						2, false), 0);
+	}
+	assert_int_equal(tk_stacks__size(t), 40000);
+	assert_int_equal(tk_stacks__total(t), 60000);
+	bytes = tk_stacks__bytes(t);
+	print_message("40000 entries in %zu bytes (%.0f an entry)\n", bytes, bytes / 40000.0);
+	/* record 32 + index <= 32, and half of a 5-word user array + its index slot */
+	assert_true(bytes < 40000 * 120);
+	assert_int_equal(count_of(t, 777, 777 + 1000000, 1, k, 100,
+				  (uint64_t[]){ 0x550000000000 + 777ull * 0x100000,
+						0x550000000000 + 777ull * 0x100000 + 16,
+						0x550000000000 + 777ull * 0x100000 + 32,
+						0x550000000000 + 777ull * 0x100000 + 48 }, 4, false),
+			 2);
+	tk_stacks__free(t);
+}
+
 /* Colliding low hash bits are not an issue: many stacks differing in one deep frame. */
 static void test_many_distinct(void **state)
 {
@@ -264,6 +404,40 @@ static void test_interval_diff(void **state)
 	tk_stacks__free(iv);
 }
 
+/*
+ * Intervals of entries that share arrays: only what grew is in the
+ * interval, entries known by their arrays in the previous table but not
+ * there themselves count whole, and the interval shares arrays again.
+ */
+static void test_interval_diff_shared(void **state)
+{
+	const uint64_t k[] = { 0xffffffff81000010, 0xffffffff81000020 }, u[] = { 0x401000 };
+	const uint64_t u4[] = { 0x402000 };
+	struct tk_stacks *prev = tk_stacks__new(), *cur = tk_stacks__new(), *iv = tk_stacks__new();
+	struct where b, c;
+
+	assert_int_equal(tk_stacks__add(prev, 1, 1, 0, "x", k, 2, u, 1, 5, false), 0);
+	assert_int_equal(tk_stacks__add(prev, 2, 2, 0, "x", k, 2, u, 1, 1, false), 0);
+	assert_int_equal(tk_stacks__add(cur, 1, 1, 0, "x", k, 2, u, 1, 5, false), 0);
+	assert_int_equal(tk_stacks__add(cur, 2, 2, 0, "x", k, 2, u, 1, 4, false), 0);
+	assert_int_equal(tk_stacks__add(cur, 3, 3, 0, "x", k, 2, u, 1, 2, false), 0);
+	assert_int_equal(tk_stacks__add(cur, 4, 4, 0, "x", k, 2, u4, 1, 6, false), 0);
+	assert_int_equal(tk_stacks__add_diff(iv, cur, prev), 0);
+	assert_int_equal(tk_stacks__size(iv), 3);
+	assert_int_equal(tk_stacks__total(iv), 3 + 2 + 6);
+	b = where_of(iv, 2, 2);
+	c = where_of(iv, 3, 3);
+	assert_int_equal(b.count, 3);
+	assert_int_equal(c.count, 2);
+	assert_int_equal(where_of(iv, 4, 4).count, 6);
+	assert_ptr_equal(b.kernel, c.kernel);
+	assert_ptr_equal(b.user, c.user);
+	assert_memory_equal(b.kernel, k, sizeof(k));
+	tk_stacks__free(prev);
+	tk_stacks__free(cur);
+	tk_stacks__free(iv);
+}
+
 static void test_million_adds_timing(void **state)
 {
 	struct tk_stacks *t = tk_stacks__new();
@@ -302,7 +476,11 @@ int main(void)
 		cmocka_unit_test(test_comm_first_non_empty),
 		cmocka_unit_test(test_for_each_stops),
 		cmocka_unit_test(test_many_distinct),
+		cmocka_unit_test(test_shared_frames),
+		cmocka_unit_test(test_comm_and_frames_alike),
+		cmocka_unit_test(test_compact),
 		cmocka_unit_test(test_interval_diff),
+		cmocka_unit_test(test_interval_diff_shared),
 		cmocka_unit_test(test_million_adds_timing),
 	};
 

@@ -912,7 +912,7 @@ static void test_profile_build(void **state)
 	assert_non_null(p->mappings[mid - 1].build_id);
 	/* the other thread: the same locations */
 	assert_memory_equal(sample_of(p, c1.pid, c1.pid + 1)->location_ids, sm->location_ids,
-			    6 * sizeof(uint64_t));
+			    6 * sizeof(*sm->location_ids));
 
 	sm = sample_of(p, c2.pid, c2.pid);
 	assert_int_equal(sm->values[0], 2);

@@ -3,6 +3,8 @@
  * Raw stacks before symbolization, aggregated in user space: both CPU
  * backends (BPF maps, perf rings) feed this table, keyed by process, thread,
  * exec generation and the exact frames, so no two stacks are ever merged.
+ * Each distinct frame array is stored once, however many entries have it:
+ * entries that share frames also share the pointers tk_stack_entry gives.
  */
 #ifndef __TK_STACKS_H
 #define __TK_STACKS_H
@@ -51,5 +53,7 @@ int tk_stacks__add_diff(struct tk_stacks *out, const struct tk_stacks *cur,
 			const struct tk_stacks *prev);
 uint64_t tk_stacks__total(const struct tk_stacks *t);	/* sum of counts */
 size_t tk_stacks__size(const struct tk_stacks *t);	/* distinct entries */
+/* The memory @t holds, in bytes: what a long capture's table costs. */
+size_t tk_stacks__bytes(const struct tk_stacks *t);
 
 #endif /* __TK_STACKS_H */

@@ -18,12 +18,29 @@
 #include <unistd.h>
 
 #include "core/fsutil.h"
+#include "core/grow.h"
 #include "core/hash.h"
 #include "core/hashmap.h"
 #include "profile/profile.h"
 #include "profile/profile_int.h"
 
 #define LOSS_NAME_MAX 48
+#define ID_BLOCK 16384		/* location ids (64 KiB) a block of the samples' lists */
+
+/*
+ * The samples' location lists, as 32-bit ids (an id is a position + 1 in
+ * an index of at most TK_HASHIDX_MAX), one after another in blocks that
+ * never move: a malloc'd list of 64-bit ids each cost twice the ids and
+ * malloc's header. Not interned: in a whole-system soak 3 % of lists
+ * repeat (only threads on one stack, or processes on one kernel-only
+ * path, have equal lists), and an index of the rest cost more than those
+ * repeats.
+ */
+struct id_blocks {
+	uint32_t **blocks;
+	size_t nr, cap;
+	size_t used;		/* ids taken in the last block */
+};
 
 /* What callers see is the first member; the rest is private. */
 struct profile_priv {
@@ -35,6 +52,8 @@ struct profile_priv {
 	struct tk_hashidx mapping_idx;
 	struct tk_hashidx function_idx;
 	struct tk_hashidx location_idx;
+	struct id_blocks location_lists;
+	struct tk_strset files;		/* mapping files and build-ids */
 	char backend[32];
 	char loss_names[TK_PROFILE_MAX_LOSSES][LOSS_NAME_MAX];
 };
@@ -122,16 +141,10 @@ void tk_profile__free(struct tk_profile *p)
 	if (!p)
 		return;
 	pp = priv(p);
-	for (i = 0; i < p->nr_mappings; i++) {
-		free(p->mappings[i].file);
-		free(p->mappings[i].build_id);
-	}
 	for (i = 0; i < p->nr_functions; i++) {
 		free(p->functions[i].name);
 		free(p->functions[i].filename);
 	}
-	for (i = 0; i < p->nr_samples; i++)
-		free(p->samples[i].location_ids);
 	for (c = 0; c < p->nr_comments; c++)
 		free(p->comments[c]);
 	free(p->main_file);
@@ -142,6 +155,10 @@ void tk_profile__free(struct tk_profile *p)
 	tk_hashidx__free(&pp->mapping_idx);
 	tk_hashidx__free(&pp->function_idx);
 	tk_hashidx__free(&pp->location_idx);
+	tk_strset__free(&pp->files);
+	for (i = 0; i < pp->location_lists.nr; i++)
+		free(pp->location_lists.blocks[i]);
+	free(pp->location_lists.blocks);
 	free(pp);
 }
 
@@ -219,16 +236,14 @@ uint64_t tk_profile__mapping(struct tk_profile *p, uint64_t start, uint64_t limi
 		.offset = offset,
 		.has_functions = true,
 	};
-	err = dup_str(&m->file, file ? file : "");
-	if (!err)
-		err = dup_str(&m->build_id, build_id);
+	/* one copy of each: every process maps the same files at its own addresses */
+	m->file = tk_strset__intern(&pp->files, file ? file : "");
+	m->build_id = build_id ? tk_strset__intern(&pp->files, build_id) : NULL;
+	err = !m->file || (build_id && !m->build_id) ? -ENOMEM : 0;
 	if (!err)
 		err = tk_hashidx__add(&pp->mapping_idx, h, p->nr_mappings);
-	if (err) {
-		free(m->file);
-		free(m->build_id);
+	if (err)
 		goto fail;
-	}
 	p->nr_mappings++;
 	return m->id;
 fail:
@@ -330,12 +345,33 @@ uint64_t tk_profile__location(struct tk_profile *p, uint64_t mapping_id, uint64_
 	return k.id;
 }
 
+/* Room for @n ids: the rest of the last block, or a new one (as long as @n, when longer). */
+static uint32_t *ids_take(struct id_blocks *b, size_t n)
+{
+	uint32_t *ids;
+
+	if (!b->nr || b->used + n > ID_BLOCK) {
+		size_t len = n > ID_BLOCK ? n : ID_BLOCK;
+
+		if (tk_grow((void **)&b->blocks, &b->cap, b->nr + 1, sizeof(*b->blocks), 16))
+			return NULL;
+		ids = malloc(len * sizeof(*ids));
+		if (!ids)
+			return NULL;
+		b->blocks[b->nr++] = ids;
+		b->used = 0;
+	}
+	ids = b->blocks[b->nr - 1] + b->used;
+	b->used += n;
+	return ids;
+}
+
 int tk_profile__add_sample(struct tk_profile *p, const uint64_t *locs, uint32_t nr,
 			   const int64_t *values, uint32_t pid, uint32_t tid, const char *comm)
 {
 	struct profile_priv *pp = priv(p);
 	struct tk_sample *s;
-	uint32_t i;
+	uint32_t i, *ids;
 	int err;
 
 	if ((nr && !locs) || !values)
@@ -346,14 +382,14 @@ int tk_profile__add_sample(struct tk_profile *p, const uint64_t *locs, uint32_t 
 	err = reserve((void **)&p->samples, &pp->cap_samples, p->nr_samples, sizeof(*s));
 	if (err)
 		return err;
+	ids = nr ? ids_take(&pp->location_lists, nr) : NULL;
+	if (nr && !ids)
+		return -ENOMEM;
+	for (i = 0; i < nr; i++)
+		ids[i] = locs[i];
 	s = &p->samples[p->nr_samples];
 	memset(s, 0, sizeof(*s));
-	if (nr) {
-		s->location_ids = malloc(nr * sizeof(*locs));
-		if (!s->location_ids)
-			return -ENOMEM;
-		memcpy(s->location_ids, locs, nr * sizeof(*locs));
-	}
+	s->location_ids = ids;
 	s->nr_locations = nr;
 	for (i = 0; i < (uint32_t)p->nr_values && i < TK_PROFILE_MAX_VALUES; i++)
 		s->values[i] = values[i];

@@ -27,8 +27,8 @@ struct tk_mapping {
 	uint64_t start;		/* memory_start */
 	uint64_t limit;		/* memory_limit */
 	uint64_t offset;	/* file_offset */
-	char *file;		/* "/usr/lib/x86_64-linux-gnu/libc.so.6", "[kernel.kallsyms]" */
-	char *build_id;		/* hex, or NULL */
+	const char *file;	/* "/usr/lib/x86_64-linux-gnu/libc.so.6", "[kernel.kallsyms]" */
+	const char *build_id;	/* hex, or NULL (both the profile's, one copy of each) */
 	bool has_functions;	/* every location in it got a function name */
 };
 
@@ -47,7 +47,8 @@ struct tk_location {
 };
 
 struct tk_sample {
-	uint64_t *location_ids;	/* leaf first, as pprof */
+	const uint32_t *location_ids;	/* leaf first, as pprof; 32 bits hold any id (at
+					   most TK_HASHIDX_MAX + 1, core/hashmap.h) */
 	uint32_t nr_locations;
 	int64_t values[TK_PROFILE_MAX_VALUES];
 	uint32_t pid;
