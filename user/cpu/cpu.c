@@ -255,10 +255,19 @@ int tk_cpu__rotate(struct tk_cpu *c, bool final, struct tk_profile **out)
 
 int tk_cpu__finish(struct tk_cpu *c, struct tk_profile **out)
 {
+	struct tk_stacks *empty;
 	int err = c->be->drain(c);
 
 	*out = NULL;
-	return err ? err : tk_cpu__build_profile(c, c->start_ns, c->start_mono_ns, out);
+	if (!err)
+		err = tk_cpu__build_profile(c, c->start_ns, c->start_mono_ns, out);
+	/* the raw stacks are in the profile now: their memory goes before the outputs are written */
+	empty = err ? NULL : tk_stacks__new();
+	if (empty) {
+		tk_stacks__free(c->stacks);
+		c->stacks = empty;
+	}
+	return err;
 }
 
 void tk_cpu__free(struct tk_cpu *c)
