@@ -124,6 +124,8 @@ wait 2>/dev/null || true
 	done
 	max_rss=$(awk '$2 > m { m = $2 } END { print m + 0 }' "$OUT/rss.txt")
 	echo "tracekit RSS: start ${start_rss} KiB, end ${end_rss} KiB, highest ${max_rss} KiB"
+	entries=$(jq '.stacks | length' "$OUT/soak.json")
+	echo "  the profile: $entries distinct (pid, tid, stack) entries; growth $(((end_rss - start_rss) * 1024 / (nlong + nshort))) B a process, $(((end_rss - start_rss) * 1024 / (entries > 0 ? entries : 1))) B an entry"
 	# flat: the end within 25 % (and 8 MiB) of the start
 	if ((end_rss > start_rss * 5 / 4 && end_rss - start_rss > 8192)); then
 		echo "FAIL: RSS grew"
