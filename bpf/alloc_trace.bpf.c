@@ -35,6 +35,7 @@
 #include <bpf/bpf_tracing.h>
 #include "alloc_trace.h"
 #include "unwind.bpf.h"
+#include "proc_end.bpf.h"
 
 #define MAP_PRIVATE 0x02
 #define MAP_ANONYMOUS 0x20
@@ -50,8 +51,6 @@ const volatile __u64 wake_bytes = 0;		/* wake the reader past this much; 0: alwa
 const volatile __u64 intervals[AT_RAND_ENTRIES] = {};
 const volatile __u32 task_mm_off = 0;		/* offsetof(struct task_struct, mm) */
 const volatile __u32 mm_brk_off = 0;		/* offsetof(struct mm_struct, brk) */
-const volatile __u32 task_signal_off = 0;	/* offsetof(struct task_struct, signal) */
-const volatile __u32 signal_live_off = 0;	/* offsetof(struct signal_struct, live) */
 
 /* Written by user space once the allocator is known (possibly after load) */
 struct at_range ranges[AT_MAX_RANGES] = {};
@@ -861,25 +860,6 @@ int exec_raw(void *ctx)
 	if (unw_enabled)
 		bpf_map_delete_elem(&unw_procs, &tgid);
 	return 0;
-}
-
-/*
- * Is the exiting task its process's last? do_exit() has counted it out of
- * signal->live before this tracepoint (5.10 to 7.x). Without the offsets (no
- * kernel BTF) it cannot be told: nothing is released or pruned, and the
- * profile says so.
- */
-static __always_inline bool group_dead(void)
-{
-	void *task = (void *)bpf_get_current_task(), *sig = NULL;
-	int nr_live = 1;
-
-	if (!task_signal_off || !signal_live_off)
-		return false;
-	if (bpf_probe_read_kernel(&sig, sizeof(sig), task + task_signal_off) || !sig ||
-	    bpf_probe_read_kernel(&nr_live, sizeof(nr_live), sig + signal_live_off))
-		return false;
-	return nr_live == 0;
 }
 
 /*

@@ -28,6 +28,7 @@
 #include <bpf/bpf_helpers.h>
 #include "cpu_sample.h"
 #include "unwind.bpf.h"
+#include "proc_end.bpf.h"
 
 #define EFAULT 14
 
@@ -36,9 +37,6 @@ const volatile bool filter_cgroup = false;	/* only tasks under cgroup_map[0] */
 const volatile bool kernel_stacks = true;
 const volatile bool user_stacks = true;
 const volatile __u32 self_tgid = 0;		/* tracekit itself, never sampled */
-/* From kernel BTF, so that a process's end is seen (group_dead); 0: unknown */
-const volatile __u32 task_signal_off = 0;	/* offsetof(struct task_struct, signal) */
-const volatile __u32 signal_live_off = 0;	/* offsetof(struct signal_struct, live) */
 
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
@@ -329,24 +327,6 @@ int exec_raw(void *ctx)
 			bpf_map_delete_elem(&unw_procs, &tgid);
 	}
 	return 0;
-}
-
-/*
- * Is the exiting task its process's last? do_exit() has counted it out of
- * signal->live before this tracepoint (5.10 to 6.18). Without the offsets
- * (no kernel BTF) it cannot be told, and nothing is pruned.
- */
-static __always_inline bool group_dead(void)
-{
-	void *task = (void *)bpf_get_current_task(), *sig = NULL;
-	int live = 1;
-
-	if (!task_signal_off || !signal_live_off)
-		return false;
-	if (bpf_probe_read_kernel(&sig, sizeof(sig), task + task_signal_off) || !sig ||
-	    bpf_probe_read_kernel(&live, sizeof(live), sig + signal_live_off))
-		return false;
-	return live == 0;
 }
 
 SEC("raw_tp/sched_process_exit")
