@@ -11,7 +11,7 @@
 # 2 ms (not required to be named: ~2 samples) or 12 ms (required), alternately, two at a
 # time, as fast as they go — 100,000+ processes in 30 minutes here. Their pids go to
 # OUT/long.pids and OUT/short.pids. Figures: OUT/figures.txt (also on stdout); the
-# profile: OUT/soak.json and OUT/soak.pb.gz. Needs jq. Exit 0 when every figure is met,
+# profile: OUT/soak.json and OUT/soak.pb.gz. Needs jq and mawk. Exit 0 when every figure is met,
 # 1 when one is not (it says which), 2 on a usage or setup error.
 set -euo pipefail
 
@@ -27,7 +27,8 @@ WL=$B/workloads/cpu_short
 for f in "$TK" "$WL"; do
 	[[ -x $f ]] || { echo "soak: $f missing: run make" >&2; exit 2; }
 done
-command -v jq >/dev/null || { echo "soak: no jq (tools/install-deps.sh)" >&2; exit 2; }
+command -v jq >/dev/null && command -v mawk >/dev/null ||
+	{ echo "soak: no jq or mawk (tools/install-deps.sh)" >&2; exit 2; }
 mkdir -p "$OUT"
 rm -f "$OUT"/{long,short}.pids "$OUT"/rss.txt "$OUT"/soak.{json,pb.gz}
 
@@ -77,24 +78,31 @@ wait 2>/dev/null || true
 		echo "FAIL: no profile written ($(tail -n3 "$OUT/tracekit.err"))"
 		exit 1
 	fi
-	echo "samples: $(jq .samples "$OUT/soak.json")"
+	# the JSON of a long capture is gigabytes on one line: jq reads only what comes
+	# before "stacks", and tests/soak/stacks.awk streams the stacks
+	head -c 1048576 "$OUT/soak.json" | awk '{ i = index($0, ",\"stacks\":["); if (i) print substr($0, 1, i - 1) "}" }' >"$OUT/head.json"
+	mawk -v named=short_lived_hot -v pids="$OUT/named.all" -f tests/soak/stacks.awk \
+		"$OUT/soak.json" >"$OUT/stacks.txt"
+	entries=$(awk '$1 == "entries" { print $2 }' "$OUT/stacks.txt")
+	echo "samples: $(jq .samples "$OUT/head.json") in $entries distinct (pid, tid, stack) entries"
 	echo "losses:"
-	jq -r '.losses | to_entries[] | "  \(.key) \(.value)"' "$OUT/soak.json"
+	jq -r '.losses | to_entries[] | "  \(.key) \(.value)"' "$OUT/head.json"
 	echo "notes:"
-	jq -r '.comments[]' "$OUT/soak.json" | sed 's/^/  # /'
+	jq -r '.comments[]' "$OUT/head.json" | sed 's/^/  # /'
 	# every counter that is not 0, with its cause; one without a known cause fails the soak
 	echo "why the counters that are not 0 are:"
-	jq -r '.losses | to_entries[] | select(.value > 0) | "\(.key) \(.value)"' "$OUT/soak.json" |
+	jq -r '.losses | to_entries[] | select(.value > 0) | "\(.key) \(.value)"' "$OUT/head.json" |
 	while read -r name n; do
 		case $name in
 		truncated_stacks | unwind_depth_limit)
 			why="stacks deeper than 127 frames, cut there" ;;
 		unsymbolized_frames)
 			# counted once per frame of each distinct stack, as the counter is
-			read -r nosym unknown < <(jq -r '[.stacks[] | .frames[] | select(.kernel | not) |
-				select(.name | test("\\+0x|^\\[unknown\\]")) | (.name == "[unknown]")] |
-				"\(map(select(. | not)) | length) \(map(select(.)) | length)"' "$OUT/soak.json")
-			why="$nosym in files with no symbol for them (module+0xOFFSET: stripped binaries without debug files, such as $(jq -r '[.stacks[] | .frames[] | select(.kernel | not) | select(.name | test("\\+0x")) | .module | split("/") | last] | group_by(.) | map({ m: .[0], n: length }) | sort_by(-.n) | .[0:4] | map(.m) | join(", ")' "$OUT/soak.json")); $unknown at no known mapping ([unknown]: frame-pointer walks through code built without frame pointers, taken before the process's unwind entry was written)" ;;
+			nosym=$(awk '$1 == "nosym" { print $2 }' "$OUT/stacks.txt")
+			unknown=$(awk '$1 == "unknown" { print $2 }' "$OUT/stacks.txt")
+			mods=$(awk '$1 == "module" { print $3, $2 }' "$OUT/stacks.txt" | sort -rn | head -n4 |
+				awk '{ printf "%s%s", (NR > 1 ? ", " : ""), $2 }')
+			why="$nosym in files with no symbol for them (module+0xOFFSET: stripped binaries without debug files, such as $mods); $unknown at no known mapping ([unknown]: frame-pointer walks through code built without frame pointers, taken before the process's unwind entry was written)" ;;
 		processes_without_maps)
 			why="processes gone before /proc could be read whose image began before the capture and was never read (no MMAP2 records describe it)" ;;
 		unwind_process_unknown)
@@ -124,15 +132,13 @@ wait 2>/dev/null || true
 	done
 	max_rss=$(awk '$2 > m { m = $2 } END { print m + 0 }' "$OUT/rss.txt")
 	echo "tracekit RSS: start ${start_rss} KiB, end ${end_rss} KiB, highest ${max_rss} KiB"
-	entries=$(jq '.stacks | length' "$OUT/soak.json")
-	echo "  the profile: $entries distinct (pid, tid, stack) entries; growth $(((end_rss - start_rss) * 1024 / (nlong + nshort))) B a process, $(((end_rss - start_rss) * 1024 / (entries > 0 ? entries : 1))) B an entry"
+	echo "  growth $(((end_rss - start_rss) * 1024 / (nlong + nshort))) B a process, $(((end_rss - start_rss) * 1024 / (entries > 0 ? entries : 1))) B an entry"
 	# flat: the end within 25 % (and 8 MiB) of the start
 	if ((end_rss > start_rss * 5 / 4 && end_rss - start_rss > 8192)); then
 		echo "FAIL: RSS grew"
 	fi
 	# every 12 ms process named: a stack of its pid with short_lived_hot
-	jq -r '.stacks[] | select(any(.frames[]; .name == "short_lived_hot")) | .pid' \
-		"$OUT/soak.json" | sort -u >"$OUT/named.pids"
+	sort -u "$OUT/named.all" >"$OUT/named.pids"
 	sort -u "$OUT/long.pids" >"$OUT/long.sorted"
 	unnamed=$(comm -23 "$OUT/long.sorted" "$OUT/named.pids" | wc -l)
 	echo "12 ms processes named: $((nlong - unnamed)) of $nlong"
