@@ -698,7 +698,8 @@ static void test_sigint_writes_whole_output(void **state)
 	NEED_ROOT();
 	tk = tk_test_start_tracekit(args);
 	assert_true(tk > 0);
-	usleep(1500 * 1000);
+	/* attached: before its session is open, a SIGINT ends tracekit with nothing written */
+	assert_int_equal(tk_test_wait_attached(tk, 20000), 0);
 	kill(tk, SIGINT);
 	assert_int_equal(waitpid(tk, &status, 0), tk);
 	assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);

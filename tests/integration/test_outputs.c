@@ -335,7 +335,8 @@ static void test_sighup_writes_whole_output(void **state)
 	need_go();
 	need_workload("cpu_split");
 	tk = start_tracekit(args, NULL, false);
-	usleep(1500 * 1000);
+	/* the handlers are set once the session is open: a fresh machine's start can take seconds */
+	assert_int_equal(tk_test_wait_attached(tk, 20000), 0);
 	kill(tk, SIGHUP);
 	assert_int_equal(wait_for(tk, 15, &took), 0);
 	kill(-tk, SIGKILL);	/* the workload, which a real hangup would have ended too */
@@ -356,7 +357,7 @@ static void test_nohup_keeps_sighup_ignored(void **state)
 	NEED_ROOT();
 	need_go();
 	tk = start_tracekit(args, NULL, true);
-	usleep(1000 * 1000);
+	assert_int_equal(tk_test_wait_attached(tk, 20000), 0);
 	kill(tk, SIGHUP);
 	usleep(1000 * 1000);
 	assert_int_equal(waitpid(tk, &status, WNOHANG), 0);

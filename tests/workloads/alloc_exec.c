@@ -11,10 +11,8 @@
  * keeps them. With --child BYTES, a child then allocates that many in
  * child_site(), keeps them, exits 300 ms later, and is waited for. The
  * child is this program again, spawned (posix_spawn), not a fork of this
- * image: on Linux 6.18 a child forked after an optimized uprobe fired (the
- * in-process sampler's nop5 markers become calls of a trampoline the child
- * does not inherit) dies of SIGSEGV at its first marker call, a problem of
- * its own that this workload is not about. Half a second later
+ * image (forks under the sampler are test_alloc's test_forking_program,
+ * with Debian's perl). Half a second later
  * (a tracer reads a process's mappings through /proc when it first sees it)
  * the process execs itself. The new image allocates --after bytes (default
  * 2 MiB) in after_exec_site(), keeps them, and holds them until SIGTERM or
@@ -89,11 +87,16 @@ static NOINLINE void *child_site(size_t n)
 	return p;
 }
 
-static int usage(const char *argv0)
+static int usage(FILE *f, const char *argv0, int code)
 {
-	fprintf(stderr, "usage: %s [--before BYTES] [--after BYTES] [--child BYTES] "
-		"[--block BYTES] [-d SECONDS] [--wait-signal]\n", argv0);
-	return 2;
+	fprintf(f, "usage: %s [--before BYTES] [--after BYTES] [--child BYTES] "
+		"[--block BYTES] [-d SECONDS] [--wait-signal]\n"
+		"Once a second has passed (--wait-signal: once SIGUSR1 came), keep --before\n"
+		"bytes (default 1 MiB) in before_exec_site(); with --child, a spawned child\n"
+		"keeps --child bytes in child_site() and exits; then exec itself and keep\n"
+		"--after bytes (default 2 MiB) in after_exec_site() until SIGTERM or SIGINT,\n"
+		"or -d seconds (default 3). Exit 0; 2 on a usage error.\n", argv0);
+	return code;
 }
 
 static void wait_for(int sig, double secs)
@@ -124,6 +127,8 @@ int main(int argc, char **argv)
 	sigaddset(&set, SIGINT);
 	sigprocmask(SIG_BLOCK, &set, NULL);
 	for (k = 1; k < argc; k++) {
+		if (!strcmp(argv[k], "--help") || !strcmp(argv[k], "-h"))
+			return usage(stdout, argv[0], 0);
 		if (!strcmp(argv[k], "--wait-signal")) {
 			wait_signal = true;
 			continue;
@@ -137,7 +142,7 @@ int main(int argc, char **argv)
 			continue;
 		}
 		if (k + 1 >= argc)
-			return usage(argv[0]);
+			return usage(stderr, argv[0], 2);
 		if (!strcmp(argv[k], "--before"))
 			before = strtoul(argv[++k], NULL, 0);
 		else if (!strcmp(argv[k], "--after"))
@@ -149,10 +154,10 @@ int main(int argc, char **argv)
 		else if (!strcmp(argv[k], "-d"))
 			secs = strtod(argv[++k], NULL);
 		else
-			return usage(argv[0]);
+			return usage(stderr, argv[0], 2);
 	}
 	if (!block || secs < 0)
-		return usage(argv[0]);
+		return usage(stderr, argv[0], 2);
 
 	if (is_child) {
 		hold(child, block, child_site);
