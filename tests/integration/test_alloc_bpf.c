@@ -49,26 +49,41 @@ static void need(enum tk_cap_id id, bool root)
 	}
 }
 
-/* alloc_leak for @secs seconds leaking 32 MiB in 64 KiB blocks; its pid */
-static pid_t start_leak(int secs)
+/*
+ * Workload @name with @args (NULL-terminated, argv[0] not included), stdout
+ * to /dev/null; its pid once @settle_us have passed (past ld.so, at least).
+ */
+static pid_t start_workload(const char *name, const char *const args[], useconds_t settle_us)
 {
-	char path[512], d[16];
+	char path[512];
+	char *argv[16] = { path };
 	pid_t pid;
+	int i;
 
-	snprintf(path, sizeof(path), "%s/workloads/alloc_leak", tk_test_build_dir());
-	snprintf(d, sizeof(d), "%d", secs);
+	snprintf(path, sizeof(path), "%s/workloads/%s", tk_test_build_dir(), name);
 	if (access(path, X_OK))
 		fail_msg("%s missing: build it first", path);
+	for (i = 0; args[i] && i < 14; i++)
+		argv[i + 1] = (char *)args[i];
 	pid = fork();
 	assert_true(pid >= 0);
 	if (!pid) {
 		freopen("/dev/null", "w", stdout);
-		execl(path, path, "-d", d, "--leak-bytes", "33554432", "--leak-block", "65536",
-		      (char *)NULL);
+		execv(path, argv);
 		_exit(127);
 	}
-	usleep(200000);	/* past ld.so */
+	usleep(settle_us);
 	return pid;
+}
+
+/* alloc_leak for @secs seconds leaking 32 MiB in 64 KiB blocks; its pid */
+static pid_t start_leak(int secs)
+{
+	char d[16];
+
+	snprintf(d, sizeof(d), "%d", secs);
+	return start_workload("alloc_leak", (const char *[]){ "-d", d, "--leak-bytes", "33554432",
+			      "--leak-block", "65536", NULL }, 200000);
 }
 
 static void stop(pid_t pid)
@@ -276,22 +291,14 @@ static void realloc_pairs(enum tk_alloc_mode mode, uint64_t sbytes, double toler
 {
 	const unsigned long held = 2ul * 200 * 65536;
 	struct tk_alloc_stats st;
-	char path[512], describe[512];
+	char describe[512];
 	unsigned long got;
 	pid_t pid;
 
 	need(TK_CAP_PROG_UPROBE, true);
-	snprintf(path, sizeof(path), "%s/workloads/alloc_realloc", tk_test_build_dir());
-	if (access(path, X_OK))
-		fail_msg("%s missing: build it first", path);
-	pid = fork();
-	assert_true(pid >= 0);
-	if (!pid) {
-		freopen("/dev/null", "w", stdout);
-		execl(path, path, "-d", "3", "--wait-signal", (char *)NULL);
-		_exit(127);
-	}
-	usleep(300000);		/* past ld.so; it grows its blocks once it gets SIGUSR1 */
+	/* it grows its blocks once it gets SIGUSR1 */
+	pid = start_workload("alloc_realloc", (const char *[]){ "-d", "3", "--wait-signal", NULL },
+			     300000);
 	sample_bytes = sbytes;
 	go_signal = SIGUSR1;
 	run(pid, mode, 2.5, &st, folded, sizeof(folded), describe, sizeof(describe));
@@ -326,22 +333,13 @@ static void test_realloc_pairs_sampled(void **state)
 static void test_unknown_frees_full(void **state)
 {
 	struct tk_alloc_stats st;
-	char path[512], describe[512];
+	char describe[512];
 	pid_t pid;
 
 	need(TK_CAP_PROG_UPROBE, true);
-	snprintf(path, sizeof(path), "%s/workloads/alloc_prefree", tk_test_build_dir());
-	if (access(path, X_OK))
-		fail_msg("%s missing: build it first", path);
-	pid = fork();
-	assert_true(pid >= 0);
-	if (!pid) {
-		freopen("/dev/null", "w", stdout);
-		execl(path, path, "-n", "1000", "-w", "2500", "-d", "3", (char *)NULL);
-		_exit(127);
-	}
 	/* past ld.so and the allocations; it frees them at 2.5 s: time to attach on a busy machine */
-	usleep(300000);
+	pid = start_workload("alloc_prefree", (const char *[]){ "-n", "1000", "-w", "2500", "-d",
+			     "3", NULL }, 300000);
 	run(pid, TK_ALLOC_MODE_FULL, 3.5, &st, folded, sizeof(folded), describe, sizeof(describe));
 	stop(pid);
 	print_message("frees_of_unknown_objects %" PRIu64 "\n", loss("frees_of_unknown_objects"));
@@ -387,22 +385,14 @@ static void test_live_map_full(void **state)
 static void exec_pid(enum tk_alloc_mode mode, uint64_t sbytes, double tol)
 {
 	struct tk_alloc_stats st;
-	char path[512], describe[512];
+	char describe[512];
 	unsigned long before, after;
 	pid_t pid;
 
 	need(TK_CAP_PROG_UPROBE, true);
-	snprintf(path, sizeof(path), "%s/workloads/alloc_exec", tk_test_build_dir());
-	if (access(path, X_OK))
-		fail_msg("%s missing: build it first", path);
-	pid = fork();
-	assert_true(pid >= 0);
-	if (!pid) {
-		freopen("/dev/null", "w", stdout);
-		execl(path, path, "-d", "5", "--wait-signal", (char *)NULL);
-		_exit(127);
-	}
-	usleep(300000);		/* past ld.so; it allocates once it gets SIGUSR1 */
+	/* it allocates once it gets SIGUSR1 */
+	pid = start_workload("alloc_exec", (const char *[]){ "-d", "5", "--wait-signal", NULL },
+			     300000);
 	sample_bytes = sbytes;
 	go_signal = SIGUSR1;
 	/* 0.5 s of waiting before its exec, and time for the new image's 2 MiB */

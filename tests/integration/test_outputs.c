@@ -99,8 +99,8 @@ static pid_t start_tracekit(char *const args[], const char *err_file, bool ignor
 			if (fd >= 0)
 				dup2(fd, 2);
 		}
-		if (ignore_hup)
-			signal(SIGHUP, SIG_IGN);
+		/* as a terminal's shell starts it, whatever this test inherited (nohup) */
+		signal(SIGHUP, ignore_hup ? SIG_IGN : SIG_DFL);
 		snprintf(path, sizeof(path), "%s/tracekit", tk_test_build_dir());
 		for (i = 0; args[i] && i < 30; i++)
 			argv[i + 1] = args[i];
