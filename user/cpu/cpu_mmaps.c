@@ -18,6 +18,7 @@
 #include "core/hash.h"
 #include "core/hashmap.h"
 #include "core/fsutil.h"
+#include "core/grow.h"
 #include "core/internal.h"
 #include "proc/maps.h"
 
@@ -35,7 +36,7 @@ struct mm_map {
  */
 struct mm_image {
 	uint64_t since;			/* CLOCK_MONOTONIC ns of its fork or exec */
-	uint32_t nr, cap;
+	size_t nr, cap;
 	struct mm_map *m;
 	bool complete;			/* began during the capture: every mapping is here */
 };
@@ -109,15 +110,8 @@ static void proc_del(struct tk_cpu_mmaps *m, struct mm_proc *p)
 
 static int maps_add(struct mm_image *im, const struct mm_map *x)
 {
-	if (im->nr == im->cap) {
-		uint32_t cap = im->cap ? 2 * im->cap : 16;
-		struct mm_map *n = realloc(im->m, cap * sizeof(*n));
-
-		if (!n)
-			return -ENOMEM;
-		im->m = n;
-		im->cap = cap;
-	}
+	if (tk_grow((void **)&im->m, &im->cap, im->nr + 1, sizeof(*im->m), 16))
+		return -ENOMEM;
 	im->m[im->nr++] = *x;
 	return 0;
 }
@@ -243,7 +237,7 @@ static int on_fork(struct tk_cpu_mmaps *m, const struct perf_event_header *h)
 {
 	const struct task_body *b = (const void *)(h + 1);
 	struct mm_proc *pp, *p;
-	uint32_t i;
+	size_t i;
 
 	if (h->size < sizeof(*h) + sizeof(*b) || b->pid == b->ppid || !b->pid)
 		return 0;	/* a new thread shares its process's entry */
@@ -358,7 +352,7 @@ int tk_cpu_mmaps__give(struct tk_cpu_mmaps *m, struct tk_symbolizer *s, uint32_t
 {
 	const struct mm_image *im;
 	struct mm_proc *p;
-	uint32_t i;
+	size_t i;
 
 	/* the records of everything before the sample that made this call are in the rings */
 	tk_cpu_mmaps__read(m);

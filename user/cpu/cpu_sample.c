@@ -25,6 +25,7 @@
 #include "core/kfeat.h"
 #include "cpu_sample.skel.h"
 #include "core/fsutil.h"
+#include "core/grow.h"
 #include "core/percpu.h"
 #include "core/internal.h"
 #include "unwind/unwind_bpf.h"
@@ -44,6 +45,7 @@ struct bpf_state {
 	__u32 epoch;			/* the programs' current epoch */
 	int drain_ms;
 	int64_t next_drain_ns;		/* CLOCK_MONOTONIC */
+	useconds_t capture_delay_us;	/* TK_TEST_CAPTURE_DELAY_MS (tests): captures held back */
 };
 
 /* The parent of @pid from PID/stat, or -1. */
@@ -151,8 +153,8 @@ static int handle_event(void *ctx, void *data, size_t size)
 	if (e->type != CPU_EV_SAMPLED)
 		return 0;
 	c->processes++;
-	if (getenv("TK_TEST_CAPTURE_DELAY_MS"))	/* tests: a user space too slow for /proc */
-		usleep(atoi(getenv("TK_TEST_CAPTURE_DELAY_MS")) * 1000);
+	if (st->capture_delay_us)	/* tests: a user space too slow for /proc */
+		usleep(st->capture_delay_us);
 	err = tk_symbolizer__capture(c->sym, e->pid, e->gen);
 	/* gone already: what the MMAP2 records said of it (it needs no unwinder entry) */
 	if (err == -ESRCH && st->mmaps && !tk_cpu_mmaps__give(st->mmaps, c->sym, e->pid, e->gen, e->time)) {
@@ -212,15 +214,8 @@ struct keys {
 
 static int keys_push(struct keys *k, const void *key)
 {
-	if (k->n == k->cap) {
-		size_t cap = k->cap ? 2 * k->cap : 1024;
-		void *v = realloc(k->v, cap * k->sz);
-
-		if (!v)
-			return -ENOMEM;
-		k->v = v;
-		k->cap = cap;
-	}
+	if (tk_grow(&k->v, &k->cap, k->n + 1, k->sz, 1024))
+		return -ENOMEM;
 	memcpy((char *)k->v + k->n++ * k->sz, key, k->sz);
 	return 0;
 }
@@ -508,6 +503,8 @@ static int bpf_start(struct tk_cpu *c)
 		goto fail;
 	}
 	c->nr_cpus = nr_cpus;
+	if (getenv("TK_TEST_CAPTURE_DELAY_MS"))
+		st->capture_delay_us = atoi(getenv("TK_TEST_CAPTURE_DELAY_MS")) * 1000;
 	/*
 	 * Processes that come and go (the whole system, a command's children)
 	 * may be gone before their maps are read: the MMAP2 records keep them.
