@@ -197,6 +197,21 @@ static unsigned long leaf_sum(const char *folded, const char *leaf)
 
 static char folded[1 << 20];
 
+/*
+ * A --wait-signal workload @pid: attach (sampling every @sbytes; 0: the
+ * default), send it SIGUSR1, capture @secs into the global folded, stop it.
+ */
+static void run_signalled(pid_t pid, enum tk_alloc_mode mode, uint64_t sbytes, double secs,
+			  struct tk_alloc_stats *st, char *describe, size_t describe_sz)
+{
+	sample_bytes = sbytes;
+	go_signal = SIGUSR1;
+	run(pid, mode, secs, st, folded, sizeof(folded), describe, describe_sz);
+	go_signal = 0;
+	sample_bytes = 0;
+	stop(pid);
+}
+
 static void test_sampled(void **state)
 {
 	struct tk_alloc_stats st;
@@ -299,12 +314,7 @@ static void realloc_pairs(enum tk_alloc_mode mode, uint64_t sbytes, double toler
 	/* it grows its blocks once it gets SIGUSR1 */
 	pid = start_workload("alloc_realloc", (const char *[]){ "-d", "3", "--wait-signal", NULL },
 			     300000);
-	sample_bytes = sbytes;
-	go_signal = SIGUSR1;
-	run(pid, mode, 2.5, &st, folded, sizeof(folded), describe, sizeof(describe));
-	go_signal = 0;
-	sample_bytes = 0;
-	stop(pid);
+	run_signalled(pid, mode, sbytes, 2.5, &st, describe, sizeof(describe));
 	got = leaf_sum(folded, "realloc_site");
 	print_message("%s: %lu bytes in use at realloc_site, %lu held; live_map_full %" PRIu64
 		      ", replaced_live_objects %" PRIu64 "\n",
@@ -393,13 +403,8 @@ static void exec_pid(enum tk_alloc_mode mode, uint64_t sbytes, double tol)
 	/* it allocates once it gets SIGUSR1 */
 	pid = start_workload("alloc_exec", (const char *[]){ "-d", "5", "--wait-signal", NULL },
 			     300000);
-	sample_bytes = sbytes;
-	go_signal = SIGUSR1;
 	/* 0.5 s of waiting before its exec, and time for the new image's 2 MiB */
-	run(pid, mode, 2.5, &st, folded, sizeof(folded), describe, sizeof(describe));
-	go_signal = 0;
-	sample_bytes = 0;
-	stop(pid);
+	run_signalled(pid, mode, sbytes, 2.5, &st, describe, sizeof(describe));
 	before = leaf_sum(folded, "before_exec_site");
 	after = leaf_sum(folded, "after_exec_site");
 	print_message("exec: %lu bytes in use at before_exec_site, %lu at after_exec_site; "
