@@ -657,6 +657,26 @@ static void test_gone_before_capture_bpf(void **state)
 	/* 10 x 12 ms at 499 Hz: about 60 samples, nearly all in short_lived_hot */
 	assert_true(any > 30);
 	assert_true(named > any * 8 / 10);
+
+	/*
+	 * Debian's python3 (no frame pointers), 600 ms late: a backlog of
+	 * seconds by the end, and the records are still there when it is read
+	 */
+	snprintf(cmd, sizeof(cmd), "for i in 1 2 3 4 5; do /usr/bin/python3 -c 'x = 0\n"
+		 "for i in range(300000): x += i'; done");
+	setenv("TK_TEST_CAPTURE_DELAY_MS", "600", 1);
+	assert_int_equal(tk_test_run_tracekit(out, sizeof(out), false, args), 0);
+	unsetenv("TK_TEST_CAPTURE_DELAY_MS");
+	any = folded_sum(folded, starts_with, "python3;", &total);
+	named = folded_sum(folded, has_sub, ";_PyEval_EvalFrameDefault", &total);
+	text = slurp(json);
+	print_message("python3, captures 600 ms late: %lu samples, %lu in "
+		      "_PyEval_EvalFrameDefault, processes_without_maps %ld\n", any, named,
+		      json_num(text, "processes_without_maps"));
+	assert_int_equal(json_num(text, "processes_without_maps"), 0);
+	free(text);
+	assert_true(any > 50);
+	assert_true(named > 0);
 }
 
 /* bpf(2) denied by seccomp: the default backend falls back to perf, and says so */

@@ -23,7 +23,13 @@
 #include "proc/maps.h"
 
 #define RING_PAGES 32			/* 128 KiB per CPU: ~1 MB/s of records at 100 ms polls */
-#define GRACE_NS (2 * 1000000000LL)	/* a gone process's mappings are kept this long */
+/*
+ * A gone process's mappings are kept until the BPF ring has been read past
+ * its end (tk_cpu_mmaps__drained), however far behind user space is: its
+ * events may still be in the ring. This much after its EXIT, as the two
+ * streams are not written at the same instant.
+ */
+#define MARGIN_NS (1000000000LL)
 
 struct mm_map {
 	uint64_t start, end, pgoff;
@@ -49,13 +55,13 @@ struct mm_proc {
 	uint32_t pid;			/* key; never 0 */
 	uint8_t gone;
 	uint8_t pad[3];
-	int64_t gone_ns;		/* CLOCK_MONOTONIC of its EXIT */
+	uint64_t gone_ns;		/* CLOCK_MONOTONIC of its EXIT */
 	struct mm_image cur, prev;
 };
 
 struct gone_rec {
 	uint32_t pid;
-	int64_t when;
+	uint64_t when;
 };
 
 struct tk_cpu_mmaps {
@@ -65,6 +71,7 @@ struct tk_cpu_mmaps {
 	struct tk_hashmap procs;	/* struct mm_proc */
 	struct tk_strset paths;
 	uint64_t lost;
+	uint64_t safe_before;		/* the BPF ring is handled up to events this old */
 	/* gone processes in the order they went: a FIFO of their pids */
 	struct gone_rec *gone;
 	size_t gone_head, gone_n, gone_cap;
@@ -286,22 +293,20 @@ static int on_exit_rec(struct tk_cpu_mmaps *m, const struct perf_event_header *h
 		m->gone_head = 0;
 	}
 	p->gone = 1;
-	p->gone_ns = tk_now_ns(CLOCK_MONOTONIC);
+	p->gone_ns = b->time;
 	m->gone[(m->gone_head + m->gone_n++) % m->gone_cap] =
 		(struct gone_rec){ .pid = p->pid, .when = p->gone_ns };
 	return 0;
 }
 
-/* Forget what went more than GRACE_NS ago (and was not a pid used again since). */
+/* Forget what went before the BPF ring was last read whole (and was not a pid used again since). */
 static void prune(struct tk_cpu_mmaps *m)
 {
-	int64_t now = tk_now_ns(CLOCK_MONOTONIC);
-
 	while (m->gone_n) {
 		struct gone_rec *g = &m->gone[m->gone_head];
 		struct mm_proc *p;
 
-		if (now - g->when < GRACE_NS)
+		if (g->when + MARGIN_NS >= m->safe_before)
 			break;
 		p = proc_find(m, g->pid);
 		if (p && p->gone && p->gone_ns == g->when)
@@ -367,6 +372,25 @@ int tk_cpu_mmaps__give(struct tk_cpu_mmaps *m, struct tk_symbolizer *s, uint32_t
 		tk_symbolizer__add_mapping(s, pid, gen, im->m[i].start, im->m[i].end,
 					   im->m[i].pgoff, im->m[i].path);
 	return 0;
+}
+
+void tk_cpu_mmaps__drained(struct tk_cpu_mmaps *m, uint64_t before)
+{
+	if (m && before > m->safe_before)
+		m->safe_before = before;
+}
+
+void tk_cpu_mmaps__forget(struct tk_cpu_mmaps *m, uint32_t pid)
+{
+	struct mm_proc *p;
+
+	if (!m)
+		return;
+	tk_cpu_mmaps__read(m);
+	p = proc_find(m, pid);
+	/* its EXIT read: not a later process with the pid (whose records may be read already) */
+	if (p && p->gone)
+		proc_del(m, p);
 }
 
 uint64_t tk_cpu_mmaps__lost(const struct tk_cpu_mmaps *m)

@@ -12,9 +12,10 @@
  * events share CLOCK_MONOTONIC). A process that is gone when captured gets
  * its mappings from here.
  *
- * What is kept lives as long as the process, and two seconds more (the BPF
- * ring's event for it may still be on its way); so its size follows the
- * processes alive, not all those ever seen.
+ * What is kept lives as long as the process, and until the BPF ring has
+ * been read past its end (its events may still be on their way, however far
+ * behind user space is); so its size follows the processes alive, not all
+ * those ever seen.
  */
 #ifndef __TK_CPU_MMAPS_H
 #define __TK_CPU_MMAPS_H
@@ -40,6 +41,17 @@ int tk_cpu_mmaps__read(struct tk_cpu_mmaps *m);
  */
 int tk_cpu_mmaps__give(struct tk_cpu_mmaps *m, struct tk_symbolizer *s, uint32_t pid,
 		       uint32_t gen, uint64_t when);
+/*
+ * The BPF ring has been read whole up to its events from before @before
+ * (CLOCK_MONOTONIC ns): what went before that (and a margin) can go.
+ */
+void tk_cpu_mmaps__drained(struct tk_cpu_mmaps *m, uint64_t before);
+/*
+ * The BPF ring says @pid has ended and everything before that has been
+ * handled: its mappings can go (if its EXIT record has been read; else
+ * they go once the ring has been read past its end).
+ */
+void tk_cpu_mmaps__forget(struct tk_cpu_mmaps *m, uint32_t pid);
 /* Records the kernel could not write (ring full): PERF_RECORD_LOST totals. */
 uint64_t tk_cpu_mmaps__lost(const struct tk_cpu_mmaps *m);
 /* Processes held now: alive, or gone less than the grace time. */

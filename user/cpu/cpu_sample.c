@@ -148,6 +148,7 @@ static int handle_event(void *ctx, void *data, size_t size)
 		 * this pid writes its own after this)
 		 */
 		tk_unw_bpf__forget(st->unw, e->pid);
+		tk_cpu_mmaps__forget(st->mmaps, e->pid);
 		return 0;
 	}
 	if (e->type != CPU_EV_SAMPLED)
@@ -599,11 +600,16 @@ fail:
 static int bpf_poll(struct tk_cpu *c, int timeout_ms)
 {
 	struct bpf_state *st = c->priv;
+	int64_t t0;
 	int err;
 
 	if (st->precapture)
 		precapture(c, st);
+	t0 = tk_now_ns(CLOCK_MONOTONIC);
 	err = ring_buffer__poll(st->rb, timeout_ms);
+	/* every event from before t0 was in the ring then, and has been handled now */
+	if (err >= 0)
+		tk_cpu_mmaps__drained(st->mmaps, t0);
 	if (st->mmaps && tk_cpu_mmaps__read(st->mmaps))
 		return -ENOMEM;
 	tk_unw_bpf__retry(st->unw, c->sym);
