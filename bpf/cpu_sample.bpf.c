@@ -114,7 +114,7 @@ static __always_inline void count(enum cpu_counter c)
 }
 
 /* Tell user space; false (and counted) when the ring buffer is full. */
-static __always_inline bool emit(__u32 type, __u32 pid, __u32 gen)
+static __always_inline bool emit_ev(__u32 type, __u32 pid, __u32 gen, __u32 prev_gen)
 {
 	struct cpu_event *e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
 
@@ -125,11 +125,16 @@ static __always_inline bool emit(__u32 type, __u32 pid, __u32 gen)
 	e->type = type;
 	e->pid = pid;
 	e->gen = gen;
-	e->pad = 0;
+	e->prev_gen = prev_gen;
 	e->time = bpf_ktime_get_ns();
 	bpf_get_current_comm(e->comm, sizeof(e->comm));
 	bpf_ringbuf_submit(e, 0);
 	return true;
+}
+
+static __always_inline bool emit(__u32 type, __u32 pid, __u32 gen)
+{
+	return emit_ev(type, pid, gen, 0);
 }
 
 /* FNV-1a over the frames, 64 bits; never CPU_NO_STACK. */
@@ -299,14 +304,16 @@ static __always_inline bool tracked(__u32 tgid)
 static __always_inline void next_gen(__u32 tgid)
 {
 	struct cpu_proc *p = bpf_map_lookup_elem(&procs, &tgid);
+	__u32 prev;
 
 	/* a process never sampled has nothing to move on from */
 	if (!p)
 		return;
+	prev = p->gen;
 	p->gen = new_gen();
 	p->announced = 0;
 	p->leader_exited = 0;
-	emit(CPU_EV_EXEC, tgid, p->gen);
+	emit_ev(CPU_EV_EXEC, tgid, p->gen, prev);
 }
 /*
  * Both run in the context of the process concerned, so the ids come from

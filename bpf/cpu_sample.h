@@ -64,7 +64,7 @@ struct cpu_event {
 	__u32 type;			/* enum cpu_event_type */
 	__u32 pid;
 	__u32 gen;
-	__u32 pad;
+	__u32 prev_gen;			/* CPU_EV_EXEC: the generation it ended; else 0 */
 	__u64 time;			/* CLOCK_MONOTONIC ns (bpf_ktime_get_ns) */
 	char comm[16];
 };

@@ -17,6 +17,7 @@
 #include "cli.h"
 #include "core/json.h"
 #include "core/outfile.h"
+#include "profile/profile.h"
 
 struct cli_env env;
 
@@ -223,6 +224,40 @@ int outputs_write(struct outputs *o, const char *cmd, const struct tk_result *r,
 	return ret;
 }
 
+int outputs_rotating(const struct outputs *o, const char *cmd)
+{
+	struct stat st;
+	int i;
+
+	for (i = 0; i < o->n; i++) {
+		if (!strcmp(o->path[i], "-"))
+			return usage_error(cmd, "--rotate writes a file per period: give each -o "
+					   "a file name (not -)");
+		if (!lstat(o->path[i], &st) && !S_ISREG(st.st_mode))
+			return usage_error(cmd, "--rotate writes a file per period: '%s' is not "
+					   "a regular file", o->path[i]);
+	}
+	return 0;
+}
+
+void outputs_period(const struct outputs *o, unsigned int k, struct outputs *out,
+		    char (*names)[PATH_MAX])
+{
+	size_t n, e;
+	int i;
+
+	*out = (struct outputs){ .n = o->n, .format = o->format };
+	for (i = 0; i < o->n; i++) {
+		n = strlen(o->path[i]);
+		e = tk_format__ext_len(o->path[i]);
+		if (snprintf(names[i], PATH_MAX, "%.*s.%04u%s", (int)(n - e), o->path[i], k,
+			     o->path[i] + n - e) >= PATH_MAX)
+			names[i][0] = '\0';	/* too long: its write fails and says so */
+		out->path[i] = names[i];
+		out->fmt[i] = o->fmt[i];
+	}
+}
+
 int common_option(const char *cmd, int c, char **argv, const char *usage, struct outputs *o,
 		  long *top)
 {
@@ -300,7 +335,32 @@ struct run_ctx {
 	const struct cli_run *run;
 	bool tty;
 	bool stdout_closed;	/* an interval report met stdout's reader gone */
+	unsigned int period;	/* --rotate: periods written */
+	int period_ret;		/* --rotate: the first failed write's exit code */
 };
+
+/* --rotate: period @rc->period + 1's files from @r; its exit code (0 when written). */
+static int write_period(struct run_ctx *rc, const struct tk_result *r, double elapsed)
+{
+	char names[OUTPUTS_MAX][PATH_MAX];
+	const struct tk_profile *p = tk_result__profile(r);
+	struct outputs po;
+	int ret, i;
+
+	outputs_period(rc->run->outs, ++rc->period, &po, names);
+	ret = outputs_write(&po, rc->run->cmd, r, rc->run->top);
+	if (rc->tty)
+		fputs("\r\033[K", stderr);
+	fprintf(stderr, "tracekit: %s: period %u (to %.1f s, %.1f s long): %s", rc->run->cmd,
+		rc->period, elapsed, p ? p->duration_nanos / 1e9 : 0.0,
+		ret ? "not all written:" : "wrote");
+	for (i = 0; i < po.n; i++)
+		fprintf(stderr, " %s", po.path[i]);
+	fputc('\n', stderr);
+	if (ret && !rc->period_ret)
+		rc->period_ret = ret;
+	return ret;
+}
 
 static void status_line(struct tk_session *s, const struct cli_run *run, double elapsed,
 			bool final)
@@ -343,6 +403,11 @@ static int on_interval(struct tk_session *s, struct tk_result *r, double elapsed
 	bool files = false;
 	int err, i;
 
+	if (rc->run->rotate) {
+		write_period(rc, r, elapsed);
+		tk_result__free(r);
+		return 0;
+	}
 	if (rc->stdout_closed) {
 		tk_result__free(r);
 		return 0;
@@ -414,7 +479,13 @@ int cli_session(struct tk_session *s, const struct cli_run *run)
 			   strerror(-err));
 		goto out;
 	}
-	ret = outputs_write(run->outs, run->cmd, r, run->top);
+	if (run->rotate) {
+		clock_gettime(CLOCK_MONOTONIC, &ts);
+		write_period(&rc, r, (ts.tv_sec * 1000000000LL + ts.tv_nsec - t0) / 1e9);
+		ret = rc.period_ret;
+	} else {
+		ret = outputs_write(run->outs, run->cmd, r, run->top);
+	}
 	if (!ret && rc.stdout_closed)
 		ret = EXIT_STDOUT_CLOSED;
 out:

@@ -5,6 +5,7 @@
 
 #include <stdarg.h>
 #include <signal.h>
+#include <limits.h>
 #include <stdbool.h>
 
 #include "core/outfile.h"
@@ -78,10 +79,21 @@ void outputs_abort(struct outputs *o);
  */
 int outputs_write(struct outputs *o, const char *cmd, const struct tk_result *r, int top);
 
+/*
+ * --rotate: the -o names of period @k (from 1): "out.pb.gz" → "out.0001.pb.gz"
+ * (a name without a format extension gets ".0001" at its end), in @names.
+ * Refuses (a usage error's exit code) an output that is not a file to name:
+ * standard output, a FIFO, a device; 0 otherwise.
+ */
+int outputs_rotating(const struct outputs *o, const char *cmd);
+void outputs_period(const struct outputs *o, unsigned int k, struct outputs *out,
+		    char (*names)[PATH_MAX]);
+
 /* How a collecting command runs its session (cli_session). */
 struct cli_run {
 	const char *cmd;		/* "cpu", "alloc", "numa" */
 	double duration, interval;	/* seconds; 0: none */
+	bool rotate;			/* each interval to its own files (outputs_period) */
 	struct outputs *outs;		/* opened (outputs_open); written or aborted */
 	int top;
 	char *const *argv;		/* the command, for its exit status */

@@ -33,6 +33,11 @@ static const char usage_cpu[] =
 	"                       exits, or when every -p process has exited\n"
 	"  -i, --interval SEC   also print the top functions of each SEC-second\n"
 	"                       interval on stdout (-o files still hold the whole run)\n"
+	"      --rotate SEC     write each SEC-second period to its own -o files, the\n"
+	"                       period's number before the extension (out.pb.gz:\n"
+	"                       out.0001.pb.gz, out.0002.pb.gz, ...), each whole with\n"
+	"                       its own losses, and keep nothing of a period once it\n"
+	"                       is written: memory stays flat over hours (1 to 86400)\n"
 	"  -o, --output FILE    write FILE, whole or not at all; the format follows the\n"
 	"                       name: .pb.gz (pprof), .folded, .svg, .json, .txt;\n"
 	"                       repeat -o for several files from the same capture\n"
@@ -55,13 +60,14 @@ static const char usage_cpu[] =
 
 int cmd_cpu(int argc, char **argv)
 {
-	enum { OPT_CGROUP = 256, OPT_BACKEND, OPT_KONLY, OPT_UONLY };
+	enum { OPT_CGROUP = 256, OPT_BACKEND, OPT_KONLY, OPT_UONLY, OPT_ROTATE };
 	static const struct option opts[] = {
 		{ "pid", required_argument, NULL, 'p' },
 		{ "cgroup", required_argument, NULL, OPT_CGROUP },
 		{ "freq", required_argument, NULL, 'F' },
 		{ "duration", required_argument, NULL, 'd' },
 		{ "interval", required_argument, NULL, 'i' },
+		{ "rotate", required_argument, NULL, OPT_ROTATE },
 		{ "backend", required_argument, NULL, OPT_BACKEND },
 		{ "kernel-only", no_argument, NULL, OPT_KONLY },
 		{ "user-only", no_argument, NULL, OPT_UONLY },
@@ -73,7 +79,7 @@ int cmd_cpu(int argc, char **argv)
 	struct tk_session_opts sopts = { .sz = TK_OPTS_SZ(tk_session_opts), .log = cli_log };
 	struct cli_run run = { .cmd = "cpu" };
 	struct outputs outs = {};
-	double interval = 0;
+	double interval = 0, rotate = 0;
 	long duration = 0, top = 20, v;
 	struct tk_session *s;
 	char why[512];
@@ -111,6 +117,11 @@ int cmd_cpu(int argc, char **argv)
 				return usage_error("cpu", "invalid interval '%s' (0.1 to 86400 s)",
 						   optarg);
 			break;
+		case OPT_ROTATE:
+			if (parse_seconds(optarg, 1, 86400, &rotate))
+				return usage_error("cpu", "invalid rotation period '%s' (1 to 86400 s)",
+						   optarg);
+			break;
 		case OPT_BACKEND:
 			if (!strcmp(optarg, "auto"))
 				copts.backend = TK_BACKEND_NONE;
@@ -139,8 +150,15 @@ int cmd_cpu(int argc, char **argv)
 		return usage_error("cpu", "--kernel-only and --user-only exclude each other");
 	copts.unwind = env.unwind;
 	copts.unwind_mem = env.unwind_mem;
+	if (rotate && interval)
+		return usage_error("cpu", "--rotate and -i exclude each other");
+	if (rotate && !outs.n)
+		return usage_error("cpu", "--rotate needs -o FILE: each period goes to its own files");
 	if ((err = outputs_resolve(&outs, "cpu")))
 		return err;
+	if (rotate && (err = outputs_rotating(&outs, "cpu")))
+		return err;
+	copts.periods_only = rotate > 0;
 	if (optind < argc && copts.nr_pids)
 		return usage_error("cpu", "-p and a command exclude each other");
 	if (optind < argc)
@@ -161,7 +179,8 @@ int cmd_cpu(int argc, char **argv)
 		return fail(EXIT_FAILURE, "cpu: %s", why[0] ? why : strerror(err));
 	}
 	run.duration = duration;
-	run.interval = interval;
+	run.interval = rotate ? rotate : interval;
+	run.rotate = rotate > 0;
 	run.outs = &outs;
 	run.top = top;
 	run.argv = sopts.argv;

@@ -31,6 +31,14 @@ struct tk_cpu_opts {
 	const char *proc_root;		/* default "/proc" */
 	enum tk_unwind_mode unwind;	/* user stacks: CFI where possible (auto), fp, cfi */
 	size_t unwind_mem;		/* bytes for unwind tables; 0: the default (16 MiB) */
+	/*
+	 * Each interval's result (tk_run_opts.interval_ms, tk_session__rotate)
+	 * holds only that interval, nothing of it is kept after it, and the
+	 * processes that ended are forgotten a period later: memory stays flat
+	 * over any duration. The final result is then the last interval, not
+	 * the whole run.
+	 */
+	bool periods_only;
 };
 
 struct tk_cpu_stats {

@@ -495,8 +495,8 @@ static int cmp_long(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
-/* Distinct "pid" values of a JSON profile's stacks. */
-static unsigned long json_distinct_pids(const char *json)
+/* The distinct "pid" values of a JSON profile's stacks, sorted, malloc'ed; their count in *@n. */
+static long *json_pids(const char *json, size_t *n)
 {
 	size_t nr = 0, cap = 1024, i, distinct = 0;
 	long *pids = malloc(cap * sizeof(*pids));
@@ -512,9 +512,19 @@ static unsigned long json_distinct_pids(const char *json)
 	}
 	qsort(pids, nr, sizeof(*pids), cmp_long);
 	for (i = 0; i < nr; i++)
-		distinct += !i || pids[i] != pids[i - 1];
-	free(pids);
-	return distinct;
+		if (!i || pids[i] != pids[i - 1])
+			pids[distinct++] = pids[i];
+	*n = distinct;
+	return pids;
+}
+
+/* Distinct "pid" values of a JSON profile's stacks. */
+static unsigned long json_distinct_pids(const char *json)
+{
+	size_t n;
+
+	free(json_pids(json, &n));
+	return n;
 }
 
 /*
@@ -679,6 +689,94 @@ static void test_gone_before_capture_bpf(void **state)
 	assert_true(named > 0);
 }
 
+/* How many of the sorted sets @a and @b share. */
+static size_t common(const long *a, size_t na, const long *b, size_t nb)
+{
+	size_t i = 0, j = 0, n = 0;
+
+	while (i < na && j < nb) {
+		if (a[i] == b[j]) {
+			n++;
+			i++;
+			j++;
+		} else if (a[i] < b[j]) {
+			i++;
+		} else {
+			j++;
+		}
+	}
+	return n;
+}
+
+/*
+ * --rotate 1: 700 children of 10 ms, two at a time, over about 4 s. Each
+ * period's file holds that period only: a child (it lives 10 ms) is in one
+ * period or two neighbours, never in periods two apart, as it would be if
+ * a file held the run so far. Nearly every child is named in some period.
+ * And the session forgets the children that ended: the last period's note
+ * says it holds the names of the last two periods' processes, not the run's.
+ */
+static void check_rotate(const char *backend)
+{
+	const char *base = path_in_tmp("rot.json");
+	char *args[] = { "cpu", "--backend", (char *)backend, "-F", "199", "--rotate", "1", "-o",
+			 (char *)base, "--", (char *)tk_test_workload("cpu_forks"), "-n", "700",
+			 "-j", "2", "-m", "10", NULL };
+	long *pids[64];
+	size_t n[64], nfiles = 0, all = 0, apart = 0, i, j;
+	unsigned long held = 0, forgotten = 0;
+	char name[PATH_MAX], *text = NULL, *note;
+
+	assert_int_equal(tk_test_run_tracekit(out, sizeof(out), false, args), 0);
+	/* the unnumbered name is never written */
+	assert_int_equal(access(base, F_OK), -1);
+	for (nfiles = 0; nfiles < 64; nfiles++) {
+		snprintf(name, sizeof(name), "%s/rot.%04zu.json", tmpdir, nfiles + 1);
+		if (access(name, F_OK))
+			break;
+		free(text);
+		text = slurp(name);
+		pids[nfiles] = json_pids(text, &n[nfiles]);
+		all += n[nfiles];
+		assert_int_equal(json_num(text, "stack_map_full"), 0);
+		unlink(name);
+	}
+	assert_non_null(text);
+	note = strstr(text, "names held for ");
+	assert_non_null(note);
+	assert_int_equal(sscanf(note, "names held for %lu processes, %lu ended ones forgotten",
+				&held, &forgotten), 2);
+	free(text);
+	for (i = 0; i < nfiles; i++)
+		for (j = i + 2; j < nfiles; j++)
+			apart += common(pids[i], n[i], pids[j], n[j]);
+	print_message("%s: %zu periods, %zu (period, pid) pairs; in periods two apart: %zu; "
+		      "the last period: names held for %lu processes, %lu forgotten\n", backend,
+		      nfiles, all, apart, held, forgotten);
+	assert_true(nfiles >= 3);
+	/* every child but the few the 10 ms did not catch, each at most twice */
+	assert_true(all >= 500 && all <= 2 * 701);
+	/* only cpu_forks itself lives through the periods */
+	assert_true(apart <= (nfiles - 2) * (nfiles - 1) / 2);
+	/* what is held is two periods' processes (the last two, ended), not the run's */
+	assert_true(held <= 3 * all / nfiles + 16);
+	assert_true(forgotten + held >= all * 9 / 10);
+	for (i = 0; i < nfiles; i++)
+		free(pids[i]);
+}
+
+static void test_rotate_bpf(void **state)
+{
+	NEED_ROOT();
+	check_rotate("bpf");
+}
+
+static void test_rotate_perf(void **state)
+{
+	NEED_ROOT();
+	check_rotate("perf");
+}
+
 /* bpf(2) denied by seccomp: the default backend falls back to perf, and says so */
 static void test_fallback_under_seccomp(void **state)
 {
@@ -738,7 +836,18 @@ static void test_cli_errors(void **state)
 	char *no_such_pid[] = { "cpu", "-p", "2147483646", "-d", "1", NULL };
 	char *no_such_cmd[] = { "cpu", "-d", "5", "--", "/nonexistent/command", NULL };
 	char *bad_cgroup[] = { "cpu", "--cgroup", "/tmp", "-d", "1", NULL };
+	/* --rotate names files: none given, stdout, a FIFO's kind; a bad period; with -i */
+	char *rot_no_o[] = { "cpu", "--rotate", "5", "-d", "1", NULL };
+	char *rot_stdout[] = { "cpu", "--rotate", "5", "-o", "-", "-d", "1", NULL };
+	char *rot_dev[] = { "cpu", "--rotate", "5", "-o", "/dev/null", "-d", "1", NULL };
+	char *rot_zero[] = { "cpu", "--rotate", "0", "-o", "x.json", "-d", "1", NULL };
+	char *rot_and_i[] = { "cpu", "--rotate", "2", "-i", "1", "-o", "x.json", "-d", "1", NULL };
 
+	assert_int_equal(tk_test_run_tracekit(out, sizeof(out), false, rot_no_o), 2);
+	assert_int_equal(tk_test_run_tracekit(out, sizeof(out), false, rot_stdout), 2);
+	assert_int_equal(tk_test_run_tracekit(out, sizeof(out), false, rot_dev), 2);
+	assert_int_equal(tk_test_run_tracekit(out, sizeof(out), false, rot_zero), 2);
+	assert_int_equal(tk_test_run_tracekit(out, sizeof(out), false, rot_and_i), 2);
 	assert_int_equal(tk_test_run_tracekit(out, sizeof(out), false, bad_fmt), 2);
 	assert_int_equal(tk_test_run_tracekit(out, sizeof(out), false, bad_freq), 2);
 	assert_int_equal(tk_test_run_tracekit(out, sizeof(out), false, both), 2);
@@ -787,6 +896,8 @@ int main(void)
 		cmocka_unit_test(test_follow_map_full_bpf),
 		cmocka_unit_test(test_drained_maps_bpf),
 		cmocka_unit_test(test_gone_before_capture_bpf),
+		cmocka_unit_test(test_rotate_bpf),
+		cmocka_unit_test(test_rotate_perf),
 		cmocka_unit_test(test_fallback_under_seccomp),
 		cmocka_unit_test(test_sigint_writes_whole_output),
 	};

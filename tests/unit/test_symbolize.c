@@ -675,6 +675,57 @@ static void test_add_mapping(void **state)
 	tk_symbolizer__free(s);
 }
 
+/*
+ * Ended processes go at a prune, and only those queued before its mark:
+ * the others, and the files' indexes, stay. A process retired twice, or
+ * never added, drops nothing.
+ */
+static void test_retire_prune(void **state)
+{
+	struct tk_symbolizer *s = sym_new(NULL, NULL);
+	struct tk_symbolizer_stats st;
+	char path[PATH_MAX];
+	struct tk_sym_frame f;
+	uint64_t mark;
+	uint32_t pid;
+
+	workload("sym_target", path, sizeof(path));
+	for (pid = 1000; pid < 1010; pid++)
+		assert_int_equal(tk_symbolizer__add_mapping(s, pid, 7, 0x400000, 0x401000, 0, path),
+				 0);
+	tk_symbolizer__stats(s, &st);
+	assert_int_equal(st.procs_held, 10);
+	assert_int_equal(tk_symbolizer__retired(s), 0);
+	/* 1000..1003 end; 1003 twice; 4242 was never there */
+	for (pid = 1000; pid < 1004; pid++)
+		assert_int_equal(tk_symbolizer__retire(s, pid, 7), 0);
+	assert_int_equal(tk_symbolizer__retire(s, 1003, 7), 0);
+	assert_int_equal(tk_symbolizer__retire(s, 4242, 0), 0);
+	mark = tk_symbolizer__retired(s);
+	assert_int_equal(mark, 6);
+	/* queued after the mark: stays at this prune */
+	assert_int_equal(tk_symbolizer__retire(s, 1004, 7), 0);
+	/* the lookup cache points at one that goes */
+	assert_int_equal(tk_symbolizer__user(s, 1002, 7, 0x400010, &f) == -ESRCH, false);
+	assert_int_equal(tk_symbolizer__prune(s, mark), 4);
+	tk_symbolizer__stats(s, &st);
+	assert_int_equal(st.procs_held, 6);
+	assert_int_equal(st.procs_pruned, 4);
+	assert_int_equal(tk_symbolizer__user(s, 1002, 7, 0x400010, &f), -ESRCH);
+	assert_int_equal(tk_symbolizer__user(s, 1000, 7, 0x400010, &f), -ESRCH);
+	assert_int_not_equal(tk_symbolizer__user(s, 1004, 7, 0x400010, &f), -ESRCH);
+	assert_int_not_equal(tk_symbolizer__user(s, 1009, 7, 0x400010, &f), -ESRCH);
+	assert_non_null(f.module);
+	assert_string_equal(f.module, path);
+	/* an old mark again: nothing; then the rest of the queue */
+	assert_int_equal(tk_symbolizer__prune(s, mark), 0);
+	assert_int_equal(tk_symbolizer__prune(s, tk_symbolizer__retired(s)), 1);
+	assert_int_equal(tk_symbolizer__user(s, 1004, 7, 0x400010, &f), -ESRCH);
+	tk_symbolizer__stats(s, &st);
+	assert_int_equal(st.procs_held, 5);
+	tk_symbolizer__free(s);
+}
+
 /* The executable segment of @path: its file offset and virtual address, page-aligned. */
 static void exec_segment(const char *path, uint64_t *offset, uint64_t *vaddr, uint64_t *size)
 {
@@ -946,6 +997,7 @@ int main(void)
 		cmocka_unit_test(test_self_libc_and_vdso),
 		cmocka_unit_test(test_timings),
 		cmocka_unit_test(test_add_mapping),
+		cmocka_unit_test(test_retire_prune),
 		cmocka_unit_test(test_fixture_maps),
 		cmocka_unit_test(test_profile_build),
 	};

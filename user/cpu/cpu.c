@@ -85,6 +85,7 @@ int tk_cpu__open(const struct tk_cpu_opts *opts, const struct tk_caps *caps, str
 	if (!c->opts.freq_hz)
 		c->opts.freq_hz = 99;
 	c->be = backend == TK_BACKEND_BPF ? &tk_cpu_backend_bpf : &tk_cpu_backend_perf;
+	c->periods_only = c->opts.periods_only;
 	c->stacks = tk_stacks__new();
 	sopts.proc_root = c->opts.proc_root;
 	sopts.unwind_tables = c->opts.unwind != TK_UNWIND_FP && !c->opts.kernel_only;
@@ -130,7 +131,8 @@ const char *tk_cpu__backend(const struct tk_cpu *c)
 
 /* The profile of table @t with the loss and unwinder counters @losses and @unw. */
 static int build(struct tk_cpu *c, const struct tk_stacks *t, uint64_t *losses, const uint64_t *unw,
-		 int64_t start_real_ns, int64_t start_mono_ns, struct tk_profile **out)
+		 int64_t start_real_ns, int64_t start_mono_ns, int64_t end_mono_ns,
+		 uint64_t from_records, struct tk_profile **out)
 {
 	uint64_t unsymbolized = 0;
 	struct tk_profile *p;
@@ -141,7 +143,7 @@ static int build(struct tk_cpu *c, const struct tk_stacks *t, uint64_t *losses, 
 	if (!p)
 		return -ENOMEM;
 	p->time_nanos = start_real_ns;
-	p->duration_nanos = tk_now_ns(CLOCK_MONOTONIC) - start_mono_ns;
+	p->duration_nanos = (end_mono_ns ? end_mono_ns : tk_now_ns(CLOCK_MONOTONIC)) - start_mono_ns;
 	/* the profiled program's file first in pprof ("File:"), as it was when captured */
 	if (c->opts.nr_pids && tk_symbolizer__exe(c->sym, c->opts.pids[0]))
 		err = tk_profile__set_main_file(p, tk_symbolizer__exe(c->sym, c->opts.pids[0]));
@@ -174,10 +176,18 @@ static int build(struct tk_cpu *c, const struct tk_stacks *t, uint64_t *losses, 
 		tk_profile__add_comment(p, "%s", c->kernel_note);
 	if (c->mmaps_note[0])
 		tk_profile__add_comment(p, "%s", c->mmaps_note);
-	if (c->maps_from_records)
+	if (c->maps_from_records > from_records)
 		tk_profile__add_comment(p, "%" PRIu64 " processes were gone before their maps could "
 					"be read: named from the kernel's MMAP2 records",
-					c->maps_from_records);
+					c->maps_from_records - from_records);
+	if (c->periods_only) {
+		struct tk_symbolizer_stats ss;
+
+		tk_symbolizer__stats(c->sym, &ss);
+		tk_profile__add_comment(p, "a period of a rotating capture: names held for %" PRIu64
+					" processes, %" PRIu64 " ended ones forgotten so far",
+					ss.procs_held, ss.procs_pruned);
+	}
 	*out = p;
 	return 0;
 }
@@ -185,14 +195,59 @@ static int build(struct tk_cpu *c, const struct tk_stacks *t, uint64_t *losses, 
 int tk_cpu__build_profile(struct tk_cpu *c, int64_t start_real_ns, int64_t start_mono_ns,
 			  struct tk_profile **out)
 {
-	int err = build(c, c->stacks, c->losses, c->unwind, start_real_ns, start_mono_ns, out);
-
-	return err;
+	return build(c, c->stacks, c->losses, c->unwind, start_real_ns, start_mono_ns, 0, 0, out);
 }
 
 static uint64_t grew(uint64_t now, uint64_t before)
 {
 	return now > before ? now - before : 0;
+}
+
+void tk_cpu__ended(struct tk_cpu *c, uint32_t pid, uint32_t gen)
+{
+	/* a run that keeps everything symbolizes everything at the end */
+	if (c->periods_only)
+		tk_symbolizer__retire(c->sym, pid, gen);
+}
+
+/*
+ * periods_only: the period is what c->stacks holds after the cut, built and
+ * then forgotten. The processes that ended before the previous cut go from
+ * the symbolizer now: a whole period later, no sample of theirs can still
+ * be on its way (a perf ring read behind another, a BPF program writing
+ * as the epoch moved). So what the session holds is two periods' processes
+ * and the live ones, however long it runs.
+ */
+static int rotate_period(struct tk_cpu *c, bool final, int64_t from_real, int64_t from_mono,
+			 int64_t end_mono, struct tk_profile **out)
+{
+	uint64_t losses[TK_LOSS__COUNT], unw[UNW_CNT__COUNT], mark;
+	struct tk_stacks *fresh = tk_stacks__new();
+	int err, i;
+
+	/* no memory: nothing is cut, and the next period also holds this one's samples */
+	if (!fresh)
+		return -ENOMEM;
+	err = final ? c->be->drain(c) : c->be->cut ? c->be->cut(c) : 0;
+	if (err) {
+		tk_stacks__free(fresh);
+		return err;
+	}
+	mark = tk_symbolizer__retired(c->sym);
+	for (i = 0; i < TK_LOSS__COUNT; i++)
+		losses[i] = grew(c->losses[i], c->rot_losses[i]);
+	for (i = 0; i < UNW_CNT__COUNT; i++)
+		unw[i] = grew(c->unwind[i], c->rot_unwind[i]);
+	err = build(c, c->stacks, losses, unw, from_real, from_mono, end_mono, c->rot_records, out);
+	if (err) {
+		tk_stacks__free(fresh);
+		return err;
+	}
+	tk_symbolizer__prune(c->sym, c->rot_mark);
+	c->rot_mark = mark;
+	tk_stacks__free(c->stacks);
+	c->stacks = fresh;
+	return 1;
 }
 
 int tk_cpu__rotate(struct tk_cpu *c, bool final, struct tk_profile **out)
@@ -203,13 +258,22 @@ int tk_cpu__rotate(struct tk_cpu *c, bool final, struct tk_profile **out)
 	int err, i;
 
 	*out = NULL;
+	from_real = c->rotated ? c->rot_real_ns : c->start_ns;
+	from_mono = c->rotated ? c->rot_mono_ns : c->start_mono_ns;
+	if (c->periods_only) {
+		/* the cut is where this period ends and the next one starts */
+		now_real = tk_now_ns(CLOCK_REALTIME);
+		now_mono = tk_now_ns(CLOCK_MONOTONIC);
+		err = rotate_period(c, final, from_real, from_mono, now_mono, out);
+		if (err <= 0)
+			return err;
+		goto next;
+	}
 	err = final ? c->be->drain(c) : c->be->collect ? c->be->collect(c) : 0;
 	if (err)
 		return err;
 	now_real = tk_now_ns(CLOCK_REALTIME);
 	now_mono = tk_now_ns(CLOCK_MONOTONIC);
-	from_real = c->rotated ? c->rot_real_ns : c->start_ns;
-	from_mono = c->rotated ? c->rot_mono_ns : c->start_mono_ns;
 	iv = tk_stacks__new();
 	if (!iv)
 		return -ENOMEM;
@@ -219,34 +283,25 @@ int tk_cpu__rotate(struct tk_cpu *c, bool final, struct tk_profile **out)
 	for (i = 0; i < UNW_CNT__COUNT; i++)
 		unw[i] = grew(c->unwind[i], c->rot_unwind[i]);
 	if (!err)
-		err = build(c, iv, losses, unw, from_real, from_mono, out);
+		err = build(c, iv, losses, unw, from_real, from_mono, 0, c->rot_records, out);
 	tk_stacks__free(iv);
 	if (err)
 		return err;
 
 	/* where the next interval starts */
-	if (c->periods_only && !c->be->collect) {
-		/* the backend adds into c->stacks as it goes: start it afresh */
-		copy = tk_stacks__new();
-		if (!copy)
-			return 0;	/* this period is out; the next one continues from here */
-		tk_stacks__free(c->stacks);
-		c->stacks = copy;
-		tk_stacks__free(c->rot_prev);
-		c->rot_prev = NULL;
-	} else {
-		copy = tk_stacks__new();
-		if (copy && tk_stacks__add_diff(copy, c->stacks, NULL)) {
-			tk_stacks__free(copy);
-			copy = NULL;
-		}
-		if (!copy)
-			return 0;	/* the next interval will also hold this one's samples */
-		tk_stacks__free(c->rot_prev);
-		c->rot_prev = copy;
+	copy = tk_stacks__new();
+	if (copy && tk_stacks__add_diff(copy, c->stacks, NULL)) {
+		tk_stacks__free(copy);
+		copy = NULL;
 	}
+	if (!copy)
+		return 0;	/* the next interval will also hold this one's samples */
+	tk_stacks__free(c->rot_prev);
+	c->rot_prev = copy;
+next:
 	memcpy(c->rot_losses, c->losses, sizeof(c->rot_losses));
 	memcpy(c->rot_unwind, c->unwind, sizeof(c->rot_unwind));
+	c->rot_records = c->maps_from_records;
 	c->rot_real_ns = now_real;
 	c->rot_mono_ns = now_mono;
 	c->rotated = true;

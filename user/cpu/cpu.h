@@ -79,6 +79,12 @@ struct tk_cpu_backend {
 	 * is always up to date.
 	 */
 	int (*collect)(struct tk_cpu *c);
+	/*
+	 * periods_only: without stopping, make c->stacks hold exactly what came
+	 * since the previous cut (or the start), and begin the next period
+	 * empty; NULL when c->stacks is always up to date (the caller replaces it).
+	 */
+	int (*cut)(struct tk_cpu *c);
 	void (*free)(struct tk_cpu *c);
 };
 
@@ -114,7 +120,17 @@ struct tk_cpu {
 	uint64_t rot_losses[TK_LOSS__COUNT];
 	uint64_t rot_unwind[UNW_CNT__COUNT];
 	int64_t rot_real_ns, rot_mono_ns;
+	uint64_t rot_records;			/* maps_from_records then */
+	uint64_t rot_mark;			/* periods_only: the symbolizer's mark at the
+						   previous cut (tk_symbolizer__retired) */
 };
+
+/*
+ * The backends: (@pid, @gen) has ended (exit, or exec into a new generation),
+ * every sample of it is read or on its way. With periods_only its symbolizer
+ * state goes after the next period but one is built (tk_cpu__rotate).
+ */
+void tk_cpu__ended(struct tk_cpu *c, uint32_t pid, uint32_t gen);
 
 /* Online CPUs from /sys/devices/system/cpu/online into @cpus; the count or -errno. */
 int tk_online_cpus(int *cpus, int max);

@@ -149,6 +149,11 @@ static int handle_event(void *ctx, void *data, size_t size)
 		 */
 		tk_unw_bpf__forget(st->unw, e->pid);
 		tk_cpu_mmaps__forget(st->mmaps, e->pid);
+		tk_cpu__ended(c, e->pid, e->gen);
+		return 0;
+	}
+	if (e->type == CPU_EV_EXEC) {
+		tk_cpu__ended(c, e->pid, e->prev_gen);
 		return 0;
 	}
 	if (e->type != CPU_EV_SAMPLED)
@@ -655,6 +660,44 @@ static int bpf_collect(struct tk_cpu *c)
 	return 0;
 }
 
+static bool epoch_not_current(const struct bpf_state *st, __u32 ep, bool all)
+{
+	return all || ep != st->epoch;
+}
+
+/*
+ * A period ends (periods_only): the events so far are handled, the epoch
+ * moves on, and every epoch before the new one goes into the period's
+ * table. A sample that read the old epoch just before it moved is given
+ * a millisecond to finish writing; one still slower stays in the maps and
+ * goes with the next period's drains (its stack, if deleted first, is
+ * counted in stacks_missing_at_drain).
+ */
+static int bpf_cut(struct tk_cpu *c)
+{
+	struct bpf_state *st = c->priv;
+	struct tk_stacks *next = tk_stacks__new();
+	int err;
+
+	if (!next)
+		return -ENOMEM;
+	ring_buffer__consume(st->rb);
+	st->epoch++;
+	*(volatile __u32 *)&st->skel->bss->epoch = st->epoch;
+	usleep(1000);
+	st->next_drain_ns = tk_now_ns(CLOCK_MONOTONIC) + st->drain_ms * 1000000LL;
+	err = walk_counts(c, st, st->drained, epoch_not_current, false, true);
+	read_counters(c, st);
+	if (err) {
+		tk_stacks__free(next);
+		return err;
+	}
+	tk_stacks__free(c->stacks);
+	c->stacks = st->drained;
+	st->drained = next;
+	return 0;
+}
+
 static int bpf_drain(struct tk_cpu *c)
 {
 	struct bpf_state *st = c->priv;
@@ -684,6 +727,7 @@ const struct tk_cpu_backend tk_cpu_backend_bpf = {
 	.poll = bpf_poll,
 	.drain = bpf_drain,
 	.collect = bpf_collect,
+	.cut = bpf_cut,
 	.free = bpf_free,
 };
 

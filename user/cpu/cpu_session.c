@@ -49,9 +49,11 @@ static int cpu_rotate(struct tk_session *s, bool final, struct tk_result *r)
 {
 	struct tk_cpu *c = s->coll;
 
-	/* the whole run at the end, whatever intervals were taken */
-	if (final)
+	/* the whole run at the end, whatever intervals were taken; or its last period */
+	if (final && !c->periods_only)
 		return tk_cpu__finish(c, &r->profile);
+	if (final)
+		return tk_cpu__rotate(c, true, &r->profile);
 	return tk_cpu__rotate(c, false, &r->profile);
 }
 

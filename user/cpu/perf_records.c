@@ -459,8 +459,11 @@ static int on_comm(struct tk_perf_records *st, const struct perf_event_header *h
 	p = tab_get(&st->procs, b->pid, &fresh);
 	if (!p)
 		return -ENOMEM;
-	if (!fresh)
+	if (!fresh) {
+		if (p->flags & P_RESOLVED)
+			tk_cpu__ended(st->c, p->pid, p->gen);
 		p->gen++;
+	}
 	p->flags &= ~(P_RESOLVED | P_UNW);
 	maplist_put(p->maps);
 	p->maps = maplist_new(true);
@@ -533,6 +536,8 @@ static int on_exit_rec(struct tk_perf_records *st, const struct perf_event_heade
 	maplist_put(p->maps);
 	p->maps = NULL;
 	unw_proc_drop(st, p);
+	if (p->flags & P_RESOLVED)
+		tk_cpu__ended(st->c, p->pid, p->gen);
 	/* keep the entry (and its gen) only when a reuse of the pid must not collide */
 	if (!(p->flags & P_EVER))
 		tab_del(&st->procs, b->pid);

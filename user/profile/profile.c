@@ -670,25 +670,41 @@ int tk_format__parse(const char *name, enum tk_format *fmt)
 	return -EINVAL;
 }
 
-int tk_format__from_path(const char *path, enum tk_format *fmt)
+/* The index in extensions[] of @path's extension, or -1. */
+static int path_ext(const char *path)
 {
 	const char *base;
 	size_t i, n, e;
 
 	if (!path)
-		return -EINVAL;
+		return -1;
 	base = strrchr(path, '/');
 	base = base ? base + 1 : path;
 	n = strlen(base);
 	for (i = 0; i < sizeof(extensions) / sizeof(extensions[0]); i++) {
 		e = strlen(extensions[i].ext);
 		/* a name that is only the extension (".svg") names no format */
-		if (n > e && strcasecmp(base + n - e, extensions[i].ext) == 0) {
-			*fmt = extensions[i].fmt;
-			return 0;
-		}
+		if (n > e && strcasecmp(base + n - e, extensions[i].ext) == 0)
+			return i;
 	}
-	return -EINVAL;
+	return -1;
+}
+
+int tk_format__from_path(const char *path, enum tk_format *fmt)
+{
+	int i = path_ext(path);
+
+	if (i < 0)
+		return -EINVAL;
+	*fmt = extensions[i].fmt;
+	return 0;
+}
+
+size_t tk_format__ext_len(const char *path)
+{
+	int i = path_ext(path);
+
+	return i < 0 ? 0 : strlen(extensions[i].ext);
 }
 
 int tk_profile__write(const struct tk_profile *p, enum tk_format fmt, FILE *f)

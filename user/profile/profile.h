@@ -94,6 +94,9 @@ struct tk_profile {
 						   first (pprof's "File:"); NULL: none */
 };
 
+/* The length of the format extension @path ends with (".pb.gz": 6), 0 when none. */
+size_t tk_format__ext_len(const char *path);
+
 /* ---- building (profile.c) ------------------------------------------------------ */
 
 /*

@@ -16,6 +16,7 @@
 
 #include "core/hash.h"
 #include "core/hashmap.h"
+#include "core/grow.h"
 #include "sym/symbolize.h"
 #include "sym/symbolize_int.h"
 #include "sym/symbolize_state.h"
@@ -89,6 +90,7 @@ void tk_symbolizer__free(struct tk_symbolizer *s)
 		free(pe->p);
 	}
 	tk_hashmap__free(&s->procs);
+	free(s->retired);
 	tk_symbolizer__free_files(s);
 	tk_strset__free(&s->strings);
 	tk_ksyms__free(s->ksyms);
@@ -258,6 +260,66 @@ void tk_symbolizer__stats(const struct tk_symbolizer *s, struct tk_symbolizer_st
 	size_t i = 0;
 
 	*st = s->st;
-	while ((pe = tk_hashmap__next(&s->procs, &i)))
+	st->procs_held = 0;
+	while ((pe = tk_hashmap__next(&s->procs, &i))) {
 		tk_symbolizer__jit_stats(pe->p, st);
+		st->procs_held++;
+	}
+}
+
+/* ---- ending processes ----------------------------------------------------------------- */
+
+int tk_symbolizer__retire(struct tk_symbolizer *s, uint32_t pid, uint32_t gen)
+{
+	if (tk_grow((void **)&s->retired, &s->cap_retired, s->nr_retired + 1,
+		    sizeof(*s->retired), 64))
+		return -ENOMEM;
+	s->retired[s->nr_retired].pid = pid;
+	s->retired[s->nr_retired].gen = gen;
+	s->nr_retired++;
+	return 0;
+}
+
+uint64_t tk_symbolizer__retired(const struct tk_symbolizer *s)
+{
+	return s->retired_base + s->nr_retired;
+}
+
+/* Drop (@pid, @gen): what its perf map counted stays in the totals. */
+static bool drop_proc(struct tk_symbolizer *s, uint32_t pid, uint32_t gen)
+{
+	struct proc_key k = { pid, gen };
+	struct proc_ent *pe;
+	struct sym_proc *p;
+
+	pe = tk_hashmap__find(&s->procs, hash_proc(pid, gen), proc_match, NULL, &k);
+	if (!pe)
+		return false;
+	p = pe->p;
+	tk_hashmap__del(&s->procs, pe);
+	if (s->last == p)
+		s->last = NULL;
+	tk_symbolizer__jit_stats(p, &s->st);
+	tk_symbolizer__free_jit(p);
+	free(p->maps);
+	free(p);
+	return true;
+}
+
+size_t tk_symbolizer__prune(struct tk_symbolizer *s, uint64_t mark)
+{
+	size_t i, n, dropped = 0;
+
+	if (mark <= s->retired_base)
+		return 0;
+	n = mark - s->retired_base;
+	if (n > s->nr_retired)
+		n = s->nr_retired;
+	for (i = 0; i < n; i++)
+		dropped += drop_proc(s, s->retired[i].pid, s->retired[i].gen);
+	memmove(s->retired, s->retired + n, (s->nr_retired - n) * sizeof(*s->retired));
+	s->nr_retired -= n;
+	s->retired_base += n;
+	s->st.procs_pruned += dropped;
+	return dropped;
 }

@@ -115,8 +115,27 @@ struct tk_symbolizer_stats {
 	uint64_t jit_entries;		/* their names in use */
 	uint64_t jit_bad_lines;		/* their lines skipped: garbage, too long, too many */
 	uint64_t jit_overlapping;	/* their entries dropped for a later one overlapping */
+	uint64_t procs_held;		/* (pid, gen) pairs held now */
+	uint64_t procs_pruned;		/* ended ones dropped (tk_symbolizer__prune) */
 };
 void tk_symbolizer__stats(const struct tk_symbolizer *s, struct tk_symbolizer_stats *st);
+
+/*
+ * Ending processes. A long capture that forgets its results period by
+ * period must also forget the processes that ended: @pid's generation @gen
+ * has ended (exit, or exec into a newer one) and is queued. The caller
+ * takes a mark (tk_symbolizer__retired) once every sample of what was
+ * queued so far has been symbolized, or will never be, and later drops
+ * what was queued before the mark (tk_symbolizer__prune): its mappings,
+ * its perf map. The files' indexes stay, shared by every process. A
+ * lookup of a dropped process finds nothing (-ESRCH).
+ * retire: 0 or -ENOMEM (the process is then kept).
+ */
+int tk_symbolizer__retire(struct tk_symbolizer *s, uint32_t pid, uint32_t gen);
+/* A mark: how many have been queued so far, since the symbolizer was made. */
+uint64_t tk_symbolizer__retired(const struct tk_symbolizer *s);
+/* Drop every process queued before @mark; returns how many were held and went. */
+size_t tk_symbolizer__prune(struct tk_symbolizer *s, uint64_t mark);
 
 /*
  * 0 when kernel frames can be named; -EPERM when kallsyms shows every address

@@ -91,6 +91,10 @@ struct tk_symbolizer {
 	bool ksyms_tried;
 	bool unwind;			/* build unwind rows with each index */
 	struct tk_symbolizer_stats st;
+	/* ended processes, dropped by tk_symbolizer__prune: queue[i] is retirement base + i */
+	struct proc_key_q { uint32_t pid, gen; } *retired;
+	size_t nr_retired, cap_retired;
+	uint64_t retired_base;
 };
 
 /* symbolize.c: the process (@pid, @gen), made empty when missing; NULL: no memory. */
