@@ -7,6 +7,12 @@
 #
 #   tests/soak/soak.sh [MINUTES] [OUT]     (as root, after make; default 30 minutes)
 #
+# The capture rotates (--rotate SOAK_ROTATE seconds, default 60): a profile a period,
+# OUT/soak.NNNN.json and .pb.gz, as a long capture is meant to run; SOAK_ROTATE=0 takes
+# one profile of the whole run instead (its memory grows with every process it holds).
+# RSS is flat when its end is within 25 % (or 8 MiB) of what it was once two periods
+# had passed (from then on the session holds two periods' processes, no more).
+#
 # The load: one spawner after another runs build/workloads/cpu_short with a burn of
 # 2 ms (not required to be named: ~2 samples) or 12 ms (required), alternately, two at a
 # time, as fast as they go — 100,000+ processes in 30 minutes here. Their pids go to
@@ -18,11 +24,13 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 MIN=${1:-30}
 OUT=${2:-build/soak}
+ROT=${SOAK_ROTATE:-60}
 B=${TK_BUILD_DIR:-build}
 TK=$B/tracekit
 WL=$B/workloads/cpu_short
 
 [[ $MIN =~ ^[0-9]+$ && $MIN -gt 0 ]] || { echo "soak: MINUTES must be a positive number" >&2; exit 2; }
+[[ $ROT =~ ^[0-9]+$ ]] || { echo "soak: SOAK_ROTATE must be a number of seconds" >&2; exit 2; }
 [[ $(id -u) -eq 0 ]] || { echo "soak: run as root (a whole-system capture)" >&2; exit 2; }
 for f in "$TK" "$WL"; do
 	[[ -x $f ]] || { echo "soak: $f missing: run make" >&2; exit 2; }
@@ -30,11 +38,14 @@ done
 command -v jq >/dev/null && command -v mawk >/dev/null ||
 	{ echo "soak: no jq or mawk (tools/install-deps.sh)" >&2; exit 2; }
 mkdir -p "$OUT"
-rm -f "$OUT"/{long,short}.pids "$OUT"/rss.txt "$OUT"/soak.{json,pb.gz}
+rm -f "$OUT"/{long,short}.pids "$OUT"/rss.txt "$OUT"/soak.json "$OUT"/soak.pb.gz \
+	"$OUT"/soak.[0-9]*.json "$OUT"/soak.[0-9]*.pb.gz
 
 secs=$((MIN * 60))
-"$TK" cpu -F 999 -d "$secs" -o "$OUT/soak.json" -o "$OUT/soak.pb.gz" >"$OUT/tracekit.out" \
-	2>"$OUT/tracekit.err" &
+rotate=()
+((ROT > 0)) && rotate=(--rotate "$ROT")
+"$TK" cpu -F 999 -d "$secs" "${rotate[@]}" -o "$OUT/soak.json" -o "$OUT/soak.pb.gz" \
+	>"$OUT/tracekit.out" 2>"$OUT/tracekit.err" &
 tk=$!
 sleep 5	# attached, tables built
 rss() { awk '/^VmRSS:/ { print $2 }' "/proc/$1/status" 2>/dev/null || echo 0; }
@@ -74,20 +85,36 @@ wait 2>/dev/null || true
 	nlong=$(wc -l <"$OUT/long.pids")
 	nshort=$(wc -l <"$OUT/short.pids")
 	echo "soak: $MIN min whole-system at 999 Hz; $((nlong + nshort)) processes ($nlong of 12 ms, $nshort of 2 ms)"
-	if [[ ! -s $OUT/soak.json ]]; then
+	if ((ROT > 0)); then
+		files=("$OUT"/soak.[0-9]*.json)
+	else
+		files=("$OUT/soak.json")
+	fi
+	if [[ ! -s ${files[0]} ]]; then
 		echo "FAIL: no profile written ($(tail -n3 "$OUT/tracekit.err"))"
 		exit 1
 	fi
 	# the JSON of a long capture is gigabytes on one line: jq reads only what comes
 	# before "stacks", and tests/soak/stacks.awk streams the stacks
-	head -c 1048576 "$OUT/soak.json" | awk '{ i = index($0, ",\"stacks\":["); if (i) print substr($0, 1, i - 1) "}" }' >"$OUT/head.json"
+	: >"$OUT/heads.json"
+	for f in "${files[@]}"; do
+		head -c 1048576 "$f" | awk '{ i = index($0, ",\"stacks\":["); if (i) print substr($0, 1, i - 1) "}" }' >>"$OUT/heads.json"
+	done
+	# the periods' counters added up, their notes as the last period has them
+	jq -s '{ samples: (map(.samples) | add), periods: length,
+		 losses: (reduce (.[].losses | to_entries[]) as $e ({}; .[$e.key] += $e.value)),
+		 comments: .[-1].comments,
+		 from_records: (map(.comments[] | capture("^(?<n>[0-9]+) processes were gone") | .n | tonumber) | add // 0) }' \
+		"$OUT/heads.json" >"$OUT/head.json"
 	mawk -v named=short_lived_hot -v pids="$OUT/named.all" -f tests/soak/stacks.awk \
-		"$OUT/soak.json" >"$OUT/stacks.txt"
+		"${files[@]}" >"$OUT/stacks.txt"
 	entries=$(awk '$1 == "entries" { print $2 }' "$OUT/stacks.txt")
-	echo "samples: $(jq .samples "$OUT/head.json") in $entries distinct (pid, tid, stack) entries"
+	echo "profiles: ${#files[@]} ($( ((ROT > 0)) && echo "a period of $ROT s each" || echo "the whole run"))"
+	echo "samples: $(jq .samples "$OUT/head.json") in $entries distinct (pid, tid, stack) entries (summed over the periods)"
+	echo "processes named from MMAP2 records (gone before /proc could be read): $(jq .from_records "$OUT/head.json")"
 	echo "losses:"
 	jq -r '.losses | to_entries[] | "  \(.key) \(.value)"' "$OUT/head.json"
-	echo "notes:"
+	echo "notes (of the last profile):"
 	jq -r '.comments[]' "$OUT/head.json" | sed 's/^/  # /'
 	# every counter that is not 0, with its cause; one without a known cause fails the soak
 	echo "why the counters that are not 0 are:"
@@ -131,10 +158,15 @@ wait 2>/dev/null || true
 		fi
 	done
 	max_rss=$(awk '$2 > m { m = $2 } END { print m + 0 }' "$OUT/rss.txt")
-	echo "tracekit RSS: start ${start_rss} KiB, end ${end_rss} KiB, highest ${max_rss} KiB"
-	echo "  growth $(((end_rss - start_rss) * 1024 / (nlong + nshort))) B a process, $(((end_rss - start_rss) * 1024 / (entries > 0 ? entries : 1))) B an entry"
-	# flat: the end within 25 % (and 8 MiB) of the start
-	if ((end_rss > start_rss * 5 / 4 && end_rss - start_rss > 8192)); then
+	# warm: two periods in (the whole run: the first minute, when the unwind tables are built)
+	warm_at=$(( ROT > 0 ? 2 * ROT : 60 ))
+	warm_rss=$(awk -v t="$warm_at" '$1 >= t { print $2; exit }' "$OUT/rss.txt")
+	warm_rss=${warm_rss:-$end_rss}
+	echo "tracekit RSS: ${start_rss} KiB at 5 s, ${warm_rss} KiB at ${warm_at} s, ${end_rss} KiB at the end, highest ${max_rss} KiB"
+	echo "  RSS every 30 s (KiB): $(awk '{ printf "%s%s", (NR > 1 ? " " : ""), $2 }' "$OUT/rss.txt")"
+	echo "  growth after ${warm_at} s: $(((end_rss - warm_rss) * 1024 / (nlong + nshort))) B a process, $(((end_rss - warm_rss) * 1024 / (entries > 0 ? entries : 1))) B an entry"
+	# flat: the end within 25 % (and 8 MiB) of the warm figure
+	if ((end_rss > warm_rss * 5 / 4 && end_rss - warm_rss > 8192)); then
 		echo "FAIL: RSS grew"
 	fi
 	# every 12 ms process named: a stack of its pid with short_lived_hot

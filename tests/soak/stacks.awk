@@ -1,9 +1,9 @@
-# One record per entry of a JSON profile's "stacks" (RS: {"pid":), streamed: the file
+# One record per entry of the JSON profiles' "stacks" (RS: {"pid":), streamed: the file
 # of a long capture is gigabytes, one line. Prints "entries N", "nosym N", "unknown N",
 # "module NAME N" (files of module+0xOFFSET frames), and the pids with a frame named
 # NAMED into PIDS.
 BEGIN { RS = "[{]\"pid\":" }
-NR == 1 { next }
+FNR == 1 { next }
 {
 	entries++
 	pid = $0; sub(/,.*/, "", pid)
