@@ -37,6 +37,11 @@ const volatile bool filter_cgroup = false;	/* only tasks under cgroup_map[0] */
 const volatile bool kernel_stacks = true;
 const volatile bool user_stacks = true;
 const volatile __u32 self_tgid = 0;		/* tracekit itself, never sampled */
+/* off-CPU time (off_switch, loaded only when asked): offsets from the kernel's BTF */
+const volatile __u64 off_cpu_min_ns = 0;	/* shorter waits: counted without stacks */
+const volatile __u32 task_pid_off = 0;		/* offsetof(struct task_struct, pid) */
+const volatile __u32 task_state_off = 0;	/* __state (5.14+) or state */
+const volatile bool switch_has_state = false;	/* sched_switch passes prev_state (5.18+) */
 
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
@@ -100,6 +105,23 @@ struct {
 	__uint(max_entries, 256 * 1024);
 } events SEC(".maps");
 
+/* Threads switched out, by tid: what their wait is counted under, and since when */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 16384);
+	__type(key, __u32);
+	__type(value, struct cpu_off_start);
+} offstart SEC(".maps");
+
+/* Off-CPU time per (pid, tid, gen, stacks, epoch, state) */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__uint(max_entries, 65536);
+	__type(key, struct cpu_key);
+	__type(value, struct cpu_off_val);
+} offcounts SEC(".maps");
+
 __u64 counters[CPU_MAX_CPUS][CPU_CNT__COUNT] = {};
 /* Written by user space (the mmap'ed .bss) at every drain interval */
 __u32 epoch = 0;
@@ -153,7 +175,7 @@ static __always_inline __u64 hash_stack(const struct cpu_stack *st)
 }
 
 /* Take one stack into the stacks map; its hash, or CPU_NO_STACK with *flags set. */
-static __always_inline __u64 take_stack(struct bpf_perf_event_data *ctx, void *stacks,
+static __always_inline __u64 take_stack(void *ctx, const void *uregs, void *stacks,
 					__u64 get_flags, __u32 lost_flag, __u32 trunc_flag,
 					__u32 *flags, __u32 gen, __u32 ep)
 {
@@ -167,7 +189,8 @@ static __always_inline __u64 take_stack(struct bpf_perf_event_data *ctx, void *s
 	if (unw_enabled && (get_flags & BPF_F_USER_STACK)) {
 		__u32 miss;
 
-		n = unw_get_user_stack(&ctx->regs, true, 0, 0, st->ips, CPU_MAX_FRAMES, &miss);
+		/* @uregs: the sample's registers; NULL: the task's own user registers */
+		n = unw_get_user_stack(uregs, uregs != NULL, 0, 0, st->ips, CPU_MAX_FRAMES, &miss);
 		if (miss)
 			emit(CPU_EV_UNWIND_MISS, bpf_get_current_pid_tgid() >> 32, gen);
 	} else {
@@ -272,11 +295,12 @@ int cpu_sample(struct bpf_perf_event_data *ctx)
 	key.epoch = *(volatile __u32 *)&epoch;
 	bpf_get_current_comm(key.comm, sizeof(key.comm));
 	if (kernel_stacks)
-		key.kstack = take_stack(ctx, &kstacks, 0, CPU_KSTACK_LOST, CPU_KSTACK_TRUNCATED,
-					&key.flags, key.gen, key.epoch);
+		key.kstack = take_stack(ctx, &ctx->regs, &kstacks, 0, CPU_KSTACK_LOST,
+					CPU_KSTACK_TRUNCATED, &key.flags, key.gen, key.epoch);
 	if (user_stacks)
-		key.ustack = take_stack(ctx, &ustacks, BPF_F_USER_STACK, CPU_USTACK_LOST,
-					CPU_USTACK_TRUNCATED, &key.flags, key.gen, key.epoch);
+		key.ustack = take_stack(ctx, &ctx->regs, &ustacks, BPF_F_USER_STACK,
+					CPU_USTACK_LOST, CPU_USTACK_TRUNCATED, &key.flags, key.gen,
+					key.epoch);
 
 	val = bpf_map_lookup_elem(&counts, &key);
 	if (val) {
@@ -375,4 +399,119 @@ int exit_raw(void *ctx)
 		emit(CPU_EV_GONE, tgid, p->gen);
 	return 0;
 }
+/* ---- off-CPU time: where threads wait ----------------------------------------------- */
+
+/* How the switched-out task left: sched_switch's preempt and prev_state (or prev's state). */
+static __always_inline __u32 off_state(__u64 *ctx)
+{
+	__u64 state = 0;
+
+	if (ctx[0])
+		return CPU_OFF_RUNNABLE;	/* preempted: still runnable */
+	if (switch_has_state)
+		state = (__u32)ctx[3];
+	else
+		bpf_probe_read_kernel(&state, sizeof(__u32),
+				      (const void *)(ctx[1] + (task_state_off & 0xffff)));
+	state &= 0xffffffff;
+	if (state == 0)
+		return CPU_OFF_RUNNABLE;	/* a yield */
+	if ((state & 0x0002) && !(state & 0x0400))	/* TASK_UNINTERRUPTIBLE, not TASK_IDLE */
+		return CPU_OFF_UNINTERRUPTIBLE;
+	if (state & 0x0401)				/* TASK_INTERRUPTIBLE, TASK_IDLE */
+		return CPU_OFF_SLEEPING;
+	return CPU_OFF_OTHER;
+}
+
+/* The current task leaves the CPU: its stacks now, its wait counted when it comes back. */
+static __always_inline void switch_out(__u64 *ctx, __u32 tgid, __u32 tid, __u64 now)
+{
+	struct cpu_off_start v = {};
+
+	/* TASK_DEAD: its last switch, no wait follows */
+	if (!ctx[0] && !switch_has_state) {
+		__u32 st = 0;
+
+		bpf_probe_read_kernel(&st, sizeof(st),
+				      (const void *)(ctx[1] + (task_state_off & 0xffff)));
+		if (st & 0x0080)
+			return;
+	} else if (!ctx[0] && ((__u32)ctx[3] & 0x0080)) {
+		return;
+	}
+	count(CPU_CNT_OFF_SWITCHES);
+	v.key.pid = tgid;
+	v.key.tid = tid;
+	v.key.gen = proc_gen(tgid, tid);
+	v.key.epoch = *(volatile __u32 *)&epoch;
+	v.key.state = off_state(ctx);
+	bpf_get_current_comm(v.key.comm, sizeof(v.key.comm));
+	if (kernel_stacks)
+		v.key.kstack = take_stack(ctx, NULL, &kstacks, 0, CPU_KSTACK_LOST,
+					  CPU_KSTACK_TRUNCATED, &v.key.flags, v.key.gen,
+					  v.key.epoch);
+	if (user_stacks)
+		v.key.ustack = take_stack(ctx, NULL, &ustacks, BPF_F_USER_STACK, CPU_USTACK_LOST,
+					  CPU_USTACK_TRUNCATED, &v.key.flags, v.key.gen,
+					  v.key.epoch);
+	v.ts = now;
+	if (bpf_map_update_elem(&offstart, &tid, &v, BPF_ANY))
+		count(CPU_CNT_OFF_START_FULL);
+}
+
+/* Thread @tid comes back: the wait since its switch-out, under the key taken then. */
+static __always_inline void switch_in(__u32 tid, __u64 now)
+{
+	struct cpu_off_start *s = bpf_map_lookup_elem(&offstart, &tid);
+	struct cpu_off_val one = { .n = 1 }, *val;
+	struct cpu_key key;
+	__u64 ns;
+
+	if (!s)
+		return;
+	ns = now > s->ts ? now - s->ts : 0;
+	key = s->key;
+	bpf_map_delete_elem(&offstart, &tid);
+	if (ns < off_cpu_min_ns) {
+		/* counted, not hidden: under the thread, without stacks */
+		count(CPU_CNT_OFF_SHORT);
+		key.kstack = CPU_NO_STACK;
+		key.ustack = CPU_NO_STACK;
+		key.flags = 0;
+		key.state |= CPU_OFF_SHORT;
+	}
+	one.ns = ns;
+	val = bpf_map_lookup_elem(&offcounts, &key);
+	if (!val && bpf_map_update_elem(&offcounts, &key, &one, BPF_NOEXIST) == 0)
+		return;
+	if (!val)
+		val = bpf_map_lookup_elem(&offcounts, &key);
+	if (!val) {
+		count(CPU_CNT_OFF_COUNT_FULL);
+		return;
+	}
+	__sync_fetch_and_add(&val->ns, ns);
+	__sync_fetch_and_add(&val->n, 1);
+}
+
+/*
+ * sched_switch(bool preempt, struct task_struct *prev, struct task_struct *next
+ * [, unsigned int prev_state]): the current task is prev. The scope filters
+ * apply at switch-out; a thread comes back only if it was let out.
+ */
+SEC("?raw_tp/sched_switch")
+int off_switch(__u64 *ctx)
+{
+	__u64 now = bpf_ktime_get_ns(), id = bpf_get_current_pid_tgid();
+	__u32 tgid = id >> 32, tid = (__u32)id, ntid = 0;
+
+	if (tid && tgid != self_tgid && (!filter_pids || bpf_map_lookup_elem(&pids, &tgid)) &&
+	    (!filter_cgroup || bpf_current_task_under_cgroup(&cgroup_map, 0) == 1))
+		switch_out(ctx, tgid, tid, now);
+	bpf_probe_read_kernel(&ntid, sizeof(ntid), (const void *)(ctx[2] + (task_pid_off & 0xffff)));
+	if (ntid)
+		switch_in(ntid, now);
+	return 0;
+}
+
 char LICENSE[] SEC("license") = "Dual BSD/GPL";

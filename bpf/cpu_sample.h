@@ -43,7 +43,31 @@ struct cpu_key {
 	__u64 ustack;
 	char comm[16];
 	__u32 epoch;			/* the stacks' epoch too (struct cpu_stack_key) */
-	__u32 pad;
+	__u32 state;			/* off-CPU counts: enum cpu_off_state; samples: 0 */
+};
+
+/*
+ * Off-CPU time (off_switch): how a thread left the CPU. Preempted (or a
+ * yield) leaves it runnable; sleeping is an interruptible wait (and a kernel
+ * thread's idle wait); uninterruptible is D state (disk, some locks).
+ */
+enum cpu_off_state {
+	CPU_OFF_RUNNABLE = 1,
+	CPU_OFF_SLEEPING,
+	CPU_OFF_UNINTERRUPTIBLE,
+	CPU_OFF_OTHER,			/* stopped, traced, parked */
+	CPU_OFF_SHORT = 8,		/* or'ed: waits under off_cpu_min_ns, without stacks */
+};
+
+/* A thread switched out: its key (stacks taken then) and when. */
+struct cpu_off_start {
+	struct cpu_key key;
+	__u64 ts;			/* bpf_ktime_get_ns */
+};
+
+struct cpu_off_val {
+	__u64 ns;
+	__u64 n;			/* waits */
 };
 
 struct cpu_proc {
@@ -90,6 +114,10 @@ enum cpu_counter {
 	CPU_CNT_PROC_MAP_FULL,		/* no room to track a process: samples keep gen 0 */
 	CPU_CNT_STACK_ERRORS,
 	CPU_CNT_TRUNCATED,
+	CPU_CNT_OFF_SWITCHES,		/* switch-outs of profiled threads */
+	CPU_CNT_OFF_START_FULL,		/* no room to remember a switch-out: its wait is lost */
+	CPU_CNT_OFF_COUNT_FULL,		/* no room to count a wait: lost */
+	CPU_CNT_OFF_SHORT,		/* waits under off_cpu_min_ns: counted without stacks */
 	CPU_CNT__COUNT,
 };
 

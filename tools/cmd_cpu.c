@@ -45,6 +45,14 @@ static const char usage_cpu[] =
 	"                       of a single -o, or what goes to stdout)\n"
 	"      --json           the same as --format json (errors are JSON too)\n"
 	"      --backend B      auto (default), bpf or perf\n"
+	"      --off-cpu        also the time threads spend switched out, under their\n"
+	"                       stacks when they left and how (preempted, sleeping,\n"
+	"                       uninterruptible): pprof sample types off_cpu and\n"
+	"                       off_cpu_count, label thread_state (bpf backend)\n"
+	"      --off-cpu-min USEC  waits shorter than USEC microseconds are counted\n"
+	"                       per thread without stacks (default 0: every wait)\n"
+	"      --view VIEW      cpu (default) or off-cpu: what the text, folded, SVG\n"
+	"                       and JSON counts show, and pprof's default sample type\n"
 	"      --kernel-only    kernel stacks only\n"
 	"      --user-only      user stacks only\n"
 	CLI_UNWIND_USAGE
@@ -60,7 +68,8 @@ static const char usage_cpu[] =
 
 int cmd_cpu(int argc, char **argv)
 {
-	enum { OPT_CGROUP = 256, OPT_BACKEND, OPT_KONLY, OPT_UONLY, OPT_ROTATE };
+	enum { OPT_CGROUP = 256, OPT_BACKEND, OPT_KONLY, OPT_UONLY, OPT_ROTATE, OPT_OFF_CPU,
+	       OPT_OFF_CPU_MIN, OPT_VIEW };
 	static const struct option opts[] = {
 		{ "pid", required_argument, NULL, 'p' },
 		{ "cgroup", required_argument, NULL, OPT_CGROUP },
@@ -68,6 +77,9 @@ int cmd_cpu(int argc, char **argv)
 		{ "duration", required_argument, NULL, 'd' },
 		{ "interval", required_argument, NULL, 'i' },
 		{ "rotate", required_argument, NULL, OPT_ROTATE },
+		{ "off-cpu", no_argument, NULL, OPT_OFF_CPU },
+		{ "off-cpu-min", required_argument, NULL, OPT_OFF_CPU_MIN },
+		{ "view", required_argument, NULL, OPT_VIEW },
 		{ "backend", required_argument, NULL, OPT_BACKEND },
 		{ "kernel-only", no_argument, NULL, OPT_KONLY },
 		{ "user-only", no_argument, NULL, OPT_UONLY },
@@ -80,6 +92,7 @@ int cmd_cpu(int argc, char **argv)
 	struct cli_run run = { .cmd = "cpu" };
 	struct outputs outs = {};
 	double interval = 0, rotate = 0;
+	bool min_given = false, view_given = false;
 	long duration = 0, top = 20, v;
 	struct tk_session *s;
 	char why[512];
@@ -122,6 +135,25 @@ int cmd_cpu(int argc, char **argv)
 				return usage_error("cpu", "invalid rotation period '%s' (1 to 86400 s)",
 						   optarg);
 			break;
+		case OPT_OFF_CPU:
+			copts.off_cpu = true;
+			break;
+		case OPT_OFF_CPU_MIN:
+			if (parse_long(optarg, 0, 60000000, &v))
+				return usage_error("cpu", "invalid --off-cpu-min '%s' (0 to 60000000 "
+						   "microseconds)", optarg);
+			copts.off_cpu_min_ns = (uint64_t)v * 1000;
+			min_given = true;
+			break;
+		case OPT_VIEW:
+			if (!strcmp(optarg, "cpu"))
+				copts.view_off_cpu = false;
+			else if (!strcmp(optarg, "off-cpu"))
+				copts.view_off_cpu = true;
+			else
+				return usage_error("cpu", "invalid view '%s' (cpu, off-cpu)", optarg);
+			view_given = true;
+			break;
 		case OPT_BACKEND:
 			if (!strcmp(optarg, "auto"))
 				copts.backend = TK_BACKEND_NONE;
@@ -150,6 +182,8 @@ int cmd_cpu(int argc, char **argv)
 		return usage_error("cpu", "--kernel-only and --user-only exclude each other");
 	copts.unwind = env.unwind;
 	copts.unwind_mem = env.unwind_mem;
+	if ((min_given || view_given) && !copts.off_cpu)
+		return usage_error("cpu", "--off-cpu-min and --view go with --off-cpu");
 	if (rotate && interval)
 		return usage_error("cpu", "--rotate and -i exclude each other");
 	if (rotate && !outs.n)

@@ -39,6 +39,16 @@ struct tk_cpu_opts {
 	 * the whole run.
 	 */
 	bool periods_only;
+	/*
+	 * Off-CPU time beside the samples: each thread's time switched out, under
+	 * its stacks when it left and how it left (preempted, sleeping,
+	 * uninterruptible), as the sample types off_cpu/nanoseconds and
+	 * off_cpu_count/count. Waits under off_cpu_min_ns are counted per
+	 * thread without stacks. bpf backend: sched_switch, kernel BTF needed.
+	 */
+	bool off_cpu;
+	uint64_t off_cpu_min_ns;
+	bool view_off_cpu;		/* the profile's default sample type is off_cpu */
 };
 
 struct tk_cpu_stats {

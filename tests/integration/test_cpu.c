@@ -777,6 +777,164 @@ static void test_rotate_perf(void **state)
 	check_rotate("perf");
 }
 
+/* Off-CPU sums of a JSON profile's stacks, by the functions they pass through. */
+struct off_sums {
+	double off_long, off_short, off_vfork;	/* off_cpu ns (off_vfork: under libc's vfork) */
+	double main_thread;			/* off_cpu ns of the main thread (tid == pid) */
+	unsigned long spin_samples;		/* on-CPU samples under on_spin */
+	double long_not_sleeping;		/* off_cpu ns of off_long not labelled sleeping */
+	unsigned long vfork_not_d;		/* vfork entries not labelled uninterruptible */
+	unsigned long broken_chains;		/* off_long/off_short entries without main */
+	unsigned long entries;
+};
+
+static void off_sum_json(const char *json, struct off_sums *o)
+{
+	const char *p = strstr(json, "\"stacks\":"), *next, *lng;
+	long main_pid;
+
+	memset(o, 0, sizeof(*o));
+	assert_non_null(p);
+	/* the workload's own process: off_long waits there only (vfork children come and go) */
+	lng = strstr(p, "\"name\":\"off_long\"");
+	assert_non_null(lng);
+	while (lng > p && strncmp(lng, "{\"pid\":", 7))
+		lng--;
+	main_pid = strtol(lng + 7, NULL, 10);
+	for (p = strstr(p, "{\"pid\":"); p; p = next) {
+		long pid = strtol(p + 7, NULL, 10), tid = json_num(p, "tid");
+		const char *v = strstr(p, "\"values\":[");
+		double val[4] = { 0 };
+		size_t len;
+		char *e;
+		int k;
+
+		next = strstr(p + 1, "{\"pid\":");
+		len = next ? (size_t)(next - p) : strlen(p);
+		e = strndup(p, len);
+		assert_non_null(e);
+		assert_non_null(v);
+		v += 10;
+		for (k = 0; k < 4; k++) {
+			val[k] = strtod(v, (char **)&v);
+			if (*v == ',')
+				v++;
+		}
+		o->entries++;
+		if (strstr(e, "\"name\":\"on_spin\""))
+			o->spin_samples += (unsigned long)val[0];
+		if (pid != main_pid) {
+			free(e);
+			continue;
+		}
+		if (val[2] > 0 && pid == tid)
+			o->main_thread += val[2];
+		if (strstr(e, "\"name\":\"off_long\"")) {
+			o->off_long += val[2];
+			/* preempted in off_long's own instructions, between its sleeps */
+			if (!strstr(e, "\"thread_state\":\"sleeping\""))
+				o->long_not_sleeping += val[2];
+		}
+		if (strstr(e, "\"name\":\"off_short\""))
+			o->off_short += val[2];
+		if ((strstr(e, "\"name\":\"off_long\"") || strstr(e, "\"name\":\"off_short\"")) &&
+		    !strstr(e, "\"name\":\"main\""))
+			o->broken_chains++;
+		/* glibc's vfork keeps its return address in a register: off_vfork is not seen */
+		if (strstr(e, "\"name\":\"vfork\"")) {
+			o->off_vfork += val[2];
+			o->vfork_not_d += !strstr(e, "\"thread_state\":\"uninterruptible\"");
+		}
+		free(e);
+	}
+}
+
+/*
+ * --off-cpu: the main thread of cpu_offcpu waits 30 ms in off_long and
+ * 10 ms in off_short in turn (3 s) while its other thread spins. In one
+ * file: the off-CPU split 0.75 within 0.05, every wait's chain whole to
+ * main through Debian's libc (no frame pointers there), the main thread's
+ * off-CPU total its wall time within 10 %, the spinner in the on-CPU
+ * samples, the waits labelled sleeping; go tool pprof reads off_cpu.
+ */
+static void test_off_cpu_bpf(void **state)
+{
+	const char *json = path_in_tmp("off.json"), *pb = path_in_tmp("off.pb.gz");
+	char *args[] = { "cpu", "--backend", "bpf", "-F", "199", "--off-cpu", "-o", (char *)json,
+			 "-o", (char *)pb, "--", (char *)tk_test_workload("cpu_offcpu"), "3", NULL };
+	char cmd[1024], top[1 << 16];
+	struct off_sums o;
+	double share;
+	char *text;
+
+	NEED_ROOT();
+	assert_int_equal(tk_test_run_tracekit(out, sizeof(out), false, args), 0);
+	text = slurp(json);
+	off_sum_json(text, &o);
+	share = o.off_long / (o.off_long + o.off_short);
+	print_message("off-CPU: off_long %.3f s, off_short %.3f s (share %.3f), main thread "
+		      "%.3f s off-CPU; on_spin %lu samples; %lu entries, %lu chains without "
+		      "main, %.0f ns of off_long not sleeping; off_cpu_start_full %ld\n",
+		      o.off_long / 1e9, o.off_short / 1e9, share, o.main_thread / 1e9,
+		      o.spin_samples, o.entries, o.broken_chains, o.long_not_sleeping,
+		      json_num(text, "off_cpu_start_full"));
+	assert_true(share > 0.70 && share < 0.80);
+	assert_true(o.main_thread > 0.9 * 3e9 && o.main_thread < 1.1 * 3e9);
+	assert_int_equal(o.broken_chains, 0);
+	assert_true(o.long_not_sleeping < o.off_long / 100);
+	/* 3 s at 199 Hz of one spinning thread: ~600 (the machine is shared) */
+	assert_true(o.spin_samples > 300);
+	assert_int_equal(json_num(text, "off_cpu_start_full"), 0);
+	assert_int_equal(json_num(text, "off_cpu_count_map_full"), 0);
+	free(text);
+	snprintf(cmd, sizeof(cmd), "HOME=${HOME:-/tmp} PPROF_TMPDIR=%s go tool pprof "
+		 "-sample_index=off_cpu -top -nodecount=30 %s 2>&1", tmpdir, pb);
+	assert_int_equal(tk_test_capture(cmd, top, sizeof(top)), 0);
+	assert_non_null(strstr(top, "Type: off_cpu"));
+	assert_non_null(strstr(top, "off_long"));
+}
+
+/*
+ * A vfork()'s parent waits in D state until its child exits: those waits
+ * (off_vfork, a third of the turn) are labelled uninterruptible, and the
+ * --view off-cpu text summary gives off_long about three times off_short's
+ * total.
+ */
+static void test_off_cpu_uninterruptible_bpf(void **state)
+{
+	const char *json = path_in_tmp("offd.json"), *txt = path_in_tmp("offd.txt");
+	char *args[] = { "cpu", "--backend", "bpf", "-F", "99", "--off-cpu", "--view", "off-cpu",
+			 "--top", "100", "-o", (char *)json, "-o", (char *)txt, "--",
+			 (char *)tk_test_workload("cpu_offcpu"), "2", "d", NULL };
+	struct off_sums o;
+	double share, tl, ts;
+	char *text, *lng, *shrt;
+
+	NEED_ROOT();
+	assert_int_equal(tk_test_run_tracekit(out, sizeof(out), false, args), 0);
+	text = slurp(json);
+	off_sum_json(text, &o);
+	free(text);
+	share = o.off_vfork / (o.off_long + o.off_short + o.off_vfork);
+	print_message("D state: off_vfork %.3f s (share %.3f, 0.333 expected), %lu of its "
+		      "entries not uninterruptible\n", o.off_vfork / 1e9, share, o.vfork_not_d);
+	assert_true(o.off_vfork > 0);
+	assert_int_equal(o.vfork_not_d, 0);
+	assert_true(share > 0.25 && share < 0.42);
+	text = slurp(txt);
+	assert_non_null(strstr(text, "off_cpu (nanoseconds"));
+	lng = strstr(text, "off_long");
+	shrt = strstr(text, "off_short");
+	assert_non_null(lng);
+	assert_non_null(shrt);
+	/* "     0ns    0.0%   36.1%  off_long": the total% before the name */
+	tl = strtod(lng - 8, NULL);
+	ts = strtod(shrt - 8, NULL);
+	print_message("text: off_long total %.1f %%, off_short %.1f %%\n", tl, ts);
+	assert_true(tl > 2.4 * ts && tl < 3.6 * ts);
+	free(text);
+}
+
 /* bpf(2) denied by seccomp: the default backend falls back to perf, and says so */
 static void test_fallback_under_seccomp(void **state)
 {
@@ -897,6 +1055,8 @@ int main(void)
 		cmocka_unit_test(test_drained_maps_bpf),
 		cmocka_unit_test(test_gone_before_capture_bpf),
 		cmocka_unit_test(test_rotate_bpf),
+		cmocka_unit_test(test_off_cpu_bpf),
+		cmocka_unit_test(test_off_cpu_uninterruptible_bpf),
 		cmocka_unit_test(test_rotate_perf),
 		cmocka_unit_test(test_fallback_under_seccomp),
 		cmocka_unit_test(test_sigint_writes_whole_output),

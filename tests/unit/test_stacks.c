@@ -381,18 +381,18 @@ static void test_interval_diff(void **state)
 	assert_int_equal(tk_stacks__add(cur, 1, 2, 0, "x", b, 1, NULL, 0, 3, false), 0);
 	assert_int_equal(tk_stacks__add(cur, 2, 2, 1, "y", c, 3, a, 2, 7, true), 0);
 	assert_int_equal(tk_stacks__add(cur, 1, 3, 0, "x", NULL, 0, a, 2, 1, false), 0);
-	assert_int_equal(tk_stacks__count(prev, &e), 5);
-	assert_int_equal(tk_stacks__count(cur, &e), 9);
+	assert_int_equal(tk_stacks__count(prev, &e, NULL), 5);
+	assert_int_equal(tk_stacks__count(cur, &e, NULL), 9);
 	e.tid = 7;
-	assert_int_equal(tk_stacks__count(cur, &e), 0);
+	assert_int_equal(tk_stacks__count(cur, &e, NULL), 0);
 	assert_int_equal(tk_stacks__add_diff(iv, cur, prev), 0);
 	assert_int_equal(tk_stacks__size(iv), 3);
 	assert_int_equal(tk_stacks__total(iv), 4 + 7 + 1);
 	e.tid = 1;
-	assert_int_equal(tk_stacks__count(iv, &e), 4);
+	assert_int_equal(tk_stacks__count(iv, &e, NULL), 4);
 	e = (struct tk_stack_entry){ .pid = 2, .tid = 2, .gen = 1, .kernel = c, .nr_kernel = 3,
 				     .user = a, .nr_user = 2, .truncated = true };
-	assert_int_equal(tk_stacks__count(iv, &e), 7);
+	assert_int_equal(tk_stacks__count(iv, &e, NULL), 7);
 	/* with no previous table it is a copy */
 	tk_stacks__free(iv);
 	iv = tk_stacks__new();
@@ -438,6 +438,85 @@ static void test_interval_diff_shared(void **state)
 	tk_stacks__free(iv);
 }
 
+/* What for_each gives back, by kind */
+struct kind_seen {
+	unsigned long on, off, ns, waits;
+	enum tk_stack_kind kind;
+	uint32_t tid;
+};
+
+static int see_kind(const struct tk_stack_entry *e, void *arg)
+{
+	struct kind_seen *k = arg;
+
+	if (e->kind == TK_STACK_ON_CPU) {
+		k->on += e->count;
+		assert_int_equal(e->count2, 0);
+	} else {
+		k->off++;
+		k->ns += e->count;
+		k->waits += e->count2;
+		k->kind = e->kind;
+		k->tid = e->tid;
+	}
+	return 0;
+}
+
+/*
+ * Off-CPU time: an entry of its own beside the samples of the same stack, its
+ * kind and thread given back as they went in, nanoseconds and waits summed;
+ * a diff carries both values; the samples' total leaves it out.
+ */
+static void test_off_cpu_entries(void **state)
+{
+	struct tk_stacks *t = tk_stacks__new(), *prev = tk_stacks__new(), *iv = tk_stacks__new();
+	uint64_t k[2] = { 0xffffffff81000000ull, 0xffffffff81000100ull }, u[1] = { 0x401000 };
+	struct kind_seen seen = { 0 };
+	struct tk_stack_entry e = { .pid = 5, .tid = 6, .kind = TK_STACK_OFF_SLEEPING,
+				    .kernel = k, .nr_kernel = 2, .user = u, .nr_user = 1 };
+	uint64_t waits;
+
+	assert_int_equal(tk_stacks__add(t, 5, 6, 0, "w", k, 2, u, 1, 3, false), 0);
+	assert_int_equal(tk_stacks__add_off(t, 5, 6, 0, "w", k, 2, u, 1, 1000, 1,
+					    TK_STACK_OFF_SLEEPING, false), 0);
+	assert_int_equal(tk_stacks__add_off(t, 5, 6, 0, "w", k, 2, u, 1, 500, 2,
+					    TK_STACK_OFF_SLEEPING, false), 0);
+	/* another state of the same stack is another entry */
+	assert_int_equal(tk_stacks__add_off(t, 5, 6, 0, "w", k, 2, u, 1, 7, 1,
+					    TK_STACK_OFF_RUNNABLE, false), 0);
+	assert_int_equal(tk_stacks__size(t), 3);
+	assert_int_equal(tk_stacks__total(t), 3);
+	assert_int_equal(tk_stacks__count(t, &e, &waits), 1500);
+	assert_int_equal(waits, 3);
+	/* samples are not off-CPU; a tid above 2^28 and an unknown kind are refused */
+	assert_int_equal(tk_stacks__add_off(t, 5, 6, 0, "w", k, 2, u, 1, 1, 1, TK_STACK_ON_CPU,
+					    false), -EINVAL);
+	assert_int_equal(tk_stacks__add_off(t, 5, 1u << 28, 0, "w", k, 2, u, 1, 1, 1,
+					    TK_STACK_OFF_SLEEPING, false), -EINVAL);
+	assert_int_equal(tk_stacks__add_off(t, 5, 6, 0, "w", k, 2, u, 1, 1, 1, 16, false),
+			 -EINVAL);
+	/* a short wait keeps its state beside the flag */
+	assert_int_equal(tk_stacks__add_off(t, 5, 6, 0, "w", NULL, 0, NULL, 0, 9, 4,
+					    TK_STACK_OFF_SHORT | TK_STACK_OFF_UNINTERRUPTIBLE,
+					    false), 0);
+	assert_int_equal(tk_stacks__for_each(t, see_kind, &seen), 0);
+	assert_int_equal(seen.on, 3);
+	assert_int_equal(seen.off, 3);
+	assert_int_equal(seen.ns, 1500 + 7 + 9);
+	assert_int_equal(seen.waits, 3 + 1 + 4);
+	assert_int_equal(seen.kind, TK_STACK_OFF_SHORT | TK_STACK_OFF_UNINTERRUPTIBLE);
+	assert_int_equal(seen.tid, 6);
+	/* the interval since @prev: both values grow */
+	assert_int_equal(tk_stacks__add_off(prev, 5, 6, 0, "w", k, 2, u, 1, 1000, 1,
+					    TK_STACK_OFF_SLEEPING, false), 0);
+	assert_int_equal(tk_stacks__add_diff(iv, t, prev), 0);
+	assert_int_equal(tk_stacks__count(iv, &e, &waits), 500);
+	assert_int_equal(waits, 2);
+	tk_stacks__free(iv);
+	tk_stacks__free(prev);
+	tk_stacks__free(t);
+}
+
 static void test_million_adds_timing(void **state)
 {
 	struct tk_stacks *t = tk_stacks__new();
@@ -481,6 +560,7 @@ int main(void)
 		cmocka_unit_test(test_compact),
 		cmocka_unit_test(test_interval_diff),
 		cmocka_unit_test(test_interval_diff_shared),
+		cmocka_unit_test(test_off_cpu_entries),
 		cmocka_unit_test(test_million_adds_timing),
 	};
 

@@ -13,12 +13,14 @@ WORKLOAD_CFLAGS_stripped := -fno-omit-frame-pointer -s
 # even with -fno-omit-frame-pointer -mno-omit-leaf-frame-pointer, and a frame-pointer
 # walk from inside such a leaf skips its caller (hot/cold would vanish under caller).
 CPU_WL_FLAGS := -fno-omit-frame-pointer -mno-omit-leaf-frame-pointer -fno-optimize-sibling-calls
-$(foreach w,cpu_split cpu_stripped cpu_short cpu_syscalls cpu_shlib cpu_forks libcpuhot,\
+$(foreach w,cpu_split cpu_stripped cpu_short cpu_syscalls cpu_shlib cpu_forks cpu_offcpu libcpuhot,\
 	$(eval WORKLOAD_CC_$(w) := $(CLANG)))
 WORKLOAD_CFLAGS_cpu_split := $(CPU_WL_FLAGS)
 WORKLOAD_CFLAGS_cpu_stripped := $(CPU_WL_FLAGS) -s
 WORKLOAD_CFLAGS_cpu_short := $(CPU_WL_FLAGS)
 WORKLOAD_CFLAGS_cpu_forks := $(CPU_WL_FLAGS)
+WORKLOAD_CFLAGS_cpu_offcpu := $(CPU_WL_FLAGS)
+WORKLOAD_LIBS_cpu_offcpu := -lpthread
 WORKLOAD_CFLAGS_cpu_syscalls := $(CPU_WL_FLAGS)
 WORKLOAD_CFLAGS_libcpuhot := $(CPU_WL_FLAGS)
 WORKLOAD_CFLAGS_cpu_shlib := $(CPU_WL_FLAGS)

@@ -259,6 +259,31 @@ int tk_kfeat__member_offset(const char *type, const char *member)
 	return off;
 }
 
+int tk_kfeat__raw_tp_args(const char *tp)
+{
+	struct tk_log_scope quiet;
+	const struct btf_type *t;
+	char name[128];
+	struct btf *btf;
+	int id, n = -ENOENT;
+
+	snprintf(name, sizeof(name), "btf_trace_%s", tp);
+	tk_log__push(&tk_log_quiet, &quiet);
+	btf = btf__load_vmlinux_btf();
+	tk_log__pop(&quiet);
+	if (!btf)
+		return -errno ? -errno : -ENOENT;
+	id = btf__find_by_name_kind(btf, name, BTF_KIND_TYPEDEF);
+	t = id > 0 ? btf__type_by_id(btf, id) : NULL;
+	/* typedef → pointer → prototype (void *__data, the tracepoint's arguments...) */
+	while (t && (btf_is_typedef(t) || btf_is_ptr(t)))
+		t = btf__type_by_id(btf, t->type);
+	if (t && btf_is_func_proto(t) && btf_vlen(t) > 0)
+		n = btf_vlen(t) - 1;
+	btf__free(btf);
+	return n;
+}
+
 int tk_kfeat__tracepoint_field(const char *category, const char *event, const char *field)
 {
 	static const char *const roots[] = { "/sys/kernel/tracing", "/sys/kernel/debug/tracing" };

@@ -51,6 +51,8 @@ int tk_kfeat__member_offset(const char *type, const char *member);
  * The offset of @field in the record of tracepoint @category:@event, from
  * tracefs (events/CATEGORY/EVENT/format), or a negative errno.
  */
+/* The arguments raw tracepoint @tp passes ("sched_switch": 3, or 4 from 5.18), from kernel BTF; or -errno. */
+int tk_kfeat__raw_tp_args(const char *tp);
 int tk_kfeat__tracepoint_field(const char *category, const char *event, const char *field);
 
 /*

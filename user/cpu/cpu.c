@@ -28,6 +28,8 @@ static const char *const loss_names[TK_LOSS__COUNT] = {
 	[TK_LOSS_MAPS_MISSED] = "processes_without_maps",
 	[TK_LOSS_FOLLOW_MAP_FULL] = "follow_map_full",
 	[TK_LOSS_DRAIN_MISSING] = "stacks_missing_at_drain",
+	[TK_LOSS_OFF_START_FULL] = "off_cpu_start_full",
+	[TK_LOSS_OFF_COUNT_FULL] = "off_cpu_count_map_full",
 };
 
 const char *tk_cpu_loss__name(enum tk_cpu_loss l)
@@ -78,6 +80,12 @@ int tk_cpu__open(const struct tk_cpu_opts *opts, const struct tk_caps *caps, str
 		return -EINVAL;
 	}
 
+	if (o.off_cpu && backend != TK_BACKEND_BPF) {
+		if (why)
+			snprintf(why, why_sz, "off-CPU time is taken by the bpf backend only "
+				 "(sched_switch); the perf backend does not take it yet");
+		return -EOPNOTSUPP;
+	}
 	c = calloc(1, sizeof(*c));
 	if (!c)
 		return -ENOMEM;
@@ -142,6 +150,12 @@ static int build(struct tk_cpu *c, const struct tk_stacks *t, uint64_t *losses, 
 	p = tk_profile__new_cpu(c->be->name, c->opts.freq_hz);
 	if (!p)
 		return -ENOMEM;
+	if (c->opts.off_cpu && tk_profile__add_off_cpu(p)) {
+		tk_profile__free(p);
+		return -EINVAL;
+	}
+	if (c->opts.off_cpu && c->opts.view_off_cpu)
+		p->default_sample_type = "off_cpu";
 	p->time_nanos = start_real_ns;
 	p->duration_nanos = (end_mono_ns ? end_mono_ns : tk_now_ns(CLOCK_MONOTONIC)) - start_mono_ns;
 	/* the profiled program's file first in pprof ("File:"), as it was when captured */
@@ -176,6 +190,8 @@ static int build(struct tk_cpu *c, const struct tk_stacks *t, uint64_t *losses, 
 		tk_profile__add_comment(p, "%s", c->kernel_note);
 	if (c->mmaps_note[0])
 		tk_profile__add_comment(p, "%s", c->mmaps_note);
+	if (c->off_cpu_note[0])
+		tk_profile__add_comment(p, "%s", c->off_cpu_note);
 	if (c->maps_from_records > from_records)
 		tk_profile__add_comment(p, "%" PRIu64 " processes were gone before their maps could "
 					"be read: named from the kernel's MMAP2 records",

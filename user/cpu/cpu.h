@@ -63,6 +63,9 @@ enum tk_cpu_loss {
 					   room for, never sampled */
 	TK_LOSS_DRAIN_MISSING,		/* "stacks_missing_at_drain": a count's stack was
 					   not in its epoch's map when drained */
+	TK_LOSS_OFF_START_FULL,		/* "off_cpu_start_full": switch-outs with no room
+					   to be remembered: their waits are not counted */
+	TK_LOSS_OFF_COUNT_FULL,		/* "off_cpu_count_map_full": waits with no room */
 	TK_LOSS__COUNT,
 };
 const char *tk_cpu_loss__name(enum tk_cpu_loss l);
@@ -107,6 +110,7 @@ struct tk_cpu {
 	uint64_t drain_missing;			/* bpf: stacks not found when drained */
 	uint64_t maps_from_records;		/* bpf: gone processes named by MMAP2 records */
 	char mmaps_note[200];			/* bpf: why there are no MMAP2 records */
+	char off_cpu_note[200];			/* how off-CPU time was taken */
 	uint64_t unwind[UNW_CNT__COUNT];	/* the unwinder's counters (enum unw_counter) */
 	struct tk_unw_info unw_info;		/* filled by the backend that unwinds */
 	bool unwinding;				/* user stacks are walked with CFI rows */
@@ -142,6 +146,8 @@ int tk_online_cpus(int *cpus, int max);
  */
 int tk_cpu_profile__build(const struct tk_stacks *t, struct tk_symbolizer *s, struct tk_profile *p,
 			  uint64_t *unsymbolized);
+/* The thread_state label of an off-CPU kind ("sleeping"), or NULL for samples. */
+const char *tk_cpu_profile__state(enum tk_stack_kind kind);
 /*
  * A C++ symbol demangled ("cxx_leak_site(std::vector<char*>&, unsigned long)"),
  * malloc'ed; NULL when @name is not a mangled name or cannot be demangled.

@@ -42,6 +42,7 @@ struct tk_locs {
 	struct tk_profile *p;
 	uint64_t unsymbolized;
 	uint64_t *locs;
+	uint64_t short_loc;		/* the frame of off-CPU waits under the minimum */
 	struct tk_hashmap cache;	/* struct loc_slot by (pid, gen, addr, flags & F_KEY) */
 	uint64_t kernel_unknown;	/* mapping of kernel frames kallsyms cannot name */
 };
@@ -225,6 +226,60 @@ void tk_locs__free(struct tk_locs *b)
 	free(b);
 }
 
+const char *tk_cpu_profile__state(enum tk_stack_kind kind)
+{
+	switch (kind & ~TK_STACK_OFF_SHORT) {
+	case TK_STACK_OFF_RUNNABLE:
+		return "preempted";
+	case TK_STACK_OFF_SLEEPING:
+		return "sleeping";
+	case TK_STACK_OFF_UNINTERRUPTIBLE:
+		return "uninterruptible";
+	case TK_STACK_OFF_OTHER:
+		return "other";
+	default:
+		return NULL;
+	}
+}
+
+/* Off-CPU time of @e: its state as a label; a short wait under one made-up frame. */
+static int build_off(struct tk_locs *b, const struct tk_stack_entry *e, uint32_t n)
+{
+	int64_t values[TK_PROFILE_MAX_VALUES] = { 0 };
+
+	if (b->p->nr_values < 4)
+		return -EINVAL;
+	if (e->kind & TK_STACK_OFF_SHORT) {
+		if (!b->short_loc) {
+			uint64_t fid = tk_profile__function(b->p, "[off-CPU waits under "
+							    "--off-cpu-min]", NULL);
+
+			b->short_loc = fid ? tk_profile__location(b->p, 0, 0, fid, false) : 0;
+			if (!b->short_loc)
+				return -ENOMEM;
+		}
+		b->locs[0] = b->short_loc;
+		n = 1;
+	}
+	values[2] = e->count;
+	values[3] = e->count2;
+	return tk_profile__add_sample_state(b->p, b->locs, n, values, e->pid, e->tid, e->comm,
+					    tk_cpu_profile__state(e->kind));
+}
+
+/*
+ * The frames of the tracer itself at the top of an off-CPU stack, taken in
+ * sched_switch: the BPF program and the tracepoint's call into it.
+ */
+static bool tracer_frame(const struct tk_profile *p, uint64_t loc)
+{
+	const struct tk_location *l = &p->locations[loc - 1];
+	const char *name = l->function_id ? p->functions[l->function_id - 1].name : NULL;
+
+	return name && (!strncmp(name, "bpf_prog_", 9) || !strncmp(name, "bpf_trace_run", 13) ||
+			!strncmp(name, "__bpf_trace_", 12) || !strncmp(name, "__traceiter_", 12));
+}
+
 static int build_entry(const struct tk_stack_entry *e, void *ctx)
 {
 	struct tk_locs *b = ctx;
@@ -234,9 +289,11 @@ static int build_entry(const struct tk_stack_entry *e, void *ctx)
 
 	for (i = 0; i < e->nr_kernel; i++) {
 		err = frame_location(b, e->pid, e->gen, e->kernel[i], F_KERNEL | (i ? F_RETURN : 0),
-				     &b->locs[n++]);
+				     &b->locs[n]);
 		if (err)
 			return err;
+		if (n || e->kind == TK_STACK_ON_CPU || !tracer_frame(b->p, b->locs[n]))
+			n++;
 	}
 	for (i = 0; i < e->nr_user; i++) {
 		err = frame_location(b, e->pid, e->gen, e->user[i], i ? F_RETURN : 0,
@@ -244,6 +301,8 @@ static int build_entry(const struct tk_stack_entry *e, void *ctx)
 		if (err)
 			return err;
 	}
+	if (e->kind != TK_STACK_ON_CPU)
+		return build_off(b, e, n);
 	values[0] = e->count;
 	values[1] = e->count * b->p->period;
 	return tk_profile__add_sample(b->p, b->locs, n, values, e->pid, e->tid, e->comm);

@@ -46,6 +46,8 @@ struct bpf_state {
 	int drain_ms;
 	int64_t next_drain_ns;		/* CLOCK_MONOTONIC */
 	useconds_t capture_delay_us;	/* TK_TEST_CAPTURE_DELAY_MS (tests): captures held back */
+	bool off_cpu;			/* off_switch attached */
+	uint64_t off_cpu_min_ns;
 };
 
 /* The parent of @pid from PID/stat, or -1. */
@@ -241,10 +243,105 @@ static void keys_delete(int fd, struct keys *k)
  * (a sample that wrote after its epoch was drained: not seen here, but
  * counted if it happens) keeps its sample, without that side's frames.
  */
+/* A drained count (@off: an off-CPU one, @n nanoseconds over @waits) into @t. */
+static int add_key(struct tk_stacks *t, const struct cpu_key *key, const struct cpu_stack *ks,
+		   uint32_t nk, const struct cpu_stack *us, uint32_t nu, uint64_t n, uint64_t waits,
+		   bool off)
+{
+	bool trunc = key->flags & (CPU_KSTACK_TRUNCATED | CPU_USTACK_TRUNCATED);
+
+	if (!off)
+		return tk_stacks__add(t, key->pid, key->tid, key->gen, key->comm,
+				      (const uint64_t *)ks->ips, nk, (const uint64_t *)us->ips, nu,
+				      n, trunc);
+	return tk_stacks__add_off(t, key->pid, key->tid, key->gen, key->comm,
+				  (const uint64_t *)ks->ips, nk, (const uint64_t *)us->ips, nu, n,
+				  waits, key->state, trunc);
+}
+
+/* Copy stack @hash of epoch @from into epoch @to in map @fd (when it is not there yet). */
+static void copy_stack(int fd, __u64 hash, __u32 from, __u32 to, struct cpu_stack *buf)
+{
+	struct cpu_stack_key k = { .hash = hash, .epoch = from };
+
+	if (hash == CPU_NO_STACK || bpf_map_lookup_elem(fd, &k, buf))
+		return;
+	k.epoch = to;
+	bpf_map_update_elem(fd, &k, buf, BPF_NOEXIST);
+}
+
+/*
+ * A thread switched out in an epoch about to be drained is still waiting:
+ * its stacks move into the current epoch, and its entry with them, so that
+ * its wait, counted when it comes back, finds them there. A thread that
+ * comes back meanwhile counts under the old epoch, drained now or, if it
+ * came after this walk, with the next drain (its stacks then missing, and
+ * counted as such).
+ */
+static void rehome_waits(struct tk_cpu *c, struct bpf_state *st,
+			 bool (*take)(const struct bpf_state *, __u32, bool), bool all)
+{
+	int fd = bpf_map__fd(st->skel->maps.offstart);
+	int kfd = bpf_map__fd(st->skel->maps.kstacks), ufd = bpf_map__fd(st->skel->maps.ustacks);
+	struct cpu_off_start v;
+	struct cpu_stack *buf;
+	__u32 tid, next;
+	bool first = true;
+
+	if (all || !(buf = malloc(sizeof(*buf))))
+		return;
+	while (!bpf_map_get_next_key(fd, first ? NULL : &tid, &next)) {
+		first = false;
+		tid = next;
+		if (bpf_map_lookup_elem(fd, &tid, &v) || !take(st, v.key.epoch, false))
+			continue;
+		copy_stack(kfd, v.key.kstack, v.key.epoch, st->epoch, buf);
+		copy_stack(ufd, v.key.ustack, v.key.epoch, st->epoch, buf);
+		v.key.epoch = st->epoch;
+		bpf_map_update_elem(fd, &tid, &v, BPF_EXIST);
+	}
+	free(buf);
+}
+
+/* At the end: the threads still switched out, each with its wait until now. */
+static int pending_waits(struct tk_cpu *c, struct bpf_state *st, struct tk_stacks *t,
+			 struct cpu_stack *ks, struct cpu_stack *us)
+{
+	int fd = bpf_map__fd(st->skel->maps.offstart);
+	int kfd = bpf_map__fd(st->skel->maps.kstacks), ufd = bpf_map__fd(st->skel->maps.ustacks);
+	uint64_t now = tk_now_ns(CLOCK_MONOTONIC);
+	struct cpu_off_start v;
+	__u32 tid, next;
+	bool first = true;
+	int err;
+
+	while (!bpf_map_get_next_key(fd, first ? NULL : &tid, &next)) {
+		bool kmiss = false, umiss = false;
+		uint32_t nk, nu;
+
+		first = false;
+		tid = next;
+		if (bpf_map_lookup_elem(fd, &tid, &v))
+			continue;
+		nk = lookup_stack(kfd, v.key.kstack, v.key.epoch, ks, &kmiss);
+		nu = lookup_stack(ufd, v.key.ustack, v.key.epoch, us, &umiss);
+		c->drain_missing += kmiss + umiss;
+		if (v.ts < now && now - v.ts < st->off_cpu_min_ns) {
+			v.key.state |= CPU_OFF_SHORT;
+			nk = nu = 0;
+		}
+		err = add_key(t, &v.key, ks, nk, us, nu, v.ts < now ? now - v.ts : 0, 1, true);
+		if (err)
+			return err;
+	}
+	return 0;
+}
+
 static int walk_counts(struct tk_cpu *c, struct bpf_state *st, struct tk_stacks *t,
 		       bool (*take)(const struct bpf_state *, __u32, bool), bool all, bool del)
 {
 	int counts_fd = bpf_map__fd(st->skel->maps.counts);
+	int offcounts_fd = bpf_map__fd(st->skel->maps.offcounts);
 	int kstacks_fd = bpf_map__fd(st->skel->maps.kstacks);
 	int ustacks_fd = bpf_map__fd(st->skel->maps.ustacks);
 	struct keys gone = { .sz = sizeof(struct cpu_key) };
@@ -261,29 +358,39 @@ static int walk_counts(struct tk_cpu *c, struct bpf_state *st, struct tk_stacks 
 		err = -ENOMEM;
 		goto out;
 	}
-	while (!bpf_map_get_next_key(counts_fd, first ? NULL : &key, &next)) {
-		bool kmiss = false, umiss = false;
-		uint32_t nk, nu;
-		__u64 n;
+	if (st->off_cpu && del)
+		rehome_waits(c, st, take, all);
+	for (side = 0; side < (st->off_cpu ? 2 : 1); side++) {
+		fd = side ? offcounts_fd : counts_fd;
+		first = true;
+		while (!bpf_map_get_next_key(fd, first ? NULL : &key, &next)) {
+			bool kmiss = false, umiss = false;
+			struct cpu_off_val ov = { 0 };
+			uint32_t nk, nu;
+			__u64 n = 0;
 
-		first = false;
-		key = next;
-		if (!take(st, key.epoch, all) || bpf_map_lookup_elem(counts_fd, &key, &n))
-			continue;
-		nk = lookup_stack(kstacks_fd, key.kstack, key.epoch, ks, &kmiss);
-		nu = lookup_stack(ustacks_fd, key.ustack, key.epoch, us, &umiss);
-		c->drain_missing += kmiss + umiss;
-		err = tk_stacks__add(t, key.pid, key.tid, key.gen, key.comm,
-				     (const uint64_t *)ks->ips, nk, (const uint64_t *)us->ips, nu, n,
-				     key.flags & (CPU_KSTACK_TRUNCATED | CPU_USTACK_TRUNCATED));
-		if (!err && del)
-			err = keys_push(&gone, &key);
-		if (err)
-			goto out;
+			first = false;
+			key = next;
+			if (!take(st, key.epoch, all) ||
+			    bpf_map_lookup_elem(fd, &key, side ? (void *)&ov : (void *)&n))
+				continue;
+			nk = lookup_stack(kstacks_fd, key.kstack, key.epoch, ks, &kmiss);
+			nu = lookup_stack(ustacks_fd, key.ustack, key.epoch, us, &umiss);
+			c->drain_missing += kmiss + umiss;
+			err = add_key(t, &key, ks, nk, us, nu, side ? ov.ns : n, ov.n, side);
+			if (!err && del)
+				err = keys_push(&gone, &key);
+			if (err)
+				goto out;
+		}
+		if (del)
+			keys_delete(fd, &gone);
 	}
 	if (!del)
 		goto out;
-	keys_delete(counts_fd, &gone);
+	/* threads still switched out at the end: their wait so far */
+	if (st->off_cpu && all && (err = pending_waits(c, st, t, ks, us)))
+		goto out;
 	/* then the stacks of those epochs: every count naming them is gone */
 	for (side = 0; side < 2; side++) {
 		fd = side ? ustacks_fd : kstacks_fd;
@@ -367,6 +474,8 @@ static void read_counters(struct tk_cpu *c, struct bpf_state *st)
 	c->losses[TK_LOSS_FOLLOW_MAP_FULL] = tk_cpu_follow__pids_full(st->follow);
 	c->losses[TK_LOSS_DRAIN_MISSING] = c->drain_missing;
 	c->losses[TK_LOSS_PERF_LOST] = tk_cpu_mmaps__lost(st->mmaps);
+	c->losses[TK_LOSS_OFF_START_FULL] = sum[CPU_CNT_OFF_START_FULL];
+	c->losses[TK_LOSS_OFF_COUNT_FULL] = sum[CPU_CNT_OFF_COUNT_FULL];
 	if (st->unw) {
 		tk_unw_bpf__sum(st->skel->bss->unw_counters, UNW_MAX_CPUS, c->unwind);
 		tk_unw_bpf__stats(st->unw, &c->unw_info);
@@ -427,6 +536,39 @@ static __u32 member_offset(const char *type, const char *member)
 }
 
 /*
+ * Off-CPU time: sched_switch's off_switch reads next's pid and (before 5.18)
+ * prev's state from task_struct at offsets from kernel BTF, so it needs that
+ * BTF, which the sampler alone does not.
+ */
+static int prepare_off_cpu(struct tk_cpu *c, struct bpf_state *st)
+{
+	int pid_off = tk_kfeat__member_offset("task_struct", "pid");
+	int state_off = tk_kfeat__member_offset("task_struct", "__state");
+	int nargs = tk_kfeat__raw_tp_args("sched_switch");
+
+	if (state_off < 0)
+		state_off = tk_kfeat__member_offset("task_struct", "state");
+	if (pid_off <= 0 || state_off < 0 || nargs < 3) {
+		snprintf(c->start_why, sizeof(c->start_why), "off-CPU time needs sched_switch and "
+			 "task_struct in kernel BTF (/sys/kernel/btf/vmlinux): %s",
+			 strerror(pid_off < 0 ? -pid_off : nargs < 0 ? -nargs : ENOENT));
+		return -EOPNOTSUPP;
+	}
+	st->skel->rodata->task_pid_off = pid_off;
+	st->skel->rodata->task_state_off = state_off;
+	st->skel->rodata->switch_has_state = nargs >= 4;
+	st->skel->rodata->off_cpu_min_ns = c->opts.off_cpu_min_ns;
+	st->off_cpu_min_ns = c->opts.off_cpu_min_ns;
+	bpf_program__set_autoload(st->skel->progs.off_switch, true);
+	st->off_cpu = true;
+	snprintf(c->off_cpu_note, sizeof(c->off_cpu_note), "off-CPU time: sched_switch (raw_tp), "
+		 "stacks at switch-out, %s%s", nargs >= 4 ? "prev_state from the tracepoint" :
+		 "prev's state from task_struct", c->opts.off_cpu_min_ns ? "; waits under "
+		 "--off-cpu-min counted without stacks" : "");
+	return 0;
+}
+
+/*
  * Open and load the sampler; with @mode not fp, with the CFI unwinder. In
  * auto mode a kernel that refuses the unwinder gets the sampler without it,
  * and the profile says why.
@@ -453,7 +595,19 @@ static int load_sampler(struct tk_cpu *c, struct bpf_state *st, enum tk_unwind_m
 	st->skel->rodata->self_tgid = getpid();
 	st->skel->rodata->task_signal_off = member_offset("task_struct", "signal");
 	st->skel->rodata->signal_live_off = member_offset("signal_struct", "live");
+	if (o->off_cpu) {
+		err = prepare_off_cpu(c, st);
+		if (err)
+			return err;
+	} else {
+		/* not used: as small as a map may be (offstart is preallocated) */
+		bpf_map__set_max_entries(st->skel->maps.offstart, 1);
+		bpf_map__set_max_entries(st->skel->maps.offcounts, 1);
+	}
 	size_maps(c, st, c->nr_cpus);
+	if (st->off_cpu)
+		bpf_map__set_max_entries(st->skel->maps.offcounts,
+					 bpf_map__max_entries(st->skel->maps.counts));
 	fit_maps(c, st->skel->obj);
 	{
 		struct tk_unw_bpf_vars v = TK_UNW_BPF_VARS(st->skel);
@@ -707,6 +861,10 @@ static int bpf_drain(struct tk_cpu *c)
 	for (i = 0; i < st->nr_links; i++)
 		bpf_link__destroy(st->links[i]);
 	st->nr_links = 0;
+	if (st->skel->links.off_switch) {
+		bpf_link__destroy(st->skel->links.off_switch);
+		st->skel->links.off_switch = NULL;
+	}
 	ring_buffer__consume(st->rb);
 	err = drain(c, st, true);
 	read_counters(c, st);

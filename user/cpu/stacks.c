@@ -8,7 +8,7 @@
  * takes the same kernel paths through exec, page faults and exit, and the
  * threads of a process share user stacks under different kernel ones: an
  * entry per (pid, tid, gen, stack) is what the profile needs, a copy of its
- * frames per entry is not. Entries are fixed 32-byte records, in blocks
+ * frames per entry is not. Entries are fixed 40-byte records, in blocks
  * that never move, as the arrays' (so the table holds about what it
  * stores, and no doubling copy of it is ever made).
  *
@@ -35,10 +35,13 @@
 #define EMPTY TK_ARRAYSET_EMPTY
 #define REC_SEED 0x73746b73ULL
 
+#define KIND_SHIFT 28			/* tid | kind << KIND_SHIFT */
+
 struct stack_rec {
 	uint64_t count;
+	uint64_t count2;	/* off-CPU: waits */
 	uint32_t pid;
-	uint32_t tid;
+	uint32_t tid;		/* with the kind in its top bits */
 	uint32_t gen;
 	uint32_t kernel;	/* ids of the frame arrays in the pool */
 	uint32_t user;
@@ -64,7 +67,7 @@ struct array_key {
 struct rec_key {
 	uint64_t hash;
 	uint32_t pid;
-	uint32_t tid;
+	uint32_t tid;		/* with the kind, as stored */
 	uint32_t gen;
 	bool truncated;
 	struct array_key kernel;
@@ -171,9 +174,9 @@ static struct stack_rec *rec_new(struct tk_stacks *t, uint64_t hash)
 	return rec_at(t, t->nr++);
 }
 
-int tk_stacks__add(struct tk_stacks *t, uint32_t pid, uint32_t tid, uint32_t gen, const char *comm,
-		   const uint64_t *kernel, uint32_t nr_kernel, const uint64_t *user,
-		   uint32_t nr_user, uint64_t count, bool truncated)
+static int add(struct tk_stacks *t, uint32_t pid, uint32_t tid, uint32_t gen, const char *comm,
+	       const uint64_t *kernel, uint32_t nr_kernel, const uint64_t *user, uint32_t nr_user,
+	       uint64_t count, uint64_t count2, enum tk_stack_kind kind, bool truncated)
 {
 	uint32_t name = EMPTY, koff, uoff;
 	struct stack_rec *r;
@@ -190,12 +193,17 @@ int tk_stacks__add(struct tk_stacks *t, uint32_t pid, uint32_t tid, uint32_t gen
 		nr_user = TK_MAX_FRAMES;
 		truncated = true;
 	}
+	if (tid >> KIND_SHIFT || (unsigned int)kind > TK_STACK_KIND_MAX)
+		return -EINVAL;
+	tid |= (uint32_t)kind << KIND_SHIFT;
 	make_key(&k, pid, tid, gen, truncated, kernel, nr_kernel, user, nr_user);
 	i = tk_hashidx__find(&t->idx, k.hash, rec_equal, t, &k);
 	if (i != TK_HASHIDX_NONE) {
 		r = rec_at(t, i);
 		r->count += count;
-		t->total += count;
+		r->count2 += count2;
+		if (kind == TK_STACK_ON_CPU)
+			t->total += count;
 		if (r->comm >> 1 == EMPTY && comm && comm[0]) {
 			comm_words(comm, w);
 			if (!tk_arrayset__intern(&t->pool, w, 2, tk_arrayset__hash(w, 2), &name))
@@ -221,10 +229,31 @@ int tk_stacks__add(struct tk_stacks *t, uint32_t pid, uint32_t tid, uint32_t gen
 	r = rec_new(t, k.hash);
 	if (!r)
 		return -ENOMEM;
-	*r = (struct stack_rec){ .count = count, .pid = pid, .tid = tid, .gen = gen,
-				 .kernel = koff, .user = uoff, .comm = name << 1 | truncated };
-	t->total += count;
+	*r = (struct stack_rec){ .count = count, .count2 = count2, .pid = pid, .tid = tid,
+				 .gen = gen, .kernel = koff, .user = uoff,
+				 .comm = name << 1 | truncated };
+	if (kind == TK_STACK_ON_CPU)
+		t->total += count;
 	return 0;
+}
+
+int tk_stacks__add(struct tk_stacks *t, uint32_t pid, uint32_t tid, uint32_t gen, const char *comm,
+		   const uint64_t *kernel, uint32_t nr_kernel, const uint64_t *user,
+		   uint32_t nr_user, uint64_t count, bool truncated)
+{
+	return add(t, pid, tid, gen, comm, kernel, nr_kernel, user, nr_user, count, 0,
+		   TK_STACK_ON_CPU, truncated);
+}
+
+int tk_stacks__add_off(struct tk_stacks *t, uint32_t pid, uint32_t tid, uint32_t gen,
+		       const char *comm, const uint64_t *kernel, uint32_t nr_kernel,
+		       const uint64_t *user, uint32_t nr_user, uint64_t ns, uint64_t waits,
+		       enum tk_stack_kind kind, bool truncated)
+{
+	if (kind == TK_STACK_ON_CPU)
+		return -EINVAL;
+	return add(t, pid, tid, gen, comm, kernel, nr_kernel, user, nr_user, ns, waits, kind,
+		   truncated);
 }
 
 int tk_stacks__for_each(const struct tk_stacks *t, tk_stacks_cb cb, void *ctx)
@@ -238,13 +267,15 @@ int tk_stacks__for_each(const struct tk_stacks *t, tk_stacks_cb cb, void *ctx)
 		uint32_t name = r->comm >> 1;
 
 		e.pid = r->pid;
-		e.tid = r->tid;
+		e.tid = r->tid & (((uint32_t)1 << KIND_SHIFT) - 1);
+		e.kind = r->tid >> KIND_SHIFT;
 		e.gen = r->gen;
 		if (name == EMPTY)
 			memset(e.comm, 0, sizeof(e.comm));
 		else
 			memcpy(e.comm, tk_arrayset__words(&t->pool, name), sizeof(e.comm));
 		e.count = r->count;
+		e.count2 = r->count2;
 		e.kernel = tk_arrayset__words(&t->pool, r->kernel);
 		e.nr_kernel = tk_arrayset__len(&t->pool, r->kernel);
 		e.user = tk_arrayset__words(&t->pool, r->user);
@@ -275,14 +306,17 @@ size_t tk_stacks__bytes(const struct tk_stacks *t)
 	       tk_arrayset__bytes(&t->pool);
 }
 
-uint64_t tk_stacks__count(const struct tk_stacks *t, const struct tk_stack_entry *e)
+uint64_t tk_stacks__count(const struct tk_stacks *t, const struct tk_stack_entry *e,
+			  uint64_t *count2)
 {
 	struct rec_key k;
 	size_t i;
 
-	make_key(&k, e->pid, e->tid, e->gen, e->truncated, e->kernel, e->nr_kernel, e->user,
-		 e->nr_user);
+	make_key(&k, e->pid, e->tid | (uint32_t)e->kind << KIND_SHIFT, e->gen, e->truncated,
+		 e->kernel, e->nr_kernel, e->user, e->nr_user);
 	i = tk_hashidx__find(&t->idx, k.hash, rec_equal, t, &k);
+	if (count2)
+		*count2 = i == TK_HASHIDX_NONE ? 0 : rec_at(t, i)->count2;
 	return i == TK_HASHIDX_NONE ? 0 : rec_at(t, i)->count;
 }
 
@@ -294,12 +328,13 @@ struct diff_ctx {
 static int add_growth(const struct tk_stack_entry *e, void *arg)
 {
 	struct diff_ctx *d = arg;
-	uint64_t before = d->prev ? tk_stacks__count(d->prev, e) : 0;
+	uint64_t before2 = 0, before = d->prev ? tk_stacks__count(d->prev, e, &before2) : 0;
 
-	if (e->count <= before)
+	if (e->count <= before && e->count2 <= before2)
 		return 0;
-	return tk_stacks__add(d->out, e->pid, e->tid, e->gen, e->comm, e->kernel, e->nr_kernel,
-			      e->user, e->nr_user, e->count - before, e->truncated);
+	return add(d->out, e->pid, e->tid, e->gen, e->comm, e->kernel, e->nr_kernel, e->user,
+		   e->nr_user, e->count > before ? e->count - before : 0,
+		   e->count2 > before2 ? e->count2 - before2 : 0, e->kind, e->truncated);
 }
 
 int tk_stacks__add_diff(struct tk_stacks *out, const struct tk_stacks *cur,

@@ -401,6 +401,27 @@ int tk_profile__add_sample(struct tk_profile *p, const uint64_t *locs, uint32_t 
 	return 0;
 }
 
+int tk_profile__add_sample_state(struct tk_profile *p, const uint64_t *locs, uint32_t nr,
+				 const int64_t *values, uint32_t pid, uint32_t tid,
+				 const char *comm, const char *state)
+{
+	int err = tk_profile__add_sample(p, locs, nr, values, pid, tid, comm);
+
+	if (!err)
+		p->samples[p->nr_samples - 1].thread_state = state;
+	return err;
+}
+
+int tk_profile__add_off_cpu(struct tk_profile *p)
+{
+	if (p->nr_values != 2 || p->nr_samples)
+		return -EINVAL;
+	p->value_types[2] = (struct tk_value_type){ "off_cpu", "nanoseconds" };
+	p->value_types[3] = (struct tk_value_type){ "off_cpu_count", "count" };
+	p->nr_values = 4;
+	return 0;
+}
+
 void tk_profile__set_loss(struct tk_profile *p, const char *name, uint64_t count)
 {
 	struct profile_priv *pp = priv(p);

@@ -54,6 +54,8 @@ struct tk_sample {
 	uint32_t pid;
 	uint32_t tid;
 	char comm[16];
+	const char *thread_state;	/* off-CPU: how the thread left the CPU ("sleeping"),
+					   a literal; NULL: none (pprof label thread_state) */
 };
 
 /* A named count of something lost or degraded; always written, even when 0. */
@@ -132,6 +134,15 @@ uint64_t tk_profile__location(struct tk_profile *p, uint64_t mapping_id, uint64_
 /* Append a sample; @locs leaf first. Returns 0 or -ENOMEM. */
 int tk_profile__add_sample(struct tk_profile *p, const uint64_t *locs, uint32_t nr,
 			   const int64_t *values, uint32_t pid, uint32_t tid, const char *comm);
+/* The same, with the thread_state label @state (a literal, or NULL). */
+int tk_profile__add_sample_state(struct tk_profile *p, const uint64_t *locs, uint32_t nr,
+				 const int64_t *values, uint32_t pid, uint32_t tid,
+				 const char *comm, const char *state);
+/*
+ * The CPU sample types and, after them, off_cpu/nanoseconds and
+ * off_cpu_count/count (a profile made by tk_profile__new_cpu). 0 or -EINVAL.
+ */
+int tk_profile__add_off_cpu(struct tk_profile *p);
 /* Add (or set) a loss counter by name. */
 void tk_profile__set_loss(struct tk_profile *p, const char *name, uint64_t count);
 

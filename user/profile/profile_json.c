@@ -36,6 +36,8 @@ static void stack(struct tk_json *j, const struct tk_profile *p, const struct tk
 	tk_json__uint(j, "pid", s->pid);
 	tk_json__uint(j, "tid", s->tid);
 	tk_json__string(j, "comm", s->comm);
+	if (s->thread_state)
+		tk_json__string(j, "thread_state", s->thread_state);
 	tk_json__int(j, "count", tk_sample__count(p, s));
 	tk_json__begin_array(j, "values");
 	for (v = 0; v < p->nr_values; v++)

@@ -267,6 +267,8 @@ static void samples(struct encoder *e)
 		label(e, "pid", NULL, s->pid);
 		label(e, "tid", NULL, s->tid);
 		label(e, "comm", s->comm, 0);
+		if (s->thread_state)
+			label(e, "thread_state", s->thread_state, 0);
 		pb_message(&e->out, PROFILE_SAMPLE, &e->sub);
 	}
 }

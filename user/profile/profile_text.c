@@ -43,6 +43,7 @@ static int row_cmp(const void *a, const void *b, void *ctx)
 	const struct tk_frames *fr = ctx;
 	int c;
 
+	/* as go tool pprof -top orders them: self, then name */
 	if (x->self != y->self)
 		return x->self > y->self ? -1 : 1;
 	c = strcmp(fr->frames[x->frame].name, fr->frames[y->frame].name);
@@ -91,13 +92,27 @@ static double pct(int64_t v, int64_t total)
 	return total ? 100.0 * (double)v / (double)total : 0.0;
 }
 
-/* @v in at most COL_SELF columns: bytes as 512B, 12.3K, 1.0G (binary units) */
-static const char *cell_value(char *buf, size_t size, int64_t v, bool bytes)
+/* @v in at most COL_SELF columns: bytes as 512B, 12.3K, 1.0G (binary units); or a time */
+enum unit { PLAIN, BYTES, TIME_NS };
+
+static const char *cell_value(char *buf, size_t size, int64_t v, enum unit bytes)
 {
 	static const char units[] = "KMGTPE";
 	double x = (double)v;
 	int u = -1;
 
+	if (bytes == TIME_NS) {
+		/* nanoseconds as 850ns, 12.3us, 4.56ms, 1.23s, 1234s */
+		if (v < 1000)
+			snprintf(buf, size, "%" PRId64 "ns", v);
+		else if (v < 1000000)
+			snprintf(buf, size, "%.1fus", x / 1e3);
+		else if (v < 1000000000)
+			snprintf(buf, size, "%.2fms", x / 1e6);
+		else
+			snprintf(buf, size, "%.2fs", x / 1e9);
+		return buf;
+	}
 	if (!bytes || (v < 10000 && v > -10000)) {
 		snprintf(buf, size, bytes ? "%" PRId64 "B" : "%" PRId64, v);
 		return buf;
@@ -110,11 +125,15 @@ static const char *cell_value(char *buf, size_t size, int64_t v, bool bytes)
 	return buf;
 }
 
-static bool in_bytes(const struct tk_profile *p)
+/* How the value shown is counted: bytes and nanoseconds are written as such */
+static enum unit value_unit(const struct tk_profile *p)
 {
 	const struct tk_value_type *vt = &p->value_types[tk_profile__display_index(p)];
 
-	return p->nr_values && vt->unit && !strcmp(vt->unit, "bytes");
+	if (!p->nr_values || !vt->unit)
+		return PLAIN;
+	return !strcmp(vt->unit, "bytes") ? BYTES : !strcmp(vt->unit, "nanoseconds") ? TIME_NS :
+									PLAIN;
 }
 
 static void header(const struct tk_profile *p, FILE *f, int64_t total)
@@ -129,8 +148,8 @@ static void header(const struct tk_profile *p, FILE *f, int64_t total)
 		char human[32];
 
 		fprintf(f, "Profile: %" PRId64 " %.24s (%.16s%s%s) in %.2f s, backend %.20s\n",
-			total, vt->type, vt->unit ? vt->unit : "", in_bytes(p) ? ", " : "",
-			in_bytes(p) ? cell_value(human, sizeof(human), total, true) : "",
+			total, vt->type, vt->unit ? vt->unit : "", value_unit(p) ? ", " : "",
+			value_unit(p) ? cell_value(human, sizeof(human), total, value_unit(p)) : "",
 			(double)p->duration_nanos / 1e9, p->backend ? p->backend : "unknown");
 	}
 	else
@@ -166,7 +185,7 @@ int tk_profile__write_text(const struct tk_profile *p, FILE *f, int top)
 	size_t *stamp = NULL;
 	int64_t total;
 	size_t i, nr, shown;
-	bool bytes;
+	enum unit bytes;
 	int err;
 
 	err = tk_frames__build(p, TK_FRAMES_BY_FUNCTION, &fr);
@@ -200,7 +219,7 @@ int tk_profile__write_text(const struct tk_profile *p, FILE *f, int top)
 	qsort_r(rows, fr.nr, sizeof(*rows), row_cmp, &fr);
 
 	total = tk_profile__total(p);
-	bytes = in_bytes(p);
+	bytes = value_unit(p);
 	header(p, f, total);
 	fprintf(f, "%*s  %6s  %6s  ", COL_SELF, "self", "self%", "total%");
 	put_cell(f, "function", COL_FUNC, true);
