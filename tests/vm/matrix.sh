@@ -18,6 +18,8 @@
 #           hot within 10 points of 75 %, with the chosen backend and --backend perf
 #   unwind  `tracekit cpu` on unw_chain (no frame pointers): the chain to main through
 #           static glibc's qsort_r, with both backends
+#   off-cpu `tracekit cpu --off-cpu` on cpu_offcpu (30 ms / 10 ms waits in turn): the
+#           off-CPU split 75 ± 8 %; without kernel BTF (nobtf-off-cpu) it fails, saying so
 #   alloc   `tracekit alloc` full (the leak exactly), sampled (within 5 %), growth
 #           (the leak's page faults) on alloc_leak; the uprobes must be sessions on a
 #           kernel of 6.13 or later (by uname -r) and entry/return pairs before
@@ -76,9 +78,9 @@ MOVE_PAGES=16384	# numa_move: 64 MiB of 4 KiB pages
 BAL_PAGES=16384		# numa_balance 15 64: the same
 
 # ---- results: check lines, and the table's cells ------------------------------------
-TESTS=(caps cpu cpu-perf unwind unwind-perf alloc-full alloc-sampled alloc-growth numa-move
+TESTS=(caps cpu cpu-perf unwind unwind-perf off-cpu alloc-full alloc-sampled alloc-growth numa-move
 	numa-balance)
-NOBTF_TESTS=(nobtf-caps nobtf-cpu nobtf-alloc nobtf-numa)	# rows of the TK_VM_NOBTF guest
+NOBTF_TESTS=(nobtf-caps nobtf-cpu nobtf-off-cpu nobtf-alloc nobtf-numa)	# rows of the TK_VM_NOBTF guest
 ATTACH=(cpu cpu-perf alloc numa fentry kprobe "misplaced_*")
 declare -A CELL REASON_NO ATT LABEL
 REASONS=()
@@ -150,7 +152,7 @@ skip_all() {
 . tests/vm/matrix_checks.sh
 
 # ---- the guests ---------------------------------------------------------------------
-guest_files=() NUMA_SKIP="" MOVE_SKIP="" CPU_SKIP="" BAL_SKIP="" UNW_SKIP=""
+guest_files=() NUMA_SKIP="" MOVE_SKIP="" CPU_SKIP="" BAL_SKIP="" UNW_SKIP="" OFF_SKIP=""
 # What goes into the guests, and what cannot be tested there and why.
 plan_guests() {
 	local f
@@ -168,6 +170,11 @@ plan_guests() {
 		guest_files+=("$W/cpu_split_static:/bin/cpu_split_static")
 	else
 		CPU_SKIP="no $W/cpu_split_static (make)"
+	fi
+	if [[ -x $W/cpu_offcpu_static ]]; then
+		guest_files+=("$W/cpu_offcpu_static:/bin/cpu_offcpu_static")
+	else
+		OFF_SKIP="no $W/cpu_offcpu_static (make)"
 	fi
 	if [[ -x $W/unw_chain_static ]]; then
 		guest_files+=("$W/unw_chain_static:/bin/unw_chain_static")
@@ -196,7 +203,7 @@ plan_guests() {
 write_payload() {
 	{
 		echo "NUMA_SKIP='$NUMA_SKIP' MOVE_SKIP='$MOVE_SKIP' CPU_SKIP='$CPU_SKIP' BAL_SKIP='$BAL_SKIP'"
-		echo "UNW_SKIP='$UNW_SKIP' NOBTF=$2"
+		echo "UNW_SKIP='$UNW_SKIP' OFF_SKIP='$OFF_SKIP' NOBTF=$2"
 		cat <<'EOF'
 tk_run caps tracekit caps --json
 # what this kernel has, for the checks to compare caps with: the misplaced-page function,
@@ -224,6 +231,14 @@ for b in auto perf; do
 	tk_run unw_$b.folded cat /tmp/unw_$b.folded
 	rm -f /tmp/unw_$b.*
 done
+
+# off-CPU time: the waits' split, in nanoseconds (--view off-cpu)
+if [ -z "$OFF_SKIP" ]; then
+	tk_run offcpu tracekit cpu -F 99 -d 4 --off-cpu --view off-cpu -o /tmp/offcpu.folded \
+		-- /bin/cpu_offcpu_static 2
+	tk_run offcpu.folded cat /tmp/offcpu.folded
+	rm -f /tmp/offcpu.folded
+fi
 
 tk_run alloc_full tracekit alloc -v --mode full --format folded -- alloc_leak -d 1 --leak-bytes 1048576 --leak-block 4096
 tk_run alloc_sampled tracekit alloc -v --sample-bytes 4096 --format folded -- alloc_leak -d 1 --leak-bytes 16777216 --leak-block 262144 --no-touch
@@ -313,10 +328,11 @@ if [ -z "$CPU_SKIP" ]; then
 	nb cpu tracekit cpu -F 499 -d 3 -o /tmp/nb/cpu.folded -o /tmp/nb/cpu.json -- /bin/cpu_split_static 2
 	grep -o -m1 '"backend":"[a-z]*"' /tmp/nb/cpu.json >/tmp/nb/cpu.json.out 2>/dev/null
 fi
+[ -z "$OFF_SKIP" ] && nb offcpu tracekit cpu --off-cpu -d 2 -o /tmp/nb/offcpu.folded -- /bin/cpu_offcpu_static 1
 nb alloc tracekit alloc -v --mode full --format folded -- alloc_leak -d 1 --leak-bytes 1048576 --leak-block 4096
 nb numa tracekit numa -v --json -d 3
 NB
-CPU_SKIP=$CPU_SKIP unshare -m sh -c 'mount --bind /tmp/empty_file /sys/kernel/btf/vmlinux && . /tmp/nobtf.sh'
+CPU_SKIP=$CPU_SKIP OFF_SKIP=$OFF_SKIP unshare -m sh -c 'mount --bind /tmp/empty_file /sys/kernel/btf/vmlinux && . /tmp/nobtf.sh'
 echo "unshare=$? outside=$(wc -c </sys/kernel/btf/vmlinux)" >>/tmp/nb/hidden.out
 tk_run nobtf_hidden cat /tmp/nb/hidden.out
 # $1 name: the section nobtf_NAME from /tmp/nb/NAME.*, as tk_run would have sent it
@@ -326,7 +342,7 @@ tk_nb() {
 	awk '!/^libbpf: / || /fail|error|denied|invalid|refus/' /tmp/nb/$1.err >/tmp/nb/$1.err2
 	echo "TKVM-BEGIN nobtf_$1.stderr"; tk_section /tmp/nb/$1.err2; echo "TKVM-END nobtf_$1.stderr 0"
 }
-for n in caps cpu alloc numa; do
+for n in caps cpu offcpu alloc numa; do
 	[ -e /tmp/nb/$n.rc ] && tk_nb $n
 done
 [ -e /tmp/nb/cpu.folded ] && tk_run nobtf_cpu.folded cat /tmp/nb/cpu.folded
@@ -372,6 +388,17 @@ check_nobtf() {
 		echo "{$(cat "$d/nobtf_cpu.json.out" 2>/dev/null)}" >"$d/nobtf_cpu.backend.json"
 		check_cpu nobtf-cpu "$d/nobtf_cpu.folded.out" "$d/nobtf_cpu.backend.json" \
 			"$(rc_of "$d/nobtf_cpu.rc")" "$d/nobtf_cpu.stderr.out" bpf
+	fi
+
+	# off-CPU time needs task_struct from the kernel's BTF: refused, saying so, never empty
+	T=nobtf-off-cpu
+	if [[ -n $OFF_SKIP ]]; then
+		skip "nobtf off-cpu" "$OFF_SKIP"
+	else
+		r=$(rc_of "$d/nobtf_offcpu.rc")
+		expect "nobtf: tracekit cpu --off-cpu refuses (exit 1), naming BTF" \
+			'[[ $r == 1 ]] && grep -q "BTF" "$d/nobtf_offcpu.stderr.out"' \
+			"exit $r; stderr: $(head -c 600 "$d/nobtf_offcpu.stderr.out" 2>/dev/null | tr '\n' ' ')"
 	fi
 
 	T=nobtf-alloc
@@ -515,6 +542,11 @@ check_guest() {
 		check_unwind unwind-perf "$d/unw_perf.folded.out" "$(rc_of "$d/unw_perf.rc")" \
 			"$d/unw_perf.stderr.out"
 	fi
+	if [[ -n $OFF_SKIP ]]; then
+		T=off-cpu skip off-cpu "$OFF_SKIP"
+	else
+		check_offcpu off-cpu "$d/offcpu.folded.out" "$(rc_of "$d/offcpu.rc")" "$d/offcpu.stderr.out"
+	fi
 	check_alloc "$d" "${release:-0}"
 	check_numa_move "$d"
 	if [[ -n $BAL_SKIP ]]; then
@@ -577,6 +609,11 @@ check_host() {
 	check_unwind unwind "$tmp/unw_auto.folded" "$(rc_of "$tmp/unw_auto.rc")" "$tmp/unw_auto.err"
 	check_unwind unwind-perf "$tmp/unw_perf.folded" "$(rc_of "$tmp/unw_perf.rc")" \
 		"$tmp/unw_perf.err"
+
+	"$bin" cpu -F 99 -d 4 --off-cpu --view off-cpu -o "$tmp/offcpu.folded" -- "$W/cpu_offcpu" 2 \
+		>/dev/null 2>"$tmp/offcpu.err"
+	echo $? >"$tmp/offcpu.rc"
+	check_offcpu off-cpu "$tmp/offcpu.folded" "$(rc_of "$tmp/offcpu.rc")" "$tmp/offcpu.err"
 
 	local leak=$W/alloc_leak
 	"$bin" alloc -v --mode full --format folded -- "$leak" -d 1 --leak-bytes 1048576 --leak-block 4096 \

@@ -93,6 +93,28 @@ check_cpu() {
 
 # unwinding without frame pointers: $1 test name (unwind, unwind-perf), $2 folded file, $3 rc,
 # $4 stderr. unw_chain burns under main → run → stage_a → stage_b → qsort_r (glibc) → compare.
+# off-CPU time of cpu_offcpu (30 ms in off_long, 10 ms in off_short in turn), --view off-cpu
+# folded stacks: their counts are nanoseconds. The off_long share 75 ± 8 %.
+check_offcpu() {
+	local name=$1 folded=$2 rc=$3 err=$4 lng shrt pct
+	T=$name
+	if [[ $rc != 0 ]]; then
+		fail "$name: tracekit cpu --off-cpu exits 0" "$(why_rc "$rc" "$err")"
+		return
+	fi
+	ok "$name: tracekit cpu --off-cpu exits 0"
+	lng=$(folded_sum "$folded" ';off_long(;|$)')
+	shrt=$(folded_sum "$folded" ';off_short(;|$)')
+	if ((lng + shrt < 500000000)); then
+		fail "$name: waits under off_long and off_short" "only $lng + $shrt ns;" \
+			"top: $(sort -t' ' -k2 -n -r "$folded" 2>/dev/null | head -n3 | tr '\n' '|')"
+		return
+	fi
+	pct=$((100 * lng / (lng + shrt)))
+	expect "$name: off_long $pct % of the waits under off_long+off_short (want 75 ± 8)" \
+		'((pct >= 67 && pct <= 83))' "folded: $(tr '\n' '|' <"$folded" | head -c 800)"
+}
+
 check_unwind() {
 	local name=$1 folded=$2 rc=$3 err=$4 burn whole
 	T=$name

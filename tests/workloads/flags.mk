@@ -79,6 +79,9 @@ WORKLOAD_LIBS_alloc_leak_static := -lpthread
 # cpu_split linked statically, for the cpu checks in the QEMU guests (tests/vm/matrix.sh)
 $(eval WORKLOAD_CC_cpu_split_static := $(CLANG))
 WORKLOAD_CFLAGS_cpu_split_static := $(CPU_WL_FLAGS) -static
+$(eval WORKLOAD_CC_cpu_offcpu_static := $(CLANG))
+WORKLOAD_CFLAGS_cpu_offcpu_static := $(CPU_WL_FLAGS) -static
+WORKLOAD_LIBS_cpu_offcpu_static := -lpthread
 # NUMA balancing in the two-node guests (tests/vm/matrix.sh): no libc there, so static
 WORKLOAD_CFLAGS_numa_balance := -static
 # move_pages(2) of 64 MiB to node 1 in the two-node guests (tests/workloads/numa_move.c)

@@ -549,9 +549,10 @@ static int prepare_off_cpu(struct tk_cpu *c, struct bpf_state *st)
 	if (state_off < 0)
 		state_off = tk_kfeat__member_offset("task_struct", "state");
 	if (pid_off <= 0 || state_off < 0 || nargs < 3) {
-		snprintf(c->start_why, sizeof(c->start_why), "off-CPU time needs sched_switch and "
-			 "task_struct in kernel BTF (/sys/kernel/btf/vmlinux): %s",
-			 strerror(pid_off < 0 ? -pid_off : nargs < 0 ? -nargs : ENOENT));
+		snprintf(c->start_why, sizeof(c->start_why), "off-CPU time needs the kernel's BTF "
+			 "(/sys/kernel/btf/vmlinux) for task_struct and sched_switch: %s",
+			 pid_off == -ENOENT || state_off == -ENOENT || nargs == -ENOENT ?
+			 "it lacks them" : "it cannot be read here");
 		return -EOPNOTSUPP;
 	}
 	st->skel->rodata->task_pid_off = pid_off;
