@@ -901,23 +901,39 @@ int tk_cpu_bpf__probe_load(char *msg, size_t msg_sz)
 	struct tk_cpu *c = calloc(1, sizeof(*c));
 	struct bpf_state st = { .cgroup_fd = -1 };
 	struct cpu_follow_bpf *follow = NULL;
+	char off_why[256] = "";
 	int err;
 
 	if (!c)
 		return -ENOMEM;
 	c->opts.freq_hz = 99;
 	c->opts.unwind = TK_UNWIND_AUTO;
+	/* with the off-CPU program (--off-cpu) first; without it when that is what fails */
+	c->opts.off_cpu = true;
 	err = load_sampler(c, &st, TK_UNWIND_AUTO);
+	if (err) {
+		snprintf(off_why, sizeof(off_why), "%s", err == -EOPNOTSUPP ?
+			 "it needs the kernel's BTF" : strerror(-err));
+		tk_unw_bpf__free(st.unw);
+		cpu_sample_bpf__destroy(st.skel);
+		st = (struct bpf_state){ .cgroup_fd = -1 };
+		memset(c, 0, sizeof(*c));
+		c->opts.freq_hz = 99;
+		c->opts.unwind = TK_UNWIND_AUTO;
+		err = load_sampler(c, &st, TK_UNWIND_AUTO);
+	}
 	if (err) {
 		snprintf(msg, msg_sz, "the perf_event sampler does not load: %s%s%s",
 			 strerror(-err), c->unwind_note[0] ? "; " : "", c->unwind_note);
 		goto out;
 	}
 	follow = tk_cpu_follow__attach(bpf_map__fd(st.skel->maps.pids));
-	snprintf(msg, msg_sz, "user stacks by %s; a command's children %s%s",
+	snprintf(msg, msg_sz, "user stacks by %s; a command's children %s%s; %s%s",
 		 st.unw ? "CFI rows in the kernel" : "frame pointer",
 		 follow ? "followed" : "not followable (--backend auto then takes perf)",
-		 c->kernel_note[0] ? "; maps preallocated (smaller)" : "");
+		 c->kernel_note[0] ? "; maps preallocated (smaller)" : "",
+		 off_why[0] ? "no off-CPU time: " : "off-CPU time (--off-cpu) by sched_switch",
+		 off_why);
 out:
 	if (follow)
 		tk_cpu_follow__destroy(follow);
