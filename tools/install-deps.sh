@@ -36,8 +36,8 @@ PKGS=(
 # libc6-dbg: the names of libc's local functions (start_thread, __libc_start_call_main),
 # which the unwinding tests look for at the root of a stack; procps: pgrep, for the
 # processes those tests start in a container. A minimal Debian has neither.
-# The benchmarks' peers and measuring tools.
-BENCH_PKGS=(linux-perf bpftrace time)
+# The benchmarks' peers and measuring tools (libbpf-tools: bcc's offcputime, built by Debian).
+BENCH_PKGS=(linux-perf bpftrace time libbpf-tools)
 [[ ${1:-} == --bench ]] && PKGS+=("${BENCH_PKGS[@]}")
 
 missing=()

@@ -21,6 +21,7 @@ WORKLOAD_CFLAGS_cpu_short := $(CPU_WL_FLAGS)
 WORKLOAD_CFLAGS_cpu_forks := $(CPU_WL_FLAGS)
 WORKLOAD_CFLAGS_cpu_offcpu := $(CPU_WL_FLAGS)
 WORKLOAD_LIBS_cpu_offcpu := -lpthread
+WORKLOAD_LIBS_pingpong := -lpthread
 WORKLOAD_CFLAGS_cpu_syscalls := $(CPU_WL_FLAGS)
 WORKLOAD_CFLAGS_libcpuhot := $(CPU_WL_FLAGS)
 WORKLOAD_CFLAGS_cpu_shlib := $(CPU_WL_FLAGS)

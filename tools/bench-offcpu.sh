@@ -1,0 +1,100 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
+# The off-CPU benchmark: what taking off-CPU time costs a context-switch-heavy program.
+#   tools/bench-offcpu.sh [ROUNDS]      (default 9; as root; after `make`)
+# The load: build/workloads/pingpong, two threads passing a byte over two pipes (every
+# hop a blocking read: several hundred thousand switches a second here). Each tracer
+# watches the whole system while it runs; each traced run is paired with an untraced
+# run right next to it (order shuffled), and the ratio of the pair is its slowdown.
+# Medians (min max) over ROUNDS interleaved rounds, and each tracer's own CPU seconds
+# (user+sys) over its run. Tracers:
+#   tk-cpu      tracekit cpu -F 99                  (on-CPU only: the baseline it adds to)
+#   tk-off      tracekit cpu -F 99 --off-cpu
+#   tk-off-min  tracekit cpu -F 99 --off-cpu --off-cpu-min 1000
+#   offcputime  bcc's libbpf-tools offcputime (Debian's build; kernel and user stacks)
+#   perf-cs     perf record -e context-switches -c 1 -g -a (perf's way without BPF: a
+#               sample at every switch-out; Debian's perf has no --off-cpu, which needs
+#               BUILD_BPF_SKEL)
+# Figures, not a pass/fail test: this machine is shared and noisy.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+ROUNDS=${1:-9}
+B=${TK_BUILD_DIR:-build}
+TK=$B/tracekit
+PP=$B/workloads/pingpong
+N=${BENCH_PINGPONG_ROUNDS:-300000}
+TMP=$(mktemp -d)
+trap 'rm -rf "$TMP"' EXIT
+
+tools/install-deps.sh --bench
+for f in "$TK" "$PP"; do
+	[[ -x $f ]] || { echo "bench-offcpu: $f missing: run make" >&2; exit 1; }
+done
+[[ $(id -u) -eq 0 ]] || { echo "bench-offcpu: run as root" >&2; exit 1; }
+OFFCPUTIME=$(command -v offcputime || echo /usr/sbin/offcputime)
+
+start_tracer() {
+	case $1 in
+	tk-cpu) "$TK" cpu -F 99 -o "$TMP/tk.json" 2>/dev/null & ;;
+	tk-off) "$TK" cpu -F 99 --off-cpu -o "$TMP/tk.json" 2>/dev/null & ;;
+	tk-off-min) "$TK" cpu -F 99 --off-cpu --off-cpu-min 1000 -o "$TMP/tk.json" 2>/dev/null & ;;
+	offcputime) "$OFFCPUTIME" >"$TMP/oc.out" 2>&1 & ;;
+	perf-cs) perf record -q -e context-switches -c 1 -g -a -o "$TMP/perf.data" 2>/dev/null & ;;
+	esac
+	TPID=$!
+}
+
+# SIGINT, as a person ends it; SIGKILL after 60 s (a tracer writing a large file); reaped
+stop_tracer() {
+	local i
+	kill -INT "$TPID" 2>/dev/null || true
+	for ((i = 0; i < 600; i++)); do
+		grep -qs '^State:[[:space:]]*[^Z[:space:]]' "/proc/$TPID/status" || break
+		sleep 0.1
+	done
+	kill -KILL "$TPID" 2>/dev/null || true
+	wait "$TPID" 2>/dev/null || true
+}
+
+# user+sys seconds of process $1 so far (its threads included), from /proc/PID/stat
+cpu_s() {
+	awk -v hz="$(getconf CLK_TCK)" '{ sub(/.*\) /, ""); printf "%.3f\n", ($12 + $13) / hz }' \
+		"/proc/$1/stat" 2>/dev/null || echo 0
+}
+
+pp_time() { "$PP" "$N" | sed -n 's/.*seconds=\([0-9.]*\).*/\1/p'; }
+stats() { sort -g | awk '{a[NR]=$1} END {printf "%s %s %s\n", a[int((NR+1)/2)], a[1], a[NR]}'; }
+
+TRACERS=(tk-cpu tk-off tk-off-min offcputime perf-cs)
+declare -A SLOW CPU
+BASE=""
+rate=$("$PP" "$N" | sed -n 's/.*switches_per_s=\([0-9]*\).*/\1/p')
+echo "bench-offcpu: $ROUNDS rounds, $(nproc) CPUs, kernel $(uname -r); pingpong $N round trips" \
+	"(untraced: $rate switches a second)"
+for ((r = 1; r <= ROUNDS; r++)); do
+	mapfile -t order < <(printf '%s\n' "${TRACERS[@]}" | shuf)
+	for t in "${order[@]}"; do
+		((RANDOM % 2)) && base=$(pp_time)
+		start_tracer "$t"
+		sleep 2	# attached, tables built
+		c0=$(cpu_s "$TPID")
+		traced=$(pp_time)
+		c1=$(cpu_s "$TPID")
+		stop_tracer
+		[[ -v base ]] || base=$(pp_time)
+		SLOW[$t]+="$(awk -v a="$traced" -v b="$base" 'BEGIN { printf "%.4f", a / b }') "
+		CPU[$t]+="$(awk -v a="$c0" -v b="$c1" -v w="$traced" 'BEGIN { printf "%.3f", (b - a) / w }') "
+		BASE+="$base "
+		unset base
+	done
+	printf '  round %d done\n' "$r"
+done
+echo
+read -r base _ _ < <(tr ' ' '\n' <<<"$BASE" | grep . | stats)
+printf '%-12s %-28s %s\n' tracer "slowdown (median min max)" "tracer CPU s per s (median min max)"
+for t in "${TRACERS[@]}"; do
+	read -r m lo hi < <(tr ' ' '\n' <<<"${SLOW[$t]}" | grep . | stats)
+	read -r cm clo chi < <(tr ' ' '\n' <<<"${CPU[$t]}" | grep . | stats)
+	printf '%-12s %-28s %s\n' "$t" "$m ($lo $hi)" "$cm ($clo $chi)"
+done
+echo "untraced pingpong: median $base s"
