@@ -39,6 +39,7 @@ const volatile bool user_stacks = true;
 const volatile __u32 self_tgid = 0;		/* tracekit itself, never sampled */
 /* off-CPU time (off_switch, loaded only when asked): offsets from the kernel's BTF */
 const volatile __u64 off_cpu_min_ns = 0;	/* shorter waits: counted without stacks */
+const volatile __u32 off_budget = 0;		/* stacks a CPU takes a window; 0: all */
 const volatile __u32 task_pid_off = 0;		/* offsetof(struct task_struct, pid) */
 const volatile __u32 task_state_off = 0;	/* __state (5.14+) or state */
 const volatile bool switch_has_state = false;	/* sched_switch passes prev_state (5.18+) */
@@ -401,21 +402,23 @@ int exit_raw(void *ctx)
 }
 /* ---- off-CPU time: where threads wait ----------------------------------------------- */
 
-/* How the switched-out task left: sched_switch's preempt and prev_state (or prev's state). */
-static __always_inline __u32 off_state(__u64 *ctx)
+/* prev's state as it left: sched_switch's prev_state (5.18+), else read from the task */
+static __always_inline __u32 prev_state(__u64 *ctx)
 {
-	__u64 state = 0;
+	__u32 state = 0;
 
-	if (ctx[0])
-		return CPU_OFF_RUNNABLE;	/* preempted: still runnable */
 	if (switch_has_state)
-		state = (__u32)ctx[3];
-	else
-		bpf_probe_read_kernel(&state, sizeof(__u32),
-				      (const void *)(ctx[1] + (task_state_off & 0xffff)));
-	state &= 0xffffffff;
-	if (state == 0)
-		return CPU_OFF_RUNNABLE;	/* a yield */
+		return (__u32)ctx[3];
+	bpf_probe_read_kernel(&state, sizeof(state),
+			      (const void *)(ctx[1] + (task_state_off & 0xffff)));
+	return state;
+}
+
+/* How the switched-out task left, from sched_switch's preempt and its state. */
+static __always_inline __u32 off_state(bool preempt, __u32 state)
+{
+	if (preempt || state == 0)
+		return CPU_OFF_RUNNABLE;	/* preempted, or a yield: still runnable */
 	if ((state & 0x0002) && !(state & 0x0400))	/* TASK_UNINTERRUPTIBLE, not TASK_IDLE */
 		return CPU_OFF_UNINTERRUPTIBLE;
 	if (state & 0x0401)				/* TASK_INTERRUPTIBLE, TASK_IDLE */
@@ -423,28 +426,60 @@ static __always_inline __u32 off_state(__u64 *ctx)
 	return CPU_OFF_OTHER;
 }
 
+/*
+ * Thinning: a CPU takes at most off_budget stacks a window (OFF_WINDOW_NS);
+ * past that, one switch-out in 2^k is taken (k grows as the window's count
+ * doubles) and its wait counted 2^k times, the others cost only this
+ * count. Which switch-out is taken does not depend on how long it waits, so
+ * the weighted sums estimate the totals. The weight to give this switch-out,
+ * or 0: not taken.
+ */
+#define OFF_WINDOW_NS 10000000ULL
+
+struct cpu_off_rate off_rates[CPU_MAX_CPUS] = {};
+
+static __always_inline __u32 off_weight(__u64 now)
+{
+	struct cpu_off_rate *r = &off_rates[bpf_get_smp_processor_id() & (CPU_MAX_CPUS - 1)];
+	__u32 w = 1, over, i;
+
+	if (!off_budget)
+		return 1;
+	if (now - r->start >= OFF_WINDOW_NS) {
+		r->start = now;
+		r->n = 0;
+	}
+	r->n++;
+	if (r->n <= off_budget)
+		return 1;
+	over = r->n / off_budget;	/* 1, 2, 3 ...: the weight is the power of 2 above it */
+	for (i = 0; i < 20 && w <= over; i++)
+		w <<= 1;
+	return r->n & (w - 1) ? 0 : w;
+}
+
 /* The current task leaves the CPU: its stacks now, its wait counted when it comes back. */
 static __always_inline void switch_out(__u64 *ctx, __u32 tgid, __u32 tid, __u64 now)
 {
 	struct cpu_off_start v = {};
+	bool preempt = ctx[0];
+	__u32 state = preempt ? 0 : prev_state(ctx), w;
 
 	/* TASK_DEAD: its last switch, no wait follows */
-	if (!ctx[0] && !switch_has_state) {
-		__u32 st = 0;
-
-		bpf_probe_read_kernel(&st, sizeof(st),
-				      (const void *)(ctx[1] + (task_state_off & 0xffff)));
-		if (st & 0x0080)
-			return;
-	} else if (!ctx[0] && ((__u32)ctx[3] & 0x0080)) {
+	if (state & 0x0080)
+		return;
+	count(CPU_CNT_OFF_SWITCHES);
+	w = off_weight(now);
+	if (!w) {
+		count(CPU_CNT_OFF_THINNED);
 		return;
 	}
-	count(CPU_CNT_OFF_SWITCHES);
+	v.weight = w;
 	v.key.pid = tgid;
 	v.key.tid = tid;
 	v.key.gen = proc_gen(tgid, tid);
 	v.key.epoch = *(volatile __u32 *)&epoch;
-	v.key.state = off_state(ctx);
+	v.key.state = off_state(preempt, state);
 	bpf_get_current_comm(v.key.comm, sizeof(v.key.comm));
 	if (kernel_stacks)
 		v.key.kstack = take_stack(ctx, NULL, &kstacks, 0, CPU_KSTACK_LOST,
@@ -454,7 +489,12 @@ static __always_inline void switch_out(__u64 *ctx, __u32 tgid, __u32 tid, __u64 
 		v.key.ustack = take_stack(ctx, NULL, &ustacks, BPF_F_USER_STACK, CPU_USTACK_LOST,
 					  CPU_USTACK_TRUNCATED, &v.key.flags, v.key.gen,
 					  v.key.epoch);
-	v.ts = now;
+	/*
+	 * The wait starts once the stacks are taken: their cost (microseconds) is
+	 * the tracer's, not the thread's, and a thinned switch-out, weighed many
+	 * times, would carry it many times
+	 */
+	v.ts = bpf_ktime_get_ns();
 	if (bpf_map_update_elem(&offstart, &tid, &v, BPF_ANY))
 		count(CPU_CNT_OFF_START_FULL);
 }
@@ -463,13 +503,14 @@ static __always_inline void switch_out(__u64 *ctx, __u32 tgid, __u32 tid, __u64 
 static __always_inline void switch_in(__u32 tid, __u64 now)
 {
 	struct cpu_off_start *s = bpf_map_lookup_elem(&offstart, &tid);
-	struct cpu_off_val one = { .n = 1 }, *val;
+	struct cpu_off_val one, *val;
 	struct cpu_key key;
-	__u64 ns;
+	__u64 ns, w;
 
 	if (!s)
 		return;
 	ns = now > s->ts ? now - s->ts : 0;
+	w = s->weight ? s->weight : 1;
 	key = s->key;
 	bpf_map_delete_elem(&offstart, &tid);
 	if (ns < off_cpu_min_ns) {
@@ -480,7 +521,8 @@ static __always_inline void switch_in(__u32 tid, __u64 now)
 		key.flags = 0;
 		key.state |= CPU_OFF_SHORT;
 	}
-	one.ns = ns;
+	one.ns = ns * w;
+	one.n = w;
 	val = bpf_map_lookup_elem(&offcounts, &key);
 	if (!val && bpf_map_update_elem(&offcounts, &key, &one, BPF_NOEXIST) == 0)
 		return;
@@ -490,8 +532,8 @@ static __always_inline void switch_in(__u32 tid, __u64 now)
 		count(CPU_CNT_OFF_COUNT_FULL);
 		return;
 	}
-	__sync_fetch_and_add(&val->ns, ns);
-	__sync_fetch_and_add(&val->n, 1);
+	__sync_fetch_and_add(&val->ns, one.ns);
+	__sync_fetch_and_add(&val->n, one.n);
 }
 
 /*

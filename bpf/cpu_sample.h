@@ -63,6 +63,15 @@ enum cpu_off_state {
 struct cpu_off_start {
 	struct cpu_key key;
 	__u64 ts;			/* bpf_ktime_get_ns */
+	__u32 weight;			/* the switch-outs it stands for (thinning) */
+	__u32 pad;
+};
+
+/* Thinning (off_weight): a CPU's switch-outs in its current window */
+struct cpu_off_rate {
+	__u64 start;
+	__u32 n;
+	__u32 pad;
 };
 
 struct cpu_off_val {
@@ -118,6 +127,8 @@ enum cpu_counter {
 	CPU_CNT_OFF_START_FULL,		/* no room to remember a switch-out: its wait is lost */
 	CPU_CNT_OFF_COUNT_FULL,		/* no room to count a wait: lost */
 	CPU_CNT_OFF_SHORT,		/* waits under off_cpu_min_ns: counted without stacks */
+	CPU_CNT_OFF_THINNED,		/* switch-outs past the budget, not taken: their
+					   sampled peers are weighed for them */
 	CPU_CNT__COUNT,
 };
 

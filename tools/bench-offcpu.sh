@@ -3,14 +3,16 @@
 # The off-CPU benchmark: what taking off-CPU time costs a context-switch-heavy program.
 #   tools/bench-offcpu.sh [ROUNDS]      (default 9; as root; after `make`)
 # The load: build/workloads/pingpong, two threads passing a byte over two pipes (every
-# hop a blocking read: several hundred thousand switches a second here). Each tracer
+# hop a blocking read), both pinned to CPU 0: about 400,000 switches a second here, and a
+# steady time (unpinned, its time swings several-fold with where the scheduler puts the
+# threads and how deep the idle CPU sleeps, more than any tracer costs). Each tracer
 # watches the whole system while it runs; each traced run is paired with an untraced
 # run right next to it (order shuffled), and the ratio of the pair is its slowdown.
 # Medians (min max) over ROUNDS interleaved rounds, and each tracer's own CPU seconds
 # (user+sys) over its run. Tracers:
 #   tk-cpu      tracekit cpu -F 99                  (on-CPU only: the baseline it adds to)
-#   tk-off      tracekit cpu -F 99 --off-cpu
-#   tk-off-min  tracekit cpu -F 99 --off-cpu --off-cpu-min 1000
+#   tk-off      tracekit cpu -F 99 --off-cpu             (thinned past 2000 stacks/s a CPU)
+#   tk-off-all  tracekit cpu -F 99 --off-cpu --off-cpu-stacks 0   (every switch-out's stacks)
 #   offcputime  bcc's libbpf-tools offcputime (Debian's build; kernel and user stacks)
 #   perf-cs     perf record -e context-switches -c 1 -g -a (perf's way without BPF: a
 #               sample at every switch-out; Debian's perf has no --off-cpu, which needs
@@ -37,7 +39,7 @@ start_tracer() {
 	case $1 in
 	tk-cpu) "$TK" cpu -F 99 -o "$TMP/tk.json" 2>/dev/null & ;;
 	tk-off) "$TK" cpu -F 99 --off-cpu -o "$TMP/tk.json" 2>/dev/null & ;;
-	tk-off-min) "$TK" cpu -F 99 --off-cpu --off-cpu-min 1000 -o "$TMP/tk.json" 2>/dev/null & ;;
+	tk-off-all) "$TK" cpu -F 99 --off-cpu --off-cpu-stacks 0 -o "$TMP/tk.json" 2>/dev/null & ;;
 	offcputime) "$OFFCPUTIME" >"$TMP/oc.out" 2>&1 & ;;
 	perf-cs) perf record -q -e context-switches -c 1 -g -a -o "$TMP/perf.data" 2>/dev/null & ;;
 	esac
@@ -62,13 +64,13 @@ cpu_s() {
 		"/proc/$1/stat" 2>/dev/null || echo 0
 }
 
-pp_time() { "$PP" "$N" | sed -n 's/.*seconds=\([0-9.]*\).*/\1/p'; }
+pp_time() { taskset -c 0 "$PP" "$N" | sed -n 's/.*seconds=\([0-9.]*\).*/\1/p'; }
 stats() { sort -g | awk '{a[NR]=$1} END {printf "%s %s %s\n", a[int((NR+1)/2)], a[1], a[NR]}'; }
 
-TRACERS=(tk-cpu tk-off tk-off-min offcputime perf-cs)
+TRACERS=(tk-cpu tk-off tk-off-all offcputime perf-cs)
 declare -A SLOW CPU
 BASE=""
-rate=$("$PP" "$N" | sed -n 's/.*switches_per_s=\([0-9]*\).*/\1/p')
+rate=$(taskset -c 0 "$PP" "$N" | sed -n 's/.*switches_per_s=\([0-9]*\).*/\1/p')
 echo "bench-offcpu: $ROUNDS rounds, $(nproc) CPUs, kernel $(uname -r); pingpong $N round trips" \
 	"(untraced: $rate switches a second)"
 for ((r = 1; r <= ROUNDS; r++)); do

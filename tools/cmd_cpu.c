@@ -48,9 +48,13 @@ static const char usage_cpu[] =
 	"      --off-cpu        also the time threads spend switched out, under their\n"
 	"                       stacks when they left and how (preempted, sleeping,\n"
 	"                       uninterruptible): pprof sample types off_cpu and\n"
-	"                       off_cpu_count, label thread_state (bpf backend)\n"
+	"                       off_cpu_count, label thread_state\n"
 	"      --off-cpu-min USEC  waits shorter than USEC microseconds are counted\n"
 	"                       per thread without stacks (default 0: every wait)\n"
+	"      --off-cpu-stacks N  stacks a CPU takes a second at switch-outs (default\n"
+	"                       2000); past that, one switch-out in 2^k is taken and\n"
+	"                       weighed 2^k: the totals estimated at a fraction of the\n"
+	"                       cost; 0: every switch-out\n"
 	"      --view VIEW      cpu (default) or off-cpu: what the text, folded, SVG\n"
 	"                       and JSON counts show, and pprof's default sample type\n"
 	"      --kernel-only    kernel stacks only\n"
@@ -69,7 +73,7 @@ static const char usage_cpu[] =
 int cmd_cpu(int argc, char **argv)
 {
 	enum { OPT_CGROUP = 256, OPT_BACKEND, OPT_KONLY, OPT_UONLY, OPT_ROTATE, OPT_OFF_CPU,
-	       OPT_OFF_CPU_MIN, OPT_VIEW };
+	       OPT_OFF_CPU_MIN, OPT_OFF_CPU_STACKS, OPT_VIEW };
 	static const struct option opts[] = {
 		{ "pid", required_argument, NULL, 'p' },
 		{ "cgroup", required_argument, NULL, OPT_CGROUP },
@@ -79,6 +83,7 @@ int cmd_cpu(int argc, char **argv)
 		{ "rotate", required_argument, NULL, OPT_ROTATE },
 		{ "off-cpu", no_argument, NULL, OPT_OFF_CPU },
 		{ "off-cpu-min", required_argument, NULL, OPT_OFF_CPU_MIN },
+		{ "off-cpu-stacks", required_argument, NULL, OPT_OFF_CPU_STACKS },
 		{ "view", required_argument, NULL, OPT_VIEW },
 		{ "backend", required_argument, NULL, OPT_BACKEND },
 		{ "kernel-only", no_argument, NULL, OPT_KONLY },
@@ -145,6 +150,13 @@ int cmd_cpu(int argc, char **argv)
 			copts.off_cpu_min_ns = (uint64_t)v * 1000;
 			min_given = true;
 			break;
+		case OPT_OFF_CPU_STACKS:
+			if (parse_long(optarg, 0, 10000000, &v))
+				return usage_error("cpu", "invalid --off-cpu-stacks '%s' (0 to "
+						   "10000000 a second)", optarg);
+			copts.off_cpu_stacks = v ? (uint32_t)v : TK_CPU_OFF_CPU_ALL;
+			min_given = true;
+			break;
 		case OPT_VIEW:
 			if (!strcmp(optarg, "cpu"))
 				copts.view_off_cpu = false;
@@ -183,7 +195,8 @@ int cmd_cpu(int argc, char **argv)
 	copts.unwind = env.unwind;
 	copts.unwind_mem = env.unwind_mem;
 	if ((min_given || view_given) && !copts.off_cpu)
-		return usage_error("cpu", "--off-cpu-min and --view go with --off-cpu");
+		return usage_error("cpu", "--off-cpu-min, --off-cpu-stacks and --view go with "
+				   "--off-cpu");
 	if (rotate && interval)
 		return usage_error("cpu", "--rotate and -i exclude each other");
 	if (rotate && !outs.n)

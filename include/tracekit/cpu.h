@@ -44,12 +44,22 @@ struct tk_cpu_opts {
 	 * its stacks when it left and how it left (preempted, sleeping,
 	 * uninterruptible), as the sample types off_cpu/nanoseconds and
 	 * off_cpu_count/count. Waits under off_cpu_min_ns are counted per
-	 * thread without stacks. bpf backend: sched_switch, kernel BTF needed.
+	 * thread without stacks. bpf: sched_switch (kernel BTF needed); perf:
+	 * the context-switches event and its switch records.
 	 */
 	bool off_cpu;
 	uint64_t off_cpu_min_ns;
 	bool view_off_cpu;		/* the profile's default sample type is off_cpu */
+	/*
+	 * Stacks a CPU takes a second at switch-outs before thinning: past it,
+	 * one switch-out in 2^k is taken and its wait counted 2^k times (an
+	 * estimate of the same totals at a fraction of the cost). 0: the
+	 * default (2000); TK_CPU_OFF_CPU_ALL: every switch-out.
+	 */
+	uint32_t off_cpu_stacks;
 };
+#define TK_CPU_OFF_CPU_ALL UINT32_MAX
+#define TK_CPU_OFF_CPU_STACKS_DEFAULT 2000
 
 struct tk_cpu_stats {
 	uint64_t samples;

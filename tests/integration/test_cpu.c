@@ -788,8 +788,10 @@ struct off_sums {
 	unsigned long entries;
 };
 
-static void off_sum_json(const char *json, struct off_sums *o)
+static void off_sum_json(const char *json, const char *sleep_state, struct off_sums *o)
 {
+	char want[64];
+
 	const char *p = strstr(json, "\"stacks\":"), *next, *lng;
 	long main_pid;
 
@@ -832,7 +834,8 @@ static void off_sum_json(const char *json, struct off_sums *o)
 		if (strstr(e, "\"name\":\"off_long\"")) {
 			o->off_long += val[2];
 			/* preempted in off_long's own instructions, between its sleeps */
-			if (!strstr(e, "\"thread_state\":\"sleeping\""))
+			snprintf(want, sizeof(want), "\"thread_state\":\"%s\"", sleep_state);
+			if (!strstr(e, want))
 				o->long_not_sleeping += val[2];
 		}
 		if (strstr(e, "\"name\":\"off_short\""))
@@ -857,11 +860,12 @@ static void off_sum_json(const char *json, struct off_sums *o)
  * off-CPU total its wall time within 10 %, the spinner in the on-CPU
  * samples, the waits labelled sleeping; go tool pprof reads off_cpu.
  */
-static void test_off_cpu_bpf(void **state)
+static void check_off_cpu(const char *backend, const char *sleep_state)
 {
 	const char *json = path_in_tmp("off.json"), *pb = path_in_tmp("off.pb.gz");
-	char *args[] = { "cpu", "--backend", "bpf", "-F", "199", "--off-cpu", "-o", (char *)json,
-			 "-o", (char *)pb, "--", (char *)tk_test_workload("cpu_offcpu"), "3", NULL };
+	char *args[] = { "cpu", "--backend", (char *)backend, "-F", "199", "--off-cpu", "-o",
+			 (char *)json, "-o", (char *)pb, "--", (char *)tk_test_workload("cpu_offcpu"),
+			 "3", NULL };
 	char cmd[1024], top[1 << 16];
 	struct off_sums o;
 	double share;
@@ -870,13 +874,13 @@ static void test_off_cpu_bpf(void **state)
 	NEED_ROOT();
 	assert_int_equal(tk_test_run_tracekit(out, sizeof(out), false, args), 0);
 	text = slurp(json);
-	off_sum_json(text, &o);
+	off_sum_json(text, sleep_state, &o);
 	share = o.off_long / (o.off_long + o.off_short);
-	print_message("off-CPU: off_long %.3f s, off_short %.3f s (share %.3f), main thread "
+	print_message("%s off-CPU: off_long %.3f s, off_short %.3f s (share %.3f), main thread "
 		      "%.3f s off-CPU; on_spin %lu samples; %lu entries, %lu chains without "
-		      "main, %.0f ns of off_long not sleeping; off_cpu_start_full %ld\n",
+		      "main, %.0f ns of off_long not %s; off_cpu_start_full %ld\n", backend,
 		      o.off_long / 1e9, o.off_short / 1e9, share, o.main_thread / 1e9,
-		      o.spin_samples, o.entries, o.broken_chains, o.long_not_sleeping,
+		      o.spin_samples, o.entries, o.broken_chains, o.long_not_sleeping, sleep_state,
 		      json_num(text, "off_cpu_start_full"));
 	assert_true(share > 0.70 && share < 0.80);
 	assert_true(o.main_thread > 0.9 * 3e9 && o.main_thread < 1.1 * 3e9);
@@ -892,6 +896,17 @@ static void test_off_cpu_bpf(void **state)
 	assert_int_equal(tk_test_capture(cmd, top, sizeof(top)), 0);
 	assert_non_null(strstr(top, "Type: off_cpu"));
 	assert_non_null(strstr(top, "off_long"));
+}
+
+static void test_off_cpu_bpf(void **state)
+{
+	check_off_cpu("bpf", "sleeping");
+}
+
+/* perf's records tell a preempted thread from a blocked one, not sleeping from D state */
+static void test_off_cpu_perf(void **state)
+{
+	check_off_cpu("perf", "blocked");
 }
 
 /*
@@ -913,7 +928,7 @@ static void test_off_cpu_uninterruptible_bpf(void **state)
 	NEED_ROOT();
 	assert_int_equal(tk_test_run_tracekit(out, sizeof(out), false, args), 0);
 	text = slurp(json);
-	off_sum_json(text, &o);
+	off_sum_json(text, "sleeping", &o);
 	free(text);
 	share = o.off_vfork / (o.off_long + o.off_short + o.off_vfork);
 	print_message("D state: off_vfork %.3f s (share %.3f, 0.333 expected), %lu of its "
@@ -933,6 +948,87 @@ static void test_off_cpu_uninterruptible_bpf(void **state)
 	print_message("text: off_long total %.1f %%, off_short %.1f %%\n", tl, ts);
 	assert_true(tl > 2.4 * ts && tl < 3.6 * ts);
 	free(text);
+}
+
+/* The off_cpu nanoseconds of a JSON profile's entries of process @pid. */
+static double off_total(const char *json, long pid)
+{
+	const char *p = strstr(json, "\"stacks\":");
+	double sum = 0;
+
+	for (p = p ? strstr(p, "{\"pid\":") : NULL; p; p = strstr(p + 1, "{\"pid\":")) {
+		const char *v = strstr(p, "\"values\":[");
+		double val[4] = { 0 };
+		int k;
+
+		if (!v || strtol(p + 7, NULL, 10) != pid)
+			continue;
+		v += 10;
+		for (k = 0; k < 4; k++) {
+			val[k] = strtod(v, (char **)&v);
+			if (*v == ',')
+				v++;
+		}
+		sum += val[2];
+	}
+	return sum;
+}
+
+/*
+ * Thinning: pingpong's two threads, pinned to one CPU, pass a byte back and
+ * forth (hundreds of thousands of switches a second): one of them is always
+ * waiting, so their off-CPU time adds up to the run's wall time. Taken with
+ * the default budget (most switch-outs not taken, the taken ones weighed)
+ * the estimate is that within 15 %. (Taking every switch-out slows the run
+ * itself more than twice, by the stacks' cost, which its waits leave out:
+ * so that run has no wall time to compare with.)
+ */
+static void test_off_cpu_thinned_bpf(void **state)
+{
+	const char *json = path_in_tmp("pp.json");
+	const char *budgets[] = { NULL };
+	int b;
+
+	NEED_ROOT();
+	for (b = 0; b < 1; b++) {
+		char *args[24] = { "cpu", "--backend", "bpf", "-F", "99", "--off-cpu", "-o",
+				   (char *)json };
+		int n = 8;
+		double wall = 0, total;
+		long pid;
+		char *text, *sec;
+
+		if (budgets[b]) {
+			args[n++] = "--off-cpu-stacks";
+			args[n++] = (char *)budgets[b];
+		}
+		args[n++] = "--";
+		args[n++] = "taskset";
+		args[n++] = "-c";
+		args[n++] = "0";
+		args[n++] = (char *)tk_test_workload("pingpong");
+		args[n++] = "200000";
+		args[n] = NULL;
+		assert_int_equal(tk_test_run_tracekit(out, sizeof(out), false, args), 0);
+		sec = strstr(out, "seconds=");
+		assert_non_null(sec);
+		wall = strtod(sec + 8, NULL);
+		text = slurp(json);
+		/* the process: the one under ping_side */
+		sec = strstr(text, "\"name\":\"ping_side\"");
+		assert_non_null(sec);
+		while (sec > text && strncmp(sec, "{\"pid\":", 7))
+			sec--;
+		pid = strtol(sec + 7, NULL, 10);
+		total = off_total(text, pid);
+		print_message("--off-cpu-stacks %s: %.3f s off-CPU over a %.3f s run (%.2f); %s\n",
+			      budgets[b] ? budgets[b] : "default", total / 1e9, wall,
+			      total / 1e9 / wall, strstr(text, "off-CPU time estimated") ?
+			      "estimated (thinned)" : "every switch-out taken");
+		assert_non_null(strstr(text, "off-CPU time estimated"));
+		assert_true(total / 1e9 > 0.85 * wall && total / 1e9 < 1.15 * wall);
+		free(text);
+	}
 }
 
 /* bpf(2) denied by seccomp: the default backend falls back to perf, and says so */
@@ -1056,7 +1152,9 @@ int main(void)
 		cmocka_unit_test(test_gone_before_capture_bpf),
 		cmocka_unit_test(test_rotate_bpf),
 		cmocka_unit_test(test_off_cpu_bpf),
+		cmocka_unit_test(test_off_cpu_perf),
 		cmocka_unit_test(test_off_cpu_uninterruptible_bpf),
+		cmocka_unit_test(test_off_cpu_thinned_bpf),
 		cmocka_unit_test(test_rotate_perf),
 		cmocka_unit_test(test_fallback_under_seccomp),
 		cmocka_unit_test(test_sigint_writes_whole_output),

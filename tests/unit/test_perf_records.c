@@ -149,6 +149,111 @@ static uint64_t count(struct fix *x, uint32_t pid, uint32_t tid, uint32_t gen, u
 	return w.count;
 }
 
+/* A PERF_RECORD_SWITCH(_CPU_WIDE) of task (@pid, @tid) at @time (sample_id: pid/tid, time, cpu). */
+static void switch_rec(struct fix *x, bool cpu_wide, uint16_t misc, uint32_t pid, uint32_t tid,
+		       uint64_t time)
+{
+	struct perf_event_header *h = (void *)x->buf;
+	uint64_t *w = x->buf + 1;
+	int n = 0;
+
+	memset(x->buf, 0, sizeof(x->buf));
+	if (cpu_wide)
+		w[n++] = 4242;	/* next_prev pid/tid: the other task */
+	w[n++] = pid | (uint64_t)tid << 32;
+	w[n++] = time;
+	w[n++] = 0;
+	h->type = cpu_wide ? PERF_RECORD_SWITCH_CPU_WIDE : PERF_RECORD_SWITCH;
+	h->misc = misc;
+	h->size = sizeof(*h) + n * 8;
+	assert_int_equal(tk_perf_records__record(x->r, h), 0);
+}
+
+struct off_seen {
+	uint32_t tid;
+	enum tk_stack_kind kind;
+	uint64_t ns, waits;
+	uint32_t nr_kernel;
+};
+
+static int off_cb(const struct tk_stack_entry *e, void *ctx)
+{
+	struct off_seen *o = ctx;
+
+	if (e->kind != TK_STACK_ON_CPU && e->tid == o->tid) {
+		o->kind = e->kind;
+		o->ns += e->count;
+		o->waits += e->count2;
+		o->nr_kernel = e->nr_kernel;
+	}
+	return 0;
+}
+
+/*
+ * --off-cpu with the perf backend: a context-switches sample (period 1) of a
+ * thread is its switch-out, with its stacks; the SWITCH out record after it
+ * says whether it was preempted; its switch-in record ends the wait, counted
+ * in nanoseconds under those stacks. Cpu-clock samples are not waits; a
+ * thread that exits while out leaves no wait; waits under the minimum go
+ * without stacks; the ones still out at the end count until then.
+ */
+static void test_off_cpu_switches(void **state)
+{
+	struct fix *x = *state;
+	struct off_seen o = { .tid = 101 };
+
+	x->c.opts.off_cpu = true;
+	comm(x, 100, 101, "pp", true);
+	sample(x, 100, 101, 0xffffffff81000010ull);	/* period 1: a switch-out */
+	switch_rec(x, true, PERF_RECORD_MISC_SWITCH_OUT, 100, 101, 1000);
+	switch_rec(x, true, 0, 100, 101, 1000 + 5000);
+	assert_int_equal(tk_stacks__for_each(x->c.stacks, off_cb, &o), 0);
+	/* from the sample's time (x->time then) to the switch-in */
+	assert_int_equal(o.kind, TK_STACK_OFF_BLOCKED);
+	assert_int_equal(o.waits, 1);
+	assert_true(o.ns > 5000 && o.ns < 6000 + 1000);
+	assert_int_equal(o.nr_kernel, 1);
+	assert_int_equal(x->c.samples, 0);
+
+	/* preempted: the out record says so (a per-task event's records) */
+	o = (struct off_seen){ .tid = 102 };
+	sample(x, 100, 102, 0xffffffff81000020ull);
+	switch_rec(x, false, PERF_RECORD_MISC_SWITCH_OUT | PERF_RECORD_MISC_SWITCH_OUT_PREEMPT,
+		   100, 102, 2000);
+	switch_rec(x, false, 0, 100, 102, 9000);
+	assert_int_equal(tk_stacks__for_each(x->c.stacks, off_cb, &o), 0);
+	assert_int_equal(o.kind, TK_STACK_OFF_RUNNABLE);
+	assert_int_equal(o.waits, 1);
+
+	/* a switch-in with no switch-out before it, and one after the thread's exit: nothing */
+	o = (struct off_seen){ .tid = 103 };
+	switch_rec(x, true, 0, 100, 103, 3000);
+	sample(x, 100, 103, 0xffffffff81000030ull);
+	task(x, PERF_RECORD_EXIT, 100, 100, 103, 103);
+	switch_rec(x, true, 0, 100, 103, 4000);
+	assert_int_equal(tk_stacks__for_each(x->c.stacks, off_cb, &o), 0);
+	assert_int_equal(o.waits, 0);
+
+	/* under the minimum: counted without stacks */
+	x->c.opts.off_cpu_min_ns = 1000000;
+	o = (struct off_seen){ .tid = 104 };
+	sample(x, 100, 104, 0xffffffff81000040ull);
+	switch_rec(x, true, 0, 100, 104, x->time + 10);
+	assert_int_equal(tk_stacks__for_each(x->c.stacks, off_cb, &o), 0);
+	assert_true(o.kind & TK_STACK_OFF_SHORT);
+	assert_int_equal(o.nr_kernel, 0);
+	assert_int_equal(o.waits, 1);
+
+	/* still out at the end: its wait until then */
+	x->c.opts.off_cpu_min_ns = 0;
+	o = (struct off_seen){ .tid = 105 };
+	sample(x, 100, 105, 0xffffffff81000050ull);
+	assert_int_equal(tk_perf_records__pending_waits(x->r, x->time + 777), 0);
+	assert_int_equal(tk_stacks__for_each(x->c.stacks, off_cb, &o), 0);
+	assert_int_equal(o.ns, 777);
+	assert_int_equal(o.waits, 1);
+}
+
 static void test_generations_and_comms(void **state)
 {
 	struct fix *x = *state;
@@ -246,6 +351,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_generations_and_comms, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_thread_churn, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_short_records_skipped, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_off_cpu_switches, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -80,12 +80,6 @@ int tk_cpu__open(const struct tk_cpu_opts *opts, const struct tk_caps *caps, str
 		return -EINVAL;
 	}
 
-	if (o.off_cpu && backend != TK_BACKEND_BPF) {
-		if (why)
-			snprintf(why, why_sz, "off-CPU time is taken by the bpf backend only "
-				 "(sched_switch); the perf backend does not take it yet");
-		return -EOPNOTSUPP;
-	}
 	c = calloc(1, sizeof(*c));
 	if (!c)
 		return -ENOMEM;
@@ -192,6 +186,13 @@ static int build(struct tk_cpu *c, const struct tk_stacks *t, uint64_t *losses, 
 		tk_profile__add_comment(p, "%s", c->mmaps_note);
 	if (c->off_cpu_note[0])
 		tk_profile__add_comment(p, "%s", c->off_cpu_note);
+	if (c->off_thinned)
+		tk_profile__add_comment(p, "off-CPU time estimated: %" PRIu64 " of %" PRIu64
+					" switch-outs were taken with stacks, each weighed for the "
+					"ones after it that were not (past %u stacks a second on a "
+					"CPU; --off-cpu-stacks)", c->off_switches - c->off_thinned,
+					c->off_switches, c->opts.off_cpu_stacks ?
+					c->opts.off_cpu_stacks : TK_CPU_OFF_CPU_STACKS_DEFAULT);
 	if (c->maps_from_records > from_records)
 		tk_profile__add_comment(p, "%" PRIu64 " processes were gone before their maps could "
 					"be read: named from the kernel's MMAP2 records",

@@ -111,6 +111,7 @@ struct tk_cpu {
 	uint64_t maps_from_records;		/* bpf: gone processes named by MMAP2 records */
 	char mmaps_note[200];			/* bpf: why there are no MMAP2 records */
 	char off_cpu_note[200];			/* how off-CPU time was taken */
+	uint64_t off_switches, off_thinned;	/* bpf: switch-outs seen; not taken (thinning) */
 	uint64_t unwind[UNW_CNT__COUNT];	/* the unwinder's counters (enum unw_counter) */
 	struct tk_unw_info unw_info;		/* filled by the backend that unwinds */
 	bool unwinding;				/* user stacks are walked with CFI rows */

@@ -168,9 +168,9 @@ static int open_event(struct tk_cpu *c, struct perf_state *st, pid_t pid, int cp
 	return fd;
 }
 
-/* Open the event of (@pid, cpu index @ci): it feeds the ring of that CPU. */
-static int open_on_cpu(struct tk_cpu *c, struct perf_state *st, pid_t pid, int ci,
-		       unsigned long flags)
+/* The sampling event of (@pid, cpu index @ci). */
+static int open_sampling(struct tk_cpu *c, struct perf_state *st, pid_t pid, int ci,
+			 unsigned long flags)
 {
 	struct tk_perf_ring *r = &st->rings[ci];
 	struct epoll_event ev = { .events = EPOLLIN };
@@ -191,6 +191,58 @@ static int open_on_cpu(struct tk_cpu *c, struct perf_state *st, pid_t pid, int c
 		return err;
 	ev.data.u64 = ci;
 	return epoll_ctl(st->epfd, EPOLL_CTL_ADD, fd, &ev) ? -errno : 0;
+}
+
+/*
+ * Off-CPU time (--off-cpu) beside (@pid, cpu index @ci)'s sampling event:
+ * the context-switches software event with a sample at every switch-out
+ * (period 1, which is how its samples are told from cpu-clock's, whose
+ * period is the nanoseconds between samples) and PERF_RECORD_SWITCH records,
+ * whose switch-ins end the waits (perf_records.c). Into the same ring.
+ */
+static int open_switches(struct tk_cpu *c, struct perf_state *st, pid_t pid, int ci,
+			 unsigned long flags)
+{
+	struct perf_event_attr a = st->attr;
+	int fd;
+
+	a.config = PERF_COUNT_SW_CONTEXT_SWITCHES;
+	a.freq = 0;
+	a.sample_period = 1;
+	a.context_switch = 1;
+	/* the side band comes with the sampling event once */
+	a.mmap = a.mmap2 = a.comm = a.comm_exec = a.task = 0;
+	fd = tk_perf_event_open(&a, pid, st->cpus[ci], flags);
+	if (fd < 0)
+		return fd;
+	if (st->nr_fds == st->cap_fds) {
+		int ncap = st->cap_fds ? st->cap_fds * 2 : 16;
+		int *n = realloc(st->fds, ncap * sizeof(*n));
+
+		if (!n) {
+			close(fd);
+			return -ENOMEM;
+		}
+		st->fds = n;
+		st->cap_fds = ncap;
+	}
+	st->fds[st->nr_fds++] = fd;
+	return ioctl(fd, PERF_EVENT_IOC_SET_OUTPUT, st->rings[ci].fd) ? -errno : 0;
+}
+
+/* Open the event of (@pid, cpu index @ci): it feeds the ring of that CPU. */
+static int open_on_cpu(struct tk_cpu *c, struct perf_state *st, pid_t pid, int ci,
+		       unsigned long flags)
+{
+	int err = open_sampling(c, st, pid, ci, flags);
+
+	if (!err && c->opts.off_cpu) {
+		err = open_switches(c, st, pid, ci, flags);
+		if (err && err != -ESRCH)
+			snprintf(c->start_why, sizeof(c->start_why), "off-CPU time: the "
+				 "context-switches event does not open (%s)", strerror(-err));
+	}
+	return err;
 }
 
 struct tid_set {
@@ -552,6 +604,9 @@ static int perf_drain(struct tk_cpu *c)
 		ioctl(st->fds[i], PERF_EVENT_IOC_DISABLE, 0);
 	err = tk_perf_rings__consume(st->rings, st->nr_cpus, UINT64_MAX, tk_perf_records__record,
 				     st->records);
+	/* threads still switched out: their wait until now */
+	if (!err && c->opts.off_cpu && st->clock_mono)
+		err = tk_perf_records__pending_waits(st->records, tk_now_ns(CLOCK_MONOTONIC));
 	count_unreported_losses(c, st);
 	perf_close_events(st);
 	st->drained = true;

@@ -237,6 +237,8 @@ const char *tk_cpu_profile__state(enum tk_stack_kind kind)
 		return "uninterruptible";
 	case TK_STACK_OFF_OTHER:
 		return "other";
+	case TK_STACK_OFF_BLOCKED:
+		return "blocked";
 	default:
 		return NULL;
 	}

@@ -165,7 +165,8 @@ static int handle_event(void *ctx, void *data, size_t size)
 		usleep(st->capture_delay_us);
 	err = tk_symbolizer__capture(c->sym, e->pid, e->gen);
 	/* gone already: what the MMAP2 records said of it (it needs no unwinder entry) */
-	if (err == -ESRCH && st->mmaps && !tk_cpu_mmaps__give(st->mmaps, c->sym, e->pid, e->gen, e->time)) {
+	if (err == -ESRCH && st->mmaps &&
+	    !tk_cpu_mmaps__give(st->mmaps, c->sym, e->pid, e->gen, e->time)) {
 		c->maps_from_records++;
 		forget_proc(st, e->pid, e->gen);
 		return 0;
@@ -238,11 +239,15 @@ static void keys_delete(int fd, struct keys *k)
 }
 
 /*
- * Add the counts of the epochs @take selects to @t; with @del, delete them
- * and their stacks from the maps. A count whose stack is not there any more
- * (a sample that wrote after its epoch was drained: not seen here, but
- * counted if it happens) keeps its sample, without that side's frames.
+ * A wait of the command before its exec: generation 0 of the command's pid
+ * is tracekit's own child, held until the capture starts, not the command.
  */
+static bool held_wait(const struct tk_cpu *c, const struct cpu_key *key)
+{
+	return c->opts.follow_children && c->opts.nr_pids && key->pid == (__u32)c->opts.pids[0] &&
+	       key->gen == 0;
+}
+
 /* A drained count (@off: an off-CPU one, @n nanoseconds over @waits) into @t. */
 static int add_key(struct tk_stacks *t, const struct cpu_key *key, const struct cpu_stack *ks,
 		   uint32_t nk, const struct cpu_stack *us, uint32_t nu, uint64_t n, uint64_t waits,
@@ -321,7 +326,7 @@ static int pending_waits(struct tk_cpu *c, struct bpf_state *st, struct tk_stack
 
 		first = false;
 		tid = next;
-		if (bpf_map_lookup_elem(fd, &tid, &v))
+		if (bpf_map_lookup_elem(fd, &tid, &v) || held_wait(c, &v.key))
 			continue;
 		nk = lookup_stack(kfd, v.key.kstack, v.key.epoch, ks, &kmiss);
 		nu = lookup_stack(ufd, v.key.ustack, v.key.epoch, us, &umiss);
@@ -330,13 +335,23 @@ static int pending_waits(struct tk_cpu *c, struct bpf_state *st, struct tk_stack
 			v.key.state |= CPU_OFF_SHORT;
 			nk = nu = 0;
 		}
-		err = add_key(t, &v.key, ks, nk, us, nu, v.ts < now ? now - v.ts : 0, 1, true);
+		err = add_key(t, &v.key, ks, nk, us, nu,
+			      (v.ts < now ? now - v.ts : 0) * (v.weight ? v.weight : 1),
+			      v.weight ? v.weight : 1, true);
 		if (err)
 			return err;
 	}
 	return 0;
 }
 
+/*
+ * Add the counts of the epochs @take selects to @t; with @del, delete them
+ * and their stacks from the maps. A count whose stack is not there any more
+ * (a sample that wrote after its epoch was drained: not seen here, but
+ * counted if it happens) keeps its sample, without that side's frames.
+ * The off-CPU counts go the same way (their waits re-homed first); at the
+ * end (@all), the waits still going on are counted until now.
+ */
 static int walk_counts(struct tk_cpu *c, struct bpf_state *st, struct tk_stacks *t,
 		       bool (*take)(const struct bpf_state *, __u32, bool), bool all, bool del)
 {
@@ -377,7 +392,8 @@ static int walk_counts(struct tk_cpu *c, struct bpf_state *st, struct tk_stacks 
 			nk = lookup_stack(kstacks_fd, key.kstack, key.epoch, ks, &kmiss);
 			nu = lookup_stack(ustacks_fd, key.ustack, key.epoch, us, &umiss);
 			c->drain_missing += kmiss + umiss;
-			err = add_key(t, &key, ks, nk, us, nu, side ? ov.ns : n, ov.n, side);
+			err = side && held_wait(c, &key) ? 0 :
+			      add_key(t, &key, ks, nk, us, nu, side ? ov.ns : n, ov.n, side);
 			if (!err && del)
 				err = keys_push(&gone, &key);
 			if (err)
@@ -476,6 +492,8 @@ static void read_counters(struct tk_cpu *c, struct bpf_state *st)
 	c->losses[TK_LOSS_PERF_LOST] = tk_cpu_mmaps__lost(st->mmaps);
 	c->losses[TK_LOSS_OFF_START_FULL] = sum[CPU_CNT_OFF_START_FULL];
 	c->losses[TK_LOSS_OFF_COUNT_FULL] = sum[CPU_CNT_OFF_COUNT_FULL];
+	c->off_switches = sum[CPU_CNT_OFF_SWITCHES];
+	c->off_thinned = sum[CPU_CNT_OFF_THINNED];
 	if (st->unw) {
 		tk_unw_bpf__sum(st->skel->bss->unw_counters, UNW_MAX_CPUS, c->unwind);
 		tk_unw_bpf__stats(st->unw, &c->unw_info);
@@ -559,6 +577,13 @@ static int prepare_off_cpu(struct tk_cpu *c, struct bpf_state *st)
 	st->skel->rodata->task_state_off = state_off;
 	st->skel->rodata->switch_has_state = nargs >= 4;
 	st->skel->rodata->off_cpu_min_ns = c->opts.off_cpu_min_ns;
+	/* per 10 ms window (bpf's OFF_WINDOW_NS): at least one */
+	if (c->opts.off_cpu_stacks != TK_CPU_OFF_CPU_ALL) {
+		uint32_t per_s = c->opts.off_cpu_stacks ? c->opts.off_cpu_stacks :
+				 TK_CPU_OFF_CPU_STACKS_DEFAULT;
+
+		st->skel->rodata->off_budget = per_s >= 100 ? per_s / 100 : 1;
+	}
 	st->off_cpu_min_ns = c->opts.off_cpu_min_ns;
 	bpf_program__set_autoload(st->skel->progs.off_switch, true);
 	st->off_cpu = true;

@@ -111,12 +111,27 @@ struct thread {
 	char comm[16];
 };
 
+/* A thread switched out (--off-cpu): what its wait is counted under, until it is back. */
+struct pend {
+	uint32_t tid;		/* key */
+	uint32_t pid;
+	uint32_t gen;
+	uint32_t kind;		/* enum tk_stack_kind */
+	uint64_t time;		/* of the switch-out sample */
+	uint32_t nk, nu;
+	bool trunc;
+	char comm[16];
+	uint64_t *frames;	/* nk kernel, then nu user; malloc'ed, kept for the next wait */
+	uint32_t cap;
+};
+
 struct tk_perf_records {
 	struct tk_cpu *c;
 	struct tk_perf_filter f;
 	const char *proc_root;
 	struct tk_hashmap procs;	/* struct proc */
 	struct tk_hashmap threads;	/* struct thread */
+	struct tk_hashmap pends;	/* struct pend: threads switched out, by tid */
 	struct tk_strset paths;		/* file names of mappings */
 	uint64_t lost;			/* LOST records so far, all periods */
 	struct tk_unw_store *unw;	/* user stacks are walked here with its rows; NULL: not */
@@ -342,6 +357,111 @@ static bool wanted_pid(const struct tk_cpu *c, uint32_t pid)
 	return false;
 }
 
+/* ---- off-CPU time ----------------------------------------------------------------- */
+
+static void pend_free(void *e)
+{
+	free(((struct pend *)e)->frames);
+}
+
+/*
+ * A switch-out sample: its stacks (in st->kbuf, st->ubuf) are kept for the
+ * thread until its switch-in record. How it left comes with the SWITCH out
+ * record that follows: preempted, or blocked (sleeping or uninterruptible,
+ * which perf does not tell apart).
+ */
+static int switched_out(struct tk_perf_records *st, const struct tk_perf_sample *s, uint32_t gen,
+			const char *comm, uint32_t nk, uint32_t nu, bool trunc)
+{
+	struct pend *w;
+	bool fresh;
+
+	w = tab_get(&st->pends, s->tid, &fresh);
+	if (!w)
+		return -ENOMEM;
+	if (w->cap < nk + nu) {
+		uint64_t *f = realloc(w->frames, (nk + nu) * sizeof(*f));
+
+		if (!f) {
+			tab_del(&st->pends, s->tid);
+			return -ENOMEM;
+		}
+		w->frames = f;
+		w->cap = nk + nu;
+	}
+	memcpy(w->frames, st->kbuf, nk * sizeof(*w->frames));
+	memcpy(w->frames + nk, st->ubuf, nu * sizeof(*w->frames));
+	w->pid = s->pid;
+	w->gen = gen;
+	w->kind = TK_STACK_OFF_BLOCKED;
+	w->time = s->time;
+	w->nk = nk;
+	w->nu = nu;
+	w->trunc = trunc;
+	snprintf(w->comm, sizeof(w->comm), "%s", comm ? comm : "");
+	return 0;
+}
+
+/* @w's wait until @now into the table; the thread is on a CPU again. */
+static int wait_ends(struct tk_perf_records *st, struct pend *w, uint64_t now)
+{
+	struct tk_cpu *c = st->c;
+	uint64_t ns = now > w->time ? now - w->time : 0;
+	uint32_t kind = w->kind;
+	int err;
+
+	w->time = 0;
+	if (ns < c->opts.off_cpu_min_ns) {
+		/* counted, not hidden: under the thread, without stacks */
+		kind |= TK_STACK_OFF_SHORT;
+		err = tk_stacks__add_off(c->stacks, w->pid, w->tid, w->gen, w->comm, NULL, 0, NULL,
+					 0, ns, 1, kind, false);
+	} else {
+		err = tk_stacks__add_off(c->stacks, w->pid, w->tid, w->gen, w->comm, w->frames,
+					 w->nk, w->frames + w->nk, w->nu, ns, 1, kind, w->trunc);
+	}
+	return err;
+}
+
+/*
+ * PERF_RECORD_SWITCH (a per-task event) and _SWITCH_CPU_WIDE: the record's
+ * own task (its sample_id: pid, tid first) leaves (misc SWITCH_OUT, and
+ * _PREEMPT when still runnable) or comes in.
+ */
+static int on_switch(struct tk_perf_records *st, const struct perf_event_header *h)
+{
+	bool wide = h->type == PERF_RECORD_SWITCH_CPU_WIDE;
+	/* CPU_WIDE: next_prev_pid/tid first; then the sample_id */
+	const uint32_t *id = (const uint32_t *)(h + 1) + (wide ? 2 : 0);
+	uint64_t time = tk_perf_record__time(h);
+	struct pend *w;
+
+	if (h->size < sizeof(*h) + (wide ? 32 : 24))
+		return 0;
+	w = tab_find(&st->pends, id[1]);
+	if (!w || !w->time)
+		return 0;
+	if (h->misc & PERF_RECORD_MISC_SWITCH_OUT) {
+		if (h->misc & PERF_RECORD_MISC_SWITCH_OUT_PREEMPT)
+			w->kind = TK_STACK_OFF_RUNNABLE;
+		return 0;
+	}
+	return wait_ends(st, w, time);
+}
+
+int tk_perf_records__pending_waits(struct tk_perf_records *r, uint64_t now)
+{
+	struct pend *w;
+	size_t i = 0;
+	int err;
+
+	while ((w = tk_hashmap__next(&r->pends, &i))) {
+		if (w->time && (err = wait_ends(r, w, now)))
+			return err;
+	}
+	return 0;
+}
+
 static int on_sample(struct tk_perf_records *st, const struct perf_event_header *h)
 {
 	struct tk_cpu *c = st->c;
@@ -385,10 +505,14 @@ static int on_sample(struct tk_perf_records *st, const struct perf_event_header 
 		resolve(st, p);
 	if (trunc)
 		c->losses[TK_LOSS_TRUNCATED]++;
+	/* the context-switches event's (period 1): a switch-out, its wait counted at its switch-in */
+	if (c->opts.off_cpu && s.period == 1)
+		return switched_out(st, &s, p->gen, t ? t->comm : NULL, nk, nu, trunc);
 	c->samples++;
 	return tk_stacks__add(c->stacks, s.pid, s.tid, p->gen, t ? t->comm : NULL, st->kbuf, nk,
 			      st->ubuf, nu, 1, trunc);
 }
+
 
 /* Body of PERF_RECORD_MMAP2 (the filename follows, then the sample_id trailer). */
 struct mmap2_body {
@@ -470,6 +594,17 @@ static int on_comm(struct tk_perf_records *st, const struct perf_event_header *h
 	return p->maps ? 0 : -ENOMEM;
 }
 
+/* A thread that exited: no wait of its own follows (its last switch-out was its end). */
+static void pend_del(struct tk_perf_records *st, uint32_t tid)
+{
+	struct pend *w = tab_find(&st->pends, tid);
+
+	if (w) {
+		free(w->frames);
+		tk_hashmap__del(&st->pends, w);
+	}
+}
+
 /* Body of PERF_RECORD_FORK and PERF_RECORD_EXIT. */
 struct task_body {
 	uint32_t pid, ppid;
@@ -528,6 +663,7 @@ static int on_exit_rec(struct tk_perf_records *st, const struct perf_event_heade
 	if (h->size < sizeof(*h) + sizeof(*b))
 		return 0;
 	tab_del(&st->threads, b->tid);
+	pend_del(st, b->tid);
 	if (b->pid != b->tid)
 		return 0;
 	p = tab_find(&st->procs, b->pid);
@@ -561,6 +697,9 @@ int tk_perf_records__record(void *ctx, const struct perf_event_header *h)
 		return on_fork(st, h);
 	case PERF_RECORD_EXIT:
 		return on_exit_rec(st, h);
+	case PERF_RECORD_SWITCH:
+	case PERF_RECORD_SWITCH_CPU_WIDE:
+		return c->opts.off_cpu ? on_switch(st, h) : 0;
 	case PERF_RECORD_LOST:		/* id, lost */
 		if (h->size >= sizeof(*h) + 16) {
 			c->losses[TK_LOSS_PERF_LOST] += w[1];
@@ -589,6 +728,7 @@ struct tk_perf_records *tk_perf_records__new(struct tk_cpu *c, const struct tk_p
 	r->proc_root = c->opts.proc_root && *c->opts.proc_root ? c->opts.proc_root : "/proc";
 	r->procs = (struct tk_hashmap)TK_HASHMAP_INIT(struct proc, tab_rec_hash);
 	r->threads = (struct tk_hashmap)TK_HASHMAP_INIT(struct thread, tab_rec_hash);
+	r->pends = (struct tk_hashmap)TK_HASHMAP_INIT(struct pend, tab_rec_hash);
 	return r;
 }
 
@@ -598,6 +738,7 @@ void tk_perf_records__free(struct tk_perf_records *r)
 		return;
 	tab_free(&r->procs, proc_free);
 	tab_free(&r->threads, NULL);
+	tab_free(&r->pends, pend_free);
 	tk_strset__free(&r->paths);
 	free(r);
 }

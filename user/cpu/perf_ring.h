@@ -145,6 +145,8 @@ void tk_perf_records__free(struct tk_perf_records *r);
  * c->unw_info kept up to date.
  */
 void tk_perf_records__set_unwind(struct tk_perf_records *r, struct tk_unw_store *store);
+/* --off-cpu: the threads still switched out count their wait until @now (CLOCK_MONOTONIC). */
+int tk_perf_records__pending_waits(struct tk_perf_records *r, uint64_t now);
 /* Records lost according to the LOST records read so far (not reset with c->losses). */
 uint64_t tk_perf_records__lost(const struct tk_perf_records *r);
 /*

@@ -24,6 +24,7 @@ enum tk_stack_kind {
 	TK_STACK_OFF_SLEEPING,		/* an interruptible wait */
 	TK_STACK_OFF_UNINTERRUPTIBLE,	/* D state */
 	TK_STACK_OFF_OTHER,		/* stopped, traced, parked */
+	TK_STACK_OFF_BLOCKED,		/* sleeping or uninterruptible (perf cannot tell) */
 	TK_STACK_OFF_SHORT = 8,		/* or'ed: waits under the minimum, without stacks */
 };
 #define TK_STACK_KIND_MAX 15
