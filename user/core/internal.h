@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <linux/perf_event.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -28,6 +29,20 @@ static inline int64_t tk_now_ns(clockid_t clk)
 
 	clock_gettime(clk, &ts);
 	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+/* Nanoseconds in at most 9 columns: 850ns, 12.3us, 1.50ms, 2.00s. Returns @buf. */
+static inline const char *tk_fmt_ns(char *buf, size_t size, double ns)
+{
+	if (ns < 1000)
+		snprintf(buf, size, "%.0fns", ns);
+	else if (ns < 1e6)
+		snprintf(buf, size, "%.1fus", ns / 1e3);
+	else if (ns < 1e9)
+		snprintf(buf, size, "%.2fms", ns / 1e6);
+	else
+		snprintf(buf, size, "%.2fs", ns / 1e9);
+	return buf;
 }
 
 /* core_probe.c: load the CO-RE self-test and run it once (TK_PROBE_CORE). */

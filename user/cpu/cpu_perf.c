@@ -94,6 +94,26 @@ struct perf_state {
 
 /* ---- events ------------------------------------------------------------------ */
 
+/* Keep event @fd (a negative errno passes through) among st->fds; closed on -ENOMEM. */
+static int keep_fd(struct perf_state *st, int fd)
+{
+	if (fd < 0)
+		return fd;
+	if (st->nr_fds == st->cap_fds) {
+		int ncap = st->cap_fds ? st->cap_fds * 2 : 16;
+		int *n = realloc(st->fds, ncap * sizeof(*n));
+
+		if (!n) {
+			close(fd);
+			return -ENOMEM;
+		}
+		st->fds = n;
+		st->cap_fds = ncap;
+	}
+	st->fds[st->nr_fds++] = fd;
+	return fd;
+}
+
 /*
  * Open one event and, the first time, settle the attributes: without kernel
  * sampling when that is refused, without features this kernel does not know.
@@ -153,19 +173,7 @@ static int open_event(struct tk_cpu *c, struct perf_state *st, pid_t pid, int cp
 	if (fd < 0)
 		return fd;
 	st->attr_settled = true;
-	if (st->nr_fds == st->cap_fds) {
-		int ncap = st->cap_fds ? st->cap_fds * 2 : 16;
-		int *n = realloc(st->fds, ncap * sizeof(*n));
-
-		if (!n) {
-			close(fd);
-			return -ENOMEM;
-		}
-		st->fds = n;
-		st->cap_fds = ncap;
-	}
-	st->fds[st->nr_fds++] = fd;
-	return fd;
+	return keep_fd(st, fd);
 }
 
 /* The sampling event of (@pid, cpu index @ci). */
@@ -212,21 +220,9 @@ static int open_switches(struct tk_cpu *c, struct perf_state *st, pid_t pid, int
 	a.context_switch = 1;
 	/* the side band comes with the sampling event once */
 	a.mmap = a.mmap2 = a.comm = a.comm_exec = a.task = 0;
-	fd = tk_perf_event_open(&a, pid, st->cpus[ci], flags);
+	fd = keep_fd(st, tk_perf_event_open(&a, pid, st->cpus[ci], flags));
 	if (fd < 0)
 		return fd;
-	if (st->nr_fds == st->cap_fds) {
-		int ncap = st->cap_fds ? st->cap_fds * 2 : 16;
-		int *n = realloc(st->fds, ncap * sizeof(*n));
-
-		if (!n) {
-			close(fd);
-			return -ENOMEM;
-		}
-		st->fds = n;
-		st->cap_fds = ncap;
-	}
-	st->fds[st->nr_fds++] = fd;
 	return ioctl(fd, PERF_EVENT_IOC_SET_OUTPUT, st->rings[ci].fd) ? -errno : 0;
 }
 

@@ -21,6 +21,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "core/internal.h"
 #include "numa/numa_report.h"
 
 #define WIDTH 80
@@ -89,19 +90,6 @@ static const char *plural(uint64_t n, const char *one, const char *many)
 	return n == 1 ? one : many;
 }
 
-/* nanoseconds in at most 9 columns: 850ns, 12.3us, 1.50ms, 2.00s */
-static const char *fmt_ns(char *buf, size_t size, double ns)
-{
-	if (ns < 1000)
-		snprintf(buf, size, "%.0fns", ns);
-	else if (ns < 1e6)
-		snprintf(buf, size, "%.1fus", ns / 1e3);
-	else if (ns < 1e9)
-		snprintf(buf, size, "%.2fms", ns / 1e6);
-	else
-		snprintf(buf, size, "%.2fs", ns / 1e9);
-	return buf;
-}
 
 static void counts_row(FILE *f, const char *label, const struct tk_numa_counts *c)
 {
@@ -210,9 +198,9 @@ static void text_latency(const struct tk_numa_report *r, FILE *f)
 
 	fprintf(f, "\nhow long migrations took (which ones: see 'attached' below):\n");
 	fprintf(f, "  count %" PRIu64 ", mean %s, max %s\n", r->latency_count,
-		fmt_ns(mean, sizeof(mean),
+		tk_fmt_ns(mean, sizeof(mean),
 		       r->latency_count ? (double)r->latency_sum_ns / r->latency_count : 0),
-		fmt_ns(max, sizeof(max), (double)r->latency_max_ns));
+		tk_fmt_ns(max, sizeof(max), (double)r->latency_max_ns));
 	for (i = 0; i < TK_NUMA_LAT_BUCKETS; i++) {
 		if (!r->latency[i])
 			continue;

@@ -23,6 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/internal.h"
 #include "profile/profile.h"
 #include "profile/profile_int.h"
 
@@ -101,18 +102,8 @@ static const char *cell_value(char *buf, size_t size, int64_t v, enum unit bytes
 	double x = (double)v;
 	int u = -1;
 
-	if (bytes == TIME_NS) {
-		/* nanoseconds as 850ns, 12.3us, 4.56ms, 1.23s, 1234s */
-		if (v < 1000)
-			snprintf(buf, size, "%" PRId64 "ns", v);
-		else if (v < 1000000)
-			snprintf(buf, size, "%.1fus", x / 1e3);
-		else if (v < 1000000000)
-			snprintf(buf, size, "%.2fms", x / 1e6);
-		else
-			snprintf(buf, size, "%.2fs", x / 1e9);
-		return buf;
-	}
+	if (bytes == TIME_NS)
+		return tk_fmt_ns(buf, size, x);
 	if (!bytes || (v < 10000 && v > -10000)) {
 		snprintf(buf, size, bytes ? "%" PRId64 "B" : "%" PRId64, v);
 		return buf;
