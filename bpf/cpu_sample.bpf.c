@@ -40,7 +40,6 @@ const volatile __u32 self_tgid = 0;		/* tracekit itself, never sampled */
 /* off-CPU time (off_switch, loaded only when asked): offsets from the kernel's BTF */
 const volatile __u64 off_cpu_min_ns = 0;	/* shorter waits: counted without stacks */
 const volatile __u32 off_budget = 0;		/* stacks a CPU takes a window; 0: all */
-const volatile __u32 task_pid_off = 0;		/* offsetof(struct task_struct, pid) */
 const volatile __u32 task_state_off = 0;	/* __state (5.14+) or state */
 const volatile bool switch_has_state = false;	/* sched_switch passes prev_state (5.18+) */
 
@@ -106,13 +105,32 @@ struct {
 	__uint(max_entries, 256 * 1024);
 } events SEC(".maps");
 
-/* Threads switched out, by tid: what their wait is counted under, and since when */
+/*
+ * Threads switched out, by their task_struct's address (what sched_switch
+ * gives as prev and next: no read of the task to know who comes back): what
+ * their wait is counted under, and since when.
+ */
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, 16384);
-	__type(key, __u32);
+	__type(key, __u64);
 	__type(value, struct cpu_off_start);
 } offstart SEC(".maps");
+
+/*
+ * How many of offstart's tasks hash to each slot: a switch-in whose slot is
+ * 0 has nothing to look up, which is every switch-in of a thread whose
+ * switch-out was not taken (thinning). Changed with atomics, only where an
+ * entry is made or taken; read plainly (a switch-in follows its switch-out
+ * through the scheduler's locks).
+ */
+#define OFF_SLOTS 16384
+__u32 off_pending[OFF_SLOTS] = {};
+
+static __always_inline __u32 off_slot(__u64 task)
+{
+	return (__u32)((task >> 8) ^ (task >> 22)) & (OFF_SLOTS - 1);
+}
 
 /* Off-CPU time per (pid, tid, gen, stacks, epoch, state) */
 struct {
@@ -427,53 +445,59 @@ static __always_inline __u32 off_state(bool preempt, __u32 state)
 }
 
 /*
- * Thinning: a CPU takes at most off_budget stacks a window (OFF_WINDOW_NS);
- * past that, one switch-out in 2^k is taken (k grows as the window's count
- * doubles) and its wait counted 2^k times, the others cost only this
- * count. Which switch-out is taken does not depend on how long it waits, so
- * the weighted sums estimate the totals. The weight to give this switch-out,
- * or 0: not taken.
+ * Thinning: a CPU takes about off_budget stacks a window (OFF_WINDOW_NS).
+ * Each window's weight w is the power of 2 that would have kept the window
+ * before it within the budget (doubled during the window if its rate
+ * doubles): one switch-out in w is taken and its wait counted w times, the
+ * others cost only this count. Which one is taken does not depend on how
+ * long it waits, so the weighed sums estimate the totals. The weight to give
+ * this switch-out, or 0: not taken.
  */
 #define OFF_WINDOW_NS 10000000ULL
+#define OFF_WEIGHT_MAX (1u << 20)
 
-struct cpu_off_rate off_rates[CPU_MAX_CPUS] = {};
+struct cpu_off_rate off_rates[CPU_MAX_CPUS] __attribute__((aligned(64))) = {};
 
-static __always_inline __u32 off_weight(__u64 now)
+static __always_inline __u32 off_weight(struct cpu_off_rate *r, __u64 now)
 {
-	struct cpu_off_rate *r = &off_rates[bpf_get_smp_processor_id() & (CPU_MAX_CPUS - 1)];
-	__u32 w = 1, over, i;
+	__u32 w, i;
 
+	/* sched_switch runs with interrupts off: this CPU's slot is its own, no atomics */
+	r->switches++;
 	if (!off_budget)
 		return 1;
 	if (now - r->start >= OFF_WINDOW_NS) {
+		for (w = 1, i = 0; i < 20 && r->n > off_budget * w; i++)
+			w <<= 1;
+		r->w = w;
 		r->start = now;
 		r->n = 0;
 	}
 	r->n++;
-	if (r->n <= off_budget)
-		return 1;
-	over = r->n / off_budget;	/* 1, 2, 3 ...: the weight is the power of 2 above it */
-	for (i = 0; i < 20 && w <= over; i++)
-		w <<= 1;
-	return r->n & (w - 1) ? 0 : w;
+	w = r->w ? r->w : 1;
+	if (r->n > 2 * off_budget * w && w < OFF_WEIGHT_MAX)
+		r->w = w <<= 1;
+	if (w > 1 && (r->n & (w - 1))) {
+		r->thinned++;
+		return 0;
+	}
+	return w;
 }
 
 /* The current task leaves the CPU: its stacks now, its wait counted when it comes back. */
 static __always_inline void switch_out(__u64 *ctx, __u32 tgid, __u32 tid, __u64 now)
 {
 	struct cpu_off_start v = {};
+	__u64 task;
 	bool preempt = ctx[0];
 	__u32 state = preempt ? 0 : prev_state(ctx), w;
 
 	/* TASK_DEAD: its last switch, no wait follows */
 	if (state & 0x0080)
 		return;
-	count(CPU_CNT_OFF_SWITCHES);
-	w = off_weight(now);
-	if (!w) {
-		count(CPU_CNT_OFF_THINNED);
+	w = off_weight(&off_rates[bpf_get_smp_processor_id() & (CPU_MAX_CPUS - 1)], now);
+	if (!w)
 		return;
-	}
 	v.weight = w;
 	v.key.pid = tgid;
 	v.key.tid = tid;
@@ -495,24 +519,33 @@ static __always_inline void switch_out(__u64 *ctx, __u32 tgid, __u32 tid, __u64 
 	 * times, would carry it many times
 	 */
 	v.ts = bpf_ktime_get_ns();
-	if (bpf_map_update_elem(&offstart, &tid, &v, BPF_ANY))
+	task = ctx[1];		/* prev: the current task */
+	/* NOEXIST: a task has one wait at a time, and its slot counts it once */
+	if (bpf_map_update_elem(&offstart, &task, &v, BPF_NOEXIST) == 0)
+		__sync_fetch_and_add(&off_pending[off_slot(task)], 1);
+	else if (!bpf_map_lookup_elem(&offstart, &task))
 		count(CPU_CNT_OFF_START_FULL);
 }
 
-/* Thread @tid comes back: the wait since its switch-out, under the key taken then. */
-static __always_inline void switch_in(__u32 tid, __u64 now)
+/* Task @task comes back: the wait since its switch-out, under the key taken then. */
+static __always_inline void switch_in(__u64 task, __u64 now)
 {
-	struct cpu_off_start *s = bpf_map_lookup_elem(&offstart, &tid);
+	__u32 slot = off_slot(task);
+	struct cpu_off_start *s;
 	struct cpu_off_val one, *val;
 	struct cpu_key key;
 	__u64 ns, w;
 
+	if (!off_pending[slot])
+		return;
+	s = bpf_map_lookup_elem(&offstart, &task);
 	if (!s)
 		return;
 	ns = now > s->ts ? now - s->ts : 0;
 	w = s->weight ? s->weight : 1;
 	key = s->key;
-	bpf_map_delete_elem(&offstart, &tid);
+	if (bpf_map_delete_elem(&offstart, &task) == 0)
+		__sync_fetch_and_add(&off_pending[slot], -1);
 	if (ns < off_cpu_min_ns) {
 		/* counted, not hidden: under the thread, without stacks */
 		count(CPU_CNT_OFF_SHORT);
@@ -545,14 +578,12 @@ SEC("?raw_tp/sched_switch")
 int off_switch(__u64 *ctx)
 {
 	__u64 now = bpf_ktime_get_ns(), id = bpf_get_current_pid_tgid();
-	__u32 tgid = id >> 32, tid = (__u32)id, ntid = 0;
+	__u32 tgid = id >> 32, tid = (__u32)id;
 
 	if (tid && tgid != self_tgid && (!filter_pids || bpf_map_lookup_elem(&pids, &tgid)) &&
 	    (!filter_cgroup || bpf_current_task_under_cgroup(&cgroup_map, 0) == 1))
 		switch_out(ctx, tgid, tid, now);
-	bpf_probe_read_kernel(&ntid, sizeof(ntid), (const void *)(ctx[2] + (task_pid_off & 0xffff)));
-	if (ntid)
-		switch_in(ntid, now);
+	switch_in(ctx[2], now);
 	return 0;
 }
 

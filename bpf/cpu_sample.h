@@ -67,11 +67,18 @@ struct cpu_off_start {
 	__u32 pad;
 };
 
-/* Thinning (off_weight): a CPU's switch-outs in its current window */
+/*
+ * Off-CPU per CPU (off_weight): its switch-outs in the current thinning
+ * window, and in all, and those not taken. A cache line each: every switch
+ * writes it, and two CPUs sharing a line would bounce it at every switch.
+ */
 struct cpu_off_rate {
 	__u64 start;
 	__u32 n;
-	__u32 pad;
+	__u32 w;			/* the window's weight */
+	__u64 switches;
+	__u64 thinned;
+	__u64 pad2[4];
 };
 
 struct cpu_off_val {
@@ -123,12 +130,9 @@ enum cpu_counter {
 	CPU_CNT_PROC_MAP_FULL,		/* no room to track a process: samples keep gen 0 */
 	CPU_CNT_STACK_ERRORS,
 	CPU_CNT_TRUNCATED,
-	CPU_CNT_OFF_SWITCHES,		/* switch-outs of profiled threads */
 	CPU_CNT_OFF_START_FULL,		/* no room to remember a switch-out: its wait is lost */
 	CPU_CNT_OFF_COUNT_FULL,		/* no room to count a wait: lost */
 	CPU_CNT_OFF_SHORT,		/* waits under off_cpu_min_ns: counted without stacks */
-	CPU_CNT_OFF_THINNED,		/* switch-outs past the budget, not taken: their
-					   sampled peers are weighed for them */
 	CPU_CNT__COUNT,
 };
 

@@ -979,9 +979,10 @@ static double off_total(const char *json, long pid)
  * forth (hundreds of thousands of switches a second): one of them is always
  * waiting, so their off-CPU time adds up to the run's wall time. Taken with
  * the default budget (most switch-outs not taken, the taken ones weighed)
- * the estimate is that within 15 %. (Taking every switch-out slows the run
- * itself more than twice, by the stacks' cost, which its waits leave out:
- * so that run has no wall time to compare with.)
+ * the estimate is that within 15 % below and 30 % above (see below).
+ * (Taking every switch-out slows the run itself more than twice, by the
+ * stacks' cost, which its waits leave out: that run has no wall time to
+ * compare with.)
  */
 static void test_off_cpu_thinned_bpf(void **state)
 {
@@ -1026,7 +1027,11 @@ static void test_off_cpu_thinned_bpf(void **state)
 			      total / 1e9 / wall, strstr(text, "off-CPU time estimated") ?
 			      "estimated (thinned)" : "every switch-out taken");
 		assert_non_null(strstr(text, "off-CPU time estimated"));
-		assert_true(total / 1e9 > 0.85 * wall && total / 1e9 < 1.15 * wall);
+		/*
+		 * another task on that CPU keeps both threads out at once (one
+		 * preempted, one asleep): on a loaded machine the sum is more
+		 */
+		assert_true(total / 1e9 > 0.85 * wall && total / 1e9 < 1.3 * wall);
 		free(text);
 	}
 }

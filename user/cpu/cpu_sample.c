@@ -290,20 +290,20 @@ static void rehome_waits(struct tk_cpu *c, struct bpf_state *st,
 	int kfd = bpf_map__fd(st->skel->maps.kstacks), ufd = bpf_map__fd(st->skel->maps.ustacks);
 	struct cpu_off_start v;
 	struct cpu_stack *buf;
-	__u32 tid, next;
+	__u64 task, next;	/* offstart's keys: task_struct addresses */
 	bool first = true;
 
 	if (all || !(buf = malloc(sizeof(*buf))))
 		return;
-	while (!bpf_map_get_next_key(fd, first ? NULL : &tid, &next)) {
+	while (!bpf_map_get_next_key(fd, first ? NULL : &task, &next)) {
 		first = false;
-		tid = next;
-		if (bpf_map_lookup_elem(fd, &tid, &v) || !take(st, v.key.epoch, false))
+		task = next;
+		if (bpf_map_lookup_elem(fd, &task, &v) || !take(st, v.key.epoch, false))
 			continue;
 		copy_stack(kfd, v.key.kstack, v.key.epoch, st->epoch, buf);
 		copy_stack(ufd, v.key.ustack, v.key.epoch, st->epoch, buf);
 		v.key.epoch = st->epoch;
-		bpf_map_update_elem(fd, &tid, &v, BPF_EXIST);
+		bpf_map_update_elem(fd, &task, &v, BPF_EXIST);
 	}
 	free(buf);
 }
@@ -316,17 +316,17 @@ static int pending_waits(struct tk_cpu *c, struct bpf_state *st, struct tk_stack
 	int kfd = bpf_map__fd(st->skel->maps.kstacks), ufd = bpf_map__fd(st->skel->maps.ustacks);
 	uint64_t now = tk_now_ns(CLOCK_MONOTONIC);
 	struct cpu_off_start v;
-	__u32 tid, next;
+	__u64 task, next;
 	bool first = true;
 	int err;
 
-	while (!bpf_map_get_next_key(fd, first ? NULL : &tid, &next)) {
+	while (!bpf_map_get_next_key(fd, first ? NULL : &task, &next)) {
 		bool kmiss = false, umiss = false;
 		uint32_t nk, nu;
 
 		first = false;
-		tid = next;
-		if (bpf_map_lookup_elem(fd, &tid, &v) || held_wait(c, &v.key))
+		task = next;
+		if (bpf_map_lookup_elem(fd, &task, &v) || held_wait(c, &v.key))
 			continue;
 		nk = lookup_stack(kfd, v.key.kstack, v.key.epoch, ks, &kmiss);
 		nu = lookup_stack(ufd, v.key.ustack, v.key.epoch, us, &umiss);
@@ -492,8 +492,15 @@ static void read_counters(struct tk_cpu *c, struct bpf_state *st)
 	c->losses[TK_LOSS_PERF_LOST] = tk_cpu_mmaps__lost(st->mmaps);
 	c->losses[TK_LOSS_OFF_START_FULL] = sum[CPU_CNT_OFF_START_FULL];
 	c->losses[TK_LOSS_OFF_COUNT_FULL] = sum[CPU_CNT_OFF_COUNT_FULL];
-	c->off_switches = sum[CPU_CNT_OFF_SWITCHES];
-	c->off_thinned = sum[CPU_CNT_OFF_THINNED];
+	if (st->off_cpu) {
+		int i;
+
+		c->off_switches = c->off_thinned = 0;
+		for (i = 0; i < CPU_MAX_CPUS; i++) {
+			c->off_switches += st->skel->bss->off_rates[i].switches;
+			c->off_thinned += st->skel->bss->off_rates[i].thinned;
+		}
+	}
 	if (st->unw) {
 		tk_unw_bpf__sum(st->skel->bss->unw_counters, UNW_MAX_CPUS, c->unwind);
 		tk_unw_bpf__stats(st->unw, &c->unw_info);
@@ -554,26 +561,26 @@ static __u32 member_offset(const char *type, const char *member)
 }
 
 /*
- * Off-CPU time: sched_switch's off_switch reads next's pid and (before 5.18)
- * prev's state from task_struct at offsets from kernel BTF, so it needs that
- * BTF, which the sampler alone does not.
+ * Off-CPU time: the kernel's BTF says how many arguments sched_switch passes
+ * and, before 5.18 (no prev_state among them), where prev's state lives in
+ * task_struct; the sampler alone needs no BTF.
  */
 static int prepare_off_cpu(struct tk_cpu *c, struct bpf_state *st)
 {
-	int pid_off = tk_kfeat__member_offset("task_struct", "pid");
-	int state_off = tk_kfeat__member_offset("task_struct", "__state");
-	int nargs = tk_kfeat__raw_tp_args("sched_switch");
+	int nargs = tk_kfeat__raw_tp_args("sched_switch"), state_off = 0;
 
-	if (state_off < 0)
-		state_off = tk_kfeat__member_offset("task_struct", "state");
-	if (pid_off <= 0 || state_off < 0 || nargs < 3) {
+	if (nargs >= 3 && nargs < 4) {
+		state_off = tk_kfeat__member_offset("task_struct", "__state");
+		if (state_off < 0)
+			state_off = tk_kfeat__member_offset("task_struct", "state");
+	}
+	if (nargs < 3 || state_off < 0) {
 		snprintf(c->start_why, sizeof(c->start_why), "off-CPU time needs the kernel's BTF "
-			 "(/sys/kernel/btf/vmlinux) for task_struct and sched_switch: %s",
-			 pid_off == -ENOENT || state_off == -ENOENT || nargs == -ENOENT ?
-			 "it lacks them" : "it cannot be read here");
+			 "(/sys/kernel/btf/vmlinux) for sched_switch and task_struct: %s",
+			 nargs == -ENOENT || state_off == -ENOENT ? "it lacks them" :
+			 "it cannot be read here");
 		return -EOPNOTSUPP;
 	}
-	st->skel->rodata->task_pid_off = pid_off;
 	st->skel->rodata->task_state_off = state_off;
 	st->skel->rodata->switch_has_state = nargs >= 4;
 	st->skel->rodata->off_cpu_min_ns = c->opts.off_cpu_min_ns;
