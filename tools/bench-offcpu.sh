@@ -17,6 +17,7 @@
 #   perf-cs     perf record -e context-switches -c 1 -g -a (perf's way without BPF: a
 #               sample at every switch-out; Debian's perf has no --off-cpu, which needs
 #               BUILD_BPF_SKEL)
+# BENCH_TRACERS: a subset of the names above (default all); BENCH_PINGPONG_ROUNDS: the load.
 # Figures, not a pass/fail test: this machine is shared and noisy.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -67,7 +68,7 @@ cpu_s() {
 pp_time() { taskset -c 0 "$PP" "$N" | sed -n 's/.*seconds=\([0-9.]*\).*/\1/p'; }
 stats() { sort -g | awk '{a[NR]=$1} END {printf "%s %s %s\n", a[int((NR+1)/2)], a[1], a[NR]}'; }
 
-TRACERS=(tk-cpu tk-off tk-off-all offcputime perf-cs)
+read -r -a TRACERS <<<"${BENCH_TRACERS:-tk-cpu tk-off tk-off-all offcputime perf-cs}"
 declare -A SLOW CPU
 BASE=""
 rate=$(taskset -c 0 "$PP" "$N" | sed -n 's/.*switches_per_s=\([0-9]*\).*/\1/p')
