@@ -393,22 +393,30 @@ static void check_redis(bool small_budget)
 	 */
 	if (small_budget) {
 		const char *pb = path_in_tmp("redis-small.pb.gz");
-		char *args[] = { "cpu", "--backend", "bpf", "-p", spid, "-d", "1", "-F", "499",
+		char *args[] = { "cpu", "--backend", "bpf", "-p", spid, "-d", "2", "-F", "499",
 				 "--unwind-mem", "1", "-o", (char *)pb, NULL };
-		long not_loaded;
+		long not_loaded = 0;
+		int attempt;
 		char *p;
 
-		assert_int_equal(run(args), 0);
-		not_loaded = pprof_loss(pb, "unwind_table_not_loaded");
-		p = strstr(out, " did not fit;");
-		assert_non_null(p);
-		while (p > out && p[-1] >= '0' && p[-1] <= '9')
-			p--;
-		print_message("redis, --unwind-mem 1: %ld objects did not fit, %ld stacks with a "
-			      "frame whose table is not loaded\n", strtol(p, NULL, 10), not_loaded);
-		assert_true(strtol(p, NULL, 10) >= 1);
+		/*
+		 * Which objects do not fit depends on the order their tables are
+		 * built in: a capture where none of those ran is taken again, once
+		 */
+		for (attempt = 0; attempt < 2 && not_loaded <= 0; attempt++) {
+			assert_int_equal(run(args), 0);
+			not_loaded = pprof_loss(pb, "unwind_table_not_loaded");
+			p = strstr(out, " did not fit;");
+			assert_non_null(p);
+			while (p > out && p[-1] >= '0' && p[-1] <= '9')
+				p--;
+			print_message("redis, --unwind-mem 1: %ld objects did not fit, %ld stacks "
+				      "with a frame whose table is not loaded\n", strtol(p, NULL, 10),
+				      not_loaded);
+			assert_true(strtol(p, NULL, 10) >= 1);
+			assert_non_null(strstr(out, "of 1.0 MiB"));
+		}
 		assert_true(not_loaded > 0);
-		assert_non_null(strstr(out, "of 1.0 MiB"));
 	}
 	/* not our children (the shell started them): wait until they are gone */
 	kill(bench, SIGKILL);
