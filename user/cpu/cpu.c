@@ -133,10 +133,14 @@ const char *tk_cpu__backend(const struct tk_cpu *c)
 
 /* The profile of table @t with the loss and unwinder counters @losses and @unw. */
 static int build(struct tk_cpu *c, const struct tk_stacks *t, uint64_t *losses, const uint64_t *unw,
-		 int64_t start_real_ns, int64_t start_mono_ns, int64_t end_mono_ns,
-		 uint64_t from_records, struct tk_profile **out)
+		 int64_t start_real_ns, int64_t start_mono_ns, int64_t end_mono_ns, bool whole,
+		 struct tk_profile **out)
 {
 	uint64_t unsymbolized = 0;
+	/* the counts this profile's span began with: 0 for the whole run */
+	uint64_t from_records = whole ? 0 : c->rot_records;
+	uint64_t from_switches = whole ? 0 : c->rot_off_switches;
+	uint64_t from_thinned = whole ? 0 : c->rot_off_thinned;
 	struct tk_profile *p;
 	int err, i;
 
@@ -186,12 +190,15 @@ static int build(struct tk_cpu *c, const struct tk_stacks *t, uint64_t *losses, 
 		tk_profile__add_comment(p, "%s", c->mmaps_note);
 	if (c->off_cpu_note[0])
 		tk_profile__add_comment(p, "%s", c->off_cpu_note);
-	if (c->off_thinned)
+	/* of this profile's span: an interval's or period's counts since the previous one */
+	if (c->off_thinned > from_thinned)
 		tk_profile__add_comment(p, "off-CPU time estimated: %" PRIu64 " of %" PRIu64
 					" switch-outs were taken with stacks, each weighed for the "
 					"ones after it that were not (past %u stacks a second on a "
-					"CPU; --off-cpu-stacks)", c->off_switches - c->off_thinned,
-					c->off_switches, c->opts.off_cpu_stacks ?
+					"CPU; --off-cpu-stacks)",
+					(c->off_switches - from_switches) -
+					(c->off_thinned - from_thinned),
+					c->off_switches - from_switches, c->opts.off_cpu_stacks ?
 					c->opts.off_cpu_stacks : TK_CPU_OFF_CPU_STACKS_DEFAULT);
 	if (c->maps_from_records > from_records)
 		tk_profile__add_comment(p, "%" PRIu64 " processes were gone before their maps could "
@@ -212,7 +219,7 @@ static int build(struct tk_cpu *c, const struct tk_stacks *t, uint64_t *losses, 
 int tk_cpu__build_profile(struct tk_cpu *c, int64_t start_real_ns, int64_t start_mono_ns,
 			  struct tk_profile **out)
 {
-	return build(c, c->stacks, c->losses, c->unwind, start_real_ns, start_mono_ns, 0, 0, out);
+	return build(c, c->stacks, c->losses, c->unwind, start_real_ns, start_mono_ns, 0, true, out);
 }
 
 static uint64_t grew(uint64_t now, uint64_t before)
@@ -255,7 +262,7 @@ static int rotate_period(struct tk_cpu *c, bool final, int64_t from_real, int64_
 		losses[i] = grew(c->losses[i], c->rot_losses[i]);
 	for (i = 0; i < UNW_CNT__COUNT; i++)
 		unw[i] = grew(c->unwind[i], c->rot_unwind[i]);
-	err = build(c, c->stacks, losses, unw, from_real, from_mono, end_mono, c->rot_records, out);
+	err = build(c, c->stacks, losses, unw, from_real, from_mono, end_mono, false, out);
 	if (err) {
 		tk_stacks__free(fresh);
 		return err;
@@ -300,7 +307,7 @@ int tk_cpu__rotate(struct tk_cpu *c, bool final, struct tk_profile **out)
 	for (i = 0; i < UNW_CNT__COUNT; i++)
 		unw[i] = grew(c->unwind[i], c->rot_unwind[i]);
 	if (!err)
-		err = build(c, iv, losses, unw, from_real, from_mono, 0, c->rot_records, out);
+		err = build(c, iv, losses, unw, from_real, from_mono, 0, false, out);
 	tk_stacks__free(iv);
 	if (err)
 		return err;
@@ -319,6 +326,8 @@ next:
 	memcpy(c->rot_losses, c->losses, sizeof(c->rot_losses));
 	memcpy(c->rot_unwind, c->unwind, sizeof(c->rot_unwind));
 	c->rot_records = c->maps_from_records;
+	c->rot_off_switches = c->off_switches;
+	c->rot_off_thinned = c->off_thinned;
 	c->rot_real_ns = now_real;
 	c->rot_mono_ns = now_mono;
 	c->rotated = true;

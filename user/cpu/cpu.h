@@ -126,6 +126,7 @@ struct tk_cpu {
 	uint64_t rot_unwind[UNW_CNT__COUNT];
 	int64_t rot_real_ns, rot_mono_ns;
 	uint64_t rot_records;			/* maps_from_records then */
+	uint64_t rot_off_switches, rot_off_thinned;	/* off_switches, off_thinned then */
 	uint64_t rot_mark;			/* periods_only: the symbolizer's mark at the
 						   previous cut (tk_symbolizer__retired) */
 };
