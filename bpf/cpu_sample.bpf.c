@@ -41,6 +41,7 @@ const volatile __u32 self_tgid = 0;		/* tracekit itself, never sampled */
 const volatile __u64 off_cpu_min_ns = 0;	/* shorter waits: counted without stacks */
 const volatile __u32 off_budget = 0;		/* stacks a CPU takes a window; 0: all */
 const volatile __u32 task_state_off = 0;	/* __state (5.14+) or state */
+const volatile __u32 task_pid_off = 0;		/* task_struct.pid (off_switch_btf) */
 const volatile bool switch_has_state = false;	/* sched_switch passes prev_state (5.18+) */
 
 struct {
@@ -129,7 +130,7 @@ __u32 off_pending[OFF_SLOTS] = {};
 
 static __always_inline __u32 off_slot(__u64 task)
 {
-	return (__u32)((task >> 8) ^ (task >> 22)) & (OFF_SLOTS - 1);
+	return (__u32)(task ^ (task >> 8) ^ (task >> 22)) & (OFF_SLOTS - 1);
 }
 
 /* Off-CPU time per (pid, tid, gen, stacks, epoch, state) */
@@ -420,15 +421,18 @@ int exit_raw(void *ctx)
 }
 /* ---- off-CPU time: where threads wait ----------------------------------------------- */
 
-/* prev's state as it left: sched_switch's prev_state (5.18+), else read from the task */
-static __always_inline __u32 prev_state(__u64 *ctx)
+/*
+ * prev's state as it left: sched_switch's prev_state (5.18+), else read from
+ * @prev (the task's address)
+ */
+static __always_inline __u32 prev_state(__u64 *ctx, __u64 prev)
 {
 	__u32 state = 0;
 
 	if (switch_has_state)
 		return (__u32)ctx[3];
 	bpf_probe_read_kernel(&state, sizeof(state),
-			      (const void *)(ctx[1] + (task_state_off & 0xffff)));
+			      (const void *)(prev + (task_state_off & 0xffff)));
 	return state;
 }
 
@@ -458,22 +462,36 @@ static __always_inline __u32 off_state(bool preempt, __u32 state)
 
 struct cpu_off_rate off_rates[CPU_MAX_CPUS] __attribute__((aligned(64))) = {};
 
-static __always_inline __u32 off_weight(struct cpu_off_rate *r, __u64 now)
+/*
+ * The clock is read only at every 64th switch-out of a window, and at every
+ * one while nothing is thinned (each is taken then, and costs far more): a
+ * thinned switch-out costs these counts alone. A window so ends at the first
+ * check past OFF_WINDOW_NS, and its count is scaled to OFF_WINDOW_NS.
+ */
+#define OFF_CHECK_MASK 63
+
+static __always_inline __u32 off_weight(struct cpu_off_rate *r)
 {
+	__u64 now, len, n;
 	__u32 w, i;
 
 	/* sched_switch runs with interrupts off: this CPU's slot is its own, no atomics */
 	r->switches++;
 	if (!off_budget)
 		return 1;
-	if (now - r->start >= OFF_WINDOW_NS) {
-		for (w = 1, i = 0; i < 20 && r->n > off_budget * w; i++)
-			w <<= 1;
-		r->w = w;
-		r->start = now;
-		r->n = 0;
-	}
 	r->n++;
+	if (r->w <= 1 || !(r->n & OFF_CHECK_MASK)) {
+		now = bpf_ktime_get_ns();
+		len = now - r->start;
+		if (len >= OFF_WINDOW_NS) {
+			n = len < 2 * OFF_WINDOW_NS ? r->n : r->n * OFF_WINDOW_NS / len;
+			for (w = 1, i = 0; i < 20 && n > (__u64)off_budget * w; i++)
+				w <<= 1;
+			r->w = w;
+			r->start = now;
+			r->n = 1;
+		}
+	}
 	w = r->w ? r->w : 1;
 	if (r->n > 2 * off_budget * w && w < OFF_WEIGHT_MAX)
 		r->w = w <<= 1;
@@ -484,19 +502,28 @@ static __always_inline __u32 off_weight(struct cpu_off_rate *r, __u64 now)
 	return w;
 }
 
-/* The current task leaves the CPU: its stacks now, its wait counted when it comes back. */
-static __always_inline void switch_out(__u64 *ctx, __u32 tgid, __u32 tid, __u64 now)
+/*
+ * The current task (@prev, its address) leaves the CPU: its stacks now, its
+ * wait counted when it comes back, under @task in offstart (the program's key
+ * for a task: see off_switch and off_switch_btf).
+ */
+static __always_inline void switch_out(__u64 *ctx, __u32 tgid, __u32 tid, __u64 task, __u64 prev)
 {
 	struct cpu_off_start v = {};
-	__u64 task;
 	bool preempt = ctx[0];
-	__u32 state = preempt ? 0 : prev_state(ctx), w;
+	__u32 state, w;
 
-	/* TASK_DEAD: its last switch, no wait follows */
-	if (state & 0x0080)
-		return;
-	w = off_weight(&off_rates[bpf_get_smp_processor_id() & (CPU_MAX_CPUS - 1)], now);
+	w = off_weight(&off_rates[bpf_get_smp_processor_id() & (CPU_MAX_CPUS - 1)]);
 	if (!w)
+		return;
+	/*
+	 * TASK_DEAD: its last switch, no wait follows. Its state is read after
+	 * the thinning (a thinned switch-out reads nothing of the task): a dead
+	 * task's switch-out counts among those a taken one stands for, as one
+	 * with no wait, so the weighed sums stay unbiased.
+	 */
+	state = preempt ? 0 : prev_state(ctx, prev);
+	if (state & 0x0080)
 		return;
 	v.weight = w;
 	v.key.pid = tgid;
@@ -519,7 +546,6 @@ static __always_inline void switch_out(__u64 *ctx, __u32 tgid, __u32 tid, __u64 
 	 * times, would carry it many times
 	 */
 	v.ts = bpf_ktime_get_ns();
-	task = ctx[1];		/* prev: the current task */
 	/* NOEXIST: a task has one wait at a time, and its slot counts it once */
 	if (bpf_map_update_elem(&offstart, &task, &v, BPF_NOEXIST) == 0)
 		__sync_fetch_and_add(&off_pending[off_slot(task)], 1);
@@ -527,20 +553,21 @@ static __always_inline void switch_out(__u64 *ctx, __u32 tgid, __u32 tid, __u64 
 		count(CPU_CNT_OFF_START_FULL);
 }
 
-/* Task @task comes back: the wait since its switch-out, under the key taken then. */
-static __always_inline void switch_in(__u64 task, __u64 now)
+/* The task keyed @task comes back: the wait since its switch-out, under the key taken then. */
+static __always_inline void switch_in(__u64 task)
 {
 	__u32 slot = off_slot(task);
 	struct cpu_off_start *s;
 	struct cpu_off_val one, *val;
 	struct cpu_key key;
-	__u64 ns, w;
+	__u64 ns, w, now;
 
 	if (!off_pending[slot])
 		return;
 	s = bpf_map_lookup_elem(&offstart, &task);
 	if (!s)
 		return;
+	now = bpf_ktime_get_ns();
 	ns = now > s->ts ? now - s->ts : 0;
 	w = s->weight ? s->weight : 1;
 	key = s->key;
@@ -574,16 +601,42 @@ static __always_inline void switch_in(__u64 task, __u64 now)
  * [, unsigned int prev_state]): the current task is prev. The scope filters
  * apply at switch-out; a thread comes back only if it was let out.
  */
+static __always_inline bool off_scope(__u32 tgid, __u32 tid)
+{
+	return tid && tgid != self_tgid && (!filter_pids || bpf_map_lookup_elem(&pids, &tgid)) &&
+	       (!filter_cgroup || bpf_current_task_under_cgroup(&cgroup_map, 0) == 1);
+}
+
+/*
+ * tp_btf (5.5+; the kernel's BTF types the arguments): a task is keyed by
+ * its tid, next's read straight from its task_struct (task_pid_off, from the
+ * kernel's BTF; the verifier checks the access against that BTF). A tid names
+ * one live task, and a switched-out task always runs again before it exits,
+ * so its entry goes before the tid can be another task's.
+ */
+SEC("?tp_btf/sched_switch")
+int off_switch_btf(__u64 *ctx)
+{
+	__u64 id = bpf_get_current_pid_tgid();
+	__u32 tgid = id >> 32, tid = (__u32)id;
+	const char *next = (const char *)ctx[2];
+
+	if (off_scope(tgid, tid))
+		switch_out(ctx, tgid, tid, tid, bpf_get_current_task());
+	switch_in(*(const int *)(next + task_pid_off));
+	return 0;
+}
+
+/* raw_tp, where tp_btf is refused: a task is keyed by its address (untyped, but free) */
 SEC("?raw_tp/sched_switch")
 int off_switch(__u64 *ctx)
 {
-	__u64 now = bpf_ktime_get_ns(), id = bpf_get_current_pid_tgid();
+	__u64 id = bpf_get_current_pid_tgid();
 	__u32 tgid = id >> 32, tid = (__u32)id;
 
-	if (tid && tgid != self_tgid && (!filter_pids || bpf_map_lookup_elem(&pids, &tgid)) &&
-	    (!filter_cgroup || bpf_current_task_under_cgroup(&cgroup_map, 0) == 1))
-		switch_out(ctx, tgid, tid, now);
-	switch_in(ctx[2], now);
+	if (off_scope(tgid, tid))
+		switch_out(ctx, tgid, tid, ctx[1], ctx[1]);
+	switch_in(ctx[2]);
 	return 0;
 }
 

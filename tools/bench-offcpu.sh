@@ -3,8 +3,8 @@
 # The off-CPU benchmark: what taking off-CPU time costs a context-switch-heavy program.
 #   tools/bench-offcpu.sh [ROUNDS]      (default 9; as root; after `make`)
 # The load: build/workloads/pingpong, two threads passing a byte over two pipes (every
-# hop a blocking read), both pinned to CPU 0: about 400,000 switches a second here, and a
-# steady time (unpinned, its time swings several-fold with where the scheduler puts the
+# hop a blocking read), both pinned to CPU 0 (a million switches a second or more on an
+# idle machine), and a steady time (unpinned, its time swings several-fold with where the scheduler puts the
 # threads and how deep the idle CPU sleeps, more than any tracer costs). Each tracer
 # watches the whole system while it runs; each traced run is paired with an untraced
 # run right next to it (order shuffled), and the ratio of the pair is its slowdown.
@@ -17,7 +17,11 @@
 #   perf-cs     perf record -e context-switches -c 1 -g -a (perf's way without BPF: a
 #               sample at every switch-out; Debian's perf has no --off-cpu, which needs
 #               BUILD_BPF_SKEL)
-# BENCH_TRACERS: a subset of the names above (default all); BENCH_PINGPONG_ROUNDS: the load.
+# Two loads by default (BENCH_WORK_US, pingpong's WORK_US): 0, every hop a switch and
+# nothing else (over a million switches a second here), and 4, about 4 us of work before
+# each hop (about 200,000 a second), as a busy server's threads switch.
+# BENCH_TRACERS: a subset of the names above (default all); BENCH_PINGPONG_ROUNDS: the
+# round trips of the work=0 load (the others take about as long).
 # Figures, not a pass/fail test: this machine is shared and noisy.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -65,39 +69,47 @@ cpu_s() {
 		"/proc/$1/stat" 2>/dev/null || echo 0
 }
 
-pp_time() { taskset -c 0 "$PP" "$N" | sed -n 's/.*seconds=\([0-9.]*\).*/\1/p'; }
+# pingpong's time under load $1 (WORK_US), pinned
+pp_time() { taskset -c 0 "$PP" "${ROUNDS_OF[$1]}" "$1" | sed -n 's/.*seconds=\([0-9.]*\).*/\1/p'; }
 stats() { sort -g | awk '{a[NR]=$1} END {printf "%s %s %s\n", a[int((NR+1)/2)], a[1], a[NR]}'; }
 
 read -r -a TRACERS <<<"${BENCH_TRACERS:-tk-cpu tk-off tk-off-all offcputime perf-cs}"
-declare -A SLOW CPU
-BASE=""
-rate=$(taskset -c 0 "$PP" "$N" | sed -n 's/.*switches_per_s=\([0-9]*\).*/\1/p')
-echo "bench-offcpu: $ROUNDS rounds, $(nproc) CPUs, kernel $(uname -r); pingpong $N round trips" \
-	"(untraced: $rate switches a second)"
+read -r -a LOADS <<<"${BENCH_WORK_US:-0 4}"
+declare -A SLOW CPU BASE RATE ROUNDS_OF
+echo "bench-offcpu: $ROUNDS rounds, $(nproc) CPUs, kernel $(uname -r)"
+for l in "${LOADS[@]}"; do
+	# about the same time for each load: fewer round trips with work between them
+	ROUNDS_OF[$l]=$(awk -v n="$N" -v w="$l" 'BEGIN { printf "%d", n / (1 + w) }')
+	RATE[$l]=$(taskset -c 0 "$PP" "${ROUNDS_OF[$l]}" "$l" | sed -n 's/.*switches_per_s=\([0-9]*\).*/\1/p')
+	echo "  load work=${l}us: pingpong ${ROUNDS_OF[$l]} round trips, ${RATE[$l]} switches a second untraced"
+done
 for ((r = 1; r <= ROUNDS; r++)); do
-	mapfile -t order < <(printf '%s\n' "${TRACERS[@]}" | shuf)
-	for t in "${order[@]}"; do
-		((RANDOM % 2)) && base=$(pp_time)
+	mapfile -t order < <(for l in "${LOADS[@]}"; do printf "$l %s\n" "${TRACERS[@]}"; done | shuf)
+	for lt in "${order[@]}"; do
+		l=${lt%% *} t=${lt#* }
+		((RANDOM % 2)) && base=$(pp_time "$l")
 		start_tracer "$t"
 		sleep 2	# attached, tables built
 		c0=$(cpu_s "$TPID")
-		traced=$(pp_time)
+		traced=$(pp_time "$l")
 		c1=$(cpu_s "$TPID")
 		stop_tracer
-		[[ -v base ]] || base=$(pp_time)
-		SLOW[$t]+="$(awk -v a="$traced" -v b="$base" 'BEGIN { printf "%.4f", a / b }') "
-		CPU[$t]+="$(awk -v a="$c0" -v b="$c1" -v w="$traced" 'BEGIN { printf "%.3f", (b - a) / w }') "
-		BASE+="$base "
+		[[ -v base ]] || base=$(pp_time "$l")
+		SLOW[$l $t]+="$(awk -v a="$traced" -v b="$base" 'BEGIN { printf "%.4f", a / b }') "
+		CPU[$l $t]+="$(awk -v a="$c0" -v b="$c1" -v w="$traced" 'BEGIN { printf "%.3f", (b - a) / w }') "
+		BASE[$l]+="$base "
 		unset base
 	done
 	printf '  round %d done\n' "$r"
 done
-echo
-read -r base _ _ < <(tr ' ' '\n' <<<"$BASE" | grep . | stats)
-printf '%-12s %-28s %s\n' tracer "slowdown (median min max)" "tracer CPU s per s (median min max)"
-for t in "${TRACERS[@]}"; do
-	read -r m lo hi < <(tr ' ' '\n' <<<"${SLOW[$t]}" | grep . | stats)
-	read -r cm clo chi < <(tr ' ' '\n' <<<"${CPU[$t]}" | grep . | stats)
-	printf '%-12s %-28s %s\n' "$t" "$m ($lo $hi)" "$cm ($clo $chi)"
+for l in "${LOADS[@]}"; do
+	read -r base _ _ < <(tr ' ' '\n' <<<"${BASE[$l]}" | grep . | stats)
+	echo
+	echo "load work=${l}us (${RATE[$l]} switches a second untraced; untraced median $base s):"
+	printf '%-12s %-28s %s\n' tracer "slowdown (median min max)" "tracer CPU s per s (median min max)"
+	for t in "${TRACERS[@]}"; do
+		read -r m lo hi < <(tr ' ' '\n' <<<"${SLOW[$l $t]}" | grep . | stats)
+		read -r cm clo chi < <(tr ' ' '\n' <<<"${CPU[$l $t]}" | grep . | stats)
+		printf '%-12s %-28s %s\n' "$t" "$m ($lo $hi)" "$cm ($clo $chi)"
+	done
 done
-echo "untraced pingpong: median $base s"

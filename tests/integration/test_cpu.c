@@ -863,7 +863,7 @@ static void off_sum_json(const char *json, const char *sleep_state, struct off_s
  * off-CPU total its wall time within 10 %, the spinner in the on-CPU
  * samples, the waits labelled sleeping; go tool pprof reads off_cpu.
  */
-static void check_off_cpu(const char *backend, const char *sleep_state)
+static void check_off_cpu(const char *backend, const char *sleep_state, const char *note)
 {
 	const char *json = path_in_tmp("off.json"), *pb = path_in_tmp("off.pb.gz");
 	char *args[] = { "cpu", "--backend", (char *)backend, "-F", "199", "--off-cpu", "-o",
@@ -893,6 +893,9 @@ static void check_off_cpu(const char *backend, const char *sleep_state)
 	assert_true(o.spin_samples > 300);
 	assert_int_equal(json_num(text, "off_cpu_start_full"), 0);
 	assert_int_equal(json_num(text, "off_cpu_count_map_full"), 0);
+	/* how it was taken, in the profile */
+	if (!strstr(text, note))
+		fail_msg("the profile does not say \"%s\"", note);
 	free(text);
 	snprintf(cmd, sizeof(cmd), "HOME=${HOME:-/tmp} PPROF_TMPDIR=%s go tool pprof "
 		 "-sample_index=off_cpu -top -nodecount=30 %s 2>&1", tmpdir, pb);
@@ -903,13 +906,22 @@ static void check_off_cpu(const char *backend, const char *sleep_state)
 
 static void test_off_cpu_bpf(void **state)
 {
-	check_off_cpu("bpf", "sleeping");
+	check_off_cpu("bpf", "sleeping", "off-CPU time: sched_switch (tp_btf)");
+}
+
+/* where tp_btf is refused: raw_tp, keyed by task address instead of tid, the same figures */
+static void test_off_cpu_raw_tp_bpf(void **state)
+{
+	setenv("TK_TEST_OFF_RAW_TP", "1", 1);
+	check_off_cpu("bpf", "sleeping",
+		      "off-CPU time: sched_switch (raw_tp: tp_btf refused: TK_TEST_OFF_RAW_TP)");
+	unsetenv("TK_TEST_OFF_RAW_TP");
 }
 
 /* perf's records tell a preempted thread from a blocked one, not sleeping from D state */
 static void test_off_cpu_perf(void **state)
 {
-	check_off_cpu("perf", "blocked");
+	check_off_cpu("perf", "blocked", "off-CPU time: perf context-switches");
 }
 
 /*
@@ -1164,6 +1176,7 @@ int main(void)
 		cmocka_unit_test(test_gone_before_capture_bpf),
 		cmocka_unit_test(test_rotate_bpf),
 		cmocka_unit_test(test_off_cpu_bpf),
+		cmocka_unit_test(test_off_cpu_raw_tp_bpf),
 		cmocka_unit_test(test_off_cpu_perf),
 		cmocka_unit_test(test_off_cpu_uninterruptible_bpf),
 		cmocka_unit_test(test_off_cpu_thinned_bpf),

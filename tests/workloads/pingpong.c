@@ -6,7 +6,11 @@
  * the rate: "rounds=N seconds=S switches_per_s=R" (two switches a hop at
  * least). The off-CPU benchmark (tools/bench-offcpu.sh) times it.
  *
- *   pingpong [ROUNDS]
+ *   pingpong [ROUNDS [WORK_US]]
+ *
+ * WORK_US (default 0): each side computes about that many microseconds before
+ * each hop (a loop of a fixed count, calibrated at start), for a lighter
+ * switch rate with work between switches, as a server's threads do.
  *
  * Exits 0; 1 when a read or write fails; 2 on a usage error.
  */
@@ -19,6 +23,17 @@
 
 static int ping[2], pong[2];
 static long rounds = 200000;
+static unsigned long work_iters;	/* the loop's count for WORK_US */
+static volatile unsigned long sink;
+
+__attribute__((noinline)) static void work(void)
+{
+	unsigned long i, x = sink;
+
+	for (i = 0; i < work_iters; i++)
+		x = x * 6364136223846793005UL + 1442695040888963407UL;
+	sink = x;
+}
 
 static double now_s(void)
 {
@@ -33,9 +48,13 @@ __attribute__((noinline)) static int pong_side(void)
 	char c;
 	long i;
 
-	for (i = 0; i < rounds; i++)
-		if (read(ping[0], &c, 1) != 1 || write(pong[1], &c, 1) != 1)
+	for (i = 0; i < rounds; i++) {
+		if (read(ping[0], &c, 1) != 1)
 			return 1;
+		work();
+		if (write(pong[1], &c, 1) != 1)
+			return 1;
+	}
 	return 0;
 }
 
@@ -49,27 +68,47 @@ __attribute__((noinline)) static int ping_side(void)
 	char c = 'x';
 	long i;
 
-	for (i = 0; i < rounds; i++)
+	for (i = 0; i < rounds; i++) {
+		work();
 		if (write(ping[1], &c, 1) != 1 || read(pong[0], &c, 1) != 1)
 			return 1;
+	}
 	return 0;
 }
 
 int main(int argc, char **argv)
 {
-	double t0, t;
+	double t0, t, work_us = 0;
 	pthread_t th;
 	void *ret;
 	int err;
 
 	if (argc > 1 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"))) {
-		printf("usage: pingpong [ROUNDS]: two threads pass a byte over two pipes ROUNDS "
-		       "times (default 200000); prints rounds=, seconds=, switches_per_s=\n");
+		printf("usage: pingpong [ROUNDS [WORK_US]]: two threads pass a byte over two pipes "
+		       "ROUNDS times (default 200000), each side computing about WORK_US "
+		       "microseconds (default 0) before each hop; prints rounds=, seconds=, "
+		       "switches_per_s=\n");
 		return 0;
 	}
-	if (argc > 2 || (argc == 2 && (rounds = atol(argv[1])) <= 0)) {
-		fprintf(stderr, "usage: pingpong [ROUNDS]\n");
+	if (argc > 3 || (argc >= 2 && (rounds = atol(argv[1])) <= 0) ||
+	    (argc == 3 && ((work_us = atof(argv[2])) < 0 || work_us > 1e6))) {
+		fprintf(stderr, "usage: pingpong [ROUNDS [WORK_US]]\n");
 		return 2;
+	}
+	if (work_us > 0) {
+		/* calibrate: the best of 5 timings of a 2^20 count */
+		double best = 1e9, a;
+		int k;
+
+		work_iters = 1UL << 20;
+		for (k = 0; k < 5; k++) {
+			a = now_s();
+			work();
+			a = now_s() - a;
+			if (a < best)
+				best = a;
+		}
+		work_iters = (unsigned long)(work_us * 1e-6 / best * (1UL << 20));
 	}
 	if (pipe(ping) || pipe(pong) || pthread_create(&th, NULL, ponger, NULL))
 		return 1;

@@ -237,6 +237,10 @@ static int open_on_cpu(struct tk_cpu *c, struct perf_state *st, pid_t pid, int c
 		if (err && err != -ESRCH)
 			snprintf(c->start_why, sizeof(c->start_why), "off-CPU time: the "
 				 "context-switches event does not open (%s)", strerror(-err));
+		if (!err && !c->off_cpu_note[0])
+			snprintf(c->off_cpu_note, sizeof(c->off_cpu_note), "off-CPU time: perf "
+				 "context-switches events (period 1: both stacks at every "
+				 "switch-out) and PERF_RECORD_SWITCH records (preempted or blocked)");
 	}
 	return err;
 }

@@ -46,8 +46,9 @@ struct bpf_state {
 	int drain_ms;
 	int64_t next_drain_ns;		/* CLOCK_MONOTONIC */
 	useconds_t capture_delay_us;	/* TK_TEST_CAPTURE_DELAY_MS (tests): captures held back */
-	bool off_cpu;			/* off_switch attached */
+	bool off_cpu;			/* off_switch_btf or off_switch attached */
 	uint64_t off_cpu_min_ns;
+	char off_raw_why[96];		/* why tp_btf was refused (raw_tp then); "": not */
 };
 
 /* The parent of @pid from PID/stat, or -1. */
@@ -567,7 +568,7 @@ static __u32 member_offset(const char *type, const char *member)
  */
 static int prepare_off_cpu(struct tk_cpu *c, struct bpf_state *st)
 {
-	int nargs = tk_kfeat__raw_tp_args("sched_switch"), state_off = 0;
+	int nargs = tk_kfeat__raw_tp_args("sched_switch"), state_off = 0, pid_off;
 
 	if (nargs >= 3 && nargs < 4) {
 		state_off = tk_kfeat__member_offset("task_struct", "__state");
@@ -592,10 +593,21 @@ static int prepare_off_cpu(struct tk_cpu *c, struct bpf_state *st)
 		st->skel->rodata->off_budget = per_s >= 100 ? per_s / 100 : 1;
 	}
 	st->off_cpu_min_ns = c->opts.off_cpu_min_ns;
-	bpf_program__set_autoload(st->skel->progs.off_switch, true);
+	/* tp_btf, raw_tp where that was refused (load_sampler) or task_struct has no pid */
+	pid_off = tk_kfeat__member_offset("task_struct", "pid");
+	if (getenv("TK_TEST_OFF_RAW_TP") && !st->off_raw_why[0])	/* tests: the fallback */
+		snprintf(st->off_raw_why, sizeof(st->off_raw_why), "TK_TEST_OFF_RAW_TP");
+	if (pid_off > 0 && !st->off_raw_why[0]) {
+		st->skel->rodata->task_pid_off = pid_off;
+		bpf_program__set_autoload(st->skel->progs.off_switch_btf, true);
+	} else {
+		bpf_program__set_autoload(st->skel->progs.off_switch, true);
+	}
 	st->off_cpu = true;
-	snprintf(c->off_cpu_note, sizeof(c->off_cpu_note), "off-CPU time: sched_switch (raw_tp), "
-		 "stacks at switch-out, %s%s", nargs >= 4 ? "prev_state from the tracepoint" :
+	snprintf(c->off_cpu_note, sizeof(c->off_cpu_note), "off-CPU time: sched_switch (%s%s%s), "
+		 "stacks at switch-out, %s%s", pid_off > 0 && !st->off_raw_why[0] ? "tp_btf" :
+		 "raw_tp", st->off_raw_why[0] ? ": tp_btf refused: " : "", st->off_raw_why,
+		 nargs >= 4 ? "prev_state from the tracepoint" :
 		 "prev's state from task_struct", c->opts.off_cpu_min_ns ? "; waits under "
 		 "--off-cpu-min counted without stacks" : "");
 	return 0;
@@ -656,6 +668,15 @@ static int load_sampler(struct tk_cpu *c, struct bpf_state *st, enum tk_unwind_m
 		err = cpu_sample_bpf__load(st->skel);
 		if (!err)
 			err = tk_unw_bpf__open(&v, &st->unw);
+	}
+	if (err && st->off_cpu && bpf_program__autoload(st->skel->progs.off_switch_btf)) {
+		/* the same object with off-CPU time through raw_tp, and the profile says why */
+		snprintf(st->off_raw_why, sizeof(st->off_raw_why), "%s", strerror(-err));
+		tk_unw_bpf__free(st->unw);
+		st->unw = NULL;
+		cpu_sample_bpf__destroy(st->skel);
+		st->skel = NULL;
+		return load_sampler(c, st, mode);
 	}
 	{
 		struct tk_unw_bpf_vars v = TK_UNW_BPF_VARS(st->skel);
@@ -894,10 +915,10 @@ static int bpf_drain(struct tk_cpu *c)
 	for (i = 0; i < st->nr_links; i++)
 		bpf_link__destroy(st->links[i]);
 	st->nr_links = 0;
-	if (st->skel->links.off_switch) {
-		bpf_link__destroy(st->skel->links.off_switch);
-		st->skel->links.off_switch = NULL;
-	}
+	bpf_link__destroy(st->skel->links.off_switch_btf);
+	st->skel->links.off_switch_btf = NULL;
+	bpf_link__destroy(st->skel->links.off_switch);
+	st->skel->links.off_switch = NULL;
 	ring_buffer__consume(st->rb);
 	err = drain(c, st, true);
 	read_counters(c, st);
