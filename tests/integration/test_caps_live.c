@@ -146,6 +146,15 @@ static void test_report_matches_machine(void **state)
 	assert_int_equal(status_of(caps, TK_CAP_PROG_PERF_EVENT), TK_SUPPORTED);
 	assert_int_equal(status_of(caps, TK_CAP_PERF_CPU_CLOCK), TK_SUPPORTED);
 	assert_int_equal(status_of(caps, TK_CAP_CAP_BPF), TK_SUPPORTED);
+	/* what off-CPU time (--off-cpu) needs, and that it is there: the kernel's BTF */
+	print_message("cpu: %s\n", caps->backends[TK_COLLECT_CPU].reason);
+	if (access("/sys/kernel/btf/vmlinux", R_OK) == 0)
+		assert_non_null(strstr(caps->backends[TK_COLLECT_CPU].reason,
+				       "off-CPU time (--off-cpu) by sched_switch (tp_btf)"));
+	else
+		assert_non_null(strstr(caps->backends[TK_COLLECT_CPU].reason,
+				       "no off-CPU time by BPF (--off-cpu takes the perf backend): "
+				       "it needs the kernel's BTF"));
 
 	/* kprobes: the PMU exists or the report says it does not, and why */
 	if (has_kprobe_pmu) {
@@ -325,6 +334,8 @@ static void test_seccomp_denies_bpf(void **state)
 	/* the non-BPF backends are chosen */
 	json_member(out, "cpu", "backend", val, sizeof(val));
 	assert_string_equal(val, "perf");
+	json_member(out, "cpu", "reason", val, sizeof(val));
+	assert_non_null(strstr(val, "off-CPU time (--off-cpu) by the context-switches event"));
 	json_member(out, "alloc", "backend", val, sizeof(val));
 	assert_string_equal(val, "jemalloc");
 	json_member(out, "numa", "backend", val, sizeof(val));

@@ -985,8 +985,9 @@ int tk_cpu_bpf__probe_load(char *msg, size_t msg_sz)
 		 st.unw ? "CFI rows in the kernel" : "frame pointer",
 		 follow ? "followed" : "not followable (--backend auto then takes perf)",
 		 c->kernel_note[0] ? "; maps preallocated (smaller)" : "",
-		 off_why[0] ? "no off-CPU time: " : "off-CPU time (--off-cpu) by sched_switch",
-		 off_why);
+		 off_why[0] ? "no off-CPU time by BPF (--off-cpu takes the perf backend): " :
+		 st.off_raw_why[0] ? "off-CPU time (--off-cpu) by sched_switch (raw_tp; tp_btf "
+		 "refused)" : "off-CPU time (--off-cpu) by sched_switch (tp_btf)", off_why);
 out:
 	if (follow)
 		tk_cpu_follow__destroy(follow);
