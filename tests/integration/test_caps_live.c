@@ -335,7 +335,7 @@ static void test_seccomp_denies_bpf(void **state)
 	json_member(out, "cpu", "backend", val, sizeof(val));
 	assert_string_equal(val, "perf");
 	json_member(out, "cpu", "reason", val, sizeof(val));
-	assert_non_null(strstr(val, "off-CPU time (--off-cpu) by the context-switches event"));
+	assert_non_null(strstr(val, "off-CPU time (--off-cpu) by sched:sched_switch samples"));
 	json_member(out, "alloc", "backend", val, sizeof(val));
 	assert_string_equal(val, "jemalloc");
 	json_member(out, "numa", "backend", val, sizeof(val));

@@ -918,10 +918,10 @@ static void test_off_cpu_raw_tp_bpf(void **state)
 	unsetenv("TK_TEST_OFF_RAW_TP");
 }
 
-/* perf's records tell a preempted thread from a blocked one, not sleeping from D state */
+/* the sched_switch tracepoint's samples, with prev_state: as BPF labels them */
 static void test_off_cpu_perf(void **state)
 {
-	check_off_cpu("perf", "blocked", "off-CPU time: perf context-switches");
+	check_off_cpu("perf", "sleeping", "off-CPU time: perf sched:sched_switch events");
 }
 
 /*
@@ -930,10 +930,10 @@ static void test_off_cpu_perf(void **state)
  * --view off-cpu text summary gives off_long about three times off_short's
  * total.
  */
-static void test_off_cpu_uninterruptible_bpf(void **state)
+static void check_off_cpu_uninterruptible(const char *backend)
 {
 	const char *json = path_in_tmp("offd.json"), *txt = path_in_tmp("offd.txt");
-	char *args[] = { "cpu", "--backend", "bpf", "-F", "99", "--off-cpu", "--view", "off-cpu",
+	char *args[] = { "cpu", "--backend", (char *)backend, "-F", "99", "--off-cpu", "--view", "off-cpu",
 			 "--top", "100", "-o", (char *)json, "-o", (char *)txt, "--",
 			 (char *)tk_test_workload("cpu_offcpu"), "2", "d", NULL };
 	struct off_sums o;
@@ -946,8 +946,9 @@ static void test_off_cpu_uninterruptible_bpf(void **state)
 	off_sum_json(text, "sleeping", &o);
 	free(text);
 	share = o.off_vfork / (o.off_long + o.off_short + o.off_vfork);
-	print_message("D state: off_vfork %.3f s (share %.3f, 0.333 expected), %lu of its "
-		      "entries not uninterruptible\n", o.off_vfork / 1e9, share, o.vfork_not_d);
+	print_message("%s D state: off_vfork %.3f s (share %.3f, 0.333 expected), %lu of its "
+		      "entries not uninterruptible\n", backend, o.off_vfork / 1e9, share,
+		      o.vfork_not_d);
 	assert_true(o.off_vfork > 0);
 	assert_int_equal(o.vfork_not_d, 0);
 	assert_true(share > 0.25 && share < 0.42);
@@ -963,6 +964,17 @@ static void test_off_cpu_uninterruptible_bpf(void **state)
 	print_message("text: off_long total %.1f %%, off_short %.1f %%\n", tl, ts);
 	assert_true(tl > 2.4 * ts && tl < 3.6 * ts);
 	free(text);
+}
+
+static void test_off_cpu_uninterruptible_bpf(void **state)
+{
+	check_off_cpu_uninterruptible("bpf");
+}
+
+/* the sched:sched_switch tracepoint's prev_state: D state told from sleeping without BPF */
+static void test_off_cpu_uninterruptible_perf(void **state)
+{
+	check_off_cpu_uninterruptible("perf");
 }
 
 /* The off_cpu nanoseconds of a JSON profile's entries of process @pid. */
@@ -1179,6 +1191,7 @@ int main(void)
 		cmocka_unit_test(test_off_cpu_raw_tp_bpf),
 		cmocka_unit_test(test_off_cpu_perf),
 		cmocka_unit_test(test_off_cpu_uninterruptible_bpf),
+		cmocka_unit_test(test_off_cpu_uninterruptible_perf),
 		cmocka_unit_test(test_off_cpu_thinned_bpf),
 		cmocka_unit_test(test_rotate_perf),
 		cmocka_unit_test(test_fallback_under_seccomp),

@@ -254,6 +254,80 @@ static void test_off_cpu_switches(void **state)
 	assert_int_equal(o.waits, 1);
 }
 
+/*
+ * A sched:sched_switch sample (period 1, PERF_SAMPLE_RAW after its callchain:
+ * u32 size, then the tracepoint's fields) of @tid leaving in report state
+ * @prev_state, at raw offset 24 (8 bytes); @raw_size not 36 makes it malformed.
+ */
+static void switch_sample(struct fix *x, uint32_t tid, uint64_t prev_state, uint32_t raw_size)
+{
+	struct perf_event_header *h = (void *)x->buf;
+	uint64_t *w = x->buf + 1;
+	uint8_t *raw;
+
+	memset(x->buf, 0, sizeof(x->buf));
+	w[0] = 0xffffffff81000100ull;
+	w[1] = 100 | (uint64_t)tid << 32;
+	w[2] = ++x->time;
+	w[3] = 0;
+	w[4] = 1;
+	w[5] = 2;
+	w[6] = (uint64_t)PERF_CONTEXT_KERNEL;
+	w[7] = w[0];
+	raw = (uint8_t *)(w + 8);
+	memcpy(raw, &raw_size, 4);
+	memcpy(raw + 4 + 24, &prev_state, 8);
+	h->type = PERF_RECORD_SAMPLE;
+	h->misc = 0;
+	h->size = sizeof(*h) + (8 + 5) * 8;	/* 4 + 36 bytes of raw: 5 words */
+	assert_int_equal(tk_perf_records__record(x->r, h), 0);
+}
+
+/*
+ * With the sched_switch tracepoint (filter.switch_state_*): the state the
+ * thread left in, from prev_state's report bits: S sleeping, D
+ * uninterruptible, I (idle kernel thread) sleeping, R and R+ preempted,
+ * others other; a raw part that does not fit its sample is a stack error.
+ */
+static void test_off_cpu_switch_state(void **state)
+{
+	static const struct {
+		uint64_t prev_state;
+		enum tk_stack_kind kind;
+	} cases[] = {
+		{ 0x1, TK_STACK_OFF_SLEEPING },   { 0x2, TK_STACK_OFF_UNINTERRUPTIBLE },
+		{ 0x80, TK_STACK_OFF_SLEEPING },  { 0x100, TK_STACK_OFF_RUNNABLE },
+		{ 0x0, TK_STACK_OFF_RUNNABLE },   { 0x4, TK_STACK_OFF_OTHER },
+	};
+	struct tk_perf_filter f = { .max_stack = 127, .switch_state_off = 24,
+				    .switch_state_size = 8 };
+	struct fix *x = *state;
+	struct off_seen o;
+	size_t i;
+
+	tk_perf_records__free(x->r);
+	x->r = tk_perf_records__new(&x->c, &f);
+	assert_non_null(x->r);
+	x->c.opts.off_cpu = true;
+	comm(x, 100, 100, "d", true);
+	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		o = (struct off_seen){ .tid = 200 + i };
+		switch_sample(x, 200 + i, cases[i].prev_state, 36);
+		switch_rec(x, true, 0, 100, 200 + i, x->time + 1000);
+		assert_int_equal(tk_stacks__for_each(x->c.stacks, off_cb, &o), 0);
+		assert_int_equal(o.waits, 1);
+		assert_int_equal(o.kind, cases[i].kind);
+	}
+	/* 4 + 37 is not whole words; 4 + 100 runs past the sample */
+	o = (struct off_seen){ .tid = 300 };
+	switch_sample(x, 300, 0x2, 37);
+	switch_sample(x, 300, 0x2, 100);
+	switch_rec(x, true, 0, 100, 300, x->time + 1000);
+	assert_int_equal(tk_stacks__for_each(x->c.stacks, off_cb, &o), 0);
+	assert_int_equal(o.waits, 0);
+	assert_int_equal(x->c.losses[TK_LOSS_STACK_ERRORS], 2);
+}
+
 static void test_generations_and_comms(void **state)
 {
 	struct fix *x = *state;
@@ -352,6 +426,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_thread_churn, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_short_records_skipped, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_off_cpu_switches, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_off_cpu_switch_state, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

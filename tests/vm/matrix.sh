@@ -19,8 +19,10 @@
 #   unwind  `tracekit cpu` on unw_chain (no frame pointers): the chain to main through
 #           static glibc's qsort_r, with both backends
 #   off-cpu `tracekit cpu --off-cpu` on cpu_offcpu (30 ms / 10 ms waits in turn): the
-#           off-CPU split 75 ± 8 %; without kernel BTF (nobtf-off-cpu) the perf backend
-#           takes it, and the run says why bpf was not used
+#           off-CPU split 75 ± 8 %, with the chosen backend and --backend perf (off-cpu-perf:
+#           sched_switch samples, from a tracefs of its own where none is mounted); without
+#           kernel BTF (nobtf-off-cpu) the perf backend takes it, and the run says why bpf
+#           was not used
 #   alloc   `tracekit alloc` full (the leak exactly), sampled (within 5 %), growth
 #           (the leak's page faults) on alloc_leak; the uprobes must be sessions on a
 #           kernel of 6.13 or later (by uname -r) and entry/return pairs before
@@ -79,10 +81,10 @@ MOVE_PAGES=16384	# numa_move: 64 MiB of 4 KiB pages
 BAL_PAGES=16384		# numa_balance 15 64: the same
 
 # ---- results: check lines, and the table's cells ------------------------------------
-TESTS=(caps cpu cpu-perf unwind unwind-perf off-cpu alloc-full alloc-sampled alloc-growth numa-move
+TESTS=(caps cpu cpu-perf unwind unwind-perf off-cpu off-cpu-perf alloc-full alloc-sampled alloc-growth numa-move
 	numa-balance)
 NOBTF_TESTS=(nobtf-caps nobtf-cpu nobtf-off-cpu nobtf-alloc nobtf-numa)	# rows of the TK_VM_NOBTF guest
-ATTACH=(cpu cpu-perf alloc numa fentry kprobe "misplaced_*")
+ATTACH=(cpu cpu-perf off-cpu off-cpu-perf alloc numa fentry kprobe "misplaced_*")
 declare -A CELL REASON_NO ATT LABEL
 REASONS=()
 passed=0 failed=0 skipped=0
@@ -236,9 +238,15 @@ done
 # off-CPU time: the waits' split, in nanoseconds (--view off-cpu)
 if [ -z "$OFF_SKIP" ]; then
 	tk_run offcpu tracekit cpu -F 99 -d 4 --off-cpu --view off-cpu -o /tmp/offcpu.folded \
-		-- /bin/cpu_offcpu_static 2
+		-o /tmp/offcpu.json -- /bin/cpu_offcpu_static 2
 	tk_run offcpu.folded cat /tmp/offcpu.folded
-	rm -f /tmp/offcpu.folded
+	tk_run offcpu.note grep -o 'off-CPU time: [^,"]*' /tmp/offcpu.json
+	rm -f /tmp/offcpu.folded /tmp/offcpu.json
+	tk_run offcpu_perf tracekit cpu -F 99 -d 4 --backend perf --off-cpu --view off-cpu \
+		-o /tmp/offcpu_perf.folded -o /tmp/offcpu_perf.json -- /bin/cpu_offcpu_static 2
+	tk_run offcpu_perf.folded cat /tmp/offcpu_perf.folded
+	tk_run offcpu_perf.note grep -o 'off-CPU time: [^,"]*' /tmp/offcpu_perf.json
+	rm -f /tmp/offcpu_perf.folded /tmp/offcpu_perf.json
 fi
 
 tk_run alloc_full tracekit alloc -v --mode full --format folded -- alloc_leak -d 1 --leak-bytes 1048576 --leak-block 4096
@@ -548,7 +556,10 @@ check_guest() {
 	if [[ -n $OFF_SKIP ]]; then
 		T=off-cpu skip off-cpu "$OFF_SKIP"
 	else
-		check_offcpu off-cpu "$d/offcpu.folded.out" "$(rc_of "$d/offcpu.rc")" "$d/offcpu.stderr.out"
+		check_offcpu off-cpu "$d/offcpu.folded.out" "$(rc_of "$d/offcpu.rc")" "$d/offcpu.stderr.out" \
+			"$d/offcpu.note.out"
+		check_offcpu off-cpu-perf "$d/offcpu_perf.folded.out" "$(rc_of "$d/offcpu_perf.rc")" \
+			"$d/offcpu_perf.stderr.out" "$d/offcpu_perf.note.out"
 	fi
 	check_alloc "$d" "${release:-0}"
 	check_numa_move "$d"
@@ -613,10 +624,18 @@ check_host() {
 	check_unwind unwind-perf "$tmp/unw_perf.folded" "$(rc_of "$tmp/unw_perf.rc")" \
 		"$tmp/unw_perf.err"
 
-	"$bin" cpu -F 99 -d 4 --off-cpu --view off-cpu -o "$tmp/offcpu.folded" -- "$W/cpu_offcpu" 2 \
-		>/dev/null 2>"$tmp/offcpu.err"
+	"$bin" cpu -F 99 -d 4 --off-cpu --view off-cpu -o "$tmp/offcpu.folded" -o "$tmp/offcpu.json" \
+		-- "$W/cpu_offcpu" 2 >/dev/null 2>"$tmp/offcpu.err"
 	echo $? >"$tmp/offcpu.rc"
-	check_offcpu off-cpu "$tmp/offcpu.folded" "$(rc_of "$tmp/offcpu.rc")" "$tmp/offcpu.err"
+	grep -o 'off-CPU time: [^,"]*' "$tmp/offcpu.json" >"$tmp/offcpu.note" 2>/dev/null
+	check_offcpu off-cpu "$tmp/offcpu.folded" "$(rc_of "$tmp/offcpu.rc")" "$tmp/offcpu.err" \
+		"$tmp/offcpu.note"
+	"$bin" cpu -F 99 -d 4 --backend perf --off-cpu --view off-cpu -o "$tmp/offcpu_perf.folded" \
+		-o "$tmp/offcpu_perf.json" -- "$W/cpu_offcpu" 2 >/dev/null 2>"$tmp/offcpu_perf.err"
+	echo $? >"$tmp/offcpu_perf.rc"
+	grep -o 'off-CPU time: [^,"]*' "$tmp/offcpu_perf.json" >"$tmp/offcpu_perf.note" 2>/dev/null
+	check_offcpu off-cpu-perf "$tmp/offcpu_perf.folded" "$(rc_of "$tmp/offcpu_perf.rc")" \
+		"$tmp/offcpu_perf.err" "$tmp/offcpu_perf.note"
 
 	local leak=$W/alloc_leak
 	"$bin" alloc -v --mode full --format folded -- "$leak" -d 1 --leak-bytes 1048576 --leak-block 4096 \

@@ -96,8 +96,13 @@ check_cpu() {
 # off-CPU time of cpu_offcpu (30 ms in off_long, 10 ms in off_short in turn), --view off-cpu
 # folded stacks: their counts are nanoseconds. The off_long share 75 ± 8 %.
 check_offcpu() {
-	local name=$1 folded=$2 rc=$3 err=$4 lng shrt pct
+	local name=$1 folded=$2 rc=$3 err=$4 note=$5 lng shrt pct
 	T=$name
+	# the attach row: "sched_switch (tp_btf)" (or raw_tp, and why), from the profile's comment
+	# (tp_btf, raw_tp and why, sched_switch samples or context-switches: the perf backend's)
+	ATT[$K/$name]=$(sed -n '/^off-CPU time: /{ s///; s/^sched_switch (\(.*\))$/\1/
+		s/^perf sched:sched_switch.*/sched_switch samples/; s/^perf context-switches.*/context-switches/
+		p; }' "$note" 2>/dev/null | head -n1)
 	if [[ $rc != 0 ]]; then
 		fail "$name: tracekit cpu --off-cpu exits 0" "$(why_rc "$rc" "$err")"
 		return

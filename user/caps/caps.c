@@ -180,8 +180,8 @@ static void choose_backends(struct snap *s, struct tk_caps *caps)
 	} else if (ok(caps, TK_CAP_PERF_CPU_CLOCK)) {
 		b->backend = TK_BACKEND_PERF;
 		put(b->reason, sizeof(b->reason), "%s: perf_event_open cpu-clock with call "
-			"chains, read in user space; off-CPU time (--off-cpu) by the "
-			"context-switches event and switch records", why);
+			"chains, read in user space; off-CPU time (--off-cpu) by "
+			"sched:sched_switch samples and switch records", why);
 	} else if (!ok(caps, TK_CAP_BPF_SYSCALL) || !ok(caps, TK_CAP_PROG_PERF_EVENT)) {
 		b->backend = TK_BACKEND_NONE;
 		put(b->reason, sizeof(b->reason), "%s, and perf.cpu_clock is %s", why,

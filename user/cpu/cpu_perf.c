@@ -53,7 +53,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <sched.h>
 #include <sys/ioctl.h>
+#include <sys/mount.h>
+#include <sys/wait.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -88,6 +91,10 @@ struct perf_state {
 	bool clock_mono;
 	bool drained;
 	struct tk_perf_filter filter;	/* only_pids: inherit_thread refused */
+	/* off-CPU switch-outs: sched:sched_switch's id (0: not looked up, <0: the SW event) */
+	int switch_tp;
+	bool switch_settled;		/* one switch event opened: its kind is every CPU's */
+	char switch_why[96];		/* why the tracepoint is not used; "": it is */
 	char note[256];
 	const char *proc_root;
 };
@@ -202,11 +209,114 @@ static int open_sampling(struct tk_cpu *c, struct perf_state *st, pid_t pid, int
 }
 
 /*
- * Off-CPU time (--off-cpu) beside (@pid, cpu index @ci)'s sampling event:
- * the context-switches software event with a sample at every switch-out
- * (period 1, which is how its samples are told from cpu-clock's, whose
- * period is the nanoseconds between samples) and PERF_RECORD_SWITCH records,
- * whose switch-ins end the waits (perf_records.c). Into the same ring.
+ * Where no tracefs is mounted: a child in a mount namespace of its own mounts
+ * one there (nothing is mounted where anyone else sees it) and sends back
+ * sched_switch's id and format: "ID\nFORMAT" into @buf. Its length or a
+ * negative errno.
+ */
+static long private_tracefs_read(char *buf, size_t size)
+{
+	static const char dir[] = "/sys/kernel/tracing";
+	int fds[2], status;
+	size_t off = 0;
+	ssize_t n;
+	pid_t pid;
+
+	if (pipe2(fds, O_CLOEXEC))
+		return -errno;
+	pid = fork();
+	if (pid < 0) {
+		close(fds[0]);
+		close(fds[1]);
+		return -errno;
+	}
+	if (pid == 0) {
+		char part[4096];
+		long len;
+
+		close(fds[0]);
+		if (unshare(CLONE_NEWNS) || mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) ||
+		    mount("tracefs", dir, "tracefs", 0, NULL))
+			_exit(1);
+		len = tk_read_file(dir, "events/sched/sched_switch/id", part, sizeof(part));
+		if (len <= 0 || write(fds[1], part, len) != len)
+			_exit(2);
+		len = tk_read_file(dir, "events/sched/sched_switch/format", part, sizeof(part));
+		if (len <= 0 || write(fds[1], part, len) != len)
+			_exit(2);
+		_exit(0);
+	}
+	close(fds[1]);
+	while (off < size - 1 && (n = read(fds[0], buf + off, size - 1 - off)) != 0) {
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			break;
+		off += n;
+	}
+	buf[off] = '\0';
+	close(fds[0]);
+	while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+		;
+	if (!WIFEXITED(status) || WEXITSTATUS(status))
+		return WIFEXITED(status) && WEXITSTATUS(status) == 1 ? -EPERM : -ENOENT;
+	return (long)off;
+}
+
+/*
+ * sched:sched_switch from tracefs: its id, and prev_state's offset and size in
+ * its raw data (st->filter); or a negative errno, and why in st->switch_why.
+ */
+static int switch_tracepoint(struct perf_state *st)
+{
+	static const char *const dirs[] = { "/sys/kernel/tracing", "/sys/kernel/debug/tracing" };
+	char buf[8192], *f;
+	unsigned int off, size;
+	long n = -ENOENT;
+	int id = -1;
+	size_t i;
+
+	for (i = 0; i < sizeof(dirs) / sizeof(dirs[0]) && n < 0; i++) {
+		n = tk_read_file(dirs[i], "events/sched/sched_switch/id", buf, sizeof(buf));
+		if (n > 0 && sscanf(buf, "%d", &id) == 1 && id > 0)
+			n = tk_read_file(dirs[i], "events/sched/sched_switch/format", buf,
+					 sizeof(buf));
+		else if (n >= 0)
+			n = -EINVAL;
+	}
+	if (n < 0) {
+		/* none mounted (or none readable): one of our own, unseen */
+		n = private_tracefs_read(buf, sizeof(buf));
+		if (n > 0 && (sscanf(buf, "%d", &id) != 1 || id <= 0))
+			n = -EINVAL;
+	}
+	if (n < 0) {
+		snprintf(st->switch_why, sizeof(st->switch_why), "no sched:sched_switch in "
+			 "tracefs (%s)", strerror((int)-n));
+		return (int)n;
+	}
+	/* "\tfield:long prev_state;\toffset:24;\tsize:8;\tsigned:1;" */
+	f = strstr(buf, " prev_state;");
+	if (!f || !(f = strstr(f, "offset:")) || sscanf(f, "offset:%u;%*[ \t]size:%u;", &off,
+							 &size) != 2 || !size || size > 8) {
+		snprintf(st->switch_why, sizeof(st->switch_why), "sched_switch's format has no "
+			 "prev_state");
+		return -ENOENT;
+	}
+	st->filter.switch_state_off = off;
+	st->filter.switch_state_size = size;
+	return id;
+}
+
+/*
+ * Off-CPU time (--off-cpu) beside (@pid, cpu index @ci)'s sampling event: a
+ * sample at every switch-out (period 1, which is how its samples are told
+ * from cpu-clock's, whose period is the nanoseconds between samples) and
+ * PERF_RECORD_SWITCH records, whose switch-ins end the waits
+ * (perf_records.c); into the same ring. The sample is the sched:sched_switch
+ * tracepoint's, whose raw data says the state the thread left in; where that
+ * does not open, the context-switches software event's (preempted or
+ * blocked, from the records, no more). Which one is settled by the first.
  */
 static int open_switches(struct tk_cpu *c, struct perf_state *st, pid_t pid, int ci,
 			 unsigned long flags)
@@ -214,6 +324,32 @@ static int open_switches(struct tk_cpu *c, struct perf_state *st, pid_t pid, int
 	struct perf_event_attr a = st->attr;
 	int fd;
 
+	if (!st->switch_tp)
+		st->switch_tp = switch_tracepoint(st);
+	if (st->switch_tp > 0) {
+		a.type = PERF_TYPE_TRACEPOINT;
+		a.config = st->switch_tp;
+		a.sample_type |= PERF_SAMPLE_RAW;
+		a.freq = 0;
+		a.sample_period = 1;
+		a.context_switch = 1;
+		a.mmap = a.mmap2 = a.comm = a.comm_exec = a.task = 0;
+		fd = tk_perf_event_open(&a, pid, st->cpus[ci], flags);
+		if (fd >= 0 || st->switch_settled || fd == -ESRCH) {
+			st->switch_settled = st->switch_settled || fd >= 0;
+			fd = keep_fd(st, fd);
+			if (fd < 0)
+				return fd;
+			return ioctl(fd, PERF_EVENT_IOC_SET_OUTPUT, st->rings[ci].fd) ? -errno : 0;
+		}
+		/* the first does not open: the software event, for all */
+		snprintf(st->switch_why, sizeof(st->switch_why), "sched:sched_switch does not "
+			 "open (%s)", strerror(-fd));
+		st->switch_tp = -1;
+		st->filter.switch_state_size = 0;
+		a = st->attr;
+	}
+	st->switch_settled = true;
 	a.config = PERF_COUNT_SW_CONTEXT_SWITCHES;
 	a.freq = 0;
 	a.sample_period = 1;
@@ -237,10 +373,15 @@ static int open_on_cpu(struct tk_cpu *c, struct perf_state *st, pid_t pid, int c
 		if (err && err != -ESRCH)
 			snprintf(c->start_why, sizeof(c->start_why), "off-CPU time: the "
 				 "context-switches event does not open (%s)", strerror(-err));
-		if (!err && !c->off_cpu_note[0])
+		if (!err && !c->off_cpu_note[0] && st->switch_tp > 0)
+			snprintf(c->off_cpu_note, sizeof(c->off_cpu_note), "off-CPU time: perf "
+				 "sched:sched_switch events (period 1: both stacks and prev_state "
+				 "at every switch-out) and PERF_RECORD_SWITCH records");
+		else if (!err && !c->off_cpu_note[0])
 			snprintf(c->off_cpu_note, sizeof(c->off_cpu_note), "off-CPU time: perf "
 				 "context-switches events (period 1: both stacks at every "
-				 "switch-out) and PERF_RECORD_SWITCH records (preempted or blocked)");
+				 "switch-out; preempted or blocked: %s) and PERF_RECORD_SWITCH "
+				 "records", st->switch_why);
 	}
 	return err;
 }

@@ -365,10 +365,35 @@ static void pend_free(void *e)
 }
 
 /*
+ * How a sched:sched_switch sample's thread left, from the tracepoint's
+ * prev_state: the kernel's report form (__trace_sched_switch_state), one bit
+ * per state letter: S 0x1, D 0x2, T 0x4, t 0x8, X 0x10, Z 0x20, P 0x40, I
+ * 0x80 (TASK_IDLE, a kernel thread's idle wait: sleeping, as BPF says), and
+ * preempted past them (TASK_REPORT_MAX, 0x100 on 4.14 and later) or 0 (R).
+ * Without the tracepoint's raw data: blocked (the context-switches event
+ * does not tell sleeping from D state), preempted when the SWITCH out
+ * record that follows says so.
+ */
+static uint32_t switch_kind(const struct tk_perf_records *st, const struct tk_perf_sample *s)
+{
+	uint64_t v = 0;
+	uint32_t off = st->f.switch_state_off, size = st->f.switch_state_size;
+
+	if (!size || !s->raw || size > sizeof(v) || off > s->raw_size || size > s->raw_size - off)
+		return TK_STACK_OFF_BLOCKED;
+	memcpy(&v, s->raw + off, size);		/* little-endian: the low bytes */
+	if (v == 0 || v >= 0x100)
+		return TK_STACK_OFF_RUNNABLE;
+	if (v & 0x2)
+		return TK_STACK_OFF_UNINTERRUPTIBLE;
+	if (v & 0x81)
+		return TK_STACK_OFF_SLEEPING;
+	return TK_STACK_OFF_OTHER;
+}
+
+/*
  * A switch-out sample: its stacks (in st->kbuf, st->ubuf) are kept for the
- * thread until its switch-in record. How it left comes with the SWITCH out
- * record that follows: preempted, or blocked (sleeping or uninterruptible,
- * which perf does not tell apart).
+ * thread until its switch-in record, with how it left (switch_kind).
  */
 static int switched_out(struct tk_perf_records *st, const struct tk_perf_sample *s, uint32_t gen,
 			const char *comm, uint32_t nk, uint32_t nu, bool trunc)
@@ -393,7 +418,7 @@ static int switched_out(struct tk_perf_records *st, const struct tk_perf_sample 
 	memcpy(w->frames + nk, st->ubuf, nu * sizeof(*w->frames));
 	w->pid = s->pid;
 	w->gen = gen;
-	w->kind = TK_STACK_OFF_BLOCKED;
+	w->kind = switch_kind(st, s);
 	w->time = s->time;
 	w->nk = nk;
 	w->nu = nu;
@@ -471,7 +496,7 @@ static int on_sample(struct tk_perf_records *st, const struct perf_event_header 
 	struct proc *p;
 	bool fresh, trunc;
 
-	if (tk_perf_sample__parse(h, st->unw != NULL, &s)) {
+	if (tk_perf_sample__parse(h, st->unw != NULL, st->f.switch_state_size != 0, &s)) {
 		c->losses[TK_LOSS_STACK_ERRORS]++;
 		return 0;
 	}

@@ -106,7 +106,7 @@ void tk_perf_ring__end(struct tk_perf_ring *r)
 		__atomic_store_n(&r->page->data_tail, r->tail, __ATOMIC_RELEASE);
 }
 
-int tk_perf_sample__parse(const struct perf_event_header *h, bool unwind,
+int tk_perf_sample__parse(const struct perf_event_header *h, bool unwind, bool switch_raw,
 			  struct tk_perf_sample *s)
 {
 	const uint64_t *p = (const uint64_t *)(h + 1);
@@ -128,10 +128,26 @@ int tk_perf_sample__parse(const struct perf_event_header *h, bool unwind,
 	s->regs_abi = PERF_SAMPLE_REGS_ABI_NONE;
 	s->stack = NULL;
 	s->stack_size = 0;
-	if (!unwind)
-		return 0;
+	s->raw = NULL;
+	s->raw_size = 0;
 	p += 6 + s->nr;
 	words -= 6 + s->nr;
+	if (switch_raw && s->period == 1) {
+		/* u32 size, then size bytes: 4 + size a whole number of words */
+		uint32_t raw_size;
+
+		if (words < 1)
+			return -EINVAL;
+		memcpy(&raw_size, p, sizeof(raw_size));
+		if ((raw_size + 4) % 8 || (raw_size + 4) / 8 > words)
+			return -EINVAL;
+		s->raw = (const uint8_t *)p + 4;
+		s->raw_size = raw_size;
+		p += (raw_size + 4) / 8;
+		words -= (raw_size + 4) / 8;
+	}
+	if (!unwind)
+		return 0;
 	/* regs abi, then (unless NONE: a kernel thread) one word per bit of the mask */
 	if (words < 1)
 		return -EINVAL;

@@ -108,13 +108,18 @@ struct tk_perf_sample {
 	struct tk_unw_regs regs;	/* when regs_abi is not NONE */
 	const uint8_t *stack;	/* the user stack from regs.sp, stack_size bytes */
 	uint64_t stack_size;	/* what the kernel could copy (dyn_size) */
+	/* with @switch_raw, samples of period 1 (PERF_SAMPLE_RAW); else NULL, 0 */
+	const uint8_t *raw;
+	uint32_t raw_size;
 };
 
 /*
  * Decode a PERF_RECORD_SAMPLE of TK_PERF_SAMPLE_TYPE, or of that and
- * TK_PERF_SAMPLE_UNWIND when @unwind. Returns 0 or -EINVAL.
+ * TK_PERF_SAMPLE_UNWIND when @unwind; with @switch_raw, a sample of period 1
+ * (the off-CPU switch event's) also has PERF_SAMPLE_RAW after its callchain.
+ * Returns 0 or -EINVAL.
  */
-int tk_perf_sample__parse(const struct perf_event_header *h, bool unwind,
+int tk_perf_sample__parse(const struct perf_event_header *h, bool unwind, bool switch_raw,
 			  struct tk_perf_sample *s);
 /* The time of any record of that layout; 0 when it has none. */
 uint64_t tk_perf_record__time(const struct perf_event_header *h);
@@ -129,6 +134,12 @@ uint32_t tk_perf_callchain__split(const uint64_t *ips, uint64_t nr, uint64_t *ke
 
 struct tk_perf_filter {
 	uint32_t drop_pid;	/* never sample this process (tracekit itself); 0: none */
+	/*
+	 * Off-CPU switch-outs from the sched:sched_switch tracepoint (period-1
+	 * samples carrying PERF_SAMPLE_RAW): prev_state's offset and size in the
+	 * raw data; size 0: the context-switches event (no raw data, no state)
+	 */
+	uint32_t switch_state_off, switch_state_size;
 	uint32_t skip_tid;	/* nor this thread (the one running a self-profile); 0: none */
 	bool only_pids;		/* only processes in c->opts.pids (not their children) */
 	uint32_t max_stack;	/* the callchain limit asked of the kernel */
