@@ -1001,6 +1001,111 @@ static double off_total(const char *json, long pid)
 	return sum;
 }
 
+/* The off_cpu nanoseconds of every entry of a JSON profile. */
+static double off_total_all(const char *json)
+{
+	const char *p = strstr(json, "\"stacks\":");
+	double sum = 0;
+
+	for (p = p ? strstr(p, "\"values\":[") : NULL; p; p = strstr(p + 1, "\"values\":[")) {
+		const char *v = p + 10;
+		double val[4] = { 0 };
+		int k;
+
+		for (k = 0; k < 4; k++) {
+			val[k] = strtod(v, (char **)&v);
+			if (*v == ',')
+				v++;
+		}
+		sum += val[2];
+	}
+	return sum;
+}
+
+/*
+ * The scope applies at switch-out: two cpu_offcpu processes wait alike, one
+ * in scope (-p, or in a cgroup with --cgroup), one not; the profile has the
+ * waits of the first (its main thread out nearly all of the 2 s) and none of
+ * the other's, nor of anything else.
+ */
+static void check_off_cpu_scope(const char *backend, bool cgroup)
+{
+	const char *json = path_in_tmp("offscope.json"), *mnt = cgroup2_mount();
+	char dir[600] = "", procs[700], pidbuf[32];
+	char *args[] = { "cpu", "--backend", (char *)backend, "-F", "99", "--off-cpu", "-d", "2",
+			 "-o", (char *)json, cgroup ? "--cgroup" : "-p", cgroup ? dir : pidbuf,
+			 NULL };
+	double in_ns, out_ns, all_ns;
+	pid_t in, other;
+	char *text;
+	int fd;
+
+	NEED_ROOT();
+	if (cgroup && !mnt) {
+		print_message("skip: no cgroup v2 hierarchy is mounted\n");
+		skip();
+	}
+	if (cgroup) {
+		snprintf(dir, sizeof(dir), "%s/tk-offscope-%d", mnt, getpid());
+		assert_int_equal(mkdir(dir, 0755), 0);
+		snprintf(procs, sizeof(procs), "%s/cgroup.procs", dir);
+	}
+	in = fork();
+	if (in == 0) {
+		if (cgroup) {
+			fd = open(procs, O_WRONLY);
+			snprintf(pidbuf, sizeof(pidbuf), "%d", getpid());
+			if (fd < 0 || write(fd, pidbuf, strlen(pidbuf)) < 0)
+				_exit(125);
+			close(fd);
+		}
+		execl(tk_test_workload("cpu_offcpu"), "cpu_offcpu", "4", (char *)NULL);
+		_exit(126);
+	}
+	other = fork();
+	if (other == 0) {
+		execl(tk_test_workload("cpu_offcpu"), "cpu_offcpu", "4", (char *)NULL);
+		_exit(126);
+	}
+	snprintf(pidbuf, sizeof(pidbuf), "%d", in);
+	usleep(300 * 1000);
+	assert_int_equal(tk_test_run_tracekit(out, sizeof(out), false, args), 0);
+	waitpid(in, NULL, 0);
+	waitpid(other, NULL, 0);
+	if (cgroup)
+		rmdir(dir);
+	text = slurp(json);
+	in_ns = off_total(text, in);
+	out_ns = off_total(text, other);
+	all_ns = off_total_all(text);
+	free(text);
+	print_message("%s %s: off-CPU in scope %.3f s, the other process %.3f s, all %.3f s\n",
+		      backend, cgroup ? "--cgroup" : "-p", in_ns / 1e9, out_ns / 1e9, all_ns / 1e9);
+	assert_true(in_ns > 1.5e9);
+	assert_true(out_ns == 0);
+	assert_true(all_ns == in_ns);
+}
+
+static void test_off_cpu_pid_bpf(void **state)
+{
+	check_off_cpu_scope("bpf", false);
+}
+
+static void test_off_cpu_pid_perf(void **state)
+{
+	check_off_cpu_scope("perf", false);
+}
+
+static void test_off_cpu_cgroup_bpf(void **state)
+{
+	check_off_cpu_scope("bpf", true);
+}
+
+static void test_off_cpu_cgroup_perf(void **state)
+{
+	check_off_cpu_scope("perf", true);
+}
+
 /*
  * Thinning: pingpong's two threads, pinned to one CPU, pass a byte back and
  * forth (hundreds of thousands of switches a second): one of them is always
@@ -1193,6 +1298,10 @@ int main(void)
 		cmocka_unit_test(test_off_cpu_uninterruptible_bpf),
 		cmocka_unit_test(test_off_cpu_uninterruptible_perf),
 		cmocka_unit_test(test_off_cpu_thinned_bpf),
+		cmocka_unit_test(test_off_cpu_pid_bpf),
+		cmocka_unit_test(test_off_cpu_pid_perf),
+		cmocka_unit_test(test_off_cpu_cgroup_bpf),
+		cmocka_unit_test(test_off_cpu_cgroup_perf),
 		cmocka_unit_test(test_rotate_perf),
 		cmocka_unit_test(test_fallback_under_seccomp),
 		cmocka_unit_test(test_sigint_writes_whole_output),
