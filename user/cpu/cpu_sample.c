@@ -687,6 +687,8 @@ static int load_sampler(struct tk_cpu *c, struct bpf_state *st, enum tk_unwind_m
 			st->unw = NULL;
 			cpu_sample_bpf__destroy(st->skel);
 			st->skel = NULL;
+			/* tp_btf may not have been what failed: tried again without the unwinder */
+			st->off_raw_why[0] = '\0';
 			return load_sampler(c, st, TK_UNWIND_FP);
 		}
 	}
