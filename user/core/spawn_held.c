@@ -73,9 +73,14 @@ pid_t tk_spawn_held(char *const *argv, char *const *env_add, int keep_fd, int *r
 
 		close(hold[1]);
 		close(errp[0]);
+		sigset_t none;
+
 		signal(SIGINT, SIG_DFL);
 		signal(SIGTERM, SIG_DFL);
 		signal(SIGPIPE, SIG_DFL);
+		/* the caller's thread may block signals (a host's worker): the command does not */
+		sigemptyset(&none);
+		sigprocmask(SIG_SETMASK, &none, NULL);
 		if (read(hold[0], &c, 1) != 1)
 			_exit(127);	/* tracekit gave up before starting it */
 		e = child_env(env_add);

@@ -13,8 +13,9 @@
  * NULL-terminated "NAME=VALUE" strings) is added to the command's
  * environment; an LD_PRELOAD there goes before the one the environment
  * already has. @keep_fd (or -1) is left open across the exec (its
- * close-on-exec flag cleared in the child only). SIGINT and SIGTERM are reset
- * to their defaults in the child. Returns the pid or a negative errno.
+ * close-on-exec flag cleared in the child only). SIGINT, SIGTERM and SIGPIPE
+ * are reset to their defaults in the child, and its signal mask emptied (the
+ * calling thread's may block some). Returns the pid or a negative errno.
  */
 pid_t tk_spawn_held(char *const *argv, char *const *env_add, int keep_fd, int *release_fd,
 		    int *exec_err_fd);
