@@ -140,5 +140,6 @@ int cmd_alloc(int argc, char **argv);
 int cmd_caps(int argc, char **argv);
 int cmd_cpu(int argc, char **argv);
 int cmd_numa(int argc, char **argv);
+int cmd_record(int argc, char **argv);
 
 #endif /* __TK_CLI_H */

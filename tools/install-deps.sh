@@ -28,6 +28,8 @@ PKGS=(
 	golang-go
 	redis-server redis-tools python3 debootstrap
 	libc6-dbg procps
+	libmicrohttpd-dev
+	chromium prometheus
 )
 # golang-go: `go tool pprof` reads back every pprof the tests write. redis-server,
 # redis-tools (redis-benchmark) and python3: real programs built without frame pointers
@@ -36,6 +38,11 @@ PKGS=(
 # libc6-dbg: the names of libc's local functions (start_thread, __libc_start_call_main),
 # which the unwinding tests look for at the root of a stack; procps: pgrep, for the
 # processes those tests start in a container. A minimal Debian has neither.
+# libmicrohttpd-dev: the HTTP server under `tracekit serve`. chromium (headless): record's
+# index.html is opened in a real browser, offline; prometheus (and its promtool): serve's
+# /metrics is checked by promtool and scraped by a real Prometheus. Debian's prometheus
+# package starts a service on :9090 where an init system runs; the tests start their own
+# on a port of theirs and never use that one.
 # The benchmarks' peers and measuring tools (libbpf-tools: bcc's offcputime, built by Debian).
 BENCH_PKGS=(linux-perf bpftrace time libbpf-tools)
 [[ ${1:-} == --bench ]] && PKGS+=("${BENCH_PKGS[@]}")

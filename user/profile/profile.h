@@ -145,6 +145,14 @@ int tk_profile__add_sample_state(struct tk_profile *p, const uint64_t *locs, uin
 int tk_profile__add_off_cpu(struct tk_profile *p);
 /* Add (or set) a loss counter by name. */
 void tk_profile__set_loss(struct tk_profile *p, const char *name, uint64_t count);
+/*
+ * The SVG flame graph as an <svg> element to place in an HTML page (no XML
+ * declaration): its ids, and what its script looks up, are prefixed with
+ * "@id-", so several graphs share a page. @id: letters, digits, '-' and '_',
+ * at most 64 (-EINVAL otherwise).
+ */
+int tk_profile__write_svg_inline(const struct tk_profile *p, FILE *f, const char *title,
+				 const char *id);
 
 /* the writers: include/tracekit/profile.h */
 

@@ -10,6 +10,7 @@
  * their samples still count in their parent. An inline script adds details
  * on hover and zoom on click; without it the picture is the same.
  */
+#include <ctype.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -371,9 +372,9 @@ static void frame(FILE *f, const struct tree *t, const struct node *n, int64_t t
 static const char script[] =
 	"<script type=\"text/ecmascript\"><![CDATA[\n"
 	"(function () {\n"
-	"  var svg = document.documentElement, W = " "%d" ", PAD = " "%d" ", CW = %.2f;\n"
-	"  var details = document.getElementById('details');\n"
-	"  var frames = Array.prototype.slice.call(document.querySelectorAll('g.f'));\n"
+	"  var svg = %s, W = " "%d" ", PAD = " "%d" ", CW = %.2f;\n"
+	"  var details = svg.querySelector('#%sdetails');\n"
+	"  var frames = Array.prototype.slice.call(svg.querySelectorAll('g.f'));\n"
 	"  var re = /^(.*) \\(\\d+ samples?, [\\d.]+%%\\)$/;\n"
 	"  frames.forEach(function (g) {\n"
 	"    var r = g.querySelector('rect');\n"
@@ -406,43 +407,75 @@ static const char script[] =
 	"      }\n"
 	"    });\n"
 	"  }\n"
-	"  document.getElementById('unzoom').addEventListener('click', function () {\n"
+	"  svg.querySelector('#%sunzoom').addEventListener('click', function () {\n"
 	"    frames.forEach(function (g) {\n"
 	"      g.style.display = ''; g.style.opacity = ''; place(g, g.ox, g.ow); });\n"
 	"  });\n"
 	"})();\n"
 	"]]></script>\n";
 
-static void draw(FILE *f, const struct tree *t, const char *title)
+/*
+ * @id NULL: a document of its own. Otherwise an <svg> element to place inside an
+ * HTML page: no XML declaration, the element's id is @id and its own ids and
+ * its script's lookups are prefixed with "@id-", so that several graphs on one
+ * page stay apart.
+ */
+static void draw(FILE *f, const struct tree *t, const char *title, const char *id)
 {
+	char pre[72], root[96];
 	const struct tk_profile *p = t->p;
 	int64_t total = t->nodes[0].value;
 	int height = TOP + (int)(t->max_depth + 1) * FRAME_H + BOTTOM;
+	const struct tk_value_type *vt =
+		p->nr_values > 0 ? &p->value_types[tk_profile__display_index(p)] : NULL;
 	uint64_t lost = 0;
 	size_t i;
 	int l;
 
 	for (l = 0; l < p->nr_losses && l < TK_PROFILE_MAX_LOSSES; l++)
 		lost += p->losses[l].count;
-	fprintf(f, "<?xml version=\"1.0\" encoding=\"UTF-8\" standalone=\"yes\"?>\n"
-		"<svg xmlns=\"http://www.w3.org/2000/svg\" version=\"1.1\" width=\"%d\" "
+	if (id) {
+		snprintf(pre, sizeof(pre), "%s-", id);
+		snprintf(root, sizeof(root), "document.getElementById('%s')", id);
+		fprintf(f, "<svg id=\"%s\" ", id);
+	} else {
+		pre[0] = 0;
+		snprintf(root, sizeof(root), "document.documentElement");
+		fputs("<?xml version=\"1.0\" encoding=\"UTF-8\" standalone=\"yes\"?>\n<svg ", f);
+	}
+	fprintf(f, "xmlns=\"http://www.w3.org/2000/svg\" version=\"1.1\" width=\"%d\" "
 		"height=\"%d\" viewBox=\"0 0 %d %d\" font-family=\"monospace\" font-size=\"%d\">\n",
 		IMG_WIDTH, height, IMG_WIDTH, height, FONT_SIZE);
-	fputs("<style>g.f:hover rect { stroke: black; stroke-width: 0.5; } g.f { cursor: "
-	      "pointer; } #unzoom { cursor: pointer; }</style>\n", f);
+	fprintf(f, "<style>g.f:hover rect { stroke: black; stroke-width: 0.5; } g.f { cursor: "
+		"pointer; } #%sunzoom { cursor: pointer; }</style>\n", pre);
 	fprintf(f, "<rect x=\"0\" y=\"0\" width=\"%d\" height=\"%d\" fill=\"#f8f8f0\"/>\n",
 		IMG_WIDTH, height);
 	fprintf(f, "<text x=\"%d\" y=\"24\" text-anchor=\"middle\" font-size=\"17\">",
 		IMG_WIDTH / 2);
 	put_xml(f, title ? title : "CPU flame graph", 200);
 	fputs("</text>\n", f);
-	fprintf(f, "<text x=\"%d\" y=\"44\" text-anchor=\"middle\" fill=\"#555\">%" PRId64
-		" samples, %.2f s at %d Hz, backend ", IMG_WIDTH / 2, total,
-		(double)p->duration_nanos / 1e9, p->freq_hz);
+	fprintf(f, "<text x=\"%d\" y=\"44\" text-anchor=\"middle\" fill=\"#555\">%" PRId64,
+		IMG_WIDTH / 2, total);
+	if (p->freq_hz > 0 || p->nr_values <= 0 || !vt->type) {
+		fprintf(f, " samples, %.2f s at %d Hz", (double)p->duration_nanos / 1e9,
+			p->freq_hz);
+	} else {
+		/* not sampled at a frequency (a heap profile): say what is counted */
+		fputc(' ', f);
+		put_xml(f, vt->type, 32);
+		if (vt->unit) {
+			fputs(" (", f);
+			put_xml(f, vt->unit, 32);
+			fputc(')', f);
+		}
+		fprintf(f, ", %.2f s", (double)p->duration_nanos / 1e9);
+	}
+	fputs(", backend ", f);
 	put_xml(f, p->backend ? p->backend : "unknown", 32);
 	fprintf(f, ", %llu lost</text>\n", (unsigned long long)lost);
-	fprintf(f, "<text id=\"unzoom\" x=\"%d\" y=\"24\">Reset zoom</text>\n", XPAD);
-	fprintf(f, "<text id=\"details\" x=\"%d\" y=\"%d\"> </text>\n", XPAD, height - 12);
+	fprintf(f, "<text id=\"%sunzoom\" x=\"%d\" y=\"24\">Reset zoom</text>\n", pre, XPAD);
+	fprintf(f, "<text id=\"%sdetails\" x=\"%d\" y=\"%d\"> </text>\n", pre, XPAD,
+		height - 12);
 	if (total > 0) {
 		for (i = 0; i < t->nr; i++) {
 			/*
@@ -454,11 +487,11 @@ static void draw(FILE *f, const struct tree *t, const char *title)
 			frame(f, t, &t->nodes[i], total);
 		}
 	}
-	fprintf(f, script, IMG_WIDTH, XPAD, CHAR_W);
+	fprintf(f, script, root, IMG_WIDTH, XPAD, CHAR_W, pre, pre);
 	fputs("</svg>\n", f);
 }
 
-int tk_profile__write_svg(const struct tk_profile *p, FILE *f, const char *title)
+static int write_svg(const struct tk_profile *p, FILE *f, const char *title, const char *id)
 {
 	struct tree t = { .p = p };
 	int err;
@@ -470,7 +503,7 @@ int tk_profile__write_svg(const struct tk_profile *p, FILE *f, const char *title
 	if (!err)
 		err = layout(&t);
 	if (!err) {
-		draw(f, &t, title);
+		draw(f, &t, title, id);
 		if (fflush(f) || ferror(f))
 			err = -EIO;
 	}
@@ -480,4 +513,23 @@ int tk_profile__write_svg(const struct tk_profile *p, FILE *f, const char *title
 	tk_hashidx__free(&t.comm_idx);
 	tk_frames__free(&t.fr);
 	return err;
+}
+
+int tk_profile__write_svg(const struct tk_profile *p, FILE *f, const char *title)
+{
+	return write_svg(p, f, title, NULL);
+}
+
+int tk_profile__write_svg_inline(const struct tk_profile *p, FILE *f, const char *title,
+				 const char *id)
+{
+	size_t i;
+
+	/* an id goes into attributes and a script's string: letters, digits, '-', '_' */
+	if (!id || !id[0] || strlen(id) > 64)
+		return -EINVAL;
+	for (i = 0; id[i]; i++)
+		if (!isalnum((unsigned char)id[i]) && id[i] != '-' && id[i] != '_')
+			return -EINVAL;
+	return write_svg(p, f, title, id);
 }

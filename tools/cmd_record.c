@@ -1,0 +1,693 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
+/*
+ * tracekit record: an incident in one command. Every collector over one
+ * window: the capability snapshot, cpu (with off-CPU time), allocations of
+ * the processes named (sampled where the measured rate says it is cheap,
+ * else growth), numa; then one directory (or .tar.gz) with all of it.
+ *
+ * Each session runs on a thread of its own; the main thread keeps the window
+ * and ends every session together (duration, Ctrl-C, the command's exit).
+ * The bundle is written into DIR.tmp.PID and renamed into place once whole.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <limits.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "core/outfile.h"
+#include "core/tar.h"
+#include "record.h"
+#include "tracekit/tracekit.h"
+
+static const char usage_record[] =
+	"Usage: tracekit record [OPTIONS] -o DIR [-- CMD ARGS...]\n"
+	"\n"
+	"Every collector over one window, into one directory: the capability\n"
+	"snapshot (caps.json); where the CPU goes, with off-CPU time (cpu.*);\n"
+	"who allocates and does not free, for each -p process or CMD (alloc*.*);\n"
+	"which pages the kernel moves between NUMA nodes (numa.*); summary.txt,\n"
+	"manifest.json (versions, kernel, host, window, backends, every loss\n"
+	"counter) and index.html, which opens offline: the summaries, the flame\n"
+	"graphs, and what was not available and why. Profiles are pprof (.pb.gz),\n"
+	"SVG, JSON and text. Allocations are sampled when a measured forecast of\n"
+	"the cost fits the budget, else only what makes memory grow is traced.\n"
+	"\n"
+	"  -o, --output DIR     the directory to create (it must not exist); written\n"
+	"                       whole, or not at all\n"
+	"      --tar            write DIR.tar.gz instead: one file to copy off\n"
+	"  -d, --duration SEC   the window (default 10; with -- CMD: until it exits)\n"
+	"  -p, --pid PID        these processes only (repeatable, at most 8); their\n"
+	"                       allocations are profiled too\n"
+	"      --cgroup DIR     cpu and numa: only tasks in this cgroup v2 directory\n"
+	"  -F, --freq HZ        CPU samples per second per CPU (default 99)\n"
+	"      --budget PCT     the slowdown allowed beyond CPU sampling, for the\n"
+	"                       allocation profiles (default 2 %%)\n"
+	"      --no-off-cpu     no off-CPU time\n"
+	"  -v, --verbose        libbpf's messages\n"
+	"  -h, --help           this help\n"
+	"  -- CMD ARGS...       start CMD, record it (and its children's CPU) until\n"
+	"                       it exits\n"
+	"\n"
+	"Ctrl-C ends the window early; everything is still written whole.\n"
+	"Exit codes: 0 the bundle was written, 1 it could not be, 2 bad usage.\n";
+
+static atomic_int stop_flag;
+static struct rec *volatile sig_rec;
+
+static void on_signal(int sig)
+{
+	struct rec *r = sig_rec;
+	int i;
+
+	atomic_store(&stop_flag, sig);
+	if (!r)
+		return;
+	for (i = 0; i < r->n; i++)
+		if (r->c[i].s)
+			tk_session__stop(r->c[i].s);
+}
+
+void rec_note(struct rec *r, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (r->nr_notes >= REC_MAX_NOTES)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(r->notes[r->nr_notes], sizeof(r->notes[0]), fmt, ap);
+	va_end(ap);
+	fprintf(stderr, "tracekit: record: %s\n", r->notes[r->nr_notes]);
+	r->nr_notes++;
+}
+
+static struct rec_coll *add_coll(struct rec *r, enum tk_collector c, const char *name)
+{
+	struct rec_coll *rc = &r->c[r->n++];
+
+	rc->coll = c;
+	rc->forecast = -1;
+	snprintf(rc->name, sizeof(rc->name), "%s", name);
+	return rc;
+}
+
+static const char *comm_of(int pid, char *buf, size_t sz)
+{
+	char path[64];
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/comm", pid);
+	buf[0] = 0;
+	f = fopen(path, "re");
+	if (f) {
+		if (fgets(buf, (int)sz, f))
+			buf[strcspn(buf, "\n")] = 0;
+		fclose(f);
+	}
+	return buf;
+}
+
+static void opened(struct rec_coll *rc)
+{
+	snprintf(rc->backend, sizeof(rc->backend), "%s", tk_session__backend(rc->s));
+	snprintf(rc->describe, sizeof(rc->describe), "%s", tk_session__describe(rc->s));
+	snprintf(rc->why_backend, sizeof(rc->why_backend), "%s", tk_session__why_backend(rc->s));
+	rc->status = REC_OK;
+}
+
+/* The CPU session; @cmd: it owns the command (when the allocation profile cannot). */
+static void open_cpu(struct rec *r, struct rec_coll *rc, const int *pids, int nr_pids,
+		     bool follow, char *const *cmd)
+{
+	struct tk_cpu_opts o = { .sz = TK_OPTS_SZ(tk_cpu_opts), .freq_hz = r->freq_hz,
+				 .cgroup = r->cgroup, .off_cpu = r->off_cpu,
+				 .follow_children = follow, .unwind = env.unwind,
+				 .unwind_mem = env.unwind_mem };
+	struct tk_session_opts so = { .sz = TK_OPTS_SZ(tk_session_opts), .log = cli_log,
+				      .caps = r->caps, .argv = cmd };
+	char why[512] = "";
+	int i;
+
+	for (i = 0; i < nr_pids; i++)
+		o.pids[o.nr_pids++] = pids[i];
+	rc->owns_command = cmd != NULL;
+	snprintf(rc->title, sizeof(rc->title), "CPU");
+	rc->s = tk_session__open_cpu(&o, &so, why, sizeof(why));
+	if (!rc->s && o.off_cpu) {
+		rec_note(r, "cpu: no off-CPU time: %s", why[0] ? why : strerror(errno));
+		o.off_cpu = false;
+		why[0] = 0;
+		rc->s = tk_session__open_cpu(&o, &so, why, sizeof(why));
+	}
+	if (!rc->s) {
+		snprintf(rc->why, sizeof(rc->why), "%s", why[0] ? why : strerror(errno));
+		return;
+	}
+	opened(rc);
+	snprintf(rc->plan, sizeof(rc->plan), "%s, %d Hz, %s%s%s", rc->backend, r->freq_hz,
+		 nr_pids || cmd ? (follow || cmd ? "the command and its children" :
+				   "the processes named") : "every process",
+		 r->cgroup ? " in the cgroup" : "",
+		 o.off_cpu ? ", with off-CPU time" : ", without off-CPU time");
+}
+
+/* -- CMD's allocation profile: the in-process sampler, and the session holds the command. */
+static void open_alloc_cmd(struct rec *r, struct rec_coll *rc)
+{
+	struct tk_alloc_opts o = { .sz = TK_OPTS_SZ(tk_alloc_opts),
+				   .unwind = env.unwind, .unwind_mem = env.unwind_mem };
+	struct tk_session_opts so = { .sz = TK_OPTS_SZ(tk_session_opts), .log = cli_log,
+				      .caps = r->caps, .argv = r->argv };
+	char why[512] = "";
+
+	snprintf(rc->title, sizeof(rc->title), "Allocations of %s", r->argv[0]);
+	rc->owns_command = true;
+	rc->s = tk_session__open_alloc(&o, &so, why, sizeof(why));
+	if (!rc->s) {
+		snprintf(rc->why, sizeof(rc->why), "%s", why[0] ? why : strerror(errno));
+		rc->owns_command = false;
+		return;
+	}
+	opened(rc);
+	rc->pid = tk_session__command_pid(rc->s);
+	snprintf(rc->plan, sizeof(rc->plan), "sampled, about one per %u KiB allocated, %s%s",
+		 TK_ALLOC_DEFAULT_SAMPLE_BYTES / 1024,
+		 !strcmp(rc->backend, "bpf") ? "by an in-process sampler that traps once per "
+		 "sample, not per call" : rc->backend, "");
+}
+
+/*
+ * A running process's allocations: sampled when the measured forecast of its
+ * cost fits the budget, else growth (page faults, brk, mmap: ~free).
+ */
+static void open_alloc_pid(struct rec *r, struct rec_coll *rc, int pid, bool first)
+{
+	struct tk_alloc_opts o = { .sz = TK_OPTS_SZ(tk_alloc_opts), .pid = pid,
+				   .unwind = env.unwind, .unwind_mem = env.unwind_mem };
+	struct tk_session_opts so = { .sz = TK_OPTS_SZ(tk_session_opts), .log = cli_log,
+				      .caps = first ? r->caps : NULL };
+	struct tk_alloc_rate rate = { .sz = TK_OPTS_SZ(tk_alloc_rate) };
+	char why[512] = "", comm[32];
+	int err;
+
+	rc->pid = pid;
+	snprintf(rc->title, sizeof(rc->title), "Allocations of %d (%s)", pid,
+		 comm_of(pid, comm, sizeof(comm)));
+	if (tk_caps__backend(r->caps, TK_COLLECT_ALLOC, NULL) != TK_BACKEND_BPF) {
+		snprintf(rc->plan, sizeof(rc->plan), "the allocator's own profiler (no eBPF)");
+	} else if ((err = tk_alloc__measure(pid, first ? r->caps : NULL, 300, &rate, why,
+					    sizeof(why)))) {
+		o.mode = TK_ALLOC_MODE_GROWTH;
+		snprintf(rc->plan, sizeof(rc->plan), "growth: the allocation rate could not be "
+			 "measured (%s)", why[0] ? why : strerror(-err));
+	} else {
+		rc->forecast = rate.slowdown[TK_ALLOC_MODE_SAMPLED];
+		if (!rate.lower_bound && rc->forecast <= r->budget) {
+			o.mode = TK_ALLOC_MODE_SAMPLED;
+			snprintf(rc->plan, sizeof(rc->plan), "sampled: %.0f allocations/s, "
+				 "forecast %.2f %% slowdown, within the %.1f %% budget",
+				 rate.alloc_per_s, 100 * rc->forecast, 100 * r->budget);
+		} else {
+			o.mode = TK_ALLOC_MODE_GROWTH;
+			snprintf(rc->plan, sizeof(rc->plan), "growth (page faults, brk, mmap): "
+				 "sampling %s%.0f allocations/s would cost %s%.1f %%, over the "
+				 "%.1f %% budget", rate.lower_bound ? "at least " : "",
+				 rate.alloc_per_s, rate.lower_bound ? "more than " : "",
+				 100 * rc->forecast, 100 * r->budget);
+		}
+	}
+	why[0] = 0;
+	rc->s = tk_session__open_alloc(&o, &so, why, sizeof(why));
+	if (!rc->s) {
+		snprintf(rc->why, sizeof(rc->why), "%s", why[0] ? why : strerror(errno));
+		return;
+	}
+	opened(rc);
+}
+
+static void open_numa(struct rec *r, struct rec_coll *rc, const int *pids, int nr_pids)
+{
+	struct tk_numa_opts o = { .sz = TK_OPTS_SZ(tk_numa_opts), .cgroup = r->cgroup };
+	struct tk_session_opts so = { .sz = TK_OPTS_SZ(tk_session_opts), .log = cli_log,
+				      .caps = r->caps };
+	char why[512] = "";
+	int i;
+
+	for (i = 0; i < nr_pids; i++)
+		o.pids[o.nr_pids++] = pids[i];
+	snprintf(rc->title, sizeof(rc->title), "NUMA page migration");
+	rc->s = tk_session__open_numa(&o, &so, why, sizeof(why));
+	if (!rc->s) {
+		snprintf(rc->why, sizeof(rc->why), "%s", why[0] ? why : strerror(errno));
+		return;
+	}
+	opened(rc);
+	snprintf(rc->plan, sizeof(rc->plan), "%s, %s", rc->backend,
+		 nr_pids ? "the processes named" : r->cgroup ? "the cgroup" : "every process");
+}
+
+static void *worker(void *arg)
+{
+	struct rec_coll *rc = arg;
+	struct tk_run_opts ro = { .sz = TK_OPTS_SZ(tk_run_opts) };
+
+	rc->run_err = tk_session__run(rc->s, &ro);
+	rc->end = tk_session__ended(rc->s);
+	atomic_store(&rc->done, true);
+	return NULL;
+}
+
+static void start_one(struct rec_coll *rc)
+{
+	char why[512] = "";
+	int err;
+
+	if (!rc->s)
+		return;
+	err = tk_session__start(rc->s, why, sizeof(why));
+	if (err) {
+		rc->status = REC_FAILED;
+		snprintf(rc->why, sizeof(rc->why), "could not start: %s",
+			 why[0] ? why : strerror(-err));
+		return;
+	}
+	/* what it could attach, once attached */
+	snprintf(rc->describe, sizeof(rc->describe), "%s", tk_session__describe(rc->s));
+}
+
+static double cpu_seconds(void)
+{
+	struct rusage ru;
+
+	getrusage(RUSAGE_SELF, &ru);
+	return ru.ru_utime.tv_sec + ru.ru_utime.tv_usec / 1e6 + ru.ru_stime.tv_sec +
+	       ru.ru_stime.tv_usec / 1e6;
+}
+
+/* Keep the window; returns why it ended. */
+static const char *window(struct rec *r)
+{
+	double t0 = mono_s(), cpu0 = cpu_seconds(), now, last_status = 0;
+	bool tty = isatty(2), any;
+	const char *why = NULL;
+	int i, running;
+
+	clock_gettime(CLOCK_REALTIME, &r->start_rt);
+	while (!why) {
+		now = mono_s();
+		if (atomic_load(&stop_flag)) {
+			why = "interrupted";
+			break;
+		}
+		if (r->duration && now - t0 >= r->duration) {
+			why = "duration";
+			break;
+		}
+		running = 0;
+		any = false;
+		for (i = 0; i < r->n; i++) {
+			struct rec_coll *rc = &r->c[i];
+
+			if (!rc->thread)
+				continue;
+			any = true;
+			if (!atomic_load(&rc->done)) {
+				running++;
+				continue;
+			}
+			if (rc->owns_command)
+				why = "command exited";
+			else if (rc->coll == TK_COLLECT_CPU && r->nr_pids)
+				why = rc->run_err ? "cpu collection failed" : "processes gone";
+		}
+		if (!why && (!any || !running))
+			why = "every collector ended";
+		if (why)
+			break;
+		if (tty && now - last_status >= 0.5) {
+			fprintf(stderr, "\r\033[K%.1f s", now - t0);
+			if (r->duration)
+				fprintf(stderr, " of %.0f", r->duration);
+			fputs("  recording; Ctrl-C ends it", stderr);
+			last_status = now;
+		}
+		usleep(100 * 1000);
+	}
+	if (tty)
+		fputs("\r\033[K", stderr);
+	for (i = 0; i < r->n; i++)
+		if (r->c[i].thread)
+			tk_session__stop(r->c[i].s);
+	for (i = 0; i < r->n; i++)
+		if (r->c[i].thread)
+			pthread_join(r->c[i].th, NULL);
+	r->elapsed = mono_s() - t0;
+	r->self_cpu_s = cpu_seconds() - cpu0;
+	clock_gettime(CLOCK_REALTIME, &r->end_rt);
+	return why;
+}
+
+/* Remove the directory @dir and the files directly in it. */
+static void remove_dir(const char *dir)
+{
+	int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	struct dirent *de;
+	DIR *dp;
+
+	if (dfd >= 0) {
+		dp = fdopendir(dfd);
+		if (dp) {
+			while ((de = readdir(dp)))
+				if (strcmp(de->d_name, ".") && strcmp(de->d_name, ".."))
+					unlinkat(dirfd(dp), de->d_name, 0);
+			closedir(dp);
+		} else {
+			close(dfd);
+		}
+	}
+	rmdir(dir);
+}
+
+/* Say what was chosen, a line per collector. */
+static void print_plan(const struct rec *r)
+{
+	int i;
+
+	for (i = 0; i < r->n; i++) {
+		const struct rec_coll *rc = &r->c[i];
+
+		if (rc->s)
+			fprintf(stderr, "tracekit: record: %s: %s\n", rc->name, rc->plan);
+		else
+			fprintf(stderr, "tracekit: record: %s: not recorded: %s\n", rc->name,
+				rc->why);
+	}
+}
+
+int cmd_record(int argc, char **argv)
+{
+	enum { OPT_TAR = 256, OPT_CGROUP, OPT_BUDGET, OPT_NO_OFF_CPU };
+	static const struct option opts[] = {
+		{ "output", required_argument, NULL, 'o' },
+		{ "tar", no_argument, NULL, OPT_TAR },
+		{ "duration", required_argument, NULL, 'd' },
+		{ "pid", required_argument, NULL, 'p' },
+		{ "cgroup", required_argument, NULL, OPT_CGROUP },
+		{ "freq", required_argument, NULL, 'F' },
+		{ "budget", required_argument, NULL, OPT_BUDGET },
+		{ "no-off-cpu", no_argument, NULL, OPT_NO_OFF_CPU },
+		{ "verbose", no_argument, NULL, 'v' },
+		{ "help", no_argument, NULL, 'h' },
+		{},
+	};
+	static struct rec rec;
+	struct tk_caps_opts capopts = { .sz = TK_OPTS_SZ(tk_caps_opts) };
+	struct rec *r = &rec;
+	char base[PATH_MAX], tmp[PATH_MAX + 32], final[PATH_MAX + 16], top[NAME_MAX + 1];
+	const char *out = NULL, *slash;
+	struct sigaction sa = { .sa_handler = on_signal }, old;
+	sigset_t block, prev;
+	struct tk_outfile of;
+	bool tar = false;
+	struct stat st;
+	int c, i, err, ret = EXIT_FAILURE, ran = 0, status;
+	size_t len;
+	long v;
+
+	memset(r, 0, sizeof(*r));
+	r->freq_hz = 99;
+	r->budget = 0.02;
+	r->duration = -1;
+	r->off_cpu = true;
+	r->exit_status = -1;
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, "+:o:d:p:F:vh", opts, NULL)) != -1) {
+		switch (c) {
+		case 'o':
+			out = optarg;
+			break;
+		case OPT_TAR:
+			tar = true;
+			break;
+		case 'd':
+			if (parse_seconds(optarg, 1, 86400, &r->duration))
+				return usage_error("record", "invalid duration '%s' (1 to 86400 s)",
+						   optarg);
+			break;
+		case 'p':
+			if (r->nr_pids >= REC_MAX_PIDS)
+				return usage_error("record", "at most %d -p", REC_MAX_PIDS);
+			if (parse_pid(optarg, &r->pids[r->nr_pids]))
+				return usage_error("record", "invalid PID '%s'", optarg);
+			for (i = 0; i < r->nr_pids; i++)
+				if (r->pids[i] == r->pids[r->nr_pids])
+					return usage_error("record", "PID %s is given twice", optarg);
+			r->nr_pids++;
+			break;
+		case OPT_CGROUP:
+			r->cgroup = optarg;
+			break;
+		case 'F':
+			if (parse_long(optarg, 1, 10000, &v))
+				return usage_error("record", "invalid frequency '%s' (1 to 10000 Hz)",
+						   optarg);
+			r->freq_hz = (int)v;
+			break;
+		case OPT_BUDGET:
+			if (parse_seconds(optarg, 0, 100, &r->budget))
+				return usage_error("record", "invalid budget '%s' (0 to 100 %%)",
+						   optarg);
+			r->budget /= 100;
+			break;
+		case OPT_NO_OFF_CPU:
+			r->off_cpu = false;
+			break;
+		case 'v':
+			env.verbose = true;
+			break;
+		case 'h':
+			fputs(usage_record, stdout);
+			return EXIT_SUCCESS;
+		case ':':
+			return usage_error("record", "option '%s' needs a value", argv[optind - 1]);
+		default:
+			if (optopt && optopt < 256)
+				return usage_error("record", "unknown option '-%c'", optopt);
+			return usage_error("record", "unknown option '%s'", argv[optind - 1]);
+		}
+	}
+	if (!out)
+		return usage_error("record", "give -o DIR: the directory to write");
+	if (optind < argc && r->nr_pids)
+		return usage_error("record", "-p and a command exclude each other");
+	if (optind < argc)
+		r->argv = argv + optind;
+	if (r->duration < 0)
+		r->duration = r->argv ? 0 : 10;
+	for (i = 0; i < r->nr_pids; i++)
+		if (kill(r->pids[i], 0) && errno == ESRCH)
+			return fail(EXIT_FAILURE, "record: no process with PID %d", r->pids[i]);
+	if (r->cgroup && (stat(r->cgroup, &st) || !S_ISDIR(st.st_mode)))
+		return fail(EXIT_FAILURE, "record: cgroup '%s' is not a directory", r->cgroup);
+
+	/* DIR, or DIR.tar.gz with --tar; both are made in DIR.tmp.PID first */
+	len = strlen(out);
+	while (len > 1 && out[len - 1] == '/')
+		len--;
+	if (tar && len > 7 && !strncmp(out + len - 7, ".tar.gz", 7))
+		len -= 7;
+	if (!len || len >= sizeof(base) - 1)
+		return usage_error("record", "invalid output '%s'", out);
+	memcpy(base, out, len);
+	base[len] = 0;
+	slash = strrchr(base, '/');
+	snprintf(top, sizeof(top), "%s", slash ? slash + 1 : base);
+	if (!top[0] || !strcmp(top, ".") || !strcmp(top, ".."))
+		return usage_error("record", "invalid output '%s': name a new directory", out);
+	snprintf(final, sizeof(final), tar ? "%s.tar.gz" : "%s", base);
+	if (!tar && !lstat(base, &st))
+		return fail(EXIT_FAILURE, "record: '%s' exists: name a new directory (nothing "
+			    "is written into or over an existing one)", base);
+	if (tar && !lstat(final, &st) && !S_ISREG(st.st_mode))
+		return fail(EXIT_FAILURE, "record: '%s' exists and is not a file", final);
+	snprintf(tmp, sizeof(tmp), "%s.tmp.%d", base, (int)getpid());
+	if (mkdir(tmp, 0700)) {
+		err = errno;
+		return fail(EXIT_FAILURE, "record: cannot create '%s': %s%s", tmp, strerror(err),
+			    err == ENOENT ? " (its parent directory does not exist)" : "");
+	}
+
+	sig_rec = r;
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	if (!sigaction(SIGHUP, NULL, &old) && old.sa_handler != SIG_IGN)
+		sigaction(SIGHUP, &sa, NULL);
+	signal(SIGPIPE, SIG_IGN);
+	gethostname(r->host, sizeof(r->host) - 1);
+
+	/* one snapshot for every session (with the first process, for its entries) */
+	if (env.verbose)
+		capopts.log = cli_log;
+	capopts.pid = r->nr_pids ? r->pids[0] : 0;
+	err = tk_caps__take(&capopts, &r->caps);
+	if (err) {
+		fail(EXIT_FAILURE, "record: cannot take the capability snapshot: %s",
+		     strerror(-err));
+		goto out;
+	}
+
+	/*
+	 * With a command, the allocation session starts it (held before exec)
+	 * and is started last, which lets it run; cpu follows it and its
+	 * children by pid; numa watches the whole system (its children too).
+	 */
+	if (r->argv) {
+		struct rec_coll *ac = add_coll(r, TK_COLLECT_ALLOC, "alloc");
+		struct rec_coll *cc = add_coll(r, TK_COLLECT_CPU, "cpu");
+
+		open_alloc_cmd(r, ac);
+		if (ac->s)
+			open_cpu(r, cc, &ac->pid, 1, true, NULL);
+		else
+			open_cpu(r, cc, NULL, 0, true, r->argv);
+		if (!ac->s && !cc->s) {
+			fail(EXIT_FAILURE, "record: cannot start '%s': the allocation profile: %s; "
+			     "cpu: %s", r->argv[0], ac->why, cc->why);
+			goto out;
+		}
+		open_numa(r, add_coll(r, TK_COLLECT_NUMA, "numa"), NULL, 0);
+	} else {
+		open_cpu(r, add_coll(r, TK_COLLECT_CPU, "cpu"), r->pids, r->nr_pids, false, NULL);
+		for (i = 0; i < r->nr_pids; i++) {
+			char name[32];
+
+			snprintf(name, sizeof(name), r->nr_pids > 1 ? "alloc-%d" : "alloc",
+				 r->pids[i]);
+			open_alloc_pid(r, add_coll(r, TK_COLLECT_ALLOC, name), r->pids[i], i == 0);
+		}
+		if (!r->nr_pids) {
+			struct rec_coll *ac = add_coll(r, TK_COLLECT_ALLOC, "alloc");
+
+			snprintf(ac->title, sizeof(ac->title), "Allocations");
+			snprintf(ac->why, sizeof(ac->why), "allocation profiles are taken per "
+				 "process: give -p PID or -- CMD");
+		}
+		open_numa(r, add_coll(r, TK_COLLECT_NUMA, "numa"), r->pids, r->nr_pids);
+	}
+	print_plan(r);
+
+	/* numa and the processes' profiles first, the command's owner last */
+	for (i = 0; i < r->n; i++)
+		if (!r->c[i].owns_command)
+			start_one(&r->c[i]);
+	for (i = 0; i < r->n; i++)
+		if (r->c[i].owns_command) {
+			start_one(&r->c[i]);
+			if (r->c[i].status != REC_OK) {
+				fail(EXIT_FAILURE, "record: %s: %s", r->c[i].name, r->c[i].why);
+				goto out;
+			}
+		}
+	/* the workers leave the stop signals to this thread */
+	sigemptyset(&block);
+	sigaddset(&block, SIGINT);
+	sigaddset(&block, SIGTERM);
+	sigaddset(&block, SIGHUP);
+	pthread_sigmask(SIG_BLOCK, &block, &prev);
+	for (i = 0; i < r->n; i++) {
+		struct rec_coll *rc = &r->c[i];
+
+		if (rc->s && rc->status == REC_OK) {
+			if ((err = pthread_create(&rc->th, NULL, worker, rc))) {
+				rc->status = REC_FAILED;
+				snprintf(rc->why, sizeof(rc->why), "no thread: %s", strerror(err));
+				continue;
+			}
+			rc->thread = true;
+			ran++;
+		}
+	}
+	pthread_sigmask(SIG_SETMASK, &prev, NULL);
+	if (!atomic_load(&stop_flag))
+		fprintf(stderr, "tracekit: record: %s; Ctrl-C ends it early\n",
+			r->duration ? "recording" : "recording until the command exits");
+	r->end_reason = window(r);
+
+	for (i = 0; i < r->n; i++) {
+		struct rec_coll *rc = &r->c[i];
+
+		if (!rc->thread)
+			continue;
+		if (rc->owns_command)
+			r->exit_status = tk_session__exit_status(rc->s);
+		if (rc->run_err) {
+			rc->status = REC_FAILED;
+			snprintf(rc->why, sizeof(rc->why), "collection failed: %s",
+				 strerror(-rc->run_err));
+		}
+		err = tk_session__finish(rc->s, &rc->r);
+		if (err) {
+			rc->status = REC_FAILED;
+			snprintf(rc->why, sizeof(rc->why), "cannot build the %s: %s",
+				 rc->coll == TK_COLLECT_NUMA ? "report" : "profile", strerror(-err));
+		}
+	}
+
+	err = rec_write_bundle(r, tmp);
+	if (err)
+		goto out;
+	if (tar) {
+		err = tk_outfile__open(&of, final);
+		if (!err) {
+			err = tk_tar__write_dir(fileno(of.f), tmp, top, r->end_rt.tv_sec);
+			if (err)
+				tk_outfile__abort(&of);
+			else
+				err = tk_outfile__commit(&of);
+		}
+		if (err) {
+			fail(EXIT_FAILURE, "record: cannot write '%s': %s", final, strerror(-err));
+			goto out;
+		}
+		remove_dir(tmp);
+	} else if (renameat2(AT_FDCWD, tmp, AT_FDCWD, base, RENAME_NOREPLACE)) {
+		err = errno;
+		fail(EXIT_FAILURE, "record: cannot rename '%s' to '%s': %s (the bundle is left "
+		     "in '%s')", tmp, base, strerror(err), tmp);
+		tmp[0] = 0;
+		goto out;
+	}
+	tmp[0] = 0;
+	fprintf(stderr, "tracekit: record: wrote %s (%.1f s, ended: %s; tracekit's own CPU "
+		"time %.2f s, %.1f %% of one CPU)\n", final, r->elapsed, r->end_reason,
+		r->self_cpu_s, r->elapsed > 0 ? 100 * r->self_cpu_s / r->elapsed : 0.0);
+	ret = ran ? EXIT_SUCCESS : fail(EXIT_FAILURE, "record: no collector could run here "
+					"(the bundle says why)");
+out:
+	sig_rec = NULL;
+	for (i = 0; i < r->n; i++) {
+		tk_result__free(r->c[i].r);
+		tk_session__free(r->c[i].s);
+		r->c[i].s = NULL;
+	}
+	status = r->exit_status;
+	if (status >= 0 && WIFEXITED(status) && WEXITSTATUS(status) && r->argv)
+		fprintf(stderr, "tracekit: '%s' exited with status %d\n", r->argv[0],
+			WEXITSTATUS(status));
+	if (tmp[0])
+		remove_dir(tmp);
+	tk_caps__free(r->caps);
+	return ret;
+}

@@ -1,0 +1,88 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause */
+/*
+ * tracekit record: every collector over one window, into one directory (or
+ * one .tar.gz). cmd_record.c chooses and runs the sessions; record_bundle.c
+ * writes what they found: caps.json, a profile per collector in pprof, SVG,
+ * JSON and text, summary.txt, manifest.json and a self-contained index.html.
+ */
+#ifndef __TK_RECORD_H
+#define __TK_RECORD_H
+
+#include <limits.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <time.h>
+
+#include "tracekit/tracekit.h"
+
+#define REC_MAX_PIDS 8
+#define REC_MAX 12		/* cpu, numa, an alloc per -p or the command */
+#define REC_MAX_FILES 6
+#define REC_MAX_NOTES 16
+
+enum rec_status {
+	REC_UNAVAILABLE = 0,	/* not run: why says why */
+	REC_FAILED,		/* opened, but could not start or collect: why */
+	REC_OK,			/* ran; its files are written */
+};
+
+struct rec_coll {
+	char name[32];			/* "cpu", "numa", "alloc", "alloc-1234": file names */
+	char title[96];			/* "CPU", "Allocations of 1234 (redis-server)" */
+	enum tk_collector coll;
+	int pid;			/* alloc: its process */
+	bool owns_command;		/* the session that started -- CMD */
+	struct tk_session *s;
+	struct tk_result *r;
+	enum rec_status status;
+	char plan[512];			/* what was chosen and why, as printed */
+	char why[512];			/* REC_UNAVAILABLE, REC_FAILED: why */
+	char backend[16];
+	char describe[512];		/* how it collects, once attached */
+	char why_backend[512];		/* why this backend (the snapshot's reason) */
+	/* the worker thread that runs the session */
+	pthread_t th;
+	bool thread;
+	atomic_bool done;
+	int run_err;
+	enum tk_session_end end;
+	double forecast;		/* expected slowdown (0.01: 1 %), -1: not forecast */
+	char files[REC_MAX_FILES][48];
+	int nr_files;
+};
+
+struct rec {
+	struct rec_coll c[REC_MAX];
+	int n;
+	struct tk_caps *caps;
+	char *const *argv;		/* -- CMD, or NULL */
+	int pids[REC_MAX_PIDS];
+	int nr_pids;
+	const char *cgroup;
+	int freq_hz;
+	double budget;			/* extra slowdown allowed beyond cpu sampling (0.02) */
+	double duration;		/* asked for, seconds; 0: until the command exits */
+	bool off_cpu;
+	/* the window */
+	struct timespec start_rt, end_rt;
+	double elapsed;			/* seconds */
+	const char *end_reason;		/* "duration", "interrupted", "command exited", ... */
+	int exit_status;		/* the command's wait status, -1 without one */
+	double self_cpu_s;		/* tracekit's own user + system time in the window */
+	char host[256];
+	char notes[REC_MAX_NOTES][256];	/* things to say in the bundle (and said on stderr) */
+	int nr_notes;
+};
+
+/* Add a note to the bundle and say it on stderr. */
+void rec_note(struct rec *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/*
+ * Write the bundle into the directory @dir (which exists and is empty):
+ * caps.json, the collectors' files, summary.txt, manifest.json, index.html.
+ * 0, or a negative errno after saying which file could not be written.
+ */
+int rec_write_bundle(struct rec *r, const char *dir);
+
+#endif /* __TK_RECORD_H */
