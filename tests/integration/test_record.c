@@ -1,0 +1,427 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
+/*
+ * tracekit record, as a user runs it: real sessions on the real kernel, on a
+ * workload whose hot and leaking functions are known (alloc_leak: churn() and
+ * work() burn the CPU, leak_site() keeps 64 MiB) and on Debian's python3. The
+ * bundle's pprofs are read back by go tool pprof; index.html is opened in a
+ * real headless Chromium (a screenshot, the DOM names the functions) with a
+ * net log that shows no request of the page's; Ctrl-C still writes the bundle
+ * whole; --tar is one archive and nothing else is left; bad input is refused
+ * before anything is written. A missing dependency is a skip, a failure under
+ * CI=true.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include "need.h"
+#include "spawn.h"
+
+static char tmpdir[] = "/tmp/tk-record-test.XXXXXX";
+static char out[1 << 17];
+
+static const char *in_tmp(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static const char *in_tmp(const char *fmt, ...)
+{
+	static char buf[8][512];
+	static int i;
+	char name[256];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(name, sizeof(name), fmt, ap);
+	va_end(ap);
+	i = (i + 1) % 8;
+	snprintf(buf[i], sizeof(buf[i]), "%s/%s", tmpdir, name);
+	return buf[i];
+}
+
+/* Run a shell command line, stdout into out[]; its exit status. */
+static int sh(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static int sh(const char *fmt, ...)
+{
+	char cmd[8192];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(cmd, sizeof(cmd), fmt, ap);
+	va_end(ap);
+	return tk_test_capture(cmd, out, sizeof(out));
+}
+
+static const char *tracekit(void)
+{
+	return tk_test_path(tk_test_build_dir(), "tracekit");
+}
+
+static void need_go(void)
+{
+	NEED_DEP(system("command -v go >/dev/null 2>&1") == 0, "go (for go tool pprof)\n");
+}
+
+static void need_workload(const char *name)
+{
+	NEED_DEP(access(tk_test_workload(name), X_OK) == 0, "%s (make the workloads)\n",
+		 tk_test_workload(name));
+}
+
+/* go tool pprof -top of @pb (with extra @flags) into out[]; fails unless it reads it */
+static void pprof_top(const char *pb, const char *flags)
+{
+	if (sh("HOME=${HOME:-/tmp} PPROF_TMPDIR=%s go tool pprof -top %s %s 2>&1", tmpdir, flags,
+	       pb))
+		fail_msg("go tool pprof cannot read %s:\n%s", pb, out);
+}
+
+/* the bundle @dir has @name, a regular file of mode 0600, not empty */
+static void assert_file(const char *dir, const char *name)
+{
+	char path[1024];
+	struct stat st;
+
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	if (stat(path, &st))
+		fail_msg("the bundle has no %s", name);
+	assert_true(S_ISREG(st.st_mode));
+	assert_int_equal(st.st_mode & 0777, 0600);
+	assert_true(st.st_size > 0);
+}
+
+/* jq @filter on @dir/manifest.json, its output in out[] (trailing newline cut) */
+static const char *manifest(const char *dir, const char *filter)
+{
+	size_t n;
+
+	if (sh("jq -r '%s' %s/manifest.json", filter, dir))
+		fail_msg("jq '%s' fails on %s/manifest.json", filter, dir);
+	n = strlen(out);
+	while (n && out[n - 1] == '\n')
+		out[--n] = 0;
+	return out;
+}
+
+/* No temporary directory of a bundle is left in tmpdir. */
+static void assert_no_tmp_left(void)
+{
+	assert_int_equal(sh("ls -a %s | grep -c '\\.tmp\\.' || true", tmpdir), 0);
+	assert_string_equal(out, "0\n");
+}
+
+static void test_record_command(void **state)
+{
+	const char *dir = in_tmp("cmd");
+
+	NEED_ROOT();
+	need_workload("alloc_leak");
+	need_go();
+	if (sh("%s record -o %s -- %s -d 3 --leak-bytes 67108864 2>&1", tracekit(), dir,
+	       tk_test_workload("alloc_leak")))
+		fail_msg("record failed:\n%s", out);
+	/* the choices are printed */
+	assert_non_null(strstr(out, "record: cpu: "));
+	assert_non_null(strstr(out, "record: alloc: sampled"));
+	assert_non_null(strstr(out, "record: numa: "));
+	assert_file(dir, "caps.json");
+	assert_file(dir, "summary.txt");
+	assert_file(dir, "manifest.json");
+	assert_file(dir, "index.html");
+	assert_file(dir, "cpu.pb.gz");
+	assert_file(dir, "cpu.svg");
+	assert_file(dir, "cpu.json");
+	assert_file(dir, "alloc.pb.gz");
+	assert_file(dir, "alloc.svg");
+	assert_file(dir, "numa.json");
+	assert_no_tmp_left();
+
+	pprof_top(tk_test_path(dir, "cpu.pb.gz"), "");
+	if (!strstr(out, "churn") || !strstr(out, "work"))
+		fail_msg("the CPU profile does not name churn and work:\n%s", out);
+	pprof_top(tk_test_path(dir, "alloc.pb.gz"), "-sample_index=inuse_space");
+	if (!strstr(out, "leak_site"))
+		fail_msg("the allocation profile does not name leak_site:\n%s", out);
+
+	assert_string_equal(manifest(dir, ".schema"), "tracekit.record/1");
+	assert_string_equal(manifest(dir, ".ended"), "command exited");
+	assert_string_equal(manifest(dir, ".command_exit_code"), "0");
+	assert_string_equal(manifest(dir, "[.collectors[].status] | join(\",\")"),
+			    "recorded,recorded,recorded");
+	assert_string_equal(manifest(dir, ".collectors[] | select(.name == \"cpu\") | .backend"),
+			    "bpf");
+	/* every loss counter is there, zero or not */
+	assert_string_equal(manifest(dir, ".collectors[] | select(.name == \"cpu\") | "
+				     ".losses | has(\"ringbuf_reserve_failed\")"), "true");
+	assert_string_equal(manifest(dir, ".collectors[] | select(.name == \"alloc\") | "
+				     ".losses | has(\"live_map_full\")"), "true");
+	assert_int_equal(sh("uname -r | grep -qxF \"$(jq -r .kernel %s/manifest.json)\"", dir), 0);
+	assert_int_equal(sh("jq -e '.start < .end and .duration_s > 2' %s/manifest.json "
+			    ">/dev/null", dir), 0);
+	assert_int_equal(sh("grep -q leak_site %s/summary.txt", dir), 0);
+}
+
+/*
+ * index.html in a real browser: it renders (a screenshot), its DOM holds the
+ * flame graphs and names the functions, and the page asks the network for
+ * nothing (its Content-Security-Policy forbids it; the net log shows it). The
+ * same check on a page that loads an image proves the net log sees loads.
+ */
+static const char chromium_flags[] =
+	"--headless --no-sandbox --disable-gpu --no-first-run --disable-extensions "
+	"--disable-background-networking --disable-component-update --disable-sync "
+	"--disable-default-apps --no-pings --disable-domain-reliability "
+	"--virtual-time-budget=3000";
+/* What Chromium asks for itself, whatever page it shows (its update and account services). */
+static const char chromium_own[] = "google\\.com|googleapis\\.com|gvt1\\.com|gstatic\\.com";
+
+/* the page's own requests, from a net log, in out[]: one URL a line */
+static int page_requests(const char *url, const char *tag)
+{
+	return sh("rm -rf %s/chr-%s && timeout 90 chromium %s --user-data-dir=%s/chr-%s "
+		  "--log-net-log=%s/net-%s.json --dump-dom '%s' >%s/dom-%s.html 2>/dev/null; "
+		  "grep -o '\"url\":\"[a-z]*://[^\"]*\"' %s/net-%s.json | grep -vE '%s' | sort -u",
+		  tmpdir, tag, chromium_flags, tmpdir, tag, tmpdir, tag, url, tmpdir, tag, tmpdir,
+		  tag, chromium_own);
+}
+
+static void test_record_index_in_chromium(void **state)
+{
+	const char *dir = in_tmp("html");
+	char url[1024], ctl[1024];
+	FILE *f;
+
+	NEED_ROOT();
+	need_workload("alloc_leak");
+	NEED_DEP(system("command -v chromium >/dev/null 2>&1") == 0, "chromium\n");
+	if (sh("%s record -o %s -- %s -d 2 --leak-bytes 67108864 2>&1", tracekit(), dir,
+	       tk_test_workload("alloc_leak")))
+		fail_msg("record failed:\n%s", out);
+	/* nothing in it points outside the bundle (the SVG namespace is a name, not a load) */
+	assert_int_equal(sh("grep -oE '(src|href)=\"[^\"]*\"|url\\([^)]*\\)' %s/index.html | "
+			    "grep -vE '^href=\"(#[a-z0-9-]+|[a-z0-9.-]+)\"$' || true", dir), 0);
+	assert_string_equal(out, "");
+	assert_int_equal(sh("grep -c \"default-src 'none'\" %s/index.html", dir), 0);
+
+	snprintf(url, sizeof(url), "file://%s/index.html", dir);
+	page_requests(url, "index");
+	if (out[0])
+		fail_msg("index.html made requests:\n%s", out);
+	assert_int_equal(sh("cat %s/dom-index.html", tmpdir), 0);
+	if (!strstr(out, "leak_site") || !strstr(out, "churn"))
+		fail_msg("the rendered page does not name leak_site and churn");
+	assert_non_null(strstr(out, "id=\"fg-cpu\""));
+	assert_non_null(strstr(out, "id=\"fg-alloc\""));
+	assert_non_null(strstr(out, "Not available here, and why"));
+
+	/* the control: a page that loads an image is seen loading it */
+	snprintf(ctl, sizeof(ctl), "%s/control.html", tmpdir);
+	f = fopen(ctl, "w");
+	assert_non_null(f);
+	fputs("<html><body><img src=\"http://192.0.2.1/tk.png\"></body></html>\n", f);
+	fclose(f);
+	snprintf(url, sizeof(url), "file://%s", ctl);
+	page_requests(url, "control");
+	if (!strstr(out, "192.0.2.1/tk.png"))
+		fail_msg("the net log did not show the control page's request: it proves nothing");
+
+	/* and it renders: a screenshot of a page that has drawn */
+	assert_int_equal(sh("timeout 90 chromium %s --user-data-dir=%s/chr-shot "
+			    "--window-size=1280,2400 --screenshot=%s/index.png file://%s/index.html "
+			    ">/dev/null 2>&1; stat -c %%s %s/index.png", chromium_flags, tmpdir,
+			    tmpdir, dir, tmpdir), 0);
+	assert_true(atol(out) > 50000);
+}
+
+/* A process tracekit did not start, Debian's python3: -p, the forecast, the choices. */
+static void test_record_pid_python(void **state)
+{
+	const char *dir = in_tmp("py");
+	pid_t py;
+	int status;
+
+	NEED_ROOT();
+	need_go();
+	NEED_DEP(access("/usr/bin/python3", X_OK) == 0, "python3\n");
+	py = fork();
+	assert_true(py >= 0);
+	if (py == 0) {
+		execl("/usr/bin/python3", "python3", "-c",
+		      "import time\nd={}\nt=time.time()\n"
+		      "while time.time()-t<60:\n"
+		      "    for i in range(1000): d[i]=str(i)*3\n", (char *)NULL);
+		_exit(127);
+	}
+	usleep(300 * 1000);
+	if (sh("%s record -d 2 -p %d -o %s 2>&1", tracekit(), (int)py, dir)) {
+		kill(py, SIGKILL);
+		waitpid(py, &status, 0);
+		fail_msg("record failed:\n%s", out);
+	}
+	kill(py, SIGKILL);
+	waitpid(py, &status, 0);
+	/* the allocation profile's choice, with its measured forecast */
+	if (!strstr(out, "record: alloc: sampled:") && !strstr(out, "record: alloc: growth"))
+		fail_msg("no allocation choice printed:\n%s", out);
+	assert_string_equal(manifest(dir, ".collectors[] | select(.name == \"alloc\") | "
+				     ".forecast_slowdown | type"), "number");
+	assert_string_equal(manifest(dir, ".collectors[] | select(.name == \"alloc\") | .pid"),
+			    manifest(dir, ".pids[0] | tostring"));
+	assert_string_equal(manifest(dir, ".ended"), "duration");
+	assert_file(dir, "alloc.pb.gz");
+	pprof_top(tk_test_path(dir, "cpu.pb.gz"), "");
+	if (!strstr(out, "_PyEval_EvalFrameDefault"))
+		fail_msg("the CPU profile of python3 has no interpreter frames:\n%s", out);
+}
+
+/* System-wide: no allocation profile, and the bundle says why. */
+static void test_record_system_wide(void **state)
+{
+	const char *dir = in_tmp("sys");
+
+	NEED_ROOT();
+	if (sh("%s record -d 1 --no-off-cpu -o %s 2>&1", tracekit(), dir))
+		fail_msg("record failed:\n%s", out);
+	assert_string_equal(manifest(dir, ".collectors[] | select(.name == \"alloc\") | .status"),
+			    "unavailable");
+	assert_non_null(strstr(manifest(dir, ".collectors[] | select(.name == \"alloc\") | .why"),
+			       "-p PID"));
+	assert_int_equal(sh("grep -c 'allocation profiles are taken per process' "
+			    "%s/index.html", dir), 0);
+	assert_string_equal(manifest(dir, ".collectors[] | select(.name == \"cpu\") | .how"),
+			    "bpf, 99 Hz, every process, without off-CPU time");
+}
+
+/* Ctrl-C ends the window, and everything is still written whole. */
+static void test_record_interrupted(void **state)
+{
+	const char *dir = in_tmp("int"), *err = in_tmp("int.err");
+	char d[64];
+	pid_t tk;
+	int status, i;
+
+	NEED_ROOT();
+	need_workload("cpu_split");
+	need_go();
+	tk = fork();
+	assert_true(tk >= 0);
+	if (tk == 0) {
+		int fd = open(err, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+
+		dup2(fd, 2);
+		setpgid(0, 0);
+		execl(tracekit(), "tracekit", "record", "-d", "60", "-o", dir, "--",
+		      tk_test_workload("cpu_split"), "60", (char *)NULL);
+		_exit(127);
+	}
+	assert_int_equal(tk_test_wait_attached(tk, 20000), 0);
+	sleep(1);
+	kill(tk, SIGINT);
+	for (i = 0; i < 200 && waitpid(tk, &status, WNOHANG) == 0; i++)
+		usleep(100 * 1000);
+	if (i == 200) {
+		kill(-tk, SIGKILL);
+		waitpid(tk, &status, 0);
+		fail_msg("record did not end within 20 s of SIGINT");
+	}
+	kill(-tk, SIGKILL);
+	assert_true(WIFEXITED(status));
+	assert_int_equal(WEXITSTATUS(status), 0);
+	assert_string_equal(manifest(dir, ".ended"), "interrupted");
+	snprintf(d, sizeof(d), "%s", manifest(dir, ".duration_s < 30"));
+	assert_string_equal(d, "true");
+	pprof_top(tk_test_path(dir, "cpu.pb.gz"), "");
+	if (!strstr(out, "hot"))
+		fail_msg("the CPU profile does not name hot:\n%s", out);
+	assert_file(dir, "index.html");
+	assert_no_tmp_left();
+}
+
+/* --tar: one file, DIR.tar.gz, holding DIR/...; no directory left beside it. */
+static void test_record_tar(void **state)
+{
+	const char *dir = in_tmp("bundle");
+	struct stat st;
+
+	NEED_ROOT();
+	need_workload("cpu_split");
+	if (sh("%s record --tar -o %s -- %s 1 2>&1", tracekit(), dir,
+	       tk_test_workload("cpu_split")))
+		fail_msg("record --tar failed:\n%s", out);
+	assert_int_equal(stat(dir, &st), -1);
+	assert_int_equal(sh("stat -c %%a %s.tar.gz", dir), 0);
+	assert_string_equal(out, "600\n");
+	assert_int_equal(sh("tar -tzf %s.tar.gz | sort | tr '\\n' ' '", dir), 0);
+	assert_non_null(strstr(out, "bundle/ "));
+	assert_non_null(strstr(out, "bundle/cpu.pb.gz "));
+	assert_non_null(strstr(out, "bundle/index.html "));
+	assert_non_null(strstr(out, "bundle/manifest.json "));
+	/* what the archive holds is what a directory would: extract and read it */
+	assert_int_equal(sh("mkdir -p %s/x && tar -xzf %s.tar.gz -C %s/x && jq -r .ended "
+			    "%s/x/bundle/manifest.json", tmpdir, dir, tmpdir, tmpdir), 0);
+	assert_string_equal(out, "command exited\n");
+	assert_no_tmp_left();
+}
+
+/* Bad input: refused with a reason and an exit code, and nothing is written. */
+static void test_record_bad_input(void **state)
+{
+	const char *exists = in_tmp("exists");
+
+	assert_int_equal(mkdir(exists, 0700), 0);
+	assert_int_equal(sh("%s record -d 1 -o %s 2>&1", tracekit(), exists), 1);
+	assert_non_null(strstr(out, "exists"));
+	assert_int_equal(sh("ls -A %s | wc -l", exists), 0);
+	assert_string_equal(out, "0\n");
+	assert_int_equal(sh("%s record -d 1 2>&1", tracekit()), 2);
+	assert_non_null(strstr(out, "-o DIR"));
+	assert_int_equal(sh("%s record -d 0 -o %s 2>&1", tracekit(), in_tmp("d0")), 2);
+	assert_int_equal(sh("%s record -p 1 -o %s -- true 2>&1", tracekit(), in_tmp("pc")), 2);
+	assert_int_equal(sh("%s record -p abc -o %s 2>&1", tracekit(), in_tmp("pa")), 2);
+	assert_int_equal(sh("%s record --budget 200 -o %s 2>&1", tracekit(), in_tmp("b")), 2);
+	assert_int_equal(sh("%s record --bogus -o %s 2>&1", tracekit(), in_tmp("b")), 2);
+	assert_int_equal(sh("%s record -o %s/no/such/dir 2>&1", tracekit(), tmpdir), 1);
+	assert_non_null(strstr(out, "parent directory does not exist"));
+	/* a pid that is valid but gone */
+	assert_int_equal(sh("%s record -p 4000000 -o %s 2>&1", tracekit(), in_tmp("np")), 1);
+	assert_non_null(strstr(out, "no process"));
+	assert_no_tmp_left();
+}
+
+static int setup(void **state)
+{
+	return mkdtemp(tmpdir) ? 0 : -1;
+}
+
+static int teardown(void **state)
+{
+	char cmd[600];
+
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", tmpdir);
+	return system(cmd) == 0 ? 0 : -1;
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_record_command),
+		cmocka_unit_test(test_record_index_in_chromium),
+		cmocka_unit_test(test_record_pid_python),
+		cmocka_unit_test(test_record_system_wide),
+		cmocka_unit_test(test_record_interrupted),
+		cmocka_unit_test(test_record_tar),
+		cmocka_unit_test(test_record_bad_input),
+	};
+
+	if (getenv("TK_TEST_FILTER"))
+		cmocka_set_test_filter(getenv("TK_TEST_FILTER"));
+	return cmocka_run_group_tests_name("record", tests, setup, teardown);
+}
