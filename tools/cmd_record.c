@@ -420,6 +420,8 @@ int cmd_record(int argc, char **argv)
 	struct sigaction sa = { .sa_handler = on_signal }, old;
 	sigset_t block, prev;
 	struct tk_outfile of;
+	struct outputs unused = {};
+	long ntop = 0;
 	bool tar = false;
 	struct stat st;
 	int c, i, err, ret = EXIT_FAILURE, ran = 0, status;
@@ -474,18 +476,12 @@ int cmd_record(int argc, char **argv)
 		case OPT_NO_OFF_CPU:
 			r->off_cpu = false;
 			break;
-		case 'v':
-			env.verbose = true;
-			break;
-		case 'h':
-			fputs(usage_record, stdout);
-			return EXIT_SUCCESS;
-		case ':':
-			return usage_error("record", "option '%s' needs a value", argv[optind - 1]);
 		default:
-			if (optopt && optopt < 256)
-				return usage_error("record", "unknown option '-%c'", optopt);
-			return usage_error("record", "unknown option '%s'", argv[optind - 1]);
+			/* -v, -h and getopt's complaints, as every command says them */
+			if ((err = common_option("record", c, argv, usage_record, &unused, &ntop)) !=
+			    CLI_CONTINUE)
+				return err;
+			break;
 		}
 	}
 	if (!out)

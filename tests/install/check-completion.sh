@@ -43,7 +43,7 @@ expect() {
 }
 
 # --- what a user types
-expect "alloc caps cpu help numa" tracekit ""
+expect "alloc caps cpu help numa record" tracekit ""
 expect "caps cpu" tracekit c
 expect "-h --help -V --version" tracekit -
 expect "--backend" tracekit cpu --ba
@@ -64,6 +64,8 @@ expect "" tracekit alloc --top ""
 expect "--help --json --output --pid --verbose" tracekit caps --json --
 expect "" tracekit caps ls
 expect "" tracekit numa ls
+expect "--tar" tracekit record -o x --t
+expect "" tracekit record ls
 
 # -p: running PIDs, this shell's among them, nothing else
 got=$(complete_words tracekit cpu -p "")
