@@ -27,7 +27,9 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "alloc/alloc.h"
 #include "core/outfile.h"
+#include "core/session.h"
 #include "core/tar.h"
 #include "record.h"
 #include "tracekit/tracekit.h"
@@ -216,6 +218,9 @@ static void open_alloc_pid(struct rec *r, struct rec_coll *rc, int pid, bool fir
 		rc->forecast = rate.slowdown[TK_ALLOC_MODE_SAMPLED];
 		if (!rate.lower_bound && rc->forecast <= r->budget) {
 			o.mode = TK_ALLOC_MODE_SAMPLED;
+			rc->guard = true;
+			rc->budget = r->budget;
+			rc->hit_ns = (rate.alloc_hit_ns + rate.free_hit_ns) / 2;
 			snprintf(rc->plan, sizeof(rc->plan), "sampled: %.0f allocations/s, "
 				 "forecast %.2f %% slowdown, within the %.1f %% budget",
 				 rate.alloc_per_s, 100 * rc->forecast, 100 * r->budget);
@@ -258,11 +263,42 @@ static void open_numa(struct rec *r, struct rec_coll *rc, const int *pids, int n
 		 nr_pids ? "the processes named" : r->cgroup ? "the cgroup" : "every process");
 }
 
+/* On the worker's thread, about twice a second: is a sampled process still within budget? */
+static void alloc_guard(struct tk_session *s, double elapsed, void *arg)
+{
+	struct rec_coll *rc = arg;
+	struct tk_session *is = s;	/* the library's own view: core/session.h */
+	struct tk_alloc_stats st;
+	double dt = elapsed - rc->guard_t;
+
+	if (dt < 0.4)
+		return;
+	tk_alloc__stats(is->coll, &st);
+	/* traps a second times what each costs: the share of a CPU the process loses */
+	rc->guard_cost = (double)(st.calls - rc->guard_calls) / dt * rc->hit_ns * 1e-9;
+	rc->guard_calls = st.calls;
+	rc->guard_t = elapsed;
+	rc->guard_over = rc->guard_cost > rc->budget ? rc->guard_over + 1 : 0;
+	if (rc->guard_over >= 2 && !rc->stopped_early[0]) {
+		snprintf(rc->stopped_early, sizeof(rc->stopped_early),
+			 "ended early, at %.1f s: its allocator calls rose to %.0f a second, and "
+			 "sampling them cost about %.1f %%, over the %.1f %% budget; the profile "
+			 "holds what was sampled until then", elapsed,
+			 rc->guard_cost / (rc->hit_ns * 1e-9), 100 * rc->guard_cost,
+			 100 * rc->budget);
+		tk_session__stop(s);
+	}
+}
+
 static void *worker(void *arg)
 {
 	struct rec_coll *rc = arg;
 	struct tk_run_opts ro = { .sz = TK_OPTS_SZ(tk_run_opts) };
 
+	if (rc->guard) {
+		ro.on_tick = alloc_guard;
+		ro.ctx = rc;
+	}
 	rc->run_err = tk_session__run(rc->s, &ro);
 	rc->end = tk_session__ended(rc->s);
 	atomic_store(&rc->done, true);
@@ -628,6 +664,8 @@ int cmd_record(int argc, char **argv)
 			continue;
 		if (rc->owns_command)
 			r->exit_status = tk_session__exit_status(rc->s);
+		if (rc->stopped_early[0])
+			rec_note(r, "%s: %s", rc->name, rc->stopped_early);
 		if (rc->run_err) {
 			rc->status = REC_FAILED;
 			snprintf(rc->why, sizeof(rc->why), "collection failed: %s",

@@ -12,6 +12,7 @@
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
+#include <stdint.h>
 #include <time.h>
 
 #include "tracekit/tracekit.h"
@@ -48,6 +49,21 @@ struct rec_coll {
 	int run_err;
 	enum tk_session_end end;
 	double forecast;		/* expected slowdown (0.01: 1 %), -1: not forecast */
+	/*
+	 * The guard of a process's sampled allocations (uprobes trap every call):
+	 * the forecast was measured once, and a rate that rises later would
+	 * exceed the budget. Twice a second the worker compares the traps seen
+	 * times hit_ns with the budget, and ends the profile early (keeping what
+	 * it has) after two checks over it in a row.
+	 */
+	bool guard;
+	double budget;
+	double hit_ns;			/* what one trap costs (measured) */
+	uint64_t guard_calls;
+	double guard_t;
+	int guard_over;
+	double guard_cost;		/* the cost seen at the last check */
+	char stopped_early[256];	/* "" or why the profile was ended early */
 	char files[REC_MAX_FILES][48];
 	int nr_files;
 };

@@ -249,6 +249,9 @@ static int write_manifest(struct rec *r, const char *dir)
 		tk_json__string(&j, "why", rc->status != REC_OK ? rc->why : NULL);
 		if (rc->forecast >= 0)
 			tk_json__double(&j, "forecast_slowdown", rc->forecast);
+		if (rc->guard)
+			tk_json__string(&j, "ended_early",
+					rc->stopped_early[0] ? rc->stopped_early : NULL);
 		if (rc->thread)
 			tk_json__string(&j, "ended", tk_session_end__name(rc->end));
 		tk_json__begin_array(&j, "files");
