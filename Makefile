@@ -318,12 +318,17 @@ $(BUILD)/man/%.8: tools/man/%.8.scd $(INSTALL_CONFIG)
 		exit 1; }
 
 TOOL_OBJS := $(patsubst %.c,$(OBJ)/%.o,$(sort $(wildcard tools/*.c)))
+# `tracekit serve` is libmicrohttpd's HTTP server: the dynamic binary only. A static
+# libmicrohttpd would pull in gnutls and its crypto stack for nothing served over TLS here;
+# tracekit-static says so instead (tools/static/serve_none.c).
+SERVE_OBJS := $(OBJ)/tools/cmd_serve.o
+STATIC_TOOL_OBJS := $(filter-out $(SERVE_OBJS),$(TOOL_OBJS)) $(OBJ)/tools/static/serve_none.o
 
 $(BUILD)/tracekit: $(TOOL_OBJS) $(LIB)
 	$(call msg,LINK,$@)
-	$(Q)$(CC) $(CFLAGS) $^ $(LIBS) -o $@
+	$(Q)$(CC) $(CFLAGS) $^ $(LIBS) -lmicrohttpd -o $@
 
-$(BUILD)/tracekit-static: $(TOOL_OBJS) $(LIB)
+$(BUILD)/tracekit-static: $(STATIC_TOOL_OBJS) $(LIB)
 	$(call msg,LINK,$@)
 	$(Q)$(CC) $(CFLAGS) -static $^ $(STATIC_LIBS) -o $@
 

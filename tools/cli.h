@@ -141,5 +141,6 @@ int cmd_caps(int argc, char **argv);
 int cmd_cpu(int argc, char **argv);
 int cmd_numa(int argc, char **argv);
 int cmd_record(int argc, char **argv);
+int cmd_serve(int argc, char **argv);
 
 #endif /* __TK_CLI_H */

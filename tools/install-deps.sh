@@ -29,7 +29,7 @@ PKGS=(
 	redis-server redis-tools python3 debootstrap
 	libc6-dbg procps
 	libmicrohttpd-dev
-	chromium prometheus
+	chromium prometheus curl
 )
 # golang-go: `go tool pprof` reads back every pprof the tests write. redis-server,
 # redis-tools (redis-benchmark) and python3: real programs built without frame pointers
@@ -42,7 +42,8 @@ PKGS=(
 # index.html is opened in a real browser, offline; prometheus (and its promtool): serve's
 # /metrics is checked by promtool and scraped by a real Prometheus. Debian's prometheus
 # package starts a service on :9090 where an init system runs; the tests start their own
-# on a port of theirs and never use that one.
+# on a port of theirs and never use that one. curl: the tests' HTTP client (bad requests,
+# headers, a client that leaves mid-capture, a unix socket).
 # The benchmarks' peers and measuring tools (libbpf-tools: bcc's offcputime, built by Debian).
 BENCH_PKGS=(linux-perf bpftrace time libbpf-tools)
 [[ ${1:-} == --bench ]] && PKGS+=("${BENCH_PKGS[@]}")

@@ -25,6 +25,7 @@ static const char usage_main[] =
 	"  cpu         where the CPU goes: sampled stacks to pprof, folded, SVG, JSON, text\n"
 	"  numa        which pages the kernel moves between NUMA nodes, why, for whom\n"
 	"  record      every collector over one window, into one directory or .tar.gz\n"
+	"  serve       profiles and metrics over HTTP (pprof's and Prometheus' conventions)\n"
 	"\n"
 	"Run 'tracekit COMMAND --help' for a command's options.\n"
 	"  -h, --help      this help\n"
@@ -58,5 +59,7 @@ int main(int argc, char **argv)
 		return cmd_numa(argc - 1, argv + 1);
 	if (!strcmp(cmd, "record"))
 		return cmd_record(argc - 1, argv + 1);
+	if (!strcmp(cmd, "serve"))
+		return cmd_serve(argc - 1, argv + 1);
 	return usage_error(NULL, "unknown command '%s'", cmd);
 }
