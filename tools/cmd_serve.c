@@ -987,6 +987,7 @@ int cmd_serve(int argc, char **argv)
 	char why[512] = "";
 	sigset_t stop_set;
 	struct stat st;
+	MHD_socket quiesced;
 	int c, err, sig, i, ret = EXIT_FAILURE;
 
 	memset(&srv, 0, sizeof(srv));
@@ -1069,7 +1070,7 @@ int cmd_serve(int argc, char **argv)
 	pthread_sigmask(SIG_BLOCK, &stop_set, NULL);
 	signal(SIGPIPE, SIG_IGN);
 	srv.d = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_THREAD_PER_CONNECTION |
-				 MHD_USE_POLL | MHD_USE_ERROR_LOG,
+				 MHD_USE_POLL | MHD_USE_ITC | MHD_USE_ERROR_LOG,
 				 0, NULL, NULL, handler, NULL,
 				 MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL,
 				 MHD_OPTION_LISTEN_SOCKET, srv.lfd,
@@ -1101,8 +1102,25 @@ int cmd_serve(int argc, char **argv)
 	if (srv.numa)
 		tk_session__stop(srv.numa);
 	pthread_mutex_unlock(&srv.lock);
+	/*
+	 * No new connections; let the stopped captures send their 503 (at most
+	 * 3 s). The listening socket is then ours to close, after MHD_stop_daemon.
+	 */
+	quiesced = MHD_quiesce_daemon(srv.d);
+	for (i = 0; i < 30; i++) {
+		bool busy;
+
+		pthread_mutex_lock(&srv.lock);
+		busy = srv.slot[SLOT_CPU].busy || srv.slot[SLOT_ALLOC].busy;
+		pthread_mutex_unlock(&srv.lock);
+		if (!busy)
+			break;
+		usleep(100 * 1000);
+	}
+	usleep(200 * 1000);
 	MHD_stop_daemon(srv.d);
-	srv.lfd = -1;		/* MHD closed it */
+	if (quiesced == MHD_INVALID_SOCKET)
+		srv.lfd = -1;	/* MHD closed it */
 	if (srv.numa) {
 		pthread_join(srv.numa_th, NULL);
 		tk_session__free(srv.numa);
