@@ -43,7 +43,7 @@ expect() {
 }
 
 # --- what a user types
-expect "alloc caps cpu help numa record" tracekit ""
+expect "alloc caps cpu help numa record serve" tracekit ""
 expect "caps cpu" tracekit c
 expect "-h --help -V --version" tracekit -
 expect "--backend" tracekit cpu --ba
@@ -66,6 +66,7 @@ expect "" tracekit caps ls
 expect "" tracekit numa ls
 expect "--tar" tracekit record -o x --t
 expect "" tracekit record ls
+expect "--allow-remote" tracekit serve --al
 
 # -p: running PIDs, this shell's among them, nothing else
 got=$(complete_words tracekit cpu -p "")
