@@ -27,9 +27,7 @@
 #include <unistd.h>
 
 #include "cli.h"
-#include "alloc/alloc.h"
 #include "core/outfile.h"
-#include "core/session.h"
 #include "core/tar.h"
 #include "record.h"
 #include "tracekit/tracekit.h"
@@ -267,16 +265,15 @@ static void open_numa(struct rec *r, struct rec_coll *rc, const int *pids, int n
 static void alloc_guard(struct tk_session *s, double elapsed, void *arg)
 {
 	struct rec_coll *rc = arg;
-	struct tk_session *is = s;	/* the library's own view: core/session.h */
-	struct tk_alloc_stats st;
 	double dt = elapsed - rc->guard_t;
+	uint64_t traps;
 
 	if (dt < 0.4)
 		return;
-	tk_alloc__stats(is->coll, &st);
+	traps = tk_session__traps(s);
 	/* traps a second times what each costs: the share of a CPU the process loses */
-	rc->guard_cost = (double)(st.calls - rc->guard_calls) / dt * rc->hit_ns * 1e-9;
-	rc->guard_calls = st.calls;
+	rc->guard_cost = (double)(traps - rc->guard_calls) / dt * rc->hit_ns * 1e-9;
+	rc->guard_calls = traps;
 	rc->guard_t = elapsed;
 	rc->guard_over = rc->guard_cost > rc->budget ? rc->guard_over + 1 : 0;
 	if (rc->guard_over >= 2 && !rc->stopped_early[0]) {

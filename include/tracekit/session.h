@@ -122,6 +122,13 @@ struct tk_session_stats {
 	uint64_t lost;			/* the sum of every loss counter so far */
 };
 void tk_session__stats(const struct tk_session *s, struct tk_session_stats *st);
+/*
+ * The calls the session's probes have trapped so far: an allocation session
+ * hooked by uprobes counts each allocator call it traps (what its cost is
+ * made of); 0 for sessions that trap nothing per call. Call it on the thread
+ * that runs the session (an on_tick callback, say).
+ */
+uint64_t tk_session__traps(const struct tk_session *s);
 enum tk_collector tk_session__collector(const struct tk_session *s);
 /* The backend in use: "bpf", "perf", "jemalloc", "vmstat". */
 const char *tk_session__backend(const struct tk_session *s);

@@ -69,6 +69,14 @@ static void alloc_stats(const struct tk_session *s, struct tk_session_stats *st)
 	st->lost = as.lost;
 }
 
+static uint64_t alloc_traps(const struct tk_session *s)
+{
+	struct tk_alloc_stats as;
+
+	tk_alloc__stats(s->coll, &as);
+	return as.calls;
+}
+
 static const char *alloc_backend(const struct tk_session *s)
 {
 	return tk_alloc__backend(s->coll);
@@ -103,6 +111,7 @@ const struct tk_collector_ops tk_alloc_session_ops = {
 	.backend = alloc_backend,
 	.describe = alloc_describe,
 	.command_pid = alloc_command_pid,
+	.traps = alloc_traps,
 	.close = alloc_close,
 };
 

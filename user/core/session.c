@@ -554,6 +554,11 @@ void tk_session__stats(const struct tk_session *s, struct tk_session_stats *st)
 		s->ops->stats(s, st);
 }
 
+uint64_t tk_session__traps(const struct tk_session *s)
+{
+	return s && s->coll && s->ops->traps ? s->ops->traps(s) : 0;
+}
+
 enum tk_collector tk_session__collector(const struct tk_session *s)
 {
 	return s->ops->id;

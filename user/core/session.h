@@ -38,6 +38,8 @@ struct tk_collector_ops {
 	/* The interval's result (@final: the whole run, collection stopped) into @r. */
 	int (*rotate)(struct tk_session *s, bool final, struct tk_result *r);
 	void (*stats)(const struct tk_session *s, struct tk_session_stats *st);
+	/* Calls the session's probes trapped so far (tk_session__traps); NULL: none counted. */
+	uint64_t (*traps)(const struct tk_session *s);
 	const char *(*backend)(const struct tk_session *s);
 	const char *(*describe)(const struct tk_session *s);
 	/* The pid of the command the collector spawned (spawns_command). */
