@@ -298,6 +298,8 @@ static void *worker(void *arg)
 	}
 	rc->run_err = tk_session__run(rc->s, &ro);
 	rc->end = tk_session__ended(rc->s);
+	/* stop collecting now (a profile ended early detaches at once): its result */
+	rc->finish_err = tk_session__finish(rc->s, &rc->r);
 	atomic_store(&rc->done, true);
 	return NULL;
 }
@@ -668,7 +670,7 @@ int cmd_record(int argc, char **argv)
 			snprintf(rc->why, sizeof(rc->why), "collection failed: %s",
 				 strerror(-rc->run_err));
 		}
-		err = tk_session__finish(rc->s, &rc->r);
+		err = rc->finish_err;
 		if (err) {
 			rc->status = REC_FAILED;
 			snprintf(rc->why, sizeof(rc->why), "cannot build the %s: %s",

@@ -47,6 +47,7 @@ struct rec_coll {
 	bool thread;
 	atomic_bool done;
 	int run_err;
+	int finish_err;			/* tk_session__finish, on the worker */
 	enum tk_session_end end;
 	double forecast;		/* expected slowdown (0.01: 1 %), -1: not forecast */
 	/*
