@@ -210,7 +210,7 @@ static void open_alloc_pid(struct rec *r, struct rec_coll *rc, int pid, bool fir
 	} else if ((err = tk_alloc__measure(pid, first ? r->caps : NULL, 300, &rate, why,
 					    sizeof(why)))) {
 		o.mode = TK_ALLOC_MODE_GROWTH;
-		snprintf(rc->plan, sizeof(rc->plan), "growth: the allocation rate could not be "
+		snprintf(rc->plan, sizeof(rc->plan), "growth (page faults): the allocation rate could not be "
 			 "measured (%s)", why[0] ? why : strerror(-err));
 	} else {
 		rc->forecast = rate.slowdown[TK_ALLOC_MODE_SAMPLED];
@@ -224,13 +224,18 @@ static void open_alloc_pid(struct rec *r, struct rec_coll *rc, int pid, bool fir
 				 rate.alloc_per_s, 100 * rc->forecast, 100 * r->budget);
 		} else {
 			o.mode = TK_ALLOC_MODE_GROWTH;
-			snprintf(rc->plan, sizeof(rc->plan), "growth (page faults, brk, mmap): "
+			snprintf(rc->plan, sizeof(rc->plan), "growth (page faults): "
 				 "sampling %s%.0f allocations/s would cost %s%.1f %%, over the "
 				 "%.1f %% budget", rate.lower_bound ? "at least " : "",
 				 rate.alloc_per_s, rate.lower_bound ? "more than " : "",
 				 100 * rc->forecast, 100 * r->budget);
 		}
 	}
+	/*
+	 * Growth by page faults only: brk and mmap would take the raw_syscalls
+	 * tracepoints, a tax on every system call of the machine (bench-record.sh).
+	 */
+	o.growth_faults_only = true;
 	why[0] = 0;
 	rc->s = tk_session__open_alloc(&o, &so, why, sizeof(why));
 	if (!rc->s) {

@@ -690,6 +690,49 @@ static void test_svg(void **state)
 	tk_profile__free(p);
 }
 
+static int write_svg_inline(const struct tk_profile *p, FILE *f)
+{
+	return tk_profile__write_svg_inline(p, f, "CPU", "fg-cpu");
+}
+
+/* The graph as an element of an HTML page: no declaration, its own ids, its script scoped. */
+static void test_svg_inline(void **state)
+{
+	struct tk_profile *p = pf_build(true, NULL);
+	char *out, *alone;
+	FILE *f;
+
+	assert_non_null(p);
+	out = render(p, write_svg_inline);
+	assert_xml(out);
+	assert_true(!strncmp(out, "<svg id=\"fg-cpu\" xmlns=", 24));
+	assert_null(strstr(out, "<?xml"));
+	assert_non_null(strstr(out, "<text id=\"fg-cpu-unzoom\""));
+	assert_non_null(strstr(out, "<text id=\"fg-cpu-details\""));
+	assert_non_null(strstr(out, "#fg-cpu-unzoom { cursor"));
+	assert_non_null(strstr(out, "var svg = document.getElementById('fg-cpu')"));
+	assert_non_null(strstr(out, "svg.querySelectorAll('g.f')"));
+	/* no id of its own that another graph on the page would share */
+	assert_null(strstr(out, "id=\"unzoom\""));
+	assert_null(strstr(out, "id=\"details\""));
+	assert_null(strstr(out, "document.documentElement"));
+	/* the same frames as the document */
+	alone = render(p, write_svg);
+	assert_int_equal(count(out, "<g class=\"f\">"), count(alone, "<g class=\"f\">"));
+	assert_non_null(strstr(alone, "var svg = document.documentElement"));
+	free(alone);
+	free(out);
+	/* an id that could break out of its attribute or the script's string is refused */
+	f = fopen("/dev/null", "w");
+	assert_non_null(f);
+	assert_int_equal(tk_profile__write_svg_inline(p, f, "x", "a'b"), -EINVAL);
+	assert_int_equal(tk_profile__write_svg_inline(p, f, "x", "a\"b"), -EINVAL);
+	assert_int_equal(tk_profile__write_svg_inline(p, f, "x", ""), -EINVAL);
+	assert_int_equal(tk_profile__write_svg_inline(p, f, "x", NULL), -EINVAL);
+	fclose(f);
+	tk_profile__free(p);
+}
+
 static void test_svg_escaping(void **state)
 {
 	struct tk_profile *p = tk_profile__new_cpu("bpf", 99);
@@ -875,6 +918,7 @@ int main(void)
 		cmocka_unit_test(test_text_recursion),
 		cmocka_unit_test(test_json),
 		cmocka_unit_test(test_svg),
+		cmocka_unit_test(test_svg_inline),
 		cmocka_unit_test(test_svg_escaping),
 		cmocka_unit_test(test_svg_narrow),
 		cmocka_unit_test(test_empty_profile),

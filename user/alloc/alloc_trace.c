@@ -209,8 +209,8 @@ static struct alloc_trace_bpf *load_as(struct tk_alloc *a, enum load_kind k,
 		break;
 	case LOAD_GROWTH:
 		bpf_program__set_autoload(s->progs.fault_user, true);
-		bpf_program__set_autoload(s->progs.sys_enter, true);
-		bpf_program__set_autoload(s->progs.sys_exit, true);
+		bpf_program__set_autoload(s->progs.sys_enter, !a || !a->opts.growth_faults_only);
+		bpf_program__set_autoload(s->progs.sys_exit, !a || !a->opts.growth_faults_only);
 		brk_offsets(a, s);
 		break;
 	case LOAD_COUNT:

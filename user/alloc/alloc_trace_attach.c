@@ -262,13 +262,16 @@ int tk_alloc_bpf__start(struct tk_alloc *a, char *why, size_t why_sz)
 		goto fail;
 
 	if (a->opts.mode == TK_ALLOC_MODE_GROWTH) {
+		bool syscalls = !a->opts.growth_faults_only;
+
 		if ((err = attach_raw_tp(st, st->skel->progs.fault_user)) ||
-		    (err = attach_raw_tp(st, st->skel->progs.sys_enter)) ||
-		    (err = attach_raw_tp(st, st->skel->progs.sys_exit)))
+		    (syscalls && (err = attach_raw_tp(st, st->skel->progs.sys_enter))) ||
+		    (syscalls && (err = attach_raw_tp(st, st->skel->progs.sys_exit))))
 			goto fail;
 		snprintf(a->describe, sizeof(a->describe),
-			 "raw tracepoints page_fault_user, sys_enter/sys_exit (brk, mmap) of pid %d: "
-			 "no allocator hook", a->pid);
+			 syscalls ? "raw tracepoints page_fault_user, sys_enter/sys_exit (brk, mmap) "
+			 "of pid %d: no allocator hook" : "raw tracepoint page_fault_user of pid %d "
+			 "(page faults only: no brk, mmap): no allocator hook", a->pid);
 		return 0;
 	}
 	if (a->hook == TK_ALLOC_HOOK_PRELOAD) {
