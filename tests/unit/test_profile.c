@@ -705,7 +705,7 @@ static void test_svg_inline(void **state)
 	assert_non_null(p);
 	out = render(p, write_svg_inline);
 	assert_xml(out);
-	assert_true(!strncmp(out, "<svg id=\"fg-cpu\" xmlns=", 24));
+	assert_true(!strncmp(out, "<svg id=\"fg-cpu\" xmlns=\"", strlen("<svg id=\"fg-cpu\" xmlns=\"")));
 	assert_null(strstr(out, "<?xml"));
 	assert_non_null(strstr(out, "<text id=\"fg-cpu-unzoom\""));
 	assert_non_null(strstr(out, "<text id=\"fg-cpu-details\""));
