@@ -282,6 +282,63 @@ static void test_record_pid_python(void **state)
 		fail_msg("the CPU profile of python3 has no interpreter frames:\n%s", out);
 }
 
+/*
+ * Debian's redis-server (jemalloc, no frame pointers), recorded by -p. Idle when
+ * the forecast is taken, its allocations are sampled; then a load makes its
+ * allocator calls trap ~10^5 times a second, and the guard ends the sampled
+ * profile early, keeping what it has. Recorded again under the same load, the
+ * forecast sees the rate and only page faults are traced.
+ */
+static void test_record_redis_budget(void **state)
+{
+	const char *dir = in_tmp("redis"), *dir2 = in_tmp("redis2");
+	int port = 17000 + rand() % 1000, i;
+	char portarg[16];
+	pid_t redis;
+
+	NEED_ROOT();
+	need_go();
+	NEED_DEP(access("/usr/bin/redis-server", X_OK) == 0 &&
+		 access("/usr/bin/redis-benchmark", X_OK) == 0, "redis-server, redis-benchmark\n");
+	snprintf(portarg, sizeof(portarg), "%d", port);
+	redis = fork();
+	assert_true(redis >= 0);
+	if (redis == 0) {
+		int fd = open("/dev/null", O_WRONLY);
+
+		dup2(fd, 1);
+		execl("/usr/bin/redis-server", "redis-server", "--port", portarg, "--save", "",
+		      "--appendonly", "no", (char *)NULL);
+		_exit(127);
+	}
+	for (i = 0; i < 50 && sh("redis-cli -p %d ping 2>/dev/null | grep -q PONG", port); i++)
+		usleep(100 * 1000);
+	sh("(sleep 2; timeout 8 redis-benchmark -p %d -q -n 10000000 -t set,get >/dev/null 2>&1) & "
+	   "%s record -d 6 -p %d -o %s 2>&1; wait", port, tracekit(), (int)redis, dir);
+	if (!strstr(out, "record: alloc: sampled:") || !strstr(out, "ended early"))
+		fail_msg("the idle forecast did not sample, or the guard did not end it:\n%s", out);
+	assert_non_null(strstr(manifest(dir, ".collectors[] | select(.name == \"alloc\") | "
+				       ".ended_early"), "over the 2.0 % budget"));
+	assert_string_equal(manifest(dir, ".collectors[] | select(.name == \"alloc\") | .status"),
+			    "recorded");
+	pprof_top(tk_test_path(dir, "alloc.pb.gz"), "-sample_index=alloc_space");
+	pprof_top(tk_test_path(dir, "cpu.pb.gz"), "");
+	if (!strstr(out, "redis-server") && !strstr(out, "processCommand"))
+		fail_msg("the CPU profile does not show redis:\n%s", out);
+
+	/* under load from the start: the forecast says no, and page faults are traced */
+	sh("(timeout 8 redis-benchmark -p %d -q -n 10000000 -t set,get >/dev/null 2>&1) & "
+	   "sleep 1; %s record -d 2 -p %d -o %s 2>&1; wait", port, tracekit(), (int)redis, dir2);
+	kill(redis, SIGTERM);
+	waitpid(redis, NULL, 0);
+	if (!strstr(out, "record: alloc: growth (page faults): sampling"))
+		fail_msg("under load, the forecast did not choose growth:\n%s", out);
+	assert_true(atof(manifest(dir2, ".collectors[] | select(.name == \"alloc\") | "
+				  ".forecast_slowdown")) > 0.02);
+	assert_non_null(strstr(manifest(dir2, ".collectors[] | select(.name == \"alloc\") | "
+					".describe"), "page faults only"));
+}
+
 /* System-wide: no allocation profile, and the bundle says why. */
 static void test_record_system_wide(void **state)
 {
@@ -398,6 +455,7 @@ static void test_record_bad_input(void **state)
 
 static int setup(void **state)
 {
+	srand((unsigned int)getpid());
 	return mkdtemp(tmpdir) ? 0 : -1;
 }
 
@@ -415,6 +473,7 @@ int main(void)
 		cmocka_unit_test(test_record_command),
 		cmocka_unit_test(test_record_index_in_chromium),
 		cmocka_unit_test(test_record_pid_python),
+		cmocka_unit_test(test_record_redis_budget),
 		cmocka_unit_test(test_record_system_wide),
 		cmocka_unit_test(test_record_interrupted),
 		cmocka_unit_test(test_record_tar),
