@@ -78,9 +78,19 @@ start() {
 	case $1 in
 	cpu-offcpu) "$TK" cpu --off-cpu -p "$RPID" -d 600 -o "$TMP/cpu.pb.gz" 2>/dev/null & ;;
 	cpu) "$TK" cpu -p "$RPID" -d 600 -o "$TMP/cpu.pb.gz" 2>/dev/null & ;;
-	record) "$TK" record -p "$RPID" -d 600 -o "$TMP/rec" 2>"$TMP/record.err" & ;;
+	record) rm -f "$TMP/record.err"; "$TK" record -p "$RPID" -d 600 -o "$TMP/rec" 2>"$TMP/record.err" & ;;
 	esac
 	TPID=$!
+	# record says when every session has started (after its forecast, which must not
+	# fall in the window); give it a moment to settle
+	if [[ $1 == record ]]; then
+		for ((i = 0; i < 150; i++)); do
+			grep -qs 'record: recording' "$TMP/record.err" && break
+			sleep 0.1
+		done
+		sleep 0.5
+		return
+	fi
 	# attached: its BPF links and perf events open and holding still
 	local prev=-1 n same=0
 	for ((i = 0; i < 100 && same < 3; i++)); do

@@ -81,7 +81,7 @@ MOVE_PAGES=16384	# numa_move: 64 MiB of 4 KiB pages
 BAL_PAGES=16384		# numa_balance 15 64: the same
 
 # ---- results: check lines, and the table's cells ------------------------------------
-TESTS=(caps cpu cpu-perf unwind unwind-perf off-cpu off-cpu-perf alloc-full alloc-sampled alloc-growth numa-move
+TESTS=(caps cpu cpu-perf unwind unwind-perf off-cpu off-cpu-perf alloc-full alloc-sampled alloc-growth record numa-move
 	numa-balance)
 NOBTF_TESTS=(nobtf-caps nobtf-cpu nobtf-off-cpu nobtf-alloc nobtf-numa)	# rows of the TK_VM_NOBTF guest
 ATTACH=(cpu cpu-perf off-cpu off-cpu-perf alloc numa fentry kprobe "misplaced_*")
@@ -252,6 +252,11 @@ fi
 tk_run alloc_full tracekit alloc -v --mode full --format folded -- alloc_leak -d 1 --leak-bytes 1048576 --leak-block 4096
 tk_run alloc_sampled tracekit alloc -v --sample-bytes 4096 --format folded -- alloc_leak -d 1 --leak-bytes 16777216 --leak-block 262144 --no-touch
 tk_run alloc_growth tracekit alloc --mode growth --format folded -- alloc_leak -d 1 --leak-bytes 4194304 --leak-block 65536
+# every collector over one window: the bundle's manifest and allocation summary
+tk_run record tracekit record -d 8 -o /tmp/rec -- alloc_leak -d 1 --leak-bytes 4194304 --leak-block 65536
+tk_run record.manifest cat /tmp/rec/manifest.json
+tk_run record.alloc cat /tmp/rec/alloc.txt
+rm -rf /tmp/rec
 
 # Wait until tracer $1 (stderr in $2) has attached: with -v it says "backend X" once
 # its session started; else its BPF links and perf events stop growing. At most
@@ -562,6 +567,8 @@ check_guest() {
 			"$d/offcpu_perf.stderr.out" "$d/offcpu_perf.note.out"
 	fi
 	check_alloc "$d" "${release:-0}"
+	check_record "$(rc_of "$d/record.rc")" "$d/record.stderr.out" "$d/record.manifest.out" \
+		"$d/record.alloc.out"
 	check_numa_move "$d"
 	if [[ -n $BAL_SKIP ]]; then
 		T=numa-balance skip "numa balance" "$BAL_SKIP"
@@ -648,6 +655,10 @@ check_host() {
 		>"$tmp/alloc_growth.out" 2>"$tmp/alloc_growth.stderr.out"
 	echo $? >"$tmp/alloc_growth.rc"
 	check_alloc "$tmp" "$(uname -r)"
+	"$bin" record -d 8 -o "$tmp/rec" -- "$leak" -d 1 --leak-bytes 4194304 --leak-block 65536 \
+		>/dev/null 2>"$tmp/record.err"
+	rc=$?
+	check_record "$rc" "$tmp/record.err" "$tmp/rec/manifest.json" "$tmp/rec/alloc.txt"
 
 	# numa on one node: nothing to move; it must start, say its backend, and what it lacks
 	T=numa-move

@@ -120,6 +120,24 @@ check_offcpu() {
 		'((pct >= 67 && pct <= 83))' "folded: $(tr '\n' '|' <"$folded" | head -c 800)"
 }
 
+# tracekit record over a command: $1 rc, $2 stderr, $3 the manifest, $4 the allocation summary.
+# Every collector is recorded, and the allocation profile names alloc_leak's leak_site.
+check_record() {
+	local rc=$1 err=$2 manifest=$3 alloc=$4 st
+	T=record
+	if [[ $rc != 0 ]]; then
+		fail "record: tracekit record exits 0" "$(why_rc "$rc" "$err")"
+		return
+	fi
+	ok "record: tracekit record exits 0"
+	st=$(jq -r '[.collectors[] | .name + "=" + .status] | join(" ")' "$manifest" 2>/dev/null)
+	expect "record: every collector recorded ($st)" \
+		'[[ $st == "alloc=recorded cpu=recorded numa=recorded" ]]' \
+		"manifest: $(head -c 800 "$manifest" 2>/dev/null)"
+	expect "record: the allocation profile names leak_site" 'grep -q leak_site "$alloc"' \
+		"alloc.txt: $(head -c 600 "$alloc" 2>/dev/null)"
+}
+
 check_unwind() {
 	local name=$1 folded=$2 rc=$3 err=$4 burn whole
 	T=$name
