@@ -5,18 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/fsutil.h"
 #include "core/httpq.h"
-
-static int hexval(char c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	return -1;
-}
 
 /* Decode @len bytes at @s into @dst (NUL-terminated); the decoded length, or -1. */
 static int decode(const char *s, size_t len, char *dst, char *why, size_t why_sz)
@@ -32,8 +22,8 @@ static int decode(const char *s, size_t len, char *dst, char *why, size_t why_sz
 				snprintf(why, why_sz, "a '%%' escape is cut short");
 				return -1;
 			}
-			hi = hexval(s[i + 1]);
-			lo = hexval(s[i + 2]);
+			hi = tk_hexval(s[i + 1]);
+			lo = tk_hexval(s[i + 2]);
 			if (hi < 0 || lo < 0) {
 				snprintf(why, why_sz, "'%%%c%c' is not an escape", s[i + 1], s[i + 2]);
 				return -1;
