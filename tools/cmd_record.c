@@ -182,10 +182,17 @@ static void open_alloc_cmd(struct rec *r, struct rec_coll *rc)
 	}
 	opened(rc);
 	rc->pid = tk_session__command_pid(rc->s);
-	snprintf(rc->plan, sizeof(rc->plan), "sampled, about one per %u KiB allocated, %s%s",
+}
+
+/* Once started (the hook is known then): how the command's allocations are sampled. */
+static void plan_alloc_cmd(struct rec_coll *rc)
+{
+	snprintf(rc->plan, sizeof(rc->plan), "sampled, about one per %u KiB allocated, %s",
 		 TK_ALLOC_DEFAULT_SAMPLE_BYTES / 1024,
-		 !strcmp(rc->backend, "bpf") ? "by an in-process sampler that traps once per "
-		 "sample, not per call" : rc->backend, "");
+		 strcmp(rc->backend, "bpf") ? "by the allocator's own profiler (no eBPF)" :
+		 strstr(rc->describe, "in-process sampler") ? "by an in-process sampler that traps "
+		 "once per sample, not per call" : "by uprobes on its allocator (the command "
+		 "cannot load the in-process sampler: every call traps)");
 }
 
 /*
@@ -428,7 +435,7 @@ static void print_plan(const struct rec *r)
 	for (i = 0; i < r->n; i++) {
 		const struct rec_coll *rc = &r->c[i];
 
-		if (rc->s)
+		if (rc->s && rc->status == REC_OK)
 			fprintf(stderr, "tracekit: record: %s: %s\n", rc->name, rc->plan);
 		else
 			fprintf(stderr, "tracekit: record: %s: not recorded: %s\n", rc->name,
@@ -622,8 +629,6 @@ int cmd_record(int argc, char **argv)
 		}
 		open_numa(r, add_coll(r, TK_COLLECT_NUMA, "numa"), r->pids, r->nr_pids);
 	}
-	print_plan(r);
-
 	/* numa and the processes' profiles first, the command's owner last */
 	for (i = 0; i < r->n; i++)
 		if (!r->c[i].owns_command)
@@ -632,10 +637,14 @@ int cmd_record(int argc, char **argv)
 		if (r->c[i].owns_command) {
 			start_one(&r->c[i]);
 			if (r->c[i].status != REC_OK) {
+				print_plan(r);
 				fail(EXIT_FAILURE, "record: %s: %s", r->c[i].name, r->c[i].why);
 				goto out;
 			}
+			if (r->c[i].coll == TK_COLLECT_ALLOC)
+				plan_alloc_cmd(&r->c[i]);
 		}
+	print_plan(r);
 	/* the workers leave the stop signals to this thread */
 	sigemptyset(&block);
 	sigaddset(&block, SIGINT);
