@@ -788,6 +788,8 @@ struct off_sums {
 	unsigned long spin_samples;		/* on-CPU samples under on_spin */
 	double long_not_sleeping;		/* off_cpu ns of off_long not labelled sleeping */
 	unsigned long vfork_not_d;		/* vfork entries not labelled uninterruptible */
+	double vfork_not_d_ns;			/* ... their off_cpu ns */
+	unsigned long vfork_sleeping;		/* ... of them labelled sleeping (S) */
 	unsigned long broken_chains;		/* off_long/off_short entries without main */
 	unsigned long entries;
 };
@@ -850,7 +852,11 @@ static void off_sum_json(const char *json, const char *sleep_state, struct off_s
 		/* glibc's vfork keeps its return address in a register: off_vfork is not seen */
 		if (strstr(e, "\"name\":\"vfork\"")) {
 			o->off_vfork += val[2];
-			o->vfork_not_d += !strstr(e, "\"thread_state\":\"uninterruptible\"");
+			if (!strstr(e, "\"thread_state\":\"uninterruptible\"")) {
+				o->vfork_not_d++;
+				o->vfork_not_d_ns += val[2];
+				o->vfork_sleeping += strstr(e, "\"thread_state\":\"sleeping\"") != NULL;
+			}
 		}
 		free(e);
 	}
@@ -948,10 +954,17 @@ static void check_off_cpu_uninterruptible(const char *backend)
 	free(text);
 	share = o.off_vfork / (o.off_long + o.off_short + o.off_vfork);
 	print_message("%s D state: off_vfork %.3f s (share %.3f, 0.333 expected), %lu of its "
-		      "entries not uninterruptible\n", backend, o.off_vfork / 1e9, share,
-		      o.vfork_not_d);
+		      "entries not uninterruptible (%.4f s, %lu of them sleeping)\n", backend,
+		      o.off_vfork / 1e9, share, o.vfork_not_d, o.vfork_not_d_ns / 1e9,
+		      o.vfork_sleeping);
 	assert_true(o.off_vfork > 0);
-	assert_int_equal(o.vfork_not_d, 0);
+	/*
+	 * The waits are D; under vfork's stack a parent can also be preempted (R)
+	 * when its child is woken on its CPU, which is no wait of the vfork's: a
+	 * little of the time, never labelled sleeping.
+	 */
+	assert_int_equal(o.vfork_sleeping, 0);
+	assert_true(o.vfork_not_d_ns < 0.05 * o.off_vfork);
 	assert_true(share > 0.25 && share < 0.42);
 	text = slurp(txt);
 	assert_non_null(strstr(text, "off_cpu (nanoseconds"));
