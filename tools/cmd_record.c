@@ -9,7 +9,6 @@
  * and ends every session together (duration, Ctrl-C, the command's exit).
  * The bundle is written into DIR.tmp.PID and renamed into place once whole.
  */
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
@@ -27,6 +26,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "core/fsutil.h"
 #include "core/outfile.h"
 #include "core/tar.h"
 #include "record.h"
@@ -105,18 +105,12 @@ static struct rec_coll *add_coll(struct rec *r, enum tk_collector c, const char 
 
 static const char *comm_of(int pid, char *buf, size_t sz)
 {
-	char path[64];
-	FILE *f;
+	char rel[32];
 
-	snprintf(path, sizeof(path), "/proc/%d/comm", pid);
-	buf[0] = 0;
-	f = fopen(path, "re");
-	if (f) {
-		if (fgets(buf, (int)sz, f))
-			buf[strcspn(buf, "\n")] = 0;
-		fclose(f);
-	}
-	return buf;
+	snprintf(rel, sizeof(rel), "%d/comm", pid);
+	if (tk_read_file("/proc", rel, buf, sz) < 0)
+		buf[0] = 0;
+	return tk_rstrip(buf);
 }
 
 static void opened(struct rec_coll *rc)
@@ -406,27 +400,6 @@ static const char *window(struct rec *r)
 	return why;
 }
 
-/* Remove the directory @dir and the files directly in it. */
-static void remove_dir(const char *dir)
-{
-	int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	struct dirent *de;
-	DIR *dp;
-
-	if (dfd >= 0) {
-		dp = fdopendir(dfd);
-		if (dp) {
-			while ((de = readdir(dp)))
-				if (strcmp(de->d_name, ".") && strcmp(de->d_name, ".."))
-					unlinkat(dirfd(dp), de->d_name, 0);
-			closedir(dp);
-		} else {
-			close(dfd);
-		}
-	}
-	rmdir(dir);
-}
-
 /* Say what was chosen, a line per collector. */
 static void print_plan(const struct rec *r)
 {
@@ -708,7 +681,7 @@ int cmd_record(int argc, char **argv)
 			fail(EXIT_FAILURE, "record: cannot write '%s': %s", final, strerror(-err));
 			goto out;
 		}
-		remove_dir(tmp);
+		tk_remove_flat_dir_at(AT_FDCWD, tmp);
 	} else if (renameat2(AT_FDCWD, tmp, AT_FDCWD, base, RENAME_NOREPLACE)) {
 		err = errno;
 		fail(EXIT_FAILURE, "record: cannot rename '%s' to '%s': %s (the bundle is left "
@@ -734,7 +707,7 @@ out:
 		fprintf(stderr, "tracekit: '%s' exited with status %d\n", r->argv[0],
 			WEXITSTATUS(status));
 	if (tmp[0])
-		remove_dir(tmp);
+		tk_remove_flat_dir_at(AT_FDCWD, tmp);
 	tk_caps__free(r->caps);
 	return ret;
 }

@@ -123,12 +123,12 @@ struct srv {
 	char numa_why[512], numa_backend[16];
 	struct tk_session *numa;
 	pthread_t numa_th;
-	bool have_reasons, have_pairs;
+	bool have_reasons;
 	uint64_t mig_ok[TK_MR__COUNT], mig_fail[TK_MR__COUNT];
 	uint64_t thp_ok, thp_fail, thp_split;
 	struct { int src, dst; uint64_t pages; } pair[MAX_PAIRS];
 	int nr_pairs;
-	uint64_t pairs_dropped;
+	uint64_t pairs_dropped;		/* pages of node pairs past MAX_PAIRS */
 };
 
 static struct srv srv;
@@ -493,7 +493,6 @@ static int numa_interval(struct tk_session *s, struct tk_result *r, double elaps
 	pthread_mutex_lock(&srv.lock);
 	if (n) {
 		srv.have_reasons |= n->have_reasons;
-		srv.have_pairs |= n->have_pairs;
 		for (i = 0; i < TK_MR__COUNT; i++) {
 			srv.mig_ok[i] += n->by_reason[i].succeeded;
 			srv.mig_fail[i] += n->by_reason[i].failed;
@@ -532,9 +531,12 @@ static void *numa_thread(void *arg)
 
 	pthread_mutex_lock(&srv.lock);
 	srv.numa_running = false;
-	if (err && !atomic_load(&srv.stopping))
+	if (err && !atomic_load(&srv.stopping)) {
 		snprintf(srv.numa_why, sizeof(srv.numa_why), "the numa session failed: %s",
 			 strerror(-err));
+		fprintf(stderr, "tracekit: serve: /metrics stops counting NUMA migrations "
+			"(tracekit_numa_up 0): %s\n", srv.numa_why);
+	}
 	pthread_mutex_unlock(&srv.lock);
 	return NULL;
 }
@@ -604,6 +606,19 @@ static void cgroup_label(FILE *f, bool first)
 	fputc('"', f);
 }
 
+/* A NUMA counter without labels of its own (but the cgroup's, with --cgroup). */
+static void numa_counter(FILE *f, const char *name, const char *help, uint64_t v)
+{
+	family(f, name, "counter", help);
+	fputs(name, f);
+	if (srv.cgroup) {
+		fputc('{', f);
+		cgroup_label(f, true);
+		fputc('}', f);
+	}
+	fprintf(f, " %llu\n", (unsigned long long)v);
+}
+
 static enum MHD_Result metrics(struct MHD_Connection *c)
 {
 	char *buf = NULL;
@@ -615,8 +630,12 @@ static enum MHD_Result metrics(struct MHD_Connection *c)
 	int i, k;
 
 	pthread_mutex_lock(&srv.lock);
-	if (!srv.numa_tried && !atomic_load(&srv.stopping))
+	if (!srv.numa_tried && !atomic_load(&srv.stopping)) {
 		numa_start();
+		if (!srv.numa_running)
+			fprintf(stderr, "tracekit: serve: /metrics has no NUMA migrations "
+				"(tracekit_numa_up 0): %s\n", srv.numa_why);
+	}
 	pthread_mutex_unlock(&srv.lock);
 	f = open_memstream(&buf, &len);
 	if (!f)
@@ -648,14 +667,11 @@ static enum MHD_Result metrics(struct MHD_Connection *c)
 		cgroup_label(f, false);
 		fprintf(f, "} %llu\n", (unsigned long long)srv.mig_fail[i]);
 	}
-	family(f, "tracekit_numa_thp_migrated_total", "counter", "Huge pages migrated.");
-	fputs("tracekit_numa_thp_migrated_total", f);
-	if (srv.cgroup) {
-		fputc('{', f);
-		cgroup_label(f, true);
-		fputc('}', f);
-	}
-	fprintf(f, " %llu\n", (unsigned long long)srv.thp_ok);
+	numa_counter(f, "tracekit_numa_thp_migrated_total", "Huge pages migrated.", srv.thp_ok);
+	numa_counter(f, "tracekit_numa_thp_migration_failed_total",
+		     "Huge pages the kernel failed to migrate.", srv.thp_fail);
+	numa_counter(f, "tracekit_numa_thp_split_total", "Huge pages split to be migrated.",
+		     srv.thp_split);
 	family(f, "tracekit_numa_node_pages_migrated_total", "counter",
 	       "Pages migrated from node src to node dst (where the kernel lets them be seen).");
 	for (i = 0; i < srv.nr_pairs; i++) {
@@ -695,6 +711,9 @@ static enum MHD_Result metrics(struct MHD_Connection *c)
 				fprintf(f, "tracekit_lost_total{collector=\"%s\",counter=\"%s\"} "
 					"%llu\n", slot_name[i], srv.loss[k].name,
 					(unsigned long long)srv.loss[k].count[i]);
+	/* NUMA: the pages of node pairs beyond the ones counted apart */
+	fprintf(f, "tracekit_lost_total{collector=\"numa\",counter=\"node_pairs_full\"} %llu\n",
+		(unsigned long long)srv.pairs_dropped);
 	family(f, "tracekit_http_responses_total", "counter", "HTTP responses, by status code.");
 	for (i = 0; i < srv.nr_codes; i++)
 		fprintf(f, "tracekit_http_responses_total{code=\"%d\"} %llu\n", srv.codes[i].code,

@@ -2,7 +2,8 @@
 /*
  * tracekit serve, from the outside: a real server on a loopback port, real
  * clients. go tool pprof reads a CPU profile over HTTP that names the hot
- * function, and a heap profile that names the leak; promtool accepts /metrics
+ * function (of our workload, and Debian's redis-server's event loop under
+ * load), and a heap profile that names the leak; promtool accepts /metrics
  * and a real Prometheus scrapes it (up == 1, tracekit_ series stored); bad
  * requests get 400/404/405/403 with a reason; a second capture of the same
  * collector gets 429 with Retry-After while another collector's runs; a client
@@ -182,6 +183,32 @@ static void test_go_pprof_over_http(void **state)
 	snprintf(url, sizeof(url), "%s/debug/pprof/profile?seconds=1", s.url);
 	assert_int_equal(get(url, NULL), 200);
 	stop_server(&s);
+}
+
+/* A program nobody here wrote: Debian's redis-server (no frame pointers), under load. */
+static void test_redis_over_http(void **state)
+{
+	struct server s;
+	char url[512];
+	int port = 18000 + rand() % 1000;
+	pid_t redis;
+
+	NEED_ROOT();
+	need_tools();
+	NEED_DEP(access("/usr/bin/redis-server", X_OK) == 0 &&
+		 access("/usr/bin/redis-benchmark", X_OK) == 0, "redis-server, redis-benchmark\n");
+	redis = tk_test_start_redis(port);
+	assert_true(redis > 0);
+	assert_int_equal(start_server(&s, "--listen", "127.0.0.1:0", NULL), 0);
+	snprintf(url, sizeof(url), "%s/debug/pprof/profile?pid=%d", s.url, (int)redis);
+	sh("(timeout 10 redis-benchmark -p %d -q -n 10000000 -t set,get >/dev/null 2>&1 &); "
+	   "sleep 0.5; HOME=%s PPROF_TMPDIR=%s timeout 60 go tool pprof -top -seconds 3 '%s' 2>&1",
+	   port, tmpdir, tmpdir, url);
+	kill(redis, SIGTERM);
+	waitpid(redis, NULL, 0);
+	stop_server(&s);
+	if (!strstr(out, "aeMain") || !strstr(out, "processCommand"))
+		fail_msg("the profile of redis-server over HTTP lacks its event loop:\n%s", out);
 }
 
 static void test_heap_over_http(void **state)
@@ -500,6 +527,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_go_pprof_over_http),
+		cmocka_unit_test(test_redis_over_http),
 		cmocka_unit_test(test_heap_over_http),
 		cmocka_unit_test(test_metrics_promtool_and_prometheus),
 		cmocka_unit_test(test_bad_requests),

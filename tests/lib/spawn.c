@@ -295,3 +295,34 @@ pid_t tk_test_spawn_in_root(const char *root, char *const argv[], int in_fd, int
 	*outer = mid;
 	return pid;
 }
+
+pid_t tk_test_start_redis(int port)
+{
+	char portarg[16], cmd[128], out[64];
+	pid_t pid;
+	int i;
+
+	snprintf(portarg, sizeof(portarg), "%d", port);
+	pid = fork();
+	if (pid < 0)
+		return -errno;
+	if (pid == 0) {
+		int fd = open("/dev/null", O_WRONLY);
+
+		dup2(fd, 1);
+		execl("/usr/bin/redis-server", "redis-server", "--port", portarg, "--bind",
+		      "127.0.0.1", "--save", "", "--appendonly", "no", (char *)NULL);
+		_exit(127);
+	}
+	snprintf(cmd, sizeof(cmd), "redis-cli -p %d ping 2>/dev/null", port);
+	for (i = 0; i < 50; i++) {
+		if (tk_test_capture(cmd, out, sizeof(out)) == 0 && strstr(out, "PONG"))
+			return pid;
+		if (waitpid(pid, NULL, WNOHANG) == pid)
+			return -ECHILD;
+		usleep(100 * 1000);
+	}
+	kill(pid, SIGKILL);
+	waitpid(pid, NULL, 0);
+	return -ETIMEDOUT;
+}

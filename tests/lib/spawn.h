@@ -58,6 +58,12 @@ int tk_test_wait_attached(pid_t pid, int timeout_ms);
 pid_t tk_test_spawn_in_root(const char *root, char *const argv[], int in_fd, int out_fd,
 			    pid_t *outer);
 
+/*
+ * Debian's redis-server on loopback port @port, nothing saved, stdout to
+ * /dev/null; its pid once it answers PING (at most 5 s), or -errno.
+ */
+pid_t tk_test_start_redis(int port);
+
 /* Run a shell command line and capture its stdout; the exit status, or -1. */
 int tk_test_capture(const char *cmdline, char *out, size_t out_sz);
 

@@ -91,28 +91,6 @@ static const char *proc_root(const struct tk_alloc *a)
 #define JE_DIR_PARENT "/tmp"
 #define JE_DIR_PREFIX "tracekit-je."
 
-/* Remove private directory @name under @parent_fd and its dumps (nothing else is ever there). */
-static void remove_dir_at(int parent_fd, const char *name)
-{
-	struct dirent *de;
-	DIR *d;
-	int fd;
-
-	fd = openat(parent_fd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	if (fd < 0)
-		return;
-	d = fdopendir(fd);
-	if (!d) {
-		close(fd);
-		return;
-	}
-	while ((de = readdir(d)))
-		if (strcmp(de->d_name, ".") && strcmp(de->d_name, ".."))
-			unlinkat(fd, de->d_name, 0);
-	closedir(d);
-	unlinkat(parent_fd, name, AT_REMOVEDIR);
-}
-
 /* The creator's pid when @name is exactly "tracekit-je.PID.XXXXXX" (ours), else 0. */
 static pid_t stale_dir_pid(const char *name)
 {
@@ -165,7 +143,7 @@ static void remove_stale_dirs(void)
 		if (fd < 0)
 			continue;
 		if (!flock(fd, LOCK_EX | LOCK_NB))
-			remove_dir_at(dfd, de->d_name);
+			tk_remove_flat_dir_at(dfd, de->d_name);
 		close(fd);
 	}
 	closedir(d);
@@ -509,16 +487,6 @@ static int je_build(struct tk_alloc *a, uint64_t min_age_ns, bool final, struct 
 	return 0;
 }
 
-/* Remove the private directory and the dumps in it. */
-static void remove_dir(const char *dir)
-{
-	int fd = open(JE_DIR_PARENT, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-
-	if (fd < 0)
-		return;
-	remove_dir_at(fd, tk_path_basename(dir));
-	close(fd);
-}
 
 static void je_free(struct tk_alloc *a)
 {
@@ -527,7 +495,7 @@ static void je_free(struct tk_alloc *a)
 	if (!p)
 		return;
 	if (p->dir[0])
-		remove_dir(p->dir);
+		tk_remove_flat_dir_at(AT_FDCWD, p->dir);
 	if (p->dir_fd >= 0)
 		close(p->dir_fd);
 	free(p);

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
 #include <ctype.h>
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -207,4 +208,25 @@ int tk_find_command(const char *cmd, char *buf, size_t size)
 		p = *end ? end + 1 : end;
 	}
 	return -ENOENT;
+}
+
+void tk_remove_flat_dir_at(int parent_fd, const char *name)
+{
+	struct dirent *de;
+	DIR *d;
+	int fd;
+
+	fd = openat(parent_fd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0)
+		return;
+	d = fdopendir(fd);
+	if (!d) {
+		close(fd);
+		return;
+	}
+	while ((de = readdir(d)))
+		if (strcmp(de->d_name, ".") && strcmp(de->d_name, ".."))
+			unlinkat(fd, de->d_name, 0);
+	closedir(d);
+	unlinkat(parent_fd, name, AT_REMOVEDIR);
 }

@@ -51,6 +51,13 @@ char *tk_rstrip(char *s);
  */
 int tk_find_command(const char *cmd, char *buf, size_t size);
 
+/*
+ * Remove the directory @name under @parent_fd (AT_FDCWD: a path) and the files
+ * directly in it; nothing below is followed (a private directory of ours that
+ * holds files only). Errors are ignored: what remains stays.
+ */
+void tk_remove_flat_dir_at(int parent_fd, const char *name);
+
 /* The value of hex digit @c, or -1 (the parsers of /proc's and kallsyms' addresses). */
 static inline int tk_hexval(char c)
 {
