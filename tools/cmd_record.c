@@ -28,6 +28,7 @@
 #include "cli.h"
 #include "core/fsutil.h"
 #include "core/outfile.h"
+#include "alloc/alloc_budget.h"
 #include "core/tar.h"
 #include "record.h"
 #include "tracekit/tracekit.h"
@@ -98,7 +99,7 @@ static struct rec_coll *add_coll(struct rec *r, enum tk_collector c, const char 
 	struct rec_coll *rc = &r->c[r->n++];
 
 	rc->coll = c;
-	rc->forecast = -1;
+	rc->budget.forecast = -1;
 	snprintf(rc->name, sizeof(rc->name), "%s", name);
 	return rc;
 }
@@ -199,45 +200,17 @@ static void open_alloc_pid(struct rec *r, struct rec_coll *rc, int pid, bool fir
 				   .unwind = env.unwind, .unwind_mem = env.unwind_mem };
 	struct tk_session_opts so = { .sz = TK_OPTS_SZ(tk_session_opts), .log = cli_log,
 				      .caps = first ? r->caps : NULL };
-	struct tk_alloc_rate rate = { .sz = TK_OPTS_SZ(tk_alloc_rate) };
 	char why[512] = "", comm[32];
-	int err;
 
 	rc->pid = pid;
 	snprintf(rc->title, sizeof(rc->title), "Allocations of %d (%s)", pid,
 		 comm_of(pid, comm, sizeof(comm)));
 	if (tk_caps__backend(r->caps, TK_COLLECT_ALLOC, NULL) != TK_BACKEND_BPF) {
 		snprintf(rc->plan, sizeof(rc->plan), "the allocator's own profiler (no eBPF)");
-	} else if ((err = tk_alloc__measure(pid, first ? r->caps : NULL, 300, &rate, why,
-					    sizeof(why)))) {
-		o.mode = TK_ALLOC_MODE_GROWTH;
-		snprintf(rc->plan, sizeof(rc->plan), "growth (page faults): the allocation rate could not be "
-			 "measured (%s)", why[0] ? why : strerror(-err));
 	} else {
-		rc->forecast = rate.slowdown[TK_ALLOC_MODE_SAMPLED];
-		if (!rate.lower_bound && rc->forecast <= r->budget) {
-			o.mode = TK_ALLOC_MODE_SAMPLED;
-			rc->guard = true;
-			rc->budget = r->budget;
-			rc->hit_ns = (rate.alloc_hit_ns + rate.free_hit_ns) / 2;
-			snprintf(rc->plan, sizeof(rc->plan), "sampled: %.0f allocations/s, "
-				 "forecast %.2f %% slowdown, within the %.1f %% budget",
-				 rate.alloc_per_s, 100 * rc->forecast, 100 * r->budget);
-		} else {
-			o.mode = TK_ALLOC_MODE_GROWTH;
-			snprintf(rc->plan, sizeof(rc->plan), "growth (page faults): "
-				 "sampling %s%.0f allocations/s would cost %s%.1f %%, over the "
-				 "%.1f %% budget", rate.lower_bound ? "at least " : "",
-				 rate.alloc_per_s, rate.lower_bound ? "more than " : "",
-				 100 * rc->forecast, 100 * r->budget);
-		}
+		tk_alloc_budget__plan(&rc->budget, r->budget, first ? r->caps : NULL, &o);
+		memcpy(rc->plan, rc->budget.plan, sizeof(rc->budget.plan));
 	}
-	/*
-	 * Growth by page faults only: brk and mmap would take the raw_syscalls
-	 * tracepoints, a tax on every system call of the machine (bench-record.sh).
-	 */
-	o.growth_faults_only = true;
-	why[0] = 0;
 	rc->s = tk_session__open_alloc(&o, &so, why, sizeof(why));
 	if (!rc->s) {
 		snprintf(rc->why, sizeof(rc->why), "%s", why[0] ? why : strerror(errno));
@@ -271,26 +244,8 @@ static void open_numa(struct rec *r, struct rec_coll *rc, const int *pids, int n
 static void alloc_guard(struct tk_session *s, double elapsed, void *arg)
 {
 	struct rec_coll *rc = arg;
-	double dt = elapsed - rc->guard_t;
-	uint64_t traps;
 
-	if (dt < 0.4)
-		return;
-	traps = tk_session__traps(s);
-	/* traps a second times what each costs: the share of a CPU the process loses */
-	rc->guard_cost = (double)(traps - rc->guard_calls) / dt * rc->hit_ns * 1e-9;
-	rc->guard_calls = traps;
-	rc->guard_t = elapsed;
-	rc->guard_over = rc->guard_cost > rc->budget ? rc->guard_over + 1 : 0;
-	if (rc->guard_over >= 2 && !rc->stopped_early[0]) {
-		snprintf(rc->stopped_early, sizeof(rc->stopped_early),
-			 "ended early, at %.1f s: its allocator calls rose to %.0f a second, and "
-			 "sampling them cost about %.1f %%, over the %.1f %% budget; the profile "
-			 "holds what was sampled until then", elapsed,
-			 rc->guard_cost / (rc->hit_ns * 1e-9), 100 * rc->guard_cost,
-			 100 * rc->budget);
-		tk_session__stop(s);
-	}
+	tk_alloc_budget__check(&rc->budget, s, elapsed);
 }
 
 static void *worker(void *arg)
@@ -298,7 +253,7 @@ static void *worker(void *arg)
 	struct rec_coll *rc = arg;
 	struct tk_run_opts ro = { .sz = TK_OPTS_SZ(tk_run_opts) };
 
-	if (rc->guard) {
+	if (rc->budget.guarded) {
 		ro.on_tick = alloc_guard;
 		ro.ctx = rc;
 	}
@@ -650,8 +605,8 @@ int cmd_record(int argc, char **argv)
 			continue;
 		if (rc->owns_command)
 			r->exit_status = tk_session__exit_status(rc->s);
-		if (rc->stopped_early[0])
-			rec_note(r, "%s: %s", rc->name, rc->stopped_early);
+		if (rc->budget.ended[0])
+			rec_note(r, "%s: %s", rc->name, rc->budget.ended);
 		if (rc->run_err) {
 			rc->status = REC_FAILED;
 			snprintf(rc->why, sizeof(rc->why), "collection failed: %s",

@@ -15,6 +15,7 @@
 #include <stdint.h>
 #include <time.h>
 
+#include "alloc/alloc_budget.h"
 #include "tracekit/tracekit.h"
 
 #define REC_MAX_PIDS 8
@@ -49,22 +50,11 @@ struct rec_coll {
 	int run_err;
 	int finish_err;			/* tk_session__finish, on the worker */
 	enum tk_session_end end;
-	double forecast;		/* expected slowdown (0.01: 1 %), -1: not forecast */
 	/*
-	 * The guard of a process's sampled allocations (uprobes trap every call):
-	 * the forecast was measured once, and a rate that rises later would
-	 * exceed the budget. Twice a second the worker compares the traps seen
-	 * times hit_ns with the budget, and ends the profile early (keeping what
-	 * it has) after two checks over it in a row.
+	 * A process's allocations: the plan within the budget and, when sampled,
+	 * the guard that ends the profile early if its cost rises past it.
 	 */
-	bool guard;
-	double budget;
-	double hit_ns;			/* what one trap costs (measured) */
-	uint64_t guard_calls;
-	double guard_t;
-	int guard_over;
-	double guard_cost;		/* the cost seen at the last check */
-	char stopped_early[256];	/* "" or why the profile was ended early */
+	struct tk_alloc_budget budget;
 	char files[REC_MAX_FILES][48];
 	int nr_files;
 };

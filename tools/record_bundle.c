@@ -247,11 +247,11 @@ static int write_manifest(struct rec *r, const char *dir)
 		tk_json__string(&j, "describe", rc->describe[0] ? rc->describe : NULL);
 		tk_json__string(&j, "why_backend", rc->why_backend[0] ? rc->why_backend : NULL);
 		tk_json__string(&j, "why", rc->status != REC_OK ? rc->why : NULL);
-		if (rc->forecast >= 0)
-			tk_json__double(&j, "forecast_slowdown", rc->forecast);
-		if (rc->guard)
+		if (rc->budget.forecast >= 0)
+			tk_json__double(&j, "forecast_slowdown", rc->budget.forecast);
+		if (rc->budget.guarded)
 			tk_json__string(&j, "ended_early",
-					rc->stopped_early[0] ? rc->stopped_early : NULL);
+					rc->budget.ended[0] ? rc->budget.ended : NULL);
 		if (rc->thread)
 			tk_json__string(&j, "ended", tk_session_end__name(rc->end));
 		tk_json__begin_array(&j, "files");
