@@ -317,11 +317,11 @@ $(BUILD)/man/%.8: tools/man/%.8.scd $(INSTALL_CONFIG)
 		date +%s) $(SCDOC) > $@ || { echo "$<: scdoc failed (the line is the source's)" >&2; \
 		exit 1; }
 
-TOOL_OBJS := $(patsubst %.c,$(OBJ)/%.o,$(sort $(wildcard tools/*.c)))
+SERVE_OBJS := $(patsubst %.c,$(OBJ)/%.o,$(sort $(wildcard tools/serve/*.c)))
+TOOL_OBJS := $(patsubst %.c,$(OBJ)/%.o,$(sort $(wildcard tools/*.c))) $(SERVE_OBJS)
 # `tracekit serve` is libmicrohttpd's HTTP server: the dynamic binary only. A static
 # libmicrohttpd would pull in gnutls and its crypto stack for nothing served over TLS here;
-# tracekit-static says so instead (tools/static/serve_none.c).
-SERVE_OBJS := $(OBJ)/tools/cmd_serve.o
+# tracekit-static says so instead (tools/static/serve_none.c). serve is tools/serve/.
 STATIC_TOOL_OBJS := $(filter-out $(SERVE_OBJS),$(TOOL_OBJS)) $(OBJ)/tools/static/serve_none.o
 
 $(BUILD)/tracekit: $(TOOL_OBJS) $(LIB)

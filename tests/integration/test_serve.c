@@ -55,15 +55,63 @@ static void need_tools(void)
 
 struct server {
 	pid_t pid;
-	char url[128];		/* http://127.0.0.1:PORT */
+	char base[128];		/* http://127.0.0.1:PORT */
+	char host[128];		/* 127.0.0.1:PORT */
+	char url[256];		/* with the token as Basic auth's password: http://tk:TOKEN@... */
+	char tokfile[256];	/* the token file it generated, or "" */
+	char token[128];
 	char err[600];		/* its stderr */
 };
+
+/* The generated token file's path from "token in PATH", and the token in it. */
+static void read_generated_token(struct server *s, const char *line)
+{
+	const char *p = strstr(line, "token in ");
+	FILE *f;
+
+	if (!p)
+		return;
+	p += strlen("token in ");
+	snprintf(s->tokfile, sizeof(s->tokfile), "%.*s", (int)strcspn(p, " \n,"), p);
+	f = fopen(s->tokfile, "r");
+	if (f && fgets(s->token, sizeof(s->token), f))
+		s->token[strcspn(s->token, "\n")] = 0;
+	if (f)
+		fclose(f);
+}
+
+/* The servers running, so that a failed test's are ended by its teardown. */
+static pid_t live[8];
+
+static void track(pid_t pid, bool on)
+{
+	int i;
+
+	for (i = 0; i < 8; i++)
+		if (on ? live[i] == 0 : live[i] == pid) {
+			live[i] = on ? pid : 0;
+			return;
+		}
+}
+
+static int kill_servers(void **state)
+{
+	int i;
+
+	for (i = 0; i < 8; i++)
+		if (live[i] > 0) {
+			kill(live[i], SIGKILL);
+			waitpid(live[i], NULL, 0);
+			live[i] = 0;
+		}
+	return 0;
+}
 
 /* Start build/tracekit serve ARGS... with its stderr in a file; wait for "listening on". */
 static int start_server(struct server *s, const char *first, ...)
 {
 	const char *args[16] = { "tracekit", "serve" };
-	char line[512];
+	char line[512], *p;
 	va_list ap;
 	int n = 2, i;
 	FILE *f;
@@ -74,7 +122,7 @@ static int start_server(struct server *s, const char *first, ...)
 	va_end(ap);
 	args[n] = NULL;
 	snprintf(s->err, sizeof(s->err), "%s/serve.%d.err", tmpdir, rand());
-	s->url[0] = 0;
+	s->url[0] = s->base[0] = s->tokfile[0] = s->token[0] = 0;
 	s->pid = fork();
 	if (s->pid < 0)
 		return -errno;
@@ -85,23 +133,34 @@ static int start_server(struct server *s, const char *first, ...)
 		execv(tk_test_path(tk_test_build_dir(), "tracekit"), (char *const *)args);
 		_exit(127);
 	}
+	track(s->pid, true);
 	for (i = 0; i < 200; i++) {
 		usleep(50 * 1000);
 		f = fopen(s->err, "r");
 		while (f && fgets(line, sizeof(line), f)) {
-			char *p = strstr(line, "listening on ");
+			p = strstr(line, "listening on ");
 
 			if (p) {
+				read_generated_token(s, p);
 				p += strlen("listening on ");
 				p[strcspn(p, " \n,")] = 0;
-				snprintf(s->url, sizeof(s->url), "%s", p);
+				snprintf(s->base, sizeof(s->base), "%s", p);
 			}
 		}
 		if (f)
 			fclose(f);
-		if (s->url[0])
+		if (s->base[0]) {
+			p = strstr(s->base, "://");
+			snprintf(s->host, sizeof(s->host), "%s", p ? p + 3 : s->base);
+			if (s->token[0])
+				snprintf(s->url, sizeof(s->url), "http://tk:%s@%s", s->token,
+					 s->host);
+			else
+				snprintf(s->url, sizeof(s->url), "%s", s->base);
 			return 0;
+		}
 		if (waitpid(s->pid, NULL, WNOHANG) == s->pid) {
+			track(s->pid, false);
 			s->pid = 0;
 			return -ECHILD;
 		}
@@ -117,6 +176,7 @@ static void stop_server(struct server *s)
 		return;
 	kill(s->pid, SIGTERM);
 	waitpid(s->pid, &status, 0);
+	track(s->pid, false);
 	s->pid = 0;
 }
 
@@ -126,6 +186,14 @@ static int bpf_fds(pid_t pid)
 	sh("ls -l /proc/%d/fd 2>/dev/null | grep -cE 'anon_inode:(\\[perf_event\\]|bpf-)' || true",
 	   (int)pid);
 	return atoi(out);
+}
+
+static double mono_now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec + ts.tv_nsec / 1e9;
 }
 
 static int nr_fds(pid_t pid)
@@ -141,7 +209,8 @@ static int get(const char *url, const char *file)
 	return atoi(out);
 }
 
-static pid_t start_workload(const char *name, const char *a1, const char *a2, const char *a3)
+static pid_t start_workload4(const char *name, const char *a1, const char *a2, const char *a3,
+			     const char *a4)
 {
 	pid_t pid = fork();
 
@@ -149,11 +218,16 @@ static pid_t start_workload(const char *name, const char *a1, const char *a2, co
 		int fd = open("/dev/null", O_WRONLY);
 
 		dup2(fd, 1);
-		execl(tk_test_workload(name), name, a1, a2, a3, (char *)NULL);
+		execl(tk_test_workload(name), name, a1, a2, a3, a4, (char *)NULL);
 		_exit(127);
 	}
 	usleep(300 * 1000);
 	return pid;
+}
+
+static pid_t start_workload(const char *name, const char *a1, const char *a2, const char *a3)
+{
+	return start_workload4(name, a1, a2, a3, NULL);
 }
 
 static void stop_workload(pid_t pid)
@@ -259,8 +333,10 @@ static void test_metrics_promtool_and_prometheus(void **state)
 	snprintf(cfg, sizeof(cfg), "%s/prometheus.yml", tmpdir);
 	f = fopen(cfg, "w");
 	assert_non_null(f);
+	/* the token as Prometheus reads it: authorization.credentials_file */
 	fprintf(f, "global:\n  scrape_interval: 1s\nscrape_configs:\n  - job_name: tracekit\n"
-		"    static_configs:\n      - targets: ['%s']\n", s.url + strlen("http://"));
+		"    authorization:\n      credentials_file: %s\n"
+		"    static_configs:\n      - targets: ['%s']\n", s.tokfile, s.host);
 	fclose(f);
 	prom = fork();
 	if (prom == 0) {
@@ -365,7 +441,7 @@ static void test_client_gone_leaks_nothing(void **state)
 
 	NEED_ROOT();
 	need_tools();
-	assert_int_equal(start_server(&s, "--listen", "127.0.0.1:0", NULL), 0);
+	assert_int_equal(start_server(&s, "--listen", "127.0.0.1:0", "--allow-off-cpu", NULL), 0);
 	fds0 = nr_fds(s.pid);
 	assert_int_equal(bpf_fds(s.pid), 0);
 	/* the client gives up after 1.5 s of a 20 s capture */
@@ -435,9 +511,11 @@ static void test_listen_policy(void **state)
 	assert_int_equal(sh("%s/tracekit serve --listen 0.0.0.0:0 2>&1", tk_test_build_dir()), 2);
 	assert_non_null(strstr(out, "not a loopback address"));
 	assert_int_equal(sh("%s/tracekit serve --listen :0 2>&1", tk_test_build_dir()), 2);
-	assert_int_equal(sh("%s/tracekit serve --listen 0.0.0.0:0 --allow-remote 2>&1",
+	assert_int_equal(sh("%s/tracekit serve --listen 0.0.0.0:0 --allow-remote --no-auth 2>&1",
 			    tk_test_build_dir()), 2);
-	assert_non_null(strstr(out, "needs --token-file"));
+	assert_non_null(strstr(out, "loopback only"));
+	assert_int_equal(sh("%s/tracekit serve --listen 0.0.0.0:0 --no-auth 2>&1",
+			    tk_test_build_dir()), 2);
 	assert_int_equal(sh("%s/tracekit serve --listen nonsense 2>&1", tk_test_build_dir()), 2);
 	assert_int_equal(sh("%s/tracekit serve --listen 127.0.0.1:99999 2>&1",
 			    tk_test_build_dir()), 2);
@@ -504,9 +582,431 @@ static void test_sigterm_mid_capture(void **state)
 	assert_non_null(strstr(out, " 503 "));
 	assert_non_null(strstr(out, "stopping"));
 	assert_int_equal(waitpid(s.pid, &status, 0), s.pid);
+	track(s.pid, false);
 	assert_true(WIFEXITED(status));
 	assert_int_equal(WEXITSTATUS(status), 0);
 	s.pid = 0;
+}
+
+/* curl as uid 65534 (nobody), any other local user: the status code of @path */
+static int get_as_nobody(const struct server *s, const char *path)
+{
+	sh("setpriv --reuid=65534 --regid=65534 --clear-groups curl -s -o /dev/null "
+	   "-w '%%{http_code}' '%s%s'", s->base, path);
+	return atoi(out);
+}
+
+/* The value of the line "SERIES VALUE" of /metrics (@series ends with its space), or -1 */
+static double metric(const struct server *s, const char *series)
+{
+	char line[256];
+	const char *p;
+
+	sh("curl -sf '%s/metrics'", s->url);
+	snprintf(line, sizeof(line), "\n%s", series);
+	p = strstr(out, line);
+	return p ? atof(p + strlen(line)) : -1;
+}
+
+/*
+ * A default serve asks every request for the credential it generated into a
+ * root-only file: another local user, and root without it, get 401 for every
+ * endpoint, and no capture runs. The token is taken as Bearer and as Basic
+ * auth's password (curl -u, Go's http://USER:TOKEN@HOST/, go tool pprof in
+ * test_go_pprof_over_http; Prometheus' credentials_file in the metrics test).
+ */
+static void test_credential_required(void **state)
+{
+	static const char *const paths[] = {
+		"/", "/metrics", "/debug/pprof/profile?seconds=1", "/debug/pprof/heap?pid=1&seconds=1",
+		"/debug/pprof/profile?seconds=1&cgroup=/etc",
+	};
+	struct server s;
+	struct stat st;
+	char tokfile[256];
+	size_t i;
+
+	NEED_ROOT();
+	need_tools();
+	assert_int_equal(start_server(&s, NULL), 0);	/* the defaults: 127.0.0.1:6060 */
+	if (strcmp(s.host, "127.0.0.1:6060"))
+		fail_msg("the default listener is not 127.0.0.1:6060: %s", s.host);
+	assert_true(s.tokfile[0] && strlen(s.token) == 64);
+	assert_int_equal(stat(s.tokfile, &st), 0);
+	assert_true(S_ISREG(st.st_mode) && st.st_uid == 0 && (st.st_mode & 0777) == 0600);
+	assert_int_equal(stat("/run/tracekit", &st), 0);
+	assert_true(st.st_uid == 0 && (st.st_mode & 0077) == 0);
+	/* nobody cannot read it */
+	assert_int_not_equal(sh("setpriv --reuid=65534 --regid=65534 --clear-groups cat %s 2>&1",
+				s.tokfile), 0);
+	for (i = 0; i < sizeof(paths) / sizeof(paths[0]); i++) {
+		assert_int_equal(get_as_nobody(&s, paths[i]), 401);
+		sh("curl -s -o /dev/null -w '%%{http_code}' '%s%s'", s.base, paths[i]);
+		if (strcmp(out, "401"))
+			fail_msg("%s without the token: %s, not 401", paths[i], out);
+		sh("curl -s -o /dev/null -w '%%{http_code}' -H 'Authorization: Bearer %.63sx' '%s%s'",
+		   s.token, s.base, paths[i]);
+		assert_string_equal(out, "401");
+		sh("curl -s -o /dev/null -w '%%{http_code}' -u 'tk:%.63sx' '%s%s'", s.token, s.base,
+		   paths[i]);
+		assert_string_equal(out, "401");
+	}
+	/* nothing ran for any of them */
+	assert_true(metric(&s, "tracekit_captures_total{collector=\"cpu\",outcome=\"ok\"} ") == 0);
+	assert_true(metric(&s, "tracekit_captures_total{collector=\"cpu\",outcome=\"bad_request\"} ")
+		    == 0);
+	assert_true(metric(&s, "tracekit_http_responses_total{code=\"401\"} ") >= 20);
+	/* with it: Bearer, and Basic with any user name */
+	sh("curl -s -o /dev/null -w '%%{http_code}' -H 'Authorization: Bearer %s' '%s/metrics'",
+	   s.token, s.base);
+	assert_string_equal(out, "200");
+	sh("curl -s -o /dev/null -w '%%{http_code}' -u 'anyone:%s' "
+	   "'%s/debug/pprof/profile?seconds=1'", s.token, s.base);
+	assert_string_equal(out, "200");
+	snprintf(tokfile, sizeof(tokfile), "%s", s.tokfile);
+	stop_server(&s);
+	/* its token file goes with it */
+	assert_int_equal(lstat(tokfile, &st), -1);
+}
+
+/* --no-auth: loopback only, and it says what that exposes. */
+static void test_no_auth(void **state)
+{
+	struct server s;
+
+	NEED_ROOT();
+	need_tools();
+	assert_int_equal(start_server(&s, "--listen", "127.0.0.1:0", "--no-auth", NULL), 0);
+	assert_string_equal(s.tokfile, "");
+	assert_int_equal(get_as_nobody(&s, "/metrics"), 200);
+	sh("cat %s", s.err);
+	assert_non_null(strstr(out, "every local user"));
+	stop_server(&s);
+}
+
+/*
+ * A page of another site, open in a browser on this host, makes requests with
+ * the browser's headers: refused whatever they carry (a browser that was once
+ * given the token sends it again with them), and no capture runs. Tried with
+ * --no-auth, so that only this check stands in the way, and in a real headless
+ * Chromium: a page on another port of 127.0.0.1 (same site, another origin)
+ * with an <img> of a profile.
+ */
+static void test_cross_site(void **state)
+{
+	static const char *const refused[] = {
+		"-H 'Sec-Fetch-Site: cross-site' -H 'Sec-Fetch-Mode: no-cors' "
+		"-H 'Sec-Fetch-Dest: image' -H 'Referer: http://evil.example/'",
+		"-H 'Sec-Fetch-Site: same-site' -H 'Sec-Fetch-Mode: no-cors'",
+		"-H 'Origin: http://evil.example'",
+		"-H 'Origin: null'",
+		"-H 'Referer: http://evil.example/page.html'",	/* a browser without Sec-Fetch */
+	};
+	struct server s;
+	char page[600], srvdir[600];
+	int port = 20000 + rand() % 1000, i;
+	pid_t web;
+	FILE *f;
+
+	NEED_ROOT();
+	need_tools();
+	NEED_DEP(system("command -v chromium >/dev/null && command -v python3 >/dev/null") == 0,
+		 "chromium, python3\n");
+	assert_int_equal(start_server(&s, "--listen", "127.0.0.1:0", "--no-auth", NULL), 0);
+	for (i = 0; i < (int)(sizeof(refused) / sizeof(refused[0])); i++) {
+		sh("curl -s -i %s '%s/debug/pprof/profile?seconds=1'", refused[i], s.base);
+		if (!strstr(out, " 403 ") || !strstr(out, "another"))
+			fail_msg("not refused (%s):\n%s", refused[i], out);
+	}
+	/* the address bar (none), and the server's own origin */
+	sh("curl -s -o /dev/null -w '%%{http_code}' -H 'Sec-Fetch-Site: none' '%s/metrics'", s.base);
+	assert_string_equal(out, "200");
+	sh("curl -s -o /dev/null -w '%%{http_code}' -H 'Sec-Fetch-Site: same-origin' "
+	   "-H 'Origin: %s' '%s/metrics'", s.base, s.base);
+	assert_string_equal(out, "200");
+	assert_true(metric(&s, "tracekit_captures_total{collector=\"cpu\",outcome=\"ok\"} ") == 0);
+
+	/* a real browser */
+	snprintf(srvdir, sizeof(srvdir), "%s/site", tmpdir);
+	mkdir(srvdir, 0755);
+	snprintf(page, sizeof(page), "%s/index.html", srvdir);
+	f = fopen(page, "w");
+	assert_non_null(f);
+	fprintf(f, "<!doctype html><title>elsewhere</title>"
+		"<img src=\"%s/debug/pprof/profile?seconds=1\">"
+		"<img src=\"http://localhost:%s/debug/pprof/profile?seconds=1&x=2\">",
+		s.base, strrchr(s.host, ':') + 1);
+	fclose(f);
+	web = fork();
+	if (web == 0) {
+		int fd = open("/dev/null", O_WRONLY);
+		char p[16];
+
+		dup2(fd, 1);
+		dup2(fd, 2);
+		snprintf(p, sizeof(p), "%d", port);
+		execlp("python3", "python3", "-m", "http.server", "-b", "127.0.0.1", "-d", srvdir, p,
+		       (char *)NULL);
+		_exit(127);
+	}
+	usleep(800 * 1000);
+	sh("rm -rf %s/chr && timeout 90 chromium --headless --no-sandbox --disable-gpu "
+	   "--no-first-run --disable-extensions --disable-background-networking "
+	   "--disable-component-update --disable-sync --virtual-time-budget=4000 "
+	   "--user-data-dir=%s/chr --dump-dom 'http://127.0.0.1:%d/index.html' 2>/dev/null",
+	   tmpdir, tmpdir, port);
+	kill(web, SIGTERM);
+	waitpid(web, NULL, 0);
+	if (!strstr(out, "elsewhere"))
+		fail_msg("chromium did not load the page:\n%s", out);
+	if (metric(&s, "tracekit_http_cross_site_refused_total ") < 6)	/* 5 of curl's */
+		fail_msg("chromium's requests were not refused as cross-site:\n%s", out);
+	assert_true(metric(&s, "tracekit_captures_total{collector=\"cpu\",outcome=\"ok\"} ") == 0);
+	stop_server(&s);
+}
+
+/* Open @n connections that send a request line, then a byte every 0.5 s; the child's pid. */
+static pid_t slow_clients(const char *host, int n, double seconds)
+{
+	pid_t pid = fork();
+
+	if (pid == 0) {
+		char cmd[512];
+
+		snprintf(cmd, sizeof(cmd), "import socket,time\n"
+			 "h,p='%.*s',%s\nss=[]\n"
+			 "for i in range(%d):\n s=socket.create_connection((h,p)); "
+			 "s.send(b'GET / HTTP/1.1\\r\\n'); ss.append(s)\n"
+			 "t=time.time()\nwhile time.time()-t<%g:\n time.sleep(0.5)\n for s in ss:\n"
+			 "  try: s.send(b'X-a: b\\r\\n')\n  except OSError: pass\n",
+			 (int)(strchr(host, ':') - host), host, strchr(host, ':') + 1, n, seconds);
+		execlp("python3", "python3", "-c", cmd, (char *)NULL);
+		_exit(127);
+	}
+	return pid;
+}
+
+/*
+ * Slow clients cannot lock the others out: 20 connections that trickle their
+ * headers, and a legitimate client is still answered within 2 s; a connection
+ * that never finishes its headers is closed at the deadline, whatever it sends.
+ */
+static void test_slow_clients(void **state)
+{
+	struct server s;
+	double t0;
+	pid_t slow;
+
+	NEED_ROOT();
+	need_tools();
+	NEED_DEP(system("command -v python3 >/dev/null") == 0, "python3\n");
+	assert_int_equal(start_server(&s, "--listen", "127.0.0.1:0", NULL), 0);
+	slow = slow_clients(s.host, 20, 14);
+	sleep(2);
+	t0 = mono_now();
+	sh("curl -s -m 2 -o /dev/null -w '%%{http_code}' '%s/metrics'", s.url);
+	print_message("answered in %.3f s beside 20 slow clients\n", mono_now() - t0);
+	assert_string_equal(out, "200");
+	assert_true(mono_now() - t0 < 2);
+	assert_true(metric(&s, "tracekit_http_connections_closed_total{reason=\"max_per_address\"} ")
+		    >= 12);
+	/* the slow ones left are closed at the 10 s deadline, bytes or not */
+	sleep(11);
+	assert_true(metric(&s, "tracekit_http_connections_closed_total{reason=\"header_deadline\"} ")
+		    >= 1);
+	waitpid(slow, NULL, 0);
+	/* the same past the global limit, with one address allowed all of them */
+	stop_server(&s);
+	assert_int_equal(start_server(&s, "--listen", "127.0.0.1:0", "--max-connections", "8",
+				      "--max-per-address", "64", NULL), 0);
+	slow = slow_clients(s.host, 20, 4);
+	sleep(2);
+	t0 = mono_now();
+	sh("curl -s -m 2 -o /dev/null -w '%%{http_code}' '%s/metrics'", s.url);
+	assert_string_equal(out, "200");
+	assert_true(mono_now() - t0 < 2);
+	assert_true(metric(&s, "tracekit_http_connections_closed_total{reason=\"max_connections\"} ")
+		    >= 12);
+	waitpid(slow, NULL, 0);
+	stop_server(&s);
+}
+
+/* What a request may cost is the server's to say: seconds, hz and off_cpu past it get 400. */
+static void test_capture_limits(void **state)
+{
+	struct server s;
+
+	NEED_ROOT();
+	need_tools();
+	assert_int_equal(start_server(&s, "--listen", "127.0.0.1:0", NULL), 0);
+#define LIMIT(path, why)                                                                  \
+	do {                                                                              \
+		sh("curl -s -i '%s%s'", s.url, path);                                     \
+		if (!strstr(out, " 400 ") || !strstr(out, why))                          \
+			fail_msg("%s: not 400 '%s':\n%s", path, why, out);                 \
+	} while (0)
+	LIMIT("/debug/pprof/profile?seconds=61", "--max-seconds");
+	LIMIT("/debug/pprof/profile?seconds=3600&hz=10000", "--max-seconds");
+	LIMIT("/debug/pprof/profile?seconds=1&hz=1001", "--max-hz");
+	LIMIT("/debug/pprof/profile?seconds=1&off_cpu=1", "--allow-off-cpu");
+	LIMIT("/debug/pprof/heap?pid=1&seconds=61", "--max-seconds");
+	sh("curl -s '%s/'", s.url);
+	assert_non_null(strstr(out, "seconds up to 60"));
+	assert_non_null(strstr(out, "hz up to 1000"));
+	stop_server(&s);
+	assert_int_equal(start_server(&s, "--listen", "127.0.0.1:0", "--max-seconds", "2",
+				      "--max-hz", "50", "--allow-off-cpu", NULL), 0);
+	LIMIT("/debug/pprof/profile?seconds=3", "limit of 2");
+	LIMIT("/debug/pprof/profile?seconds=1&hz=51", "limit of 50");
+	sh("curl -s -o /dev/null -w '%%{http_code}' '%s/debug/pprof/profile?seconds=2&hz=50&off_cpu=1'",
+	   s.url);
+	assert_string_equal(out, "200");
+	stop_server(&s);
+#undef LIMIT
+}
+
+/*
+ * cgroup= names a directory of the cgroup v2 hierarchy, reached without a link;
+ * anything else is refused with the same words, present or not.
+ */
+static void test_cgroup_param(void **state)
+{
+	struct server s;
+	char link[600], a[1024], b[1024], mnt[256];
+
+	NEED_ROOT();
+	need_tools();
+	sh("awk '/ - cgroup2 / {print $5; exit}' /proc/self/mountinfo");
+	out[strcspn(out, "\n")] = 0;
+	NEED_DEP(out[0] == '/', "a cgroup2 mount\n");
+	snprintf(mnt, sizeof(mnt), "%s", out);
+	assert_int_equal(start_server(&s, "--listen", "127.0.0.1:0", NULL), 0);
+	sh("curl -s '%s/debug/pprof/profile?seconds=1&cgroup=/etc'", s.url);
+	snprintf(a, sizeof(a), "%s", out);
+	sh("curl -s '%s/debug/pprof/profile?seconds=1&cgroup=/no/such/dir'", s.url);
+	snprintf(b, sizeof(b), "%s", out);
+	assert_non_null(strstr(a, "is not a directory of the cgroup v2 hierarchy"));
+	assert_non_null(strstr(b, "is not a directory of the cgroup v2 hierarchy"));
+	/* the same answer but for the path itself */
+	assert_string_equal(strstr(a, "' is not"), strstr(b, "' is not"));
+	snprintf(link, sizeof(link), "%s/cg", tmpdir);
+	assert_int_equal(symlink(mnt, link), 0);
+	sh("curl -s -o /dev/null -w '%%{http_code}' '%s/debug/pprof/profile?seconds=1&cgroup=%s'",
+	   s.url, link);
+	assert_string_equal(out, "400");
+	sh("curl -s -o /dev/null -w '%%{http_code}' "
+	   "'%s/debug/pprof/profile?seconds=1&cgroup=%s'", s.url, mnt + 1);	/* relative */
+	assert_string_equal(out, "400");
+	sh("curl -s -o /dev/null -w '%%{http_code}' "
+	   "'%s/debug/pprof/profile?seconds=1&cgroup=%s/../../../../../etc'", s.url, mnt);
+	assert_string_equal(out, "400");
+	sh("curl -s -o /dev/null -w '%%{http_code}' "
+	   "'%s/debug/pprof/profile?seconds=1&cgroup=%s'", s.url, mnt);
+	assert_string_equal(out, "200");
+	stop_server(&s);
+	assert_int_equal(sh("%s/tracekit serve --listen 127.0.0.1:0 --cgroup /etc 2>&1",
+			    tk_test_build_dir()), 1);
+	assert_non_null(strstr(out, "cgroup v2"));
+}
+
+/* The pprof comments of a heap profile fetched from @url into @pb */
+static void heap_comments(const char *url, const char *pb)
+{
+	int code = get(url, pb);
+
+	if (code != 200)
+		fail_msg("%s: %d", url, code);
+	sh("HOME=%s PPROF_TMPDIR=%s go tool pprof -comments %s 2>&1", tmpdir, tmpdir, pb);
+}
+
+/*
+ * /debug/pprof/heap within --alloc-budget, as record does: a process that
+ * allocates little is sampled; one that allocates millions of times a second
+ * gets growth (page faults), and the profile says why; a process whose rate
+ * rises during a sampled profile has it ended early (Debian's redis-server,
+ * idle at the forecast, then loaded).
+ */
+static void test_heap_budget(void **state)
+{
+	struct server s;
+	char url[512], pb[600];
+	int port = 21000 + rand() % 1000;
+	pid_t w, redis;
+
+	NEED_ROOT();
+	need_tools();
+	NEED_DEP(access("/usr/bin/redis-server", X_OK) == 0 &&
+		 access("/usr/bin/redis-benchmark", X_OK) == 0, "redis-server, redis-benchmark\n");
+	assert_int_equal(start_server(&s, "--listen", "127.0.0.1:0", NULL), 0);
+	snprintf(pb, sizeof(pb), "%s/budget.pb.gz", tmpdir);
+	w = start_workload4("alloc_bench", "--loop", "tight", "-n", "2000000000");
+	snprintf(url, sizeof(url), "%s/debug/pprof/heap?pid=%d&seconds=1", s.url, (int)w);
+	heap_comments(url, pb);
+	stop_workload(w);
+	if (!strstr(out, "allocations: growth (page faults): sampling") ||
+	    !strstr(out, "over the 2.0 % budget"))
+		fail_msg("a busy allocator was not traced by growth within the budget:\n%s", out);
+
+	redis = tk_test_start_redis(port);
+	assert_true(redis > 0);
+	snprintf(url, sizeof(url), "%s/debug/pprof/heap?pid=%d&seconds=6", s.url, (int)redis);
+	sh("(sleep 2; timeout 7 redis-benchmark -p %d -q -n 10000000 -t set,get >/dev/null 2>&1) & "
+	   "curl -s -o %s -w '%%{http_code}' '%s'; wait", port, pb, url);
+	kill(redis, SIGTERM);
+	waitpid(redis, NULL, 0);
+	assert_string_equal(out, "200");
+	sh("HOME=%s PPROF_TMPDIR=%s go tool pprof -comments %s 2>&1", tmpdir, tmpdir, pb);
+	if (!strstr(out, "allocations: sampled:") || !strstr(out, "ended early"))
+		fail_msg("the idle forecast did not sample, or the guard did not end it:\n%s", out);
+	assert_true(metric(&s, "tracekit_heap_ended_over_budget_total ") == 1);
+	stop_server(&s);
+}
+
+/* The token file: a regular file of root's, 0600, one line of at most 511 characters. */
+static void test_token_file(void **state)
+{
+	char tok[600], fifo[600], lnk[600], big[700];
+	double t0;
+	FILE *f;
+
+	NEED_ROOT();
+	snprintf(tok, sizeof(tok), "%s/tok-long", tmpdir);
+	memset(big, 'a', 600);
+	big[600] = 0;
+	f = fopen(tok, "w");
+	assert_non_null(f);
+	fprintf(f, "%s\n", big);
+	fclose(f);
+	chmod(tok, 0600);
+	assert_int_equal(sh("%s/tracekit serve --listen 127.0.0.1:0 --token-file %s 2>&1",
+			    tk_test_build_dir(), tok), 1);
+	assert_non_null(strstr(out, "longer than 511"));
+
+	snprintf(tok, sizeof(tok), "%s/tok-nobody", tmpdir);
+	f = fopen(tok, "w");
+	assert_non_null(f);
+	fputs("s3cret-token-0123456789\n", f);
+	fclose(f);
+	chmod(tok, 0600);
+	assert_int_equal(chown(tok, 65534, 65534), 0);
+	assert_int_equal(sh("%s/tracekit serve --listen 127.0.0.1:0 --token-file %s 2>&1",
+			    tk_test_build_dir(), tok), 1);
+	assert_non_null(strstr(out, "belongs to uid 65534"));
+
+	snprintf(fifo, sizeof(fifo), "%s/tok-fifo", tmpdir);
+	assert_int_equal(mkfifo(fifo, 0600), 0);
+	t0 = mono_now();
+	assert_int_equal(sh("timeout 5 %s/tracekit serve --listen 127.0.0.1:0 --token-file %s 2>&1",
+			    tk_test_build_dir(), fifo), 1);
+	assert_true(mono_now() - t0 < 3);
+	assert_non_null(strstr(out, "not a regular file"));
+
+	snprintf(lnk, sizeof(lnk), "%s/tok-link", tmpdir);
+	assert_int_equal(chown(tok, 0, 0), 0);
+	assert_int_equal(symlink(tok, lnk), 0);
+	assert_int_equal(sh("%s/tracekit serve --listen 127.0.0.1:0 --token-file %s 2>&1",
+			    tk_test_build_dir(), lnk), 1);
+	assert_non_null(strstr(out, "cannot open the token file"));
 }
 
 static int setup(void **state)
@@ -526,18 +1026,26 @@ static int teardown(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_go_pprof_over_http),
-		cmocka_unit_test(test_redis_over_http),
-		cmocka_unit_test(test_heap_over_http),
-		cmocka_unit_test(test_metrics_promtool_and_prometheus),
-		cmocka_unit_test(test_bad_requests),
-		cmocka_unit_test(test_concurrent_captures),
-		cmocka_unit_test(test_client_gone_leaks_nothing),
-		cmocka_unit_test(test_idle),
-		cmocka_unit_test(test_long_capture),
-		cmocka_unit_test(test_listen_policy),
-		cmocka_unit_test(test_unix_socket),
-		cmocka_unit_test(test_sigterm_mid_capture),
+		cmocka_unit_test_teardown(test_go_pprof_over_http, kill_servers),
+		cmocka_unit_test_teardown(test_redis_over_http, kill_servers),
+		cmocka_unit_test_teardown(test_heap_over_http, kill_servers),
+		cmocka_unit_test_teardown(test_metrics_promtool_and_prometheus, kill_servers),
+		cmocka_unit_test_teardown(test_bad_requests, kill_servers),
+		cmocka_unit_test_teardown(test_concurrent_captures, kill_servers),
+		cmocka_unit_test_teardown(test_client_gone_leaks_nothing, kill_servers),
+		cmocka_unit_test_teardown(test_idle, kill_servers),
+		cmocka_unit_test_teardown(test_long_capture, kill_servers),
+		cmocka_unit_test_teardown(test_listen_policy, kill_servers),
+		cmocka_unit_test_teardown(test_unix_socket, kill_servers),
+		cmocka_unit_test_teardown(test_sigterm_mid_capture, kill_servers),
+		cmocka_unit_test_teardown(test_credential_required, kill_servers),
+		cmocka_unit_test_teardown(test_no_auth, kill_servers),
+		cmocka_unit_test_teardown(test_cross_site, kill_servers),
+		cmocka_unit_test_teardown(test_slow_clients, kill_servers),
+		cmocka_unit_test_teardown(test_capture_limits, kill_servers),
+		cmocka_unit_test_teardown(test_cgroup_param, kill_servers),
+		cmocka_unit_test_teardown(test_heap_budget, kill_servers),
+		cmocka_unit_test_teardown(test_token_file, kill_servers),
 	};
 
 	if (getenv("TK_TEST_FILTER"))
