@@ -43,6 +43,9 @@ for ((i = 0; i < 100; i++)); do
 	sleep 0.1
 done
 [[ -n $URL ]] || { echo "bench-serve: serve did not start: $(cat "$TMP/serve.err")" >&2; exit 1; }
+# the token it generated, as a header file for curl (-H @FILE: not in any argv)
+TOKFILE=$(sed -n 's/.*token in \([^ ,]*\).*/\1/p' "$TMP/serve.err")
+printf 'Authorization: Bearer %s\n' "$(cat "$TOKFILE")" >"$TMP/auth"
 
 echo "bench-serve: $ROUNDS rounds, $(nproc) CPUs, kernel $(uname -r)"
 sleep 1
@@ -69,7 +72,7 @@ for ((r = 1; r <= ROUNDS; r++)); do
 		case $m in
 		http)
 			c0=$(cpu_of "$SPID")
-			curl -s -o "$TMP/p.pb.gz" "$URL/debug/pprof/profile?seconds=10" &
+			curl -s -H @"$TMP/auth" -o "$TMP/p.pb.gz" "$URL/debug/pprof/profile?seconds=10" &
 			C=$!
 			t=$(wall)
 			wait "$C"

@@ -66,7 +66,7 @@ expect "" tracekit caps ls
 expect "" tracekit numa ls
 expect "--tar" tracekit record -o x --t
 expect "" tracekit record ls
-expect "--allow-remote" tracekit serve --al
+expect "--alloc-budget --allow-off-cpu --allow-remote" tracekit serve --al
 
 # -p: running PIDs, this shell's among them, nothing else
 got=$(complete_words tracekit cpu -p "")

@@ -978,7 +978,7 @@ static void test_token_file(void **state)
 	fprintf(f, "%s\n", big);
 	fclose(f);
 	chmod(tok, 0600);
-	assert_int_equal(sh("%s/tracekit serve --listen 127.0.0.1:0 --token-file %s 2>&1",
+	assert_int_equal(sh("timeout 10 %s/tracekit serve --listen 127.0.0.1:0 --token-file %s 2>&1",
 			    tk_test_build_dir(), tok), 1);
 	assert_non_null(strstr(out, "longer than 511"));
 
@@ -989,7 +989,7 @@ static void test_token_file(void **state)
 	fclose(f);
 	chmod(tok, 0600);
 	assert_int_equal(chown(tok, 65534, 65534), 0);
-	assert_int_equal(sh("%s/tracekit serve --listen 127.0.0.1:0 --token-file %s 2>&1",
+	assert_int_equal(sh("timeout 10 %s/tracekit serve --listen 127.0.0.1:0 --token-file %s 2>&1",
 			    tk_test_build_dir(), tok), 1);
 	assert_non_null(strstr(out, "belongs to uid 65534"));
 
@@ -1004,7 +1004,7 @@ static void test_token_file(void **state)
 	snprintf(lnk, sizeof(lnk), "%s/tok-link", tmpdir);
 	assert_int_equal(chown(tok, 0, 0), 0);
 	assert_int_equal(symlink(tok, lnk), 0);
-	assert_int_equal(sh("%s/tracekit serve --listen 127.0.0.1:0 --token-file %s 2>&1",
+	assert_int_equal(sh("timeout 10 %s/tracekit serve --listen 127.0.0.1:0 --token-file %s 2>&1",
 			    tk_test_build_dir(), lnk), 1);
 	assert_non_null(strstr(out, "cannot open the token file"));
 }
