@@ -1009,6 +1009,35 @@ static void test_token_file(void **state)
 	assert_non_null(strstr(out, "cannot open the token file"));
 }
 
+/*
+ * The first scrape of /metrics starts the NUMA session (loading its BPF object
+ * takes ~0.1 s here); it does so without the server's lock, so a request that
+ * arrives meanwhile is answered at once rather than after it. Three tries on a
+ * fresh server each: a loaded machine may delay the second request by itself.
+ */
+static void test_numa_start_blocks_nobody(void **state)
+{
+	double first = 0, other = 0;
+	struct server s;
+	int i;
+
+	NEED_ROOT();
+	need_tools();
+	for (i = 0; i < 3; i++) {
+		assert_int_equal(start_server(&s, "--listen", "127.0.0.1:0", NULL), 0);
+		sh("curl -s -o /dev/null -w 'first %%{time_total}\\n' '%s/metrics' & sleep 0.02; "
+		   "curl -s -o /dev/null -w 'other %%{time_total}\\n' '%s/'; wait", s.url, s.url);
+		stop_server(&s);
+		first = atof(strstr(out, "first ") + 6);
+		other = atof(strstr(out, "other ") + 6);
+		print_message("the first /metrics took %.3f s, a request meanwhile %.3f s\n", first,
+			      other);
+		if (other < first / 2)
+			return;
+	}
+	fail_msg("a request waited for the NUMA session's start: %.3f s of %.3f s", other, first);
+}
+
 static int setup(void **state)
 {
 	srand((unsigned int)getpid());
@@ -1046,6 +1075,7 @@ int main(void)
 		cmocka_unit_test_teardown(test_cgroup_param, kill_servers),
 		cmocka_unit_test_teardown(test_heap_budget, kill_servers),
 		cmocka_unit_test_teardown(test_token_file, kill_servers),
+		cmocka_unit_test_teardown(test_numa_start_blocks_nobody, kill_servers),
 	};
 
 	if (getenv("TK_TEST_FILTER"))
