@@ -648,8 +648,15 @@ int cmd_record(int argc, char **argv)
 
 		if (!rc->thread)
 			continue;
-		if (rc->owns_command)
+		if (rc->owns_command) {
 			r->exit_status = tk_session__exit_status(rc->s);
+			r->cmd_stop_sig = tk_session__command_stopped(rc->s);
+			if (r->cmd_stop_sig)
+				rec_note(r, "'%s' was still running when the recording ended (%s): "
+					 "stopped with %s", r->argv[0], r->end_reason,
+					 r->cmd_stop_sig == SIGKILL ? "SIGKILL, as SIGTERM did not end "
+					 "it" : "SIGTERM");
+		}
 		if (rc->stopped_early[0])
 			rec_note(r, "%s: %s", rc->name, rc->stopped_early);
 		if (rc->run_err) {

@@ -502,6 +502,7 @@ int tk_alloc__start(struct tk_alloc *a, char *why, size_t why_sz)
 			return err;
 		if (a->hook != TK_ALLOC_HOOK_PRELOAD)
 			capture_once(a, a->child, 0);
+		a->running = true;
 	}
 	return 0;
 }
@@ -714,8 +715,12 @@ void tk_alloc__free(struct tk_alloc *a)
 		return;
 	if (a->be && a->be->free)
 		a->be->free(a);
-	if (a->child > 0 && a->release_fd >= 0) {
-		/* never released: it must not run untraced */
+	if (a->child > 0 && !a->running) {
+		/*
+		 * Never released, or its start failed after (an exec error, no hold
+		 * from the agent, no attach): it must not run untraced, and is
+		 * reaped (no zombie). One that runs is the session core's to end.
+		 */
 		kill(a->child, SIGKILL);
 		waitpid(a->child, NULL, 0);
 	}
