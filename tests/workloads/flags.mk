@@ -114,3 +114,4 @@ WORKLOAD_CFLAGS_unw_chain_static := $(UNW_WL_FLAGS) -static
 # alloc_steady reads libtkalloc.so's test log (tkalloc_test.h) by dlsym
 WORKLOAD_CFLAGS_alloc_steady := -Ipreload
 WORKLOAD_LIBS_alloc_steady := -ldl
+WORKLOAD_LIBS_alloc_brk := -lpthread
