@@ -129,6 +129,7 @@ struct srv {
 	struct { int src, dst; uint64_t pages; } pair[MAX_PAIRS];
 	int nr_pairs;
 	uint64_t pairs_dropped;		/* pages of node pairs past MAX_PAIRS */
+	uint64_t pairs_lost;		/* migrations whose pair found the BPF map full */
 };
 
 static struct srv srv;
@@ -500,6 +501,7 @@ static int numa_interval(struct tk_session *s, struct tk_result *r, double elaps
 		srv.thp_ok += n->total.thp_succeeded;
 		srv.thp_fail += n->total.thp_failed;
 		srv.thp_split += n->total.thp_split;
+		srv.pairs_lost += n->pairs_lost;
 		for (i = 0; i < n->nr_pairs; i++) {
 			for (k = 0; k < srv.nr_pairs; k++)
 				if (srv.pair[k].src == n->pairs[i].src &&
@@ -714,6 +716,9 @@ static enum MHD_Result metrics(struct MHD_Connection *c)
 	/* NUMA: the pages of node pairs beyond the ones counted apart */
 	fprintf(f, "tracekit_lost_total{collector=\"numa\",counter=\"node_pairs_full\"} %llu\n",
 		(unsigned long long)srv.pairs_dropped);
+	/* and the migrations whose pair the kernel side had no room for (not in any pair) */
+	fprintf(f, "tracekit_lost_total{collector=\"numa\",counter=\"node_pair_map_full\"} "
+		"%llu\n", (unsigned long long)srv.pairs_lost);
 	family(f, "tracekit_http_responses_total", "counter", "HTTP responses, by status code.");
 	for (i = 0; i < srv.nr_codes; i++)
 		fprintf(f, "tracekit_http_responses_total{code=\"%d\"} %llu\n", srv.codes[i].code,
