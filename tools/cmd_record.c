@@ -61,7 +61,9 @@ static const char usage_record[] =
 	"  -- CMD ARGS...       start CMD, record it (and its children's CPU) until\n"
 	"                       it exits\n"
 	"\n"
-	"Ctrl-C ends the window early; everything is still written whole.\n"
+	"Ctrl-C ends the window early; everything is still written whole. A CMD\n"
+	"still running when the window ends is stopped, as perf record does\n"
+	"(SIGTERM; SIGKILL 10 s later), and the bundle says so.\n"
 	"Exit codes: 0 the bundle was written, 1 it could not be, 2 bad usage.\n";
 
 static atomic_int stop_flag;

@@ -19,6 +19,7 @@
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 #include <unistd.h>
 #include <sys/mman.h>
@@ -71,6 +72,12 @@ int main(int argc, char **argv)
 	int c, n = 4, i;
 	long mib;
 
+	if (argc > 1 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"))) {
+		printf("usage: %s [-t THREADS] [-d SECONDS] [-m MIB]\n"
+		       "THREADS (default 4) call brk(0) in a loop for SECONDS (default 1) while\n"
+		       "another maps and unmaps MIB MiB (default 64); prints calls=N\n", argv[0]);
+		return 0;
+	}
 	while ((c = getopt(argc, argv, "t:d:m:")) != -1) {
 		if (c == 't') {
 			n = atoi(optarg);

@@ -39,6 +39,14 @@ int main(int argc, char **argv)
 	long pairs = 20000, i, round;
 	int c;
 
+	if (argc > 1 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"))) {
+		printf("usage: %s [-d SECONDS] [-n PAIRS]\n"
+		       "malloc(4096)/free PAIRS times a round (default 20000), a round every\n"
+		       "100 ms for SECONDS (default 30); each round prints\n"
+		       "\"round=R allocs=A off=O mean=M ns=N\" (libtkalloc.so's test log under\n"
+		       "TK_ALLOC_TEST_COUNTS=1, else -1; N ns a pair)\n", argv[0]);
+		return 0;
+	}
 	while ((c = getopt(argc, argv, "d:n:")) != -1) {
 		if (c == 'd')
 			seconds = atof(optarg);
