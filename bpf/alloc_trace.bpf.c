@@ -813,7 +813,7 @@ int sys_enter(__u64 *ctx)
 		tid = (__u32)bpf_get_current_pid_tgid();
 		if (!bpf_map_update_elem(&brk_old, &tid, &old, BPF_ANY))
 			__sync_fetch_and_add(&brk_pending, 1);
-		else	/* more threads in brk at once than it holds: this one's growth is lost */
+		else	/* more threads in brk at once than it holds: this growth is lost */
 			count(AT_CNT_BRK_MAP_FULL);
 		return 0;
 	}

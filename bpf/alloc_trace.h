@@ -154,7 +154,7 @@ enum at_counter {
 					   and its exec and exit release nothing */
 	AT_CNT_FOLLOW_MAP_FULL,		/* a sample of a process pids had no room for: its
 					   exec and exit are seen only through procs */
-	AT_CNT_BRK_MAP_FULL,		/* a brk brk_old had no room for: its growth not counted */
+	AT_CNT_BRK_MAP_FULL,		/* a brk brk_old had no room for: growth not counted */
 	AT_CNT__COUNT,
 };
 

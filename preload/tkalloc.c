@@ -31,8 +31,9 @@
  *
  * Without a valid TK_ALLOC_SAMPLE_BYTES everything is forwarded and nothing
  * is sampled. With TK_ALLOC_WHILE_PROBED=1 sampling ends for good at the
- * first sample after the last uprobe left the alloc marker (markers_probed). The library never prints, never aborts, and leaves errno as
- * the allocator set it.
+ * first sample after the last uprobe left the alloc marker (markers_probed).
+ * The library never prints, never aborts, and leaves errno as the allocator
+ * set it.
  */
 #include <dlfcn.h>
 #include <errno.h>

@@ -656,8 +656,8 @@ int cmd_record(int argc, char **argv)
 			if (r->cmd_stop_sig)
 				rec_note(r, "'%s' was still running when the recording ended (%s): "
 					 "stopped with %s", r->argv[0], r->end_reason,
-					 r->cmd_stop_sig == SIGKILL ? "SIGKILL, as SIGTERM did not end "
-					 "it" : "SIGTERM");
+					 r->cmd_stop_sig == SIGKILL ?
+					 "SIGKILL, as SIGTERM did not end it" : "SIGTERM");
 		}
 		if (rc->stopped_early[0])
 			rec_note(r, "%s: %s", rc->name, rc->stopped_early);

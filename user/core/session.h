@@ -67,7 +67,7 @@ struct tk_session {
 	int cmd_pidfd;			/* -1: none (before 5.3) */
 	int release_fd, exec_err_fd;
 	int exit_status;		/* -1 while it runs */
-	bool cmd_gone;			/* exited and reaped (by us, or by a waiter of the host's) */
+	bool cmd_gone;			/* exited and reaped (by us, or by a host's waiter) */
 	int cmd_stop_sig;		/* the signal that ended it at the session's end, or 0 */
 	bool started;
 	volatile sig_atomic_t stop;
