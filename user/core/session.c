@@ -366,7 +366,7 @@ int tk_session__start(struct tk_session *s, char *why, size_t why_sz)
 	if (s->release_fd >= 0) {
 		err = tk_spawn_release(&s->release_fd, &s->exec_err_fd);
 		if (err) {
-			int status;
+			int status = -1;
 
 			put_why(why, why_sz, "cannot run '%s': %s", s->sopts.argv[0],
 				strerror(err > 0 ? err : -err));
