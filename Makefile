@@ -261,7 +261,8 @@ $(SKEL)/%.skel.h: $(BUILD)/bpf/%.bpf.o | $(SKEL)
 
 # Skeletons are generated headers: every library object waits for them (order only; the
 # dependency files name the skeleton each object really includes).
-$(LIB_OBJS) $(PIC_LIB_OBJS) $(SAN_LIB_OBJS) $(FUZZ_LIB_OBJS): | $(SKELS)
+$(LIB_OBJS) $(PIC_LIB_OBJS) $(SAN_LIB_OBJS) $(FUZZ_LIB_OBJS) \
+	$(patsubst %.c,$(OBJ)/%.o,$(INTEG_SRCS)): | $(SKELS)
 
 # --- user space -----------------------------------------------------------
 $(OBJ)/%.o: %.c | $(OBJ)

@@ -611,9 +611,15 @@ int marker_alloc(struct pt_regs *ctx)
 	__u8 one = 1;
 
 	count(AT_CNT_ALLOC_CALLS);
-	/* its exec is then seen (fork+exec children of the command) */
-	if (!bpf_map_lookup_elem(&pids, &tgid))
-		bpf_map_update_elem(&pids, &tgid, &one, BPF_NOEXIST);
+	/*
+	 * Its exec is then seen (fork+exec children of the command). Another
+	 * thread may have added it meanwhile (-EEXIST: no loss); a full map is
+	 * counted, at each sample of a process it cannot take.
+	 */
+	if (!bpf_map_lookup_elem(&pids, &tgid) &&
+	    bpf_map_update_elem(&pids, &tgid, &one, BPF_NOEXIST) &&
+	    !bpf_map_lookup_elem(&pids, &tgid))
+		count(AT_CNT_FOLLOW_MAP_FULL);
 	if (!ptr)
 		return 0;
 	bpf_probe_read_user(&ret, sizeof(ret), (void *)PT_REGS_SP(ctx));
@@ -807,6 +813,8 @@ int sys_enter(__u64 *ctx)
 		tid = (__u32)bpf_get_current_pid_tgid();
 		if (!bpf_map_update_elem(&brk_old, &tid, &old, BPF_ANY))
 			__sync_fetch_and_add(&brk_pending, 1);
+		else	/* more threads in brk at once than it holds: this growth is lost */
+			count(AT_CNT_BRK_MAP_FULL);
 		return 0;
 	}
 	len = prot = flags = 0;

@@ -152,6 +152,9 @@ enum at_counter {
 	AT_CNT_LIVE_REPLACED,		/* an address allocated again before its free was seen */
 	AT_CNT_PROC_MAP_FULL,		/* no room in procs: the process's records keep gen 0,
 					   and its exec and exit release nothing */
+	AT_CNT_FOLLOW_MAP_FULL,		/* a sample of a process pids had no room for: its
+					   exec and exit are seen only through procs */
+	AT_CNT_BRK_MAP_FULL,		/* a brk brk_old had no room for: growth not counted */
 	AT_CNT__COUNT,
 };
 

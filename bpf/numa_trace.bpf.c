@@ -582,9 +582,30 @@ static __always_inline void misplaced_enter(void *page, __u64 node)
 	bpf_map_update_elem(&misplaced_calls, &tid, &mc, BPF_ANY);
 }
 
+/*
+ * Add @pages to @map's entry @key (a node pair), made when new. Two CPUs may
+ * make the same new pair at once: the second one's BPF_NOEXIST insert fails
+ * with -EEXIST, and it adds into the entry the first one made. A map with
+ * no room for it is counted in @full.
+ */
+static __always_inline void pair_add(void *map, const void *key, __u64 pages,
+				     enum nt_counter full)
+{
+	__u64 *val = bpf_map_lookup_elem(map, key);
+
+	if (!val && !bpf_map_update_elem(map, key, &pages, BPF_NOEXIST))
+		return;
+	if (!val)
+		val = bpf_map_lookup_elem(map, key);
+	if (val)
+		__sync_fetch_and_add(val, pages);
+	else
+		count(full);
+}
+
 static __always_inline void misplaced_exit(void)
 {
-	__u64 id = bpf_get_current_pid_tgid(), *val;
+	__u64 id = bpf_get_current_pid_tgid();
 	__u32 tgid = id >> 32, tid = (__u32)id;
 	struct misplaced_call *mc = bpf_map_lookup_elem(&misplaced_calls, &tid);
 	struct nt_pair_key key;
@@ -603,14 +624,28 @@ static __always_inline void misplaced_exit(void)
 		if (pages)
 			__sync_fetch_and_add(&p->misplaced_ok, 1);
 	}
-	if (!pages)
-		return;
-	val = bpf_map_lookup_elem(&pairs, &key);
-	if (!val) {
-		bpf_map_update_elem(&pairs, &key, &pages, BPF_NOEXIST);
-		return;
+	if (pages)
+		pair_add(&pairs, &key, pages, NT_CNT_MISPLACED_PAIR_FULL);
+}
+
+/*
+ * Tests only (never loaded otherwise): misplaced_exit's pair_add on the pairs
+ * map, run with BPF_PROG_TEST_RUN from several threads at once. Adds 1 to
+ * the pairs (ctx[0], 0) ... (ctx[0], ctx[1] - 1), at most 256.
+ */
+SEC("?raw_tp")
+int pair_add_test(__u64 *ctx)
+{
+	struct nt_pair_key key = { .src = (__s32)ctx[0] };
+	__u32 n = (__u32)ctx[1], i;
+
+	for (i = 0; i < 256; i++) {
+		if (i >= n)
+			break;
+		key.dst = i;
+		pair_add(&pairs, &key, 1, NT_CNT_MISPLACED_PAIR_FULL);
 	}
-	__sync_fetch_and_add(val, pages);
+	return 0;
 }
 
 /* attach target set by user space: migrate_misplaced_folio or migrate_misplaced_page */
@@ -659,26 +694,14 @@ int misplaced_kretprobe(struct pt_regs *regs)
 /* One folio moved from @src to @dst (their nodes from their flags). */
 static __always_inline void folio_moved(const void *dst, const void *src)
 {
-	__u64 sflags = page_flags(src), pages, *val;
+	__u64 sflags = page_flags(src);
 	struct nt_folio_pair_key key = { .tgid = bpf_get_current_pid_tgid() >> 32 };
 
 	if (!current_wanted(key.tgid))
 		return;
 	key.src = flags_nid(sflags);
 	key.dst = flags_nid(page_flags(dst));
-	pages = folio_pages(src, sflags);
-	val = bpf_map_lookup_elem(&folio_pairs, &key);
-	if (val) {
-		__sync_fetch_and_add(val, pages);
-		return;
-	}
-	if (bpf_map_update_elem(&folio_pairs, &key, &pages, BPF_NOEXIST)) {
-		val = bpf_map_lookup_elem(&folio_pairs, &key);
-		if (val)
-			__sync_fetch_and_add(val, pages);
-		else
-			count(NT_CNT_PAIR_MAP_FULL);
-	}
+	pair_add(&folio_pairs, &key, folio_pages(src, sflags), NT_CNT_PAIR_MAP_FULL);
 }
 
 /* attach target set by user space: folio_migrate_flags or another (user/numa/numa_btf.c) */

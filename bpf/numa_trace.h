@@ -123,6 +123,7 @@ enum nt_counter {
 	NT_CNT_UNKNOWN_REASON,		/* a reason value past the table */
 	NT_CNT_SCHED,			/* sched_*_numa events, before filtering */
 	NT_CNT_SKIP_UNKNOWN,		/* sched_skip_vma_numa reason past NT_MAX_SKIP */
+	NT_CNT_MISPLACED_PAIR_FULL,	/* a misplaced-page migration's node pair: no room */
 	NT_CNT__COUNT,
 };
 

@@ -30,8 +30,10 @@
  * counted twice; glibc's and jemalloc's do not.
  *
  * Without a valid TK_ALLOC_SAMPLE_BYTES everything is forwarded and nothing
- * is sampled. The library never prints, never aborts, and leaves errno as
- * the allocator set it.
+ * is sampled. With TK_ALLOC_WHILE_PROBED=1 sampling ends for good at the
+ * first sample after the last uprobe left the alloc marker (markers_probed).
+ * The library never prints, never aborts, and leaves errno as the allocator
+ * set it.
  */
 #include <dlfcn.h>
 #include <errno.h>
@@ -96,6 +98,8 @@ enum { TK_INIT_NONE, TK_INIT_BUSY, TK_INIT_DONE };
 static int init_state;
 static uint64_t sample_mean;		/* 0: sample nothing */
 static bool test_log_on;
+static bool while_probed;		/* TK_ENV_SAMPLE_PROBED: sample only while traced */
+static bool sampler_off;		/* the tracer left: off for good */
 
 /* ---- per thread ----------------------------------------------------------- */
 
@@ -150,6 +154,34 @@ static uint64_t draw(struct tk_thread *t, uint64_t mean)
 
 enum { TK_FORWARD, TK_SAMPLE, TK_ARENA };
 
+/*
+ * Whether a tracer still listens: a uprobe on the alloc marker is a
+ * breakpoint the kernel wrote into this process's copy of the page, so the
+ * marker's first byte reads as int3 (0xcc) while one is attached, and as its
+ * own push %rbp (0x55) once the last one went: tracekit ended, was killed,
+ * or its session was freed. One load, at each sample only.
+ */
+static bool markers_probed(void)
+{
+	return *(volatile const uint8_t *)(uintptr_t)tk_marker_alloc_local != 0x55;
+}
+
+/*
+ * Nobody takes the samples any more: sample nothing from now on. Each
+ * thread's next slow path sets its countdown out of reach, and from then its
+ * allocations cost one compare more than the allocator's; a free, one
+ * byte read (a block sampled before still reaches its marker, now a no-op).
+ */
+static TK_COLD void turn_off(void)
+{
+	__atomic_store_n(&sampler_off, true, __ATOMIC_RELAXED);
+	__atomic_store_n(&sample_mean, 0, __ATOMIC_RELAXED);
+	if (test_log_on) {
+		tk_alloc_test_log.sample_bytes = 0;
+		__atomic_store_n(&tk_alloc_test_log.off, 1, __ATOMIC_RELEASE);
+	}
+}
+
 /* The countdown ran out (or was never drawn): sample this allocation? */
 static TK_COLD int tk_slow(size_t size)
 {
@@ -161,6 +193,10 @@ static TK_COLD int tk_slow(size_t size)
 	    !tk_init())
 		return TK_ARENA;
 	mean = __atomic_load_n(&sample_mean, __ATOMIC_RELAXED);
+	if (mean && while_probed && !markers_probed()) {
+		turn_off();
+		mean = 0;
+	}
 	if (!mean) {
 		t->left = UINT64_MAX;
 		return TK_FORWARD;

@@ -32,9 +32,12 @@ static uint64_t parse_bytes(const char *s)
 
 static void read_env(void)
 {
-	const char *t = getenv(TK_ENV_ALLOC_TEST);
+	const char *t = getenv(TK_ENV_ALLOC_TEST), *p = getenv(TK_ENV_SAMPLE_PROBED);
 
+	if (__atomic_load_n(&sampler_off, __ATOMIC_RELAXED))
+		return;
 	__atomic_store_n(&sample_mean, parse_bytes(getenv(TK_ENV_SAMPLE_BYTES)), __ATOMIC_RELAXED);
+	while_probed = p && !strcmp(p, "1");
 	test_log_on = t && !strcmp(t, "1");
 	if (test_log_on)
 		tk_alloc_test_log.sample_bytes = sample_mean;

@@ -34,6 +34,7 @@ struct tk_alloc_test_log {
 	uint64_t nr_free;
 	uint64_t nr;		/* next slot of ev[]; past the end: events lost */
 	uint64_t sample_bytes;	/* the mean the library runs with, 0: off */
+	uint64_t off;		/* 1 once it turned itself off (its tracer left) */
 	struct tk_alloc_test_event ev[TK_ALLOC_TEST_EVENTS];
 };
 

@@ -491,6 +491,15 @@ int cli_session(struct tk_session *s, const struct cli_run *run)
 out:
 	outputs_abort(run->outs);
 	stop_session = NULL;
+	if (run->argv && tk_session__command_stopped(s))
+		fprintf(stderr, "tracekit: %s: '%s' was still running when the capture ended: "
+			"stopped with %s\n", run->cmd, run->argv[0],
+			tk_session__command_stopped(s) == SIGKILL ?
+			"SIGKILL (it outlived SIGTERM)" : "SIGTERM");
+	else if (run->argv && tk_session__command_pid(s) && tk_session__exit_status(s) < 0)
+		/* an error ended the run: tk_session__free stops it */
+		fprintf(stderr, "tracekit: %s: stopping '%s' (pid %d)\n", run->cmd, run->argv[0],
+			tk_session__command_pid(s));
 	status = tk_session__exit_status(s);
 	if (status >= 0 && WIFEXITED(status) && WEXITSTATUS(status) && run->argv)
 		fprintf(stderr, "tracekit: '%s' exited with status %d\n", run->argv[0],

@@ -58,6 +58,9 @@ static const char usage_alloc[] =
 	"(LD_PRELOAD) that traps into BPF once per sample, not once per call. For\n"
 	"-p PID, tracekit first counts the allocator calls for a moment and prints\n"
 	"the slowdown the chosen mode is expected to cause.\n"
+	"A CMD still running when the capture ends is stopped, as perf record does\n"
+	"(SIGTERM; SIGKILL 10 s later), and stderr and the profile say so; if\n"
+	"tracekit is killed instead, the sampler turns itself off in CMD.\n"
 	"Without -o, the text summary goes to stdout.\n"
 	"Exit codes: 0 the profile was written, 1 it could not be, 2 bad usage,\n"
 	"141 stdout was closed early (| head; the -o files are still whole).\n";

@@ -66,7 +66,9 @@ static const char usage_cpu[] =
 	"  -- CMD ARGS...       start CMD, profile it and its children until it exits\n"
 	"\n"
 	"Without -o, the text summary goes to stdout. A status line is shown on\n"
-	"stderr while it runs on a terminal.\n"
+	"stderr while it runs on a terminal. A CMD still running when the capture\n"
+	"ends is stopped, as perf record does (SIGTERM; SIGKILL 10 s later), and\n"
+	"stderr and the profile say so.\n"
 	"Exit codes: 0 the profile was written, 1 it could not be, 2 bad usage,\n"
 	"141 stdout was closed early (| head; the -o files are still whole).\n";
 

@@ -62,7 +62,9 @@ static const char usage_record[] =
 	"  -- CMD ARGS...       start CMD, record it (and its children's CPU) until\n"
 	"                       it exits\n"
 	"\n"
-	"Ctrl-C ends the window early; everything is still written whole.\n"
+	"Ctrl-C ends the window early; everything is still written whole. A CMD\n"
+	"still running when the window ends is stopped, as perf record does\n"
+	"(SIGTERM; SIGKILL 10 s later), and the bundle says so.\n"
 	"Exit codes: 0 the bundle was written, 1 it could not be, 2 bad usage.\n";
 
 static atomic_int stop_flag;
@@ -603,8 +605,15 @@ int cmd_record(int argc, char **argv)
 
 		if (!rc->thread)
 			continue;
-		if (rc->owns_command)
+		if (rc->owns_command) {
 			r->exit_status = tk_session__exit_status(rc->s);
+			r->cmd_stop_sig = tk_session__command_stopped(rc->s);
+			if (r->cmd_stop_sig)
+				rec_note(r, "'%s' was still running when the recording ended (%s): "
+					 "stopped with %s", r->argv[0], r->end_reason,
+					 r->cmd_stop_sig == SIGKILL ?
+					 "SIGKILL, as SIGTERM did not end it" : "SIGTERM");
+		}
 		if (rc->budget.ended[0])
 			rec_note(r, "%s: %s", rc->name, rc->budget.ended);
 		if (rc->run_err) {

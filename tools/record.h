@@ -76,6 +76,7 @@ struct rec {
 	double elapsed;			/* seconds */
 	const char *end_reason;		/* "duration", "interrupted", "command exited", ... */
 	int exit_status;		/* the command's wait status, -1 without one */
+	int cmd_stop_sig;		/* the signal that ended it, still running at the end */
 	double self_cpu_s;		/* tracekit's own user + system time in the window */
 	char host[256];
 	char notes[REC_MAX_NOTES][256];	/* things to say in the bundle (and said on stderr) */

@@ -6,6 +6,7 @@
  * forbids every network load, so it opens the same from a USB stick.
  */
 #include <errno.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -222,6 +223,10 @@ static int write_manifest(struct rec *r, const char *dir)
 			tk_json__int(&j, "command_exit_code", WEXITSTATUS(r->exit_status));
 		else if (r->exit_status >= 0 && WIFSIGNALED(r->exit_status))
 			tk_json__int(&j, "command_signal", WTERMSIG(r->exit_status));
+		/* still running at the end: record stopped it (its signal, as perf record does) */
+		if (r->cmd_stop_sig)
+			tk_json__string(&j, "command_stopped_with",
+					r->cmd_stop_sig == SIGKILL ? "SIGKILL" : "SIGTERM");
 	}
 	tk_json__begin_array(&j, "pids");
 	for (i = 0; i < r->nr_pids; i++)

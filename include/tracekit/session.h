@@ -12,7 +12,9 @@
  *           any thread or a signal handler), the command exits, or every
  *           process asked for is gone (pidfds), handing each interval's
  *           result to a callback;
- *   finish — the result of the whole run.
+ *   finish — the result of the whole run; a command still running then is
+ *           stopped (SIGTERM, SIGKILL after a grace) and reaped, and the
+ *           result says so; tk_session__free does the same before a finish.
  *
  * A result is a profile (cpu, alloc, numa --stacks) and/or a NUMA report,
  * with every loss counter and note, written by tk_result__write*.
@@ -51,6 +53,14 @@ struct tk_session_opts {
 	tk_log_fn log;			/* libbpf's and the session's messages; NULL: none */
 	void *log_ctx;
 	bool no_fallback;		/* auto backend: fail rather than try the next one */
+	/*
+	 * The command still running when the session ends (tk_session__finish,
+	 * or tk_session__free before it) is stopped as `perf record` stops its
+	 * workload: SIGTERM, then SIGKILL if it has not exited after this many
+	 * milliseconds (0: 10000; negative: SIGKILL at once), and reaped. Only
+	 * the command itself is signalled, not what it started.
+	 */
+	int command_grace_ms;
 };
 
 /*
@@ -138,8 +148,17 @@ const char *tk_session__describe(const struct tk_session *s);
 const char *tk_session__why_backend(const struct tk_session *s);
 /* The command's pid (sopts->argv), 0 without one. */
 int tk_session__command_pid(const struct tk_session *s);
-/* The command's wait status once it exited (waitpid's), -1 while it runs. */
+/*
+ * The command's wait status once it exited (waitpid's), -1 while it runs (or
+ * when another waiter of the host reaped it).
+ */
 int tk_session__exit_status(const struct tk_session *s);
+/*
+ * The signal the session sent to end its command, still running when the
+ * session ended (SIGTERM, or SIGKILL when it outlived the grace), or 0: it
+ * exited by itself, or is not ended yet. The result says so in its notes.
+ */
+int tk_session__command_stopped(const struct tk_session *s);
 
 /* ---- results ---------------------------------------------------------------------- */
 

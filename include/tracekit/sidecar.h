@@ -12,7 +12,8 @@
  * - It changes nothing of the host: no signals reach the host's threads (its
  *   own thread blocks them all), no affinity, priority, rlimit, signal
  *   disposition or memory setting is touched. Its file descriptors are
- *   close-on-exec and children of the host are not sampled.
+ *   close-on-exec and children of the host are not sampled: a fork handler
+ *   closes, in the child, the events of every running sidecar (any number).
  * - Output goes only to opts->dir: created with mode 0700 when missing,
  *   refused when it is a symbolic link, not a directory, not owned by the
  *   caller's effective uid or writable by others. Files are

@@ -355,6 +355,59 @@ static void test_exec_full(void **state)
  * and nothing of it stays in use; its exit released what it held. The exec
  * as in full mode, within the estimates' error.
  */
+/*
+ * The pids map cut to one entry (TK_TEST_MAP_ENTRIES): the command takes it,
+ * and its child (alloc_exec --child, spawned: its own sampler calls the
+ * marker) finds it full. Its samples count follow_map_full, in the profile
+ * by name (0 with the map as built). The child is still followed through
+ * the procs map its first record made: its exit is released all the same.
+ */
+static void test_follow_map_full(void **state)
+{
+	const char *json = path_in_tmp("follow.json");
+	char *args[] = { "--sample-bytes", "4096", "-o", (char *)json, "--",
+			 (char *)tk_test_workload("alloc_exec"), "-d", "1", "--child", "3145728",
+			 NULL };
+	unsigned long long full;
+
+	NEED_ROOT();
+	assert_int_equal(run_alloc(false, args), 0);
+	assert_int_equal(json_loss(json, "follow_map_full"), 0);
+	setenv("TK_TEST_MAP_ENTRIES", "pids=1", 1);
+	assert_int_equal(run_alloc(false, args), 0);
+	unsetenv("TK_TEST_MAP_ENTRIES");
+	full = json_loss(json, "follow_map_full");
+	print_message("  pids=1: follow_map_full %llu, released_at_exit %llu\n", full,
+		      json_loss(json, "released_at_exit"));
+	/* 48 blocks of 64 KiB at a 4 KiB mean: nearly every one sampled */
+	assert_true(full >= 24);
+	assert_true(json_loss(json, "released_at_exit") > 0);
+}
+
+/*
+ * The brk_old map cut to one entry: alloc_brk's four threads queue inside
+ * brk (it takes the address space's lock), so a second one in the call
+ * finds the map full; its growth is counted brk_map_full (0 as built).
+ */
+static void test_brk_map_full(void **state)
+{
+	const char *json = path_in_tmp("brk.json");
+	char *args[] = { "--mode", "growth", "-o", (char *)json, "--",
+			 (char *)tk_test_workload("alloc_brk"), "-t", "4", "-d", "1", NULL };
+	unsigned long long full, calls;
+
+	NEED_ROOT();
+	assert_int_equal(run_alloc(false, args), 0);
+	assert_int_equal(json_loss(json, "brk_map_full"), 0);
+	setenv("TK_TEST_MAP_ENTRIES", "brk_old=1", 1);
+	assert_int_equal(run_alloc(false, args), 0);
+	unsetenv("TK_TEST_MAP_ENTRIES");
+	full = json_loss(json, "brk_map_full");
+	calls = field(out, "calls");
+	print_message("  brk_old=1: brk_map_full %llu of %llu brk calls\n", full, calls);
+	assert_true(full > 0 && full <= calls);
+}
+
 static void test_exec_and_child_exit_sampled(void **state)
 {
 	const char *pb = path_in_tmp("child.pb.gz"), *json = path_in_tmp("child.json");
@@ -524,6 +577,8 @@ int main(void)
 		cmocka_unit_test(test_pid_target_exits),
 		cmocka_unit_test(test_exec_full),
 		cmocka_unit_test(test_exec_and_child_exit_sampled),
+		cmocka_unit_test(test_follow_map_full),
+		cmocka_unit_test(test_brk_map_full),
 		cmocka_unit_test(test_forking_program),
 		cmocka_unit_test(test_min_age_and_interval),
 		cmocka_unit_test(test_jemalloc_fallback_seccomp),

@@ -13,8 +13,16 @@
  * agree among the report's views, do not exceed /proc/vmstat's
  * pgmigrate_success, and land on this test's stack with --stacks. Known
  * counts across two nodes are checked in the guests (tests/vm/matrix.sh).
+ *
+ * The node-pair counting of misplaced-page migrations (pair_add, which the
+ * misplaced-page function's exit runs; neither fentry nor kprobes attach
+ * here) is run by BPF_PROG_TEST_RUN through the object's test program
+ * pair_add_test: two threads insert the same new pairs at once (the second
+ * insert of a pair is -EEXIST, and must still add), and a map too small is
+ * counted.
  */
 #include <errno.h>
+#include <inttypes.h>
 #include <fcntl.h>
 #include <stdarg.h>
 #include <stdint.h>
@@ -28,9 +36,16 @@
 #include <setjmp.h>
 #include <cmocka.h>
 
+#include <pthread.h>
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+
 #include "../lib/spawn.h"
+#include "bpf/numa_trace.h"
+#include "core/percpu.h"
 #include "numa/numa_report.h"
 #include "caps/caps.h"
+#include "numa_trace.skel.h"
 
 static struct tk_caps caps;
 
@@ -275,12 +290,130 @@ static void test_other_pid_sees_nothing(void **state)
 	waitpid(child, &st, 0);
 }
 
+/* ---- node pairs: pair_add by BPF_PROG_TEST_RUN ------------------------------------- */
+
+static struct numa_trace_bpf *pair_skel(uint32_t max_entries)
+{
+	struct numa_trace_bpf *skel;
+
+	NEED_ROOT();
+	skel = numa_trace_bpf__open();
+	assert_non_null(skel);
+	bpf_program__set_autoload(skel->progs.pair_add_test, true);
+	assert_int_equal(bpf_map__set_max_entries(skel->maps.pairs, max_entries), 0);
+	assert_int_equal(numa_trace_bpf__load(skel), 0);
+	return skel;
+}
+
+/* pair_add of 1 to the pairs (@src, 0 .. @n - 1) */
+static void run_pairs(struct numa_trace_bpf *skel, uint64_t src, uint64_t n)
+{
+	uint64_t args[2] = { src, n };
+	LIBBPF_OPTS(bpf_test_run_opts, o, .ctx_in = args, .ctx_size_in = sizeof(args));
+
+	assert_int_equal(bpf_prog_test_run_opts(bpf_program__fd(skel->progs.pair_add_test), &o),
+			 0);
+}
+
+static uint64_t counter(struct numa_trace_bpf *skel, enum nt_counter c)
+{
+	uint64_t sum[NT_CNT__COUNT];
+
+	tk_percpu__sum(skel->bss->counters, NT_MAX_CPUS, NT_CNT__COUNT, sum);
+	return sum[c];
+}
+
+#define RACE_ROUNDS 2000
+#define RACE_PAIRS 256
+
+static pthread_barrier_t race_start, race_done;
+
+static void *racer(void *arg)
+{
+	struct numa_trace_bpf *skel = arg;
+	int r;
+
+	for (r = 0; r < RACE_ROUNDS; r++) {
+		pthread_barrier_wait(&race_start);
+		run_pairs(skel, r, RACE_PAIRS);
+		pthread_barrier_wait(&race_done);
+	}
+	return NULL;
+}
+
+/*
+ * Two threads (one per CPU here) add 1 to the same 256 new pairs at once,
+ * round after round: every pair must hold 2 after each round. Dropping the
+ * add on -EEXIST, as the misplaced-page exit did, loses one in some rounds.
+ */
+static void test_pair_race(void **state)
+{
+	struct numa_trace_bpf *skel = pair_skel(4 * RACE_PAIRS);
+	struct nt_pair_key key;
+	uint64_t v, lost = 0;
+	pthread_t t[2];
+	int fd = bpf_map__fd(skel->maps.pairs), r, i;
+
+	pthread_barrier_init(&race_start, NULL, 3);
+	pthread_barrier_init(&race_done, NULL, 3);
+	for (i = 0; i < 2; i++)
+		assert_int_equal(pthread_create(&t[i], NULL, racer, skel), 0);
+	for (r = 0; r < RACE_ROUNDS; r++) {
+		pthread_barrier_wait(&race_start);
+		pthread_barrier_wait(&race_done);
+		for (i = 0; i < RACE_PAIRS; i++) {
+			key.src = r;
+			key.dst = i;
+			v = 0;
+			assert_int_equal(bpf_map_lookup_elem(fd, &key, &v), 0);
+			if (v != 2)
+				lost += 2 - v;
+			assert_int_equal(bpf_map_delete_elem(fd, &key), 0);
+		}
+	}
+	for (i = 0; i < 2; i++)
+		pthread_join(t[i], NULL);
+	print_message("%d rounds of %d new pairs from 2 threads: %" PRIu64 " adds lost, "
+		      "%" PRIu64 " counted full\n", RACE_ROUNDS, RACE_PAIRS, lost,
+		      counter(skel, NT_CNT_MISPLACED_PAIR_FULL));
+	assert_int_equal(lost, 0);
+	assert_int_equal(counter(skel, NT_CNT_MISPLACED_PAIR_FULL), 0);
+	pthread_barrier_destroy(&race_start);
+	pthread_barrier_destroy(&race_done);
+	numa_trace_bpf__destroy(skel);
+}
+
+/* A pairs map of 4: the 252 other new pairs are counted, the 4 kept are whole */
+static void test_pair_map_full(void **state)
+{
+	struct numa_trace_bpf *skel = pair_skel(4);
+	struct nt_pair_key key, next;
+	int fd = bpf_map__fd(skel->maps.pairs), n = 0;
+	bool first = true;
+	uint64_t v;
+
+	run_pairs(skel, 7, 256);
+	run_pairs(skel, 7, 256);
+	while (!bpf_map_get_next_key(fd, first ? NULL : &key, &next)) {
+		first = false;
+		key = next;
+		assert_int_equal(bpf_map_lookup_elem(fd, &key, &v), 0);
+		assert_int_equal(v, 2);
+		n++;
+	}
+	assert_int_equal(n, 4);
+	assert_int_equal(counter(skel, NT_CNT_MISPLACED_PAIR_FULL), 2 * 252);
+	numa_trace_bpf__destroy(skel);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_starts_and_says_what_is_missing),
 		cmocka_unit_test(test_compaction_counted_for_this_pid),
 		cmocka_unit_test(test_other_pid_sees_nothing),
+		cmocka_unit_test(test_pair_race),
+		cmocka_unit_test(test_pair_map_full),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -327,6 +327,9 @@ static void test_metrics_promtool_and_prometheus(void **state)
 	assert_non_null(strstr(out, "tracekit_numa_pages_migrated_total{reason=\"numa_misplaced\"}"));
 	assert_non_null(strstr(out, "tracekit_capability_supported{id=\"bpf.syscall\"} 1"));
 	assert_non_null(strstr(out, "tracekit_process_cpu_seconds_total"));
+	/* node pairs the kernel side had no room for: a loss, even at 0 */
+	assert_non_null(strstr(out, "tracekit_lost_total{collector=\"numa\","
+				    "counter=\"node_pair_map_full\"} "));
 
 	/* a real Prometheus, on a port and a storage of its own (not the packaged service) */
 	snprintf(port, sizeof(port), "%d", 19000 + rand() % 1000);

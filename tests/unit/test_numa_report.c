@@ -272,6 +272,7 @@ static void test_diff(void **state)
 	fill_full(&prev);
 	prev.have_vmstat = prev.have_numastat = true;
 	prev.pgmigrate_success = 100;
+	prev.pairs_lost = 3;
 	prev.nr_numastat = 1;
 	prev.numastat[0] = (struct tk_numa_nodestat){ .node = 0, .numa_hit = 50, .other_node = 1 };
 	assert_int_equal(tk_numa_report__copy(&total, &prev), 0);
@@ -290,6 +291,7 @@ static void test_diff(void **state)
 	p->total.succeeded = 2;
 	tk_numa_report__latency(&total, 100);
 	total.pgmigrate_success = 112;
+	total.pairs_lost = 10;
 	total.numastat[0].numa_hit = 80;
 	total.numastat[0].other_node = 0;	/* went backwards: 0, not a wrap */
 	total.nr_numastat = 2;
@@ -309,6 +311,8 @@ static void test_diff(void **state)
 	assert_int_equal(iv.pairs[0].pages, 10);
 	assert_int_equal(iv.pairs[1].src, 1);
 	assert_int_equal(iv.pairs[1].dst, 1);
+	/* migrations whose pair the BPF map had no room for, in this interval */
+	assert_int_equal(iv.pairs_lost, 7);
 	/* processes with nothing new are left out */
 	assert_int_equal(iv.nr_procs, 2);
 	assert_int_equal(iv.procs[0].pid, 100);

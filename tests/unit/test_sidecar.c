@@ -563,6 +563,32 @@ static void test_enabled_fork(void **state)
 	assert_nothing_left(t);
 }
 
+/*
+ * More sidecars than the fork handler once had room for (8): a child holds
+ * the perf events of none of them.
+ */
+static void test_enabled_fork_many(void **state)
+{
+	struct t *t = *state;
+	struct tk_sidecar *s[11];
+	int status, i, n = (int)(sizeof(s) / sizeof(s[0]));
+	pid_t pid;
+
+	for (i = 0; i < n; i++)
+		s[i] = start_or_skip(t, 3600);
+	assert_true(count_perf_fds() >= n);
+	fflush(NULL);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0)
+		_exit(count_perf_fds() == 0 ? 0 : 3);
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	assert_true(WIFEXITED(status));
+	assert_int_equal(WEXITSTATUS(status), 0);
+	for (i = 0; i < n; i++)
+		tk_sidecar__stop(s[i]);
+	assert_nothing_left(t);
+}
 
 /* ---- heap profiles ------------------------------------------------------------------ */
 
@@ -793,6 +819,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_enabled_stats_and_stop_now, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_enabled_blocks_signals, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_enabled_fork, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_enabled_fork_many, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_heap_unsupported_without_jemalloc, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_heap_jemalloc_host, setup, teardown),

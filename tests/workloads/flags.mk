@@ -111,3 +111,7 @@ $(BUILD)/tests/unit/test_perfmap $(BUILD)/tests/unit-san/test_perfmap: | \
 WORKLOAD_CFLAGS_alloc_libc_touch := $(UNW_WL_FLAGS)
 # unw_chain linked statically, for the unwinding checks in the QEMU guests (tests/vm/matrix.sh)
 WORKLOAD_CFLAGS_unw_chain_static := $(UNW_WL_FLAGS) -static
+# alloc_steady reads libtkalloc.so's test log (tkalloc_test.h) by dlsym
+WORKLOAD_CFLAGS_alloc_steady := -Ipreload
+WORKLOAD_LIBS_alloc_steady := -ldl
+WORKLOAD_LIBS_alloc_brk := -lpthread

@@ -95,6 +95,7 @@ struct srv {
 	struct { int src, dst; uint64_t pages; } pair[SERVE_MAX_PAIRS];
 	int nr_pairs;
 	uint64_t pairs_dropped;		/* pages of node pairs past SERVE_MAX_PAIRS */
+	uint64_t pairs_lost;		/* migrations whose pair found the BPF map full */
 };
 
 extern struct srv srv;

@@ -36,6 +36,7 @@ static int numa_interval(struct tk_session *s, struct tk_result *r, double elaps
 		srv.thp_ok += n->total.thp_succeeded;
 		srv.thp_fail += n->total.thp_failed;
 		srv.thp_split += n->total.thp_split;
+		srv.pairs_lost += n->pairs_lost;
 		for (i = 0; i < n->nr_pairs; i++) {
 			for (k = 0; k < srv.nr_pairs; k++)
 				if (srv.pair[k].src == n->pairs[i].src &&
@@ -286,6 +287,9 @@ enum MHD_Result serve_metrics(struct MHD_Connection *c)
 	/* NUMA: the pages of node pairs beyond the ones counted apart */
 	fprintf(f, "tracekit_lost_total{collector=\"numa\",counter=\"node_pairs_full\"} %llu\n",
 		(unsigned long long)srv.pairs_dropped);
+	/* and the migrations whose pair the kernel side had no room for (not in any pair) */
+	fprintf(f, "tracekit_lost_total{collector=\"numa\",counter=\"node_pair_map_full\"} "
+		"%llu\n", (unsigned long long)srv.pairs_lost);
 	family(f, "tracekit_http_connections_closed_total", "counter",
 	       "Connections serve closed itself: no request within the header deadline, "
 	       "or to make room past --max-connections or --max-per-address.");

@@ -17,7 +17,12 @@
  * moved by realloc); other frees cost a lookup in a small filter, not a
  * trap. The markers are a push, a pop and a return (an emulated uprobe
  * site, and one 6.18 does not rewrite into a trampoline call that fork()ed
- * children lack); tracekit places uprobes on the two markers only.
+ * children lack); tracekit places uprobes on the two markers only. With
+ * TK_ENV_SAMPLE_PROBED=1 (tracekit sets it; its children inherit it) it
+ * samples only while a uprobe is on the alloc marker: at a sample whose
+ * marker reads as its own first instruction again (the tracer ended, was
+ * killed, or detached) it turns itself off for good, and the command's
+ * allocations then cost one compare more than without it.
  *
  * libtkagent.so, no interposition: with TK_ENV_AGENT_FD set it takes the
  * descriptor (and removes the variables from its environment, marking the
@@ -40,6 +45,7 @@
 #define TK_PRELOAD_AGENT "libtkagent.so"
 
 #define TK_ENV_SAMPLE_BYTES "TK_ALLOC_SAMPLE_BYTES"	/* decimal, > 0 */
+#define TK_ENV_SAMPLE_PROBED "TK_ALLOC_WHILE_PROBED"	/* "1": sample only while traced */
 #define TK_ENV_AGENT_FD "TK_AGENT_FD"			/* decimal descriptor */
 #define TK_ENV_AGENT_HOLD "TK_AGENT_HOLD"
 #define TK_ENV_AGENT_JEMALLOC "TK_AGENT_JEMALLOC"

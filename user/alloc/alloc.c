@@ -53,6 +53,8 @@ static const char *const loss_names[TK_ALOSS__COUNT] = {
 	[TK_ALOSS_UNKNOWN_FREE] = "frees_of_unknown_objects",
 	[TK_ALOSS_LIVE_REPLACED] = "replaced_live_objects",
 	[TK_ALOSS_PROC_MAP_FULL] = "proc_map_full",
+	[TK_ALOSS_FOLLOW_MAP_FULL] = "follow_map_full",
+	[TK_ALOSS_BRK_MAP_FULL] = "brk_map_full",
 	[TK_ALOSS_RELEASED_EXEC] = "released_at_exec",
 	[TK_ALOSS_RELEASED_EXEC_BYTES] = "released_at_exec_bytes",
 	[TK_ALOSS_RELEASED_EXIT] = "released_at_exit",
@@ -502,6 +504,7 @@ int tk_alloc__start(struct tk_alloc *a, char *why, size_t why_sz)
 			return err;
 		if (a->hook != TK_ALLOC_HOOK_PRELOAD)
 			capture_once(a, a->child, 0);
+		a->running = true;
 	}
 	return 0;
 }
@@ -714,8 +717,12 @@ void tk_alloc__free(struct tk_alloc *a)
 		return;
 	if (a->be && a->be->free)
 		a->be->free(a);
-	if (a->child > 0 && a->release_fd >= 0) {
-		/* never released: it must not run untraced */
+	if (a->child > 0 && !a->running) {
+		/*
+		 * Never released, or its start failed after (an exec error, no hold
+		 * from the agent, no attach): it must not run untraced, and is
+		 * reaped (no zombie). One that runs is the session core's to end.
+		 */
 		kill(a->child, SIGKILL);
 		waitpid(a->child, NULL, 0);
 	}

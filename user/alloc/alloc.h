@@ -78,6 +78,14 @@ enum tk_alloc_loss {
 	TK_ALOSS_PROC_MAP_FULL,		/* "proc_map_full": a process BPF had no room to
 					   follow: its records keep generation 0, and its
 					   exec and exit release nothing */
+	TK_ALOSS_FOLLOW_MAP_FULL,	/* "follow_map_full": samples of a process (a child
+					   of the command) the pids map had no room for: its
+					   exec and exit are then seen only through the
+					   entry its first record made in procs, and not at
+					   all when that was full too (proc_map_full) */
+	TK_ALOSS_BRK_MAP_FULL,		/* "brk_map_full": brk calls whose growth was not
+					   counted (more threads in brk at once than the
+					   brk_old map holds) */
 	/*
 	 * Not losses: what left the in-use figures because its process ended
 	 * (tk_alloc__release), in their units (estimates when sampled).

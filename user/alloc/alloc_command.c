@@ -275,9 +275,11 @@ int tk_alloc__start_command(struct tk_alloc *a, char *why, size_t why_sz)
 			return err;
 	}
 	if (a->hook == TK_ALLOC_HOOK_PRELOAD) {
+		/* sampling stops by itself once no uprobe is on its marker (tracekit gone) */
 		if ((err = tk_alloc__setenv(a, "LD_PRELOAD", "%s/%s", a->preload_dir,
 					    TK_PRELOAD_SAMPLER)) ||
-		    (err = tk_alloc__setenv(a, TK_ENV_SAMPLE_BYTES, "%" PRIu64, a->sample_bytes)))
+		    (err = tk_alloc__setenv(a, TK_ENV_SAMPLE_BYTES, "%" PRIu64, a->sample_bytes)) ||
+		    (err = tk_alloc__setenv(a, TK_ENV_SAMPLE_PROBED, "1")))
 			return err;
 	}
 	if (env_has(a, TK_ENV_AGENT_HOLD) || env_has(a, TK_ENV_AGENT_JEMALLOC)) {

@@ -92,6 +92,7 @@ struct tk_alloc {
 	int64_t start_ns;			/* CLOCK_REALTIME at start */
 	int64_t start_mono_ns;
 	bool started;
+	bool running;				/* the command runs traced: start() all done */
 	bool finished;
 
 	/*

@@ -167,6 +167,8 @@ static void read_counters(struct tk_alloc *a, struct at_state *st)
 		{ AT_CNT_UNKNOWN_FREE, TK_ALOSS_UNKNOWN_FREE },
 		{ AT_CNT_LIVE_REPLACED, TK_ALOSS_LIVE_REPLACED },
 		{ AT_CNT_PROC_MAP_FULL, TK_ALOSS_PROC_MAP_FULL },
+		{ AT_CNT_FOLLOW_MAP_FULL, TK_ALOSS_FOLLOW_MAP_FULL },
+		{ AT_CNT_BRK_MAP_FULL, TK_ALOSS_BRK_MAP_FULL },
 	};
 	uint64_t sum[AT_CNT__COUNT];
 	size_t i;

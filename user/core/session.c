@@ -11,8 +11,12 @@
  * Liveness: a pidfd per process asked for (readable once it exits, zombie or
  * not); where pidfd_open(2) is missing (before 5.3), /proc/PID/stat's state.
  * The command is our child: waitpid(WNOHANG) reaps it and keeps its status.
+ * One still running when the session ends is stopped as `perf record` stops
+ * its workload (SIGTERM, SIGKILL after the grace) and reaped, at finish or
+ * free: a library host is left no zombie and no untraced command running on.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdarg.h>
 #include <poll.h>
 #include <signal.h>
@@ -35,6 +39,8 @@
 #ifndef __NR_pidfd_open
 #define __NR_pidfd_open 434
 #endif
+
+#define COMMAND_GRACE_MS 10000
 
 static void put_why(char *why, size_t why_sz, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
@@ -93,6 +99,21 @@ static void open_pidfds(struct tk_session *s)
 	for (i = 0; i < s->nr_pids; i++)
 		if (s->pidfds[i] < 0)
 			s->pidfds[i] = syscall(__NR_pidfd_open, s->pids[i], 0);
+}
+
+/* The command is @pid now (a fallback's collector may have started another). */
+static void set_command(struct tk_session *s, int pid)
+{
+	if (pid == s->cmd_pid)
+		return;
+	if (s->cmd_pidfd >= 0)
+		close(s->cmd_pidfd);
+	s->cmd_pid = pid;
+	s->cmd_gone = false;
+	/* our unreaped child: its pid cannot have been reused yet */
+	s->cmd_pidfd = pid > 0 ? syscall(__NR_pidfd_open, pid, 0) : -1;
+	if (s->cmd_pidfd >= 0)
+		fcntl(s->cmd_pidfd, F_SETFD, FD_CLOEXEC);
 }
 
 static void close_coll(struct tk_session *s)
@@ -157,7 +178,7 @@ static int open_chain(struct tk_session *s, bool start, char *why, size_t why_sz
 		tk_log__pop(&scope);
 		if (!err) {
 			if (s->ops->spawns_command && s->sopts.argv)
-				s->cmd_pid = s->ops->command_pid(s);	/* this backend's */
+				set_command(s, s->ops->command_pid(s));	/* this backend's */
 			return 0;
 		}
 		if (s->coll)
@@ -254,6 +275,7 @@ struct tk_session *tk_session__new(const struct tk_collector_ops *ops, void *cop
 	s->copts = copts;
 	s->auto_backend = auto_backend;
 	s->release_fd = s->exec_err_fd = -1;
+	s->cmd_pidfd = -1;
 	s->exit_status = -1;
 	for (i = 0; i < TK_SESSION_MAX_PIDS; i++)
 		s->pidfds[i] = -1;
@@ -300,15 +322,15 @@ struct tk_session *tk_session__new(const struct tk_collector_ops *ops, void *cop
 
 	/* a command the core holds: started now, released once attached */
 	if (s->sopts.argv && !ops->spawns_command) {
-		s->cmd_pid = tk_spawn_held(s->sopts.argv, NULL, -1, &s->release_fd,
-					   &s->exec_err_fd);
-		if (s->cmd_pid < 0) {
-			err = s->cmd_pid;
-			s->cmd_pid = 0;
+		int pid = tk_spawn_held(s->sopts.argv, NULL, -1, &s->release_fd, &s->exec_err_fd);
+
+		if (pid < 0) {
+			err = pid;
 			put_why(why, why_sz, "cannot start '%s': %s", s->sopts.argv[0],
 				strerror(-err));
 			goto fail;
 		}
+		set_command(s, pid);
 	}
 	err = open_chain(s, false, why, why_sz);
 	if (err)
@@ -344,10 +366,16 @@ int tk_session__start(struct tk_session *s, char *why, size_t why_sz)
 	if (s->release_fd >= 0) {
 		err = tk_spawn_release(&s->release_fd, &s->exec_err_fd);
 		if (err) {
+			int status = -1;
+
 			put_why(why, why_sz, "cannot run '%s': %s", s->sopts.argv[0],
 				strerror(err > 0 ? err : -err));
 			if (err > 0)
-				waitpid(s->cmd_pid, NULL, 0);	/* it exited: nothing ran */
+				waitpid(s->cmd_pid, &status, 0);	/* it exited: nothing ran */
+			else	/* gone, or it cannot be let go: it must not run untraced */
+				tk_spawn_stop(s->cmd_pid, s->cmd_pidfd, -1, &status);
+			s->exit_status = status;
+			s->cmd_gone = true;
 			s->cmd_pid = 0;
 			return err > 0 ? -err : err;
 		}
@@ -372,14 +400,49 @@ int tk_session__poll(struct tk_session *s, int timeout_ms)
 static bool command_exited(struct tk_session *s)
 {
 	int status;
+	pid_t r;
 
-	if (s->cmd_pid <= 0 || s->exit_status >= 0)
-		return s->exit_status >= 0;
-	if (waitpid(s->cmd_pid, &status, WNOHANG) == s->cmd_pid) {
+	if (s->cmd_pid <= 0 || s->cmd_gone)
+		return s->cmd_gone;
+	r = waitpid(s->cmd_pid, &status, WNOHANG);
+	if (r == s->cmd_pid)
 		s->exit_status = status;
-		return true;
-	}
-	return false;
+	/* ECHILD: a waiter of the host's reaped it (its status is lost) */
+	s->cmd_gone = r == s->cmd_pid || (r < 0 && errno == ECHILD);
+	return s->cmd_gone;
+}
+
+static const char *signal_name(int sig)
+{
+	return sig == SIGTERM ? "SIGTERM" : sig == SIGKILL ? "SIGKILL" : "a signal";
+}
+
+/*
+ * The session ends: a command still running is stopped and reaped (one never
+ * released is killed at once: it must not run untraced), and the result says
+ * so. perf record does the same with its workload (SIGTERM, then wait).
+ */
+static void end_command(struct tk_session *s)
+{
+	int grace = s->sopts.command_grace_ms, status, sig;
+
+	if (s->cmd_pid <= 0 || command_exited(s))
+		return;
+	if (!grace)
+		grace = COMMAND_GRACE_MS;
+	if (s->release_fd >= 0)
+		grace = -1;
+	sig = tk_spawn_stop(s->cmd_pid, s->cmd_pidfd, grace, &status);
+	s->exit_status = status;
+	s->cmd_gone = true;
+	if (!sig || s->release_fd >= 0)
+		return;	/* it exited meanwhile; or it never ran */
+	s->cmd_stop_sig = sig;
+	add_note(s, "'%s' (pid %d) was still running when the capture ended%s%s%s: tracekit "
+		 "stopped it with %s%s", s->sopts.argv ? s->sopts.argv[0] : "the command",
+		 s->cmd_pid, s->end ? " (" : "", s->end ? tk_session_end__name(s->end) : "",
+		 s->end ? ")" : "", signal_name(sig),
+		 sig == SIGKILL && grace > 0 ? ", as it had not exited after SIGTERM" : "");
 }
 
 enum tk_session_end tk_session__ended(struct tk_session *s)
@@ -446,6 +509,9 @@ static int rotate(struct tk_session *s, bool final, struct tk_result **out)
 	tk_log__push(&s->log, &scope);
 	err = s->ops->rotate(s, final, r);
 	tk_log__pop(&scope);
+	/* collection has stopped: a command still running goes now, and its result says so */
+	if (final)
+		end_command(s);
 	if (err) {
 		tk_result__free(r);
 		return err;
@@ -528,13 +594,10 @@ void tk_session__free(struct tk_session *s)
 	if (!s)
 		return;
 	close_coll(s);
-	if (s->cmd_pid > 0 && s->release_fd >= 0) {
-		/* never released: it must not run untraced */
-		kill(s->cmd_pid, SIGKILL);
-		waitpid(s->cmd_pid, NULL, 0);
-	} else if (s->cmd_pid > 0 && s->exit_status < 0) {
-		command_exited(s);	/* reap it if it is done; otherwise it goes on */
-	}
+	/* not finished, or finished before it was released: stopped and reaped all the same */
+	end_command(s);
+	if (s->cmd_pidfd >= 0)
+		close(s->cmd_pidfd);
 	if (s->release_fd >= 0)
 		close(s->release_fd);
 	if (s->exec_err_fd >= 0)
@@ -587,4 +650,9 @@ int tk_session__command_pid(const struct tk_session *s)
 int tk_session__exit_status(const struct tk_session *s)
 {
 	return s ? s->exit_status : -1;
+}
+
+int tk_session__command_stopped(const struct tk_session *s)
+{
+	return s ? s->cmd_stop_sig : 0;
 }

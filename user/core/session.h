@@ -64,8 +64,11 @@ struct tk_session {
 	int nr_pids;
 	/* the command: held by the core (release_fd), or by the collector */
 	int cmd_pid;
+	int cmd_pidfd;			/* -1: none (before 5.3) */
 	int release_fd, exec_err_fd;
 	int exit_status;		/* -1 while it runs */
+	bool cmd_gone;			/* exited and reaped (by us, or by a host's waiter) */
+	int cmd_stop_sig;		/* the signal that ended it at the session's end, or 0 */
 	bool started;
 	volatile sig_atomic_t stop;
 	enum tk_session_end end;

@@ -282,6 +282,7 @@ int tk_numa_report__diff(struct tk_numa_report *out, const struct tk_numa_report
 	for (i = 0; i < TK_MR__COUNT; i++)
 		counts_sub(&out->by_reason[i], &t->by_reason[i], &p->by_reason[i]);
 
+	out->pairs_lost = sub(t->pairs_lost, p->pairs_lost);
 	for (i = 0; i < t->nr_pairs; i++) {
 		uint64_t before = 0;
 

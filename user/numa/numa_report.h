@@ -105,6 +105,8 @@ struct tk_numa_report {
 	bool have_pairs;
 	struct tk_numa_pair pairs[TK_NUMA_MAX_PAIRS];
 	int nr_pairs;
+	/* migrations (misplaced pages, or folios) whose node pair found no room: not in pairs */
+	uint64_t pairs_lost;
 
 	bool have_procs;
 	struct tk_numa_proc *procs;	/* nr_procs of them, most pages first once sorted */

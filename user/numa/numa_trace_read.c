@@ -213,9 +213,17 @@ int tk_numa_bpf__collect(struct tk_numa *n, struct tk_numa_report *r)
 					   "totals have them",
 					(unsigned long long)(cnt[NT_CNT_REASON_MAP_FULL] +
 							     cnt[NT_CNT_PROC_MAP_FULL]));
-	if (cnt[NT_CNT_PAIR_MAP_FULL])
+	/* the losses of the one source of pairs the report has */
+	if (st->ff_attached)
+		r->pairs_lost = cnt[NT_CNT_PAIR_MAP_FULL];
+	else if (st->mp_attached)
+		r->pairs_lost = cnt[NT_CNT_MISPLACED_PAIR_FULL];
+	if (st->ff_attached && r->pairs_lost)
 		tk_numa_report__missing(r, "%llu migrated folios not counted by node pair (map "
-					   "full)", (unsigned long long)cnt[NT_CNT_PAIR_MAP_FULL]);
+					   "full)", (unsigned long long)r->pairs_lost);
+	else if (r->pairs_lost)
+		tk_numa_report__missing(r, "%llu misplaced-page migrations not counted by node "
+					   "pair (map full)", (unsigned long long)r->pairs_lost);
 	if (cnt[NT_CNT_RINGBUF_FULL])
 		tk_numa_report__missing(r, "%llu new processes not announced (ring buffer full)",
 					(unsigned long long)cnt[NT_CNT_RINGBUF_FULL]);

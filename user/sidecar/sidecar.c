@@ -79,26 +79,29 @@ struct tk_sidecar {
 	atomic_uint_fast64_t heap_files;
 	atomic_int heap_last_error;
 	bool closed_in_child;		/* a fork child already dropped its copies */
+	struct tk_sidecar *next_running;	/* the list of running sidecars (track) */
 };
 
 /*
  * Sidecars running in this process, for the fork child handler: a child
  * inherits the perf event fds and rings, which would go on sampling the
- * host's threads until the child exits (forever in a prefork server).
+ * host's threads until the child exits (forever in a prefork server). A
+ * list through the handles themselves, so any number is covered (a fixed
+ * table left the ninth out: its child kept the perf fds). The prepare
+ * handler takes the lock, so the child sees the list whole, never halfway
+ * through an insertion; the parent and the child release it.
  */
-#define MAX_SIDECARS 8
-static struct tk_sidecar *running[MAX_SIDECARS];
+static struct tk_sidecar *running;
 static pthread_mutex_t running_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_once_t atfork_once = PTHREAD_ONCE_INIT;
 
-static void in_child(void)
+/* In a fork child (running_lock held): close the copies of every sidecar's descriptors. */
+static void close_all_in_child(void)
 {
-	int i;
+	struct tk_sidecar *s;
 
-	for (i = 0; i < MAX_SIDECARS; i++) {
-		struct tk_sidecar *s = running[i];
-
-		if (!s || s->closed_in_child)
+	for (s = running; s; s = s->next_running) {
+		if (s->closed_in_child)
 			continue;
 		tk_cpu_perf__close_in_child(&s->cpu);
 		close(s->wake_fd);
@@ -107,26 +110,49 @@ static void in_child(void)
 	}
 }
 
+static void before_fork(void)
+{
+	pthread_mutex_lock(&running_lock);
+}
+
+static void after_fork_parent(void)
+{
+	pthread_mutex_unlock(&running_lock);
+}
+
+static void after_fork_child(void)
+{
+	close_all_in_child();
+	pthread_mutex_unlock(&running_lock);
+}
+
+static void in_child(void)
+{
+	pthread_mutex_lock(&running_lock);
+	close_all_in_child();
+	pthread_mutex_unlock(&running_lock);
+}
+
 static void register_atfork(void)
 {
-	pthread_atfork(NULL, NULL, in_child);
+	pthread_atfork(before_fork, after_fork_parent, after_fork_child);
 }
 
 static void track(struct tk_sidecar *s, bool add)
 {
-	int i;
+	struct tk_sidecar **p;
 
 	pthread_once(&atfork_once, register_atfork);
 	pthread_mutex_lock(&running_lock);
-	for (i = 0; i < MAX_SIDECARS; i++) {
-		if (add && !running[i]) {
-			running[i] = s;
-			break;
-		}
-		if (!add && running[i] == s) {
-			running[i] = NULL;
-			break;
-		}
+	if (add) {
+		s->next_running = running;
+		running = s;
+	} else {
+		for (p = &running; *p; p = &(*p)->next_running)
+			if (*p == s) {
+				*p = s->next_running;
+				break;
+			}
 	}
 	pthread_mutex_unlock(&running_lock);
 }
