@@ -268,6 +268,141 @@ static void test_other_mount_namespace(void **state)
 	assert_true(ok >= with_leaf * 0.97);
 }
 
+/* ---- more executable mappings than an entry holds (UNW_MAX_MAPS) ---------------------- */
+
+/*
+ * Start @argv with its stdout on a pipe and wait (up to 20 s) for a line
+ * starting with @ready; its pid.
+ */
+static pid_t start_ready(char *const argv[], const char *ready)
+{
+	char line[256];
+	int fds[2];
+	pid_t pid;
+	FILE *f;
+
+	assert_int_equal(pipe(fds), 0);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (!pid) {
+		dup2(fds[1], 1);
+		close(fds[0]);
+		close(fds[1]);
+		execv(argv[0], argv);
+		_exit(127);
+	}
+	close(fds[1]);
+	f = fdopen(fds[0], "r");
+	assert_non_null(f);
+	while (fgets(line, sizeof(line), f))
+		if (!strncmp(line, ready, strlen(ready)))
+			break;
+	assert_true(!strncmp(line, ready, strlen(ready)));
+	fclose(f);
+	return pid;
+}
+
+/*
+ * unw_manylibs with @nlibs libraries loaded, profiled with -p once they are
+ * (the entry is written with all of them): the share of its samples whose
+ * leaf is in glibc (its sort, memcpy, rand_r) that reach main, and of those
+ * in the comparison (under glibc's sort).
+ */
+static double manylibs_share(const char *backend, int nlibs, double *cmp_share)
+{
+	const char *folded = path_in_tmp("many.folded"), *pb = path_in_tmp("many.pb.gz");
+	static const char *const own[] = { "compare", "sort_round", "run", "main", "_start" };
+	char n[16], spid[16], *wl[] = { (char *)tk_test_workload("unw_manylibs"), "-v", n, "6",
+					NULL };
+	unsigned long libc_leaf = 0, libc_main = 0, cmp_leaf = 0, cmp_main = 0, total = 0;
+	static char line[1 << 16];
+	pid_t pid;
+	FILE *f;
+
+	snprintf(n, sizeof(n), "%d", nlibs);
+	pid = start_ready(wl, "executable mappings");
+	snprintf(spid, sizeof(spid), "%d", pid);
+	{
+		char *args[] = { "cpu", "--backend", (char *)backend, "-p", spid, "-d", "3", "-F",
+				 "499", "-o", (char *)folded, "-o", (char *)pb, NULL };
+
+		assert_int_equal(run(args), 0);
+	}
+	kill(pid, SIGKILL);
+	waitpid(pid, NULL, 0);
+	f = fopen(folded, "r");
+	assert_non_null(f);
+	while (fgets(line, sizeof(line), f)) {
+		char *sp = strrchr(line, ' '), *leaf;
+		unsigned long cnt;
+		bool mine = false, whole;
+		size_t i;
+
+		assert_non_null(sp);
+		cnt = strtoul(sp + 1, NULL, 10);
+		*sp = '\0';
+		leaf = strrchr(line, ';');
+		leaf = leaf ? leaf + 1 : line;
+		whole = strstr(line, ";main;run;sort_round;") != NULL;
+		total += cnt;
+		for (i = 0; i < sizeof(own) / sizeof(own[0]); i++)
+			mine |= !strcmp(leaf, own[i]);
+		if (!strcmp(leaf, "compare")) {
+			cmp_leaf += cnt;
+			cmp_main += whole ? cnt : 0;
+		} else if (!mine) {
+			libc_leaf += cnt;
+			libc_main += whole ? cnt : 0;
+		}
+	}
+	fclose(f);
+	print_message("%s, %d libraries: %lu samples; %lu with the leaf in glibc, %.1f %% reach "
+		      "main; %lu in compare, %.1f %% reach main\n", backend, nlibs, total, libc_leaf,
+		      libc_leaf ? 100.0 * libc_main / libc_leaf : 0.0, cmp_leaf,
+		      cmp_leaf ? 100.0 * cmp_main / cmp_leaf : 0.0);
+	assert_true(total > 300);
+	assert_true(libc_leaf > total / 3);
+	assert_true(cmp_leaf > 0);
+	*cmp_share = (double)cmp_main / cmp_leaf;
+	return (double)libc_main / libc_leaf;
+}
+
+/*
+ * 300 libraries: the entry keeps the executable, libc, ld.so and the vdso
+ * (kept in address order, libc and everything above it went first), says so,
+ * and sends no misses; the stacks through glibc are as whole as with 10.
+ */
+static void check_manylibs(const char *backend)
+{
+	const char *pb = path_in_tmp("many.pb.gz");
+	double few, many, few_cmp, many_cmp;
+
+	few = manylibs_share(backend, 10, &few_cmp);
+	assert_true(few >= 0.97);
+	assert_true(few_cmp >= 0.97);
+	many = manylibs_share(backend, 300, &many_cmp);
+	print_message("%s: glibc-leaf samples reaching main: %.1f %% with 10 libraries, %.1f %% "
+		      "with 300\n", backend, 100 * few, 100 * many);
+	assert_true(many >= 0.97);
+	assert_true(many_cmp >= 0.97);
+	/* no address was in no mapping (no miss sent); the profile says what was left out */
+	assert_int_equal(pprof_loss(pb, "unwind_no_mapping"), 0);
+	assert_true(pprof_loss(pb, "unwind_mapping_left_out") >= 0);
+	assert_non_null(strstr(out, "unwind entries: "));
+}
+
+static void test_manylibs_bpf(void **state)
+{
+	NEED_ROOT();
+	check_manylibs("bpf");
+}
+
+static void test_manylibs_perf(void **state)
+{
+	NEED_ROOT();
+	check_manylibs("perf");
+}
+
 /* ---- programs nobody here wrote ------------------------------------------------------ */
 
 /*
@@ -514,6 +649,8 @@ int main(void)
 		cmocka_unit_test(test_dlopen_bpf),
 		cmocka_unit_test(test_dlopen_perf),
 		cmocka_unit_test(test_jit_bpf),
+		cmocka_unit_test(test_manylibs_bpf),
+		cmocka_unit_test(test_manylibs_perf),
 		cmocka_unit_test(test_other_mount_namespace),
 		cmocka_unit_test(test_container_other_release),
 		cmocka_unit_test(test_redis_bpf),
@@ -525,6 +662,9 @@ int main(void)
 
 	if (!mkdtemp(tmpdir))
 		return 1;
+	/* TK_TEST_FILTER="*manylibs*" runs a subset (cmocka's glob) */
+	if (getenv("TK_TEST_FILTER"))
+		cmocka_set_test_filter(getenv("TK_TEST_FILTER"));
 	ret = cmocka_run_group_tests(tests, NULL, NULL);
 	if (!getenv("TK_KEEP_TMP")) {
 		char cmd[600];

@@ -289,6 +289,50 @@ static void test_depth(void **state)
 	assert_true(k.causes & UNW_C_DEPTH);
 }
 
+/*
+ * A table of 2^24 rows (128 MiB: --unwind-mem admits 32 times that) whose
+ * row for the address is its first: 24 steps of binary search never reached
+ * it (the search covered tables below 2^24 rows in every case); both
+ * evaluators must find it.
+ */
+static void test_row_search_large_table(void **state)
+{
+	const size_t n = 1u << 24;
+	struct tk_unw_regs r = { .ip = BASE + 0x10, .sp = A(0), .bp = 0 };
+	struct tk_unw_check *big;
+	struct unw_row *kr;
+	static struct unw_proc p;
+	struct walk k = {}, u = {};
+	char why[256];
+	size_t cap, i;
+
+	NEED_ROOT();
+	if (tk_unw_check__open(n, &big, why, sizeof(why)))
+		fail_msg("cannot load the BPF evaluator with %zu rows: %s", n, why);
+	kr = tk_unw_check__rows(big, &cap);
+	assert_true(cap >= n);
+	kr[0] = (struct unw_row){ .pc = 0, .cfa_off = 8, .kind = UNW_ROW_SP };
+	for (i = 1; i < n; i++)
+		kr[i] = (struct unw_row){ .pc = 0x100, .kind = UNW_ROW_INVALID };
+	memset(&p, 0, sizeof(p));
+	p.nr = 1;
+	p.maps[0] = (struct unw_map){ .start = BASE, .end = BASE + 0x1000, .bias = BASE,
+				      .row_start = 0, .row_count = n };
+	memset(stk, 0, sizeof(stk));	/* the return address: 0, the end */
+	k.n = tk_unw_check__walk(big, &p, &r, 0, k.ips, UNW_MAX_FRAMES, &k.causes, k.frames);
+	u.n = tk_unw__walk(&p, kr, n, &r, read_image, (void *)&stk_image, u.ips, UNW_MAX_FRAMES,
+			   &u.causes, u.frames);
+	tk_unw_check__free(big);
+	print_message("  kernel: %d frames, causes 0x%x, %u by CFI; user space: %d, 0x%x, %u\n",
+		      k.n, k.causes, k.frames[0], u.n, u.causes, u.frames[0]);
+	assert_int_equal(k.n, 1);
+	assert_int_equal(k.causes, 0);
+	assert_int_equal(k.frames[0], 1);
+	assert_int_equal(u.n, 1);
+	assert_int_equal(u.causes, 0);
+	assert_int_equal(u.frames[0], 1);
+}
+
 /* ---- this process's own stack, real tables ------------------------------------------------ */
 
 static struct tk_symbolizer *sym;
@@ -427,6 +471,7 @@ int main(void)
 		cmocka_unit_test(test_signal_exact_and_epilogue),
 		cmocka_unit_test(test_drap),
 		cmocka_unit_test(test_depth),
+		cmocka_unit_test(test_row_search_large_table),
 		cmocka_unit_test(test_live_stack),
 	};
 

@@ -111,3 +111,8 @@ $(BUILD)/tests/unit/test_perfmap $(BUILD)/tests/unit-san/test_perfmap: | \
 WORKLOAD_CFLAGS_alloc_libc_touch := $(UNW_WL_FLAGS)
 # unw_chain linked statically, for the unwinding checks in the QEMU guests (tests/vm/matrix.sh)
 WORKLOAD_CFLAGS_unw_chain_static := $(UNW_WL_FLAGS) -static
+# unw_manylibs loads copies of libunwtiny.so (its own directory, built first, never linked)
+# until it has hundreds of executable mappings; its hot code is glibc's qsort
+WORKLOAD_CFLAGS_unw_manylibs := $(UNW_WL_FLAGS)
+WORKLOAD_LIBS_unw_manylibs := -ldl
+$(BUILD)/workloads/unw_manylibs: | $(BUILD)/workloads/libunwtiny.so

@@ -7,6 +7,9 @@
 #ifndef __TK_UNWIND_BPF_H
 #define __TK_UNWIND_BPF_H
 
+#include <stdbool.h>
+#include <stdint.h>
+
 #include <bpf/libbpf.h>
 
 #include "unwind/unwind.h"
@@ -71,6 +74,36 @@ void tk_unw_bpf__retry(struct tk_unw_bpf *u, struct tk_symbolizer *sym);
 void tk_unw_bpf__sum(const __u64 (*counters)[UNW_CNT__COUNT], int nr_cpus,
 		     uint64_t out[UNW_CNT__COUNT]);
 void tk_unw_bpf__stats(const struct tk_unw_bpf *u, struct tk_unw_info *info);
+
+/*
+ * The processes that missed, waiting to be captured again (tk_unw_bpf__miss,
+ * __retry): a slot per process, freed when its process needs nothing more
+ * (no miss waits and its rate limit is over), ends, or is forgotten.
+ */
+#define TK_UNW_MAX_MISSES 64
+
+struct tk_unw_misses {
+	struct tk_unw_miss {
+		uint32_t pid, gen;
+		int64_t due_ns;		/* not captured again before (CLOCK_MONOTONIC) */
+		bool pending;		/* a miss waits */
+	} slot[TK_UNW_MAX_MISSES];
+	int nr;
+	uint64_t dropped;		/* misses that found every slot taken */
+	uint64_t pruned;		/* slots freed */
+};
+
+/*
+ * A miss of (@pid, @gen) at @now_ns: false (and counted) when every slot is
+ * taken by a process that waits or is rate-limited; @gone (may be NULL) says
+ * whether a pid has ended, asked only when the table is full.
+ */
+bool tk_unw_misses__add(struct tk_unw_misses *t, uint32_t pid, uint32_t gen, int64_t now_ns,
+			bool (*gone)(uint32_t pid, void *ctx), void *ctx);
+/* The next process due at @now_ns: true with *@pid, *@gen; then not before @interval_ns. */
+bool tk_unw_misses__next_due(struct tk_unw_misses *t, int64_t now_ns, int64_t interval_ns,
+			     uint32_t *pid, uint32_t *gen);
+void tk_unw_misses__forget(struct tk_unw_misses *t, uint32_t pid);
 
 /* The rows array as mapped, and its capacity. */
 struct unw_row *tk_unw_bpf__rows(struct tk_unw_bpf *u, size_t *cap);
