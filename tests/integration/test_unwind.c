@@ -27,6 +27,8 @@
 #include "spawn.h"
 
 static char tmpdir[] = "/tmp/tk-unwind-test.XXXXXX";
+
+#define UNW_DEPTH_FRAMES 127	/* frames of a stack cut at the depth limit */
 static char out[1 << 20];
 
 /* a file in this test's temporary directory */
@@ -403,6 +405,76 @@ static void test_manylibs_perf(void **state)
 	check_manylibs("perf");
 }
 
+/* ---- the depth limit ------------------------------------------------------------------ */
+
+/*
+ * Allocation stacks deeper than the limit, from two threads recursing
+ * through functions of their own (deep_a, deep_b: unw_deep), sampled by the
+ * preloaded sampler (its marker's frame left out, and the slow path's): every
+ * stack cut at the limit holds 127 frames, all of them its own thread's —
+ * none of the other's, none left from an earlier sample in the per-CPU buffer
+ * (the length once said 127 frames where 125 were written).
+ */
+static void test_depth_limit_no_stale_frames(void **state)
+{
+	const char *pb = path_in_tmp("deep.pb.gz"), *traces = path_in_tmp("deep.traces");
+	char *args[] = { "alloc", "-o", (char *)pb, "--", (char *)tk_test_workload("unw_deep"),
+			 "3", "200", NULL };
+	static char names[UNW_DEPTH_FRAMES + 8][32];
+	unsigned long cut = 0, bad = 0, n = 0, i;
+	char cmd[1024], line[512];
+	FILE *f;
+
+	NEED_ROOT();
+	assert_int_equal(run(args), 0);
+	snprintf(cmd, sizeof(cmd), "HOME=${HOME:-/tmp} go tool pprof -traces "
+		 "-sample_index=alloc_objects %s > %s 2>&1", pb, traces);
+	assert_int_equal(system(cmd), 0);
+	f = fopen(traces, "r");
+	assert_non_null(f);
+	/*
+	 * Blocks between "-----------+----" lines: labels (NAME: VALUE), then the
+	 * frames, the leaf first. A stack of 127 frames from alloc_X is one cut
+	 * at the limit: the 126 others must all be deep_X.
+	 */
+	for (;;) {
+		bool end = !fgets(line, sizeof(line), f);
+		char *name = end ? NULL : strrchr(line, ' ');
+
+		if (end || !strncmp(line, "-----------+", 12)) {
+			if (n == UNW_DEPTH_FRAMES && !strncmp(names[0], "alloc_", 6)) {
+				char want[32];
+
+				snprintf(want, sizeof(want), "deep_%s", names[0] + 6);
+				cut++;
+				for (i = 1; i < n; i++) {
+					if (strcmp(names[i], want)) {
+						print_message("%s stack, frame %lu: %s\n", names[0],
+							      i, names[i]);
+						bad++;
+					}
+				}
+			}
+			n = 0;
+			if (end)
+				break;
+			continue;
+		}
+		if (strchr(line, ':') || !name)
+			continue;
+		name[strcspn(name, "\n")] = '\0';
+		if (n < sizeof(names) / sizeof(names[0]))
+			snprintf(names[n], sizeof(names[n]), "%s", name + 1);
+		n++;
+	}
+	fclose(f);
+	print_message("depth limit: %lu stacks cut at %d frames, %lu frames not of their own walk\n",
+		      cut, UNW_DEPTH_FRAMES, bad);
+	assert_true(cut >= 2);
+	assert_int_equal(bad, 0);
+	assert_true(pprof_loss(pb, "unwind_depth_limit") > 0);
+}
+
 /* ---- programs nobody here wrote ------------------------------------------------------ */
 
 /*
@@ -651,6 +723,7 @@ int main(void)
 		cmocka_unit_test(test_jit_bpf),
 		cmocka_unit_test(test_manylibs_bpf),
 		cmocka_unit_test(test_manylibs_perf),
+		cmocka_unit_test(test_depth_limit_no_stale_frames),
 		cmocka_unit_test(test_other_mount_namespace),
 		cmocka_unit_test(test_container_other_release),
 		cmocka_unit_test(test_redis_bpf),

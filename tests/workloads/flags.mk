@@ -116,3 +116,6 @@ WORKLOAD_CFLAGS_unw_chain_static := $(UNW_WL_FLAGS) -static
 WORKLOAD_CFLAGS_unw_manylibs := $(UNW_WL_FLAGS)
 WORKLOAD_LIBS_unw_manylibs := -ldl
 $(BUILD)/workloads/unw_manylibs: | $(BUILD)/workloads/libunwtiny.so
+# unw_deep: two threads' stacks past the depth limit, through functions of their own
+WORKLOAD_CFLAGS_unw_deep := $(UNW_WL_FLAGS)
+WORKLOAD_LIBS_unw_deep := -lpthread
