@@ -201,6 +201,52 @@ static void test_dlopen_perf(void **state)
 	check_dlopen("perf");
 }
 
+/*
+ * More processes miss than the table of misses has slots (64): two waves of
+ * 50 processes each dlopen a library after a first phase, then one more
+ * (named apart) does. Slots of processes captured again, or gone, are reused:
+ * the last one's library is captured as the first ones' were. (They were
+ * never freed: from the 65th process on, misses went unheard.)
+ */
+static void test_dlopen_many_processes_bpf(void **state)
+{
+	const char *folded = path_in_tmp("dlmany.folded"), *pb = path_in_tmp("dlmany.pb.gz");
+	const char *last = path_in_tmp("unw_dlopen_last");
+	char cmd[2048], script[2048], *p;
+	unsigned long ok, with_leaf, total;
+	long recaptures;
+
+	NEED_ROOT();
+	snprintf(cmd, sizeof(cmd), "cp %s %s && cp %s %s", tk_test_workload("unw_dlopen"), last,
+		 tk_test_workload("libunwlate.so"), tmpdir);
+	assert_int_equal(system(cmd), 0);
+	snprintf(script, sizeof(script), "for w in 1 2; do for i in $(seq 50); do %s 1.5 0.5 & "
+		 "done; wait; done; exec %s 0.5 3", tk_test_workload("unw_dlopen"), last);
+	{
+		char *args[] = { "cpu", "--backend", "bpf", "-F", "499", "-o", (char *)folded,
+				 "-o", (char *)pb, "--", "/bin/sh", "-c", script, NULL };
+
+		assert_int_equal(run(args), 0);
+	}
+	ok = folded_share(folded, ";late_hot", ";main;late_caller;late_outer;late_hot", &with_leaf,
+			  &total);
+	print_message("101 processes dlopen: %lu samples, %lu in late_hot, %lu whole\n", total,
+		      with_leaf, ok);
+	/* the last process alone (its comm: the copy's name, cut at 15 bytes) */
+	ok = folded_share(folded, "unw_dlopen_last;", ";main;late_caller;late_outer;late_hot",
+			  &with_leaf, &total);
+	print_message("the last: %lu samples, %lu whole in late_hot\n", with_leaf, ok);
+	assert_true(with_leaf > 500);
+	/* 3 s after its dlopen, one capture a second at most: 2/3 at the very least */
+	assert_true(ok >= with_leaf * 0.6);
+	assert_true(pprof_loss(pb, "unwind_miss_dropped") >= 0);
+	p = strstr(out, "unwind misses: ");
+	assert_non_null(p);
+	recaptures = strtol(p + strlen("unwind misses: "), NULL, 10);
+	print_message("%ld captures taken again after a miss\n", recaptures);
+	assert_true(recaptures > 64);
+}
+
 /* code of no file: the walk stops at the anonymous frame, and says so */
 static void test_jit_bpf(void **state)
 {
@@ -720,6 +766,7 @@ int main(void)
 		cmocka_unit_test(test_mixed_perf),
 		cmocka_unit_test(test_dlopen_bpf),
 		cmocka_unit_test(test_dlopen_perf),
+		cmocka_unit_test(test_dlopen_many_processes_bpf),
 		cmocka_unit_test(test_jit_bpf),
 		cmocka_unit_test(test_manylibs_bpf),
 		cmocka_unit_test(test_manylibs_perf),

@@ -365,6 +365,11 @@ void tk_unw__report(struct tk_profile *p, const uint64_t cnt[UNW_CNT__COUNT],
 				info->store.cap * sizeof(struct unw_row) / 1048576.0,
 				info->store.build_ns / 1e6, info->store.full,
 				info->memory / 1048576.0);
+	if (info->in_kernel)
+		tk_profile__add_comment(p, "unwind misses: %" PRIu64 " captures taken again for "
+					"an address in no mapping; %" PRIu64 " misses found no "
+					"room to wait (sent again by the kernel)",
+					info->recaptures, info->misses_dropped);
 	if (info->store.overflowed)
 		tk_profile__add_comment(p, "unwind entries: %" PRIu64 " written for processes with "
 					"more than %d executable mappings: the executable, libc, "
