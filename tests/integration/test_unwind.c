@@ -719,6 +719,73 @@ static void test_python_bpf(void **state)
 	assert_true(ok >= with_leaf * 0.95);
 }
 
+/*
+ * Debian's python3 (no frame pointers) with more executable mappings than an
+ * entry holds: every extension module of its lib-dynload imported, then
+ * system libraries loaded with ctypes until it has 200 (a plugin host's
+ * life); its hot loop copies bytes (glibc's memcpy the leaf). Kept in address
+ * order, libc (mapped first, highest) went and those stacks stopped there.
+ */
+static void test_python_many_modules_bpf(void **state)
+{
+	const char *folded = path_in_tmp("pymany.folded"), *script = path_in_tmp("many.py");
+	unsigned long ok, with_leaf, total, eval_ok, eval_n;
+	char *p;
+	FILE *f;
+
+	NEED_ROOT();
+	if (access("/usr/bin/python3", X_OK)) {
+		print_message("/usr/bin/python3 missing\n");
+		if (getenv("CI"))
+			fail();
+		skip();
+	}
+	f = fopen(script, "w");
+	assert_non_null(f);
+	fputs("import ctypes, glob, importlib, os, sys, time\n"
+	      "for p in sorted(glob.glob(sys.base_prefix + '/lib/python3*/lib-dynload/*.so')):\n"
+	      "    try:\n"
+	      "        importlib.import_module(os.path.basename(p).split('.')[0])\n"
+	      "    except Exception:\n"
+	      "        pass\n"
+	      "def xmaps():\n"
+	      "    with open('/proc/self/maps') as f:\n"
+	      "        return sum(1 for l in f if l.split()[1][2] == 'x')\n"
+	      "for p in sorted(glob.glob('/usr/lib/x86_64-linux-gnu/lib*.so.*')):\n"
+	      "    if xmaps() > 200:\n"
+	      "        break\n"
+	      "    try:\n"
+	      "        ctypes.CDLL(p, mode=os.RTLD_LOCAL)\n"
+	      "    except OSError:\n"
+	      "        pass\n"
+	      "print('executable mappings', xmaps(), flush=True)\n"
+	      "buf = bytearray(1 << 20)\n"
+	      "t = time.time() + 3\n"
+	      "while time.time() < t:\n"
+	      "    for i in range(50):\n"
+	      "        b = bytes(buf)\n", f);
+	fclose(f);
+	{
+		char *args[] = { "cpu", "--backend", "bpf", "-F", "499", "-o", (char *)folded, "--",
+				 "/usr/bin/python3", (char *)script, NULL };
+
+		assert_int_equal(run(args), 0);
+	}
+	p = strstr(out, "executable mappings ");
+	assert_non_null(p);
+	print_message("python3: %s", p);
+	assert_true(atoi(p + strlen("executable mappings ")) > 128);
+	ok = folded_share(folded, ";__memcpy", ";Py_BytesMain;", &with_leaf, &total);
+	eval_ok = folded_share(folded, ";_PyEval_EvalFrameDefault", "_start;__libc_start_main;",
+			       &eval_n, &total);
+	print_message("python3, many modules: %lu samples, %lu in memcpy, %lu of them reach "
+		      "Py_BytesMain; %lu in the interpreter, %lu reach _start\n", total, with_leaf,
+		      ok, eval_n, eval_ok);
+	assert_true(with_leaf > total / 3);
+	assert_true(ok >= with_leaf * 0.97);
+	assert_true(eval_ok >= eval_n * 0.95);
+}
+
 /* ---- allocations ---------------------------------------------------------------------- */
 
 /*
@@ -776,6 +843,7 @@ int main(void)
 		cmocka_unit_test(test_redis_bpf),
 		cmocka_unit_test(test_redis_task_stack_bpf),
 		cmocka_unit_test(test_python_bpf),
+		cmocka_unit_test(test_python_many_modules_bpf),
 		cmocka_unit_test(test_growth_through_libc),
 	};
 	int ret;
