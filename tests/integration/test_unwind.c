@@ -4,9 +4,12 @@
  * tracekit cpu and alloc on workloads built without frame pointers whose
  * call chains are known (tests/workloads/unw_*), a chain through glibc
  * (qsort calling back), frames with and without frame pointers on one
- * stack, a library dlopen'ed after the start, code of no file (JIT), a
- * process in another mount namespace, and real programs nobody here wrote
- * (Debian's redis-server under redis-benchmark, python3). Both CPU backends:
+ * stack, a library dlopen'ed after the start (also by 101 processes, more
+ * than the table of misses holds), code of no file (JIT), more executable
+ * mappings than an entry holds (300 libraries; python3 with 200), stacks cut
+ * at the depth limit, a process in another mount namespace, and real
+ * programs nobody here wrote (Debian's redis-server under redis-benchmark,
+ * python3). Both CPU backends:
  * the BPF evaluator in the kernel and the perf_event fallback's in user space.
  * --unwind fp on the same workloads shows what the tests would see without
  * the tables (they must fail there).
@@ -247,7 +250,7 @@ static void test_dlopen_many_processes_bpf(void **state)
 	assert_true(recaptures > 64);
 }
 
-/* code of no file: the walk stops at the anonymous frame, and says so */
+/* code of no file: the anonymous frame goes by rbp, which holds no frame here: the walk ends */
 static void test_jit_bpf(void **state)
 {
 	const char *folded = path_in_tmp("jit.folded"), *pb = path_in_tmp("jit.pb.gz");
