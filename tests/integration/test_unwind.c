@@ -205,11 +205,11 @@ static void test_dlopen_perf(void **state)
 }
 
 /*
- * More processes miss than the table of misses has slots (64): two waves of
- * 50 processes each dlopen a library after a first phase, then one more
- * (named apart) does. Slots of processes captured again, or gone, are reused:
- * the last one's library is captured as the first ones' were. (They were
- * never freed: from the 65th process on, misses went unheard.)
+ * More processes miss than the table of misses once had slots (64): two
+ * waves of 50 processes each dlopen a library after a first phase, then one
+ * more (named apart) does: the last one's library is captured as the first
+ * ones' were. (Slots were never freed: from the 65th process on, misses went
+ * unheard. test_unwind_store checks the pruning past today's table.)
  */
 static void test_dlopen_many_processes_bpf(void **state)
 {

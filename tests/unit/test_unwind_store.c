@@ -202,7 +202,7 @@ static void test_misses_pruned_when_handled(void **state)
 
 	memset(&t, 0, sizeof(t));
 	gone_below = 0;
-	for (p = 1; p <= 200; p++) {
+	for (p = 1; p <= 3 * TK_UNW_MAX_MISSES; p++) {
 		assert_true(tk_unw_misses__add(&t, p, 7, now, gone, NULL));
 		assert_true(tk_unw_misses__next_due(&t, now, SEC, &pid, &gen));
 		assert_int_equal(pid, p);
@@ -211,7 +211,7 @@ static void test_misses_pruned_when_handled(void **state)
 		now += SEC / 10;
 	}
 	assert_int_equal(t.dropped, 0);
-	assert_true(t.pruned >= 200 - TK_UNW_MAX_MISSES);
+	assert_true(t.pruned >= 2 * TK_UNW_MAX_MISSES);
 	assert_true(t.nr <= TK_UNW_MAX_MISSES);
 }
 
@@ -246,22 +246,26 @@ static void test_misses_full_gone_dropped_forgotten(void **state)
 		assert_true(tk_unw_misses__add(&t, p, 0, SEC, gone, NULL));
 	gone_calls = 0;
 	/* all pending, all alive: dropped, counted */
-	assert_false(tk_unw_misses__add(&t, 1000, 0, SEC, gone, NULL));
+	assert_false(tk_unw_misses__add(&t, 100000, 0, SEC, gone, NULL));
 	assert_int_equal(t.dropped, 1);
 	assert_true(gone_calls > 0);
 	/* a miss of a process already waiting is no new slot */
 	assert_true(tk_unw_misses__add(&t, 5, 1, SEC, gone, NULL));
 	assert_int_equal(t.dropped, 1);
-	/* three have ended */
+	/* three have ended: seen a second after the last look */
 	gone_below = 4;
-	assert_true(tk_unw_misses__add(&t, 1001, 0, SEC, gone, NULL));
-	assert_true(tk_unw_misses__add(&t, 1002, 0, SEC, gone, NULL));
-	assert_true(tk_unw_misses__add(&t, 1003, 0, SEC, gone, NULL));
-	assert_false(tk_unw_misses__add(&t, 1004, 0, SEC, gone, NULL));
+	gone_calls = 0;
+	assert_false(tk_unw_misses__add(&t, 100001, 0, SEC + SEC / 2, gone, NULL));
+	assert_int_equal(gone_calls, 0);
 	assert_int_equal(t.dropped, 2);
+	assert_true(tk_unw_misses__add(&t, 100001, 0, 2 * SEC, gone, NULL));
+	assert_true(tk_unw_misses__add(&t, 100002, 0, 2 * SEC, gone, NULL));
+	assert_true(tk_unw_misses__add(&t, 100003, 0, 2 * SEC, gone, NULL));
+	assert_false(tk_unw_misses__add(&t, 100004, 0, 2 * SEC, gone, NULL));
+	assert_int_equal(t.dropped, 3);
 	/* forgotten (its exit seen) */
 	tk_unw_misses__forget(&t, 10);
-	assert_true(tk_unw_misses__add(&t, 1004, 0, SEC, gone, NULL));
+	assert_true(tk_unw_misses__add(&t, 100004, 0, 2 * SEC, gone, NULL));
 	assert_int_equal(t.nr, TK_UNW_MAX_MISSES);
 }
 

@@ -190,9 +190,19 @@ bool tk_unw_misses__add(struct tk_unw_misses *t, uint32_t pid, uint32_t gen, int
 	}
 	/* full: make room from the slots of processes that need nothing, or are gone */
 	for (i = t->nr - 1; t->nr == TK_UNW_MAX_MISSES && i >= 0; i--) {
-		if (slot_idle(&t->slot[i], now_ns) || (gone && gone(t->slot[i].pid, ctx))) {
+		if (slot_idle(&t->slot[i], now_ns)) {
 			slot_drop(t, i);
 			t->pruned++;
+		}
+	}
+	/* asking which have ended costs a syscall a slot: once a second at most */
+	if (t->nr == TK_UNW_MAX_MISSES && gone && now_ns >= t->gone_due_ns) {
+		t->gone_due_ns = now_ns + 1000000000LL;
+		for (i = t->nr - 1; i >= 0; i--) {
+			if (gone(t->slot[i].pid, ctx)) {
+				slot_drop(t, i);
+				t->pruned++;
+			}
 		}
 	}
 	if (t->nr == TK_UNW_MAX_MISSES) {

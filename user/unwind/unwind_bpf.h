@@ -78,9 +78,12 @@ void tk_unw_bpf__stats(const struct tk_unw_bpf *u, struct tk_unw_info *info);
 /*
  * The processes that missed, waiting to be captured again (tk_unw_bpf__miss,
  * __retry): a slot per process, freed when its process needs nothing more
- * (no miss waits and its rate limit is over), ends, or is forgotten.
+ * (no miss waits and its rate limit is over), ends, or is forgotten. As many
+ * slots as a session has process entries by default: a process holds one
+ * slot at most, so processes that miss all the time (JIT code) cannot crowd
+ * the others out below that.
  */
-#define TK_UNW_MAX_MISSES 64
+#define TK_UNW_MAX_MISSES 1024
 
 struct tk_unw_misses {
 	struct tk_unw_miss {
@@ -89,6 +92,7 @@ struct tk_unw_misses {
 		bool pending;		/* a miss waits */
 	} slot[TK_UNW_MAX_MISSES];
 	int nr;
+	int64_t gone_due_ns;		/* full: ask which processes ended, not before */
 	uint64_t dropped;		/* misses that found every slot taken */
 	uint64_t pruned;		/* slots freed */
 };
@@ -96,7 +100,7 @@ struct tk_unw_misses {
 /*
  * A miss of (@pid, @gen) at @now_ns: false (and counted) when every slot is
  * taken by a process that waits or is rate-limited; @gone (may be NULL) says
- * whether a pid has ended, asked only when the table is full.
+ * whether a pid has ended, asked only when the table is full, once a second.
  */
 bool tk_unw_misses__add(struct tk_unw_misses *t, uint32_t pid, uint32_t gen, int64_t now_ns,
 			bool (*gone)(uint32_t pid, void *ctx), void *ctx);
