@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <stdarg.h>
@@ -333,6 +334,45 @@ static void test_row_search_large_table(void **state)
 	assert_int_equal(u.frames[0], 1);
 }
 
+/*
+ * A miss (an address in no mapping) asks user space for a capture once, and
+ * again once UNW_MISS_RESEND_NS passed with no capture (the entry not
+ * rewritten): the ring buffer may have refused the first. An entry past
+ * UNW_MAX_MAPS asks nothing.
+ */
+static void test_miss_resent(void **state)
+{
+	struct tk_unw_regs r = { .ip = 0x7000, .sp = A(0), .bp = 0 };
+	struct unw_proc *p = proc_of(0);
+	struct timespec ts;
+	struct walk k;
+	uint64_t now;
+
+	NEED_ROOT();
+	memset(stk, 0, sizeof(stk));
+	k.n = tk_unw_check__walk(chk, p, &r, 0, k.ips, UNW_MAX_FRAMES, &k.causes, k.frames);
+	assert_int_equal(k.n, 1);
+	assert_true(k.causes & UNW_C_NO_MAPPING);
+	assert_true(tk_unw_check__missed(chk));
+	/* sent a second ago (bpf_ktime_get_ns is CLOCK_MONOTONIC): not again yet */
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	now = (uint64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+	p->miss_ns = now - 1000000000;
+	k.n = tk_unw_check__walk(chk, p, &r, 0, k.ips, UNW_MAX_FRAMES, &k.causes, k.frames);
+	assert_false(tk_unw_check__missed(chk));
+	/* sent three seconds ago and no capture since: again */
+	p->miss_ns = now - 3000000000ULL;
+	k.n = tk_unw_check__walk(chk, p, &r, 0, k.ips, UNW_MAX_FRAMES, &k.causes, k.frames);
+	assert_true(tk_unw_check__missed(chk));
+	/* an entry that left mappings out: by rbp, counted as such, no miss */
+	p->miss_ns = 0;
+	p->flags = UNW_PROC_OVERFLOW;
+	k.n = tk_unw_check__walk(chk, p, &r, 0, k.ips, UNW_MAX_FRAMES, &k.causes, k.frames);
+	assert_true(k.causes & UNW_C_LEFT_OUT);
+	assert_false(k.causes & UNW_C_NO_MAPPING);
+	assert_false(tk_unw_check__missed(chk));
+}
+
 /* ---- this process's own stack, real tables ------------------------------------------------ */
 
 static struct tk_symbolizer *sym;
@@ -472,6 +512,7 @@ int main(void)
 		cmocka_unit_test(test_drap),
 		cmocka_unit_test(test_depth),
 		cmocka_unit_test(test_row_search_large_table),
+		cmocka_unit_test(test_miss_resent),
 		cmocka_unit_test(test_live_stack),
 	};
 

@@ -129,6 +129,8 @@ struct unw_row *tk_unw_check__rows(struct tk_unw_check *c, size_t *cap);
 int tk_unw_check__walk(struct tk_unw_check *c, const struct unw_proc *proc,
 		       const struct tk_unw_regs *regs, uint32_t skip, uint64_t *ips, int max,
 		       uint32_t *causes, uint32_t frames[2]);
+/* Whether the last tk_unw_check__walk asked user space to capture the process again. */
+bool tk_unw_check__missed(const struct tk_unw_check *c);
 /* Walk a stack whose frames are known: 0 when the kernel walked it right; @msg says. */
 int tk_unw_check__selftest(char *msg, size_t msg_sz);
 
