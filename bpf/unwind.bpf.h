@@ -15,9 +15,14 @@
  *
  * Until user space has written a process's entry (its first sample or exec
  * reaches user space through the collector's ring buffer; tables are built
- * then), frames are taken by the frame pointer and counted as such. An
- * address in no known mapping (a library dlopen'ed since the capture) asks
- * user space, once, to capture the process again (unw_state.miss).
+ * then), frames are taken by the frame pointer and counted as such. A frame
+ * at an address in no known mapping (a library dlopen'ed since the capture,
+ * JIT code) is taken by the frame pointer too, and asks user space to capture
+ * the process again (unw_state.miss): once, and once more every
+ * UNW_MISS_RESEND_NS while no capture follows (the ring buffer refused the
+ * event, or user space had no room for it). An entry that could not hold
+ * every mapping (UNW_PROC_OVERFLOW) asks nothing: another capture would not
+ * make room.
  */
 #ifndef __UNWIND_BPF_H
 #define __UNWIND_BPF_H
@@ -61,8 +66,10 @@ struct unw_state {
 	__u32 cfi_frames;
 	__u32 fp_frames;
 	__u32 interrupted;		/* ip is where a signal interrupted the code */
+	__u32 limit;			/* frames this walk may hold (<= UNW_WALK_FRAMES) */
+	__u32 resent;			/* the miss is sent again (UNW_CNT_MISS_RESENT) */
 	__u32 pad;
-	__u64 ips[UNW_MAX_FRAMES];
+	__u64 ips[UNW_WALK_FRAMES];
 };
 
 struct {
@@ -148,7 +155,7 @@ __noinline int unw_row_index(__u32 start, __u32 count, __u32 rel)
  */
 __noinline int unw_step(void)
 {
-	__u64 ip, sp, bp, look, cfa, ra, nbp;
+	__u64 ip, sp, bp, look, cfa, ra, nbp, now, sent;
 	struct unw_state *s;
 	struct unw_proc *p;
 	struct unw_map *m;
@@ -160,7 +167,7 @@ __noinline int unw_step(void)
 	if (!s)
 		return 1;
 	nr = s->nr;
-	if (nr >= UNW_MAX_FRAMES) {
+	if (nr >= s->limit || nr >= UNW_WALK_FRAMES) {
 		s->causes |= UNW_C_DEPTH;
 		return 1;
 	}
@@ -178,12 +185,20 @@ __noinline int unw_step(void)
 		goto fp;
 	idx = unw_map_index(s->tgid, look);
 	if (idx < 0) {
-		s->causes |= UNW_C_NO_MAPPING;
-		if (!p->miss_sent) {
-			p->miss_sent = 1;
-			s->miss = 1;
+		/* JIT code keeps frame pointers more often than not; garbage ends below */
+		if (p->flags & UNW_PROC_OVERFLOW) {
+			s->causes |= UNW_C_LEFT_OUT;
+			goto fp;
 		}
-		return 1;
+		s->causes |= UNW_C_NO_MAPPING;
+		now = bpf_ktime_get_ns();
+		sent = p->miss_ns;
+		if (!sent || now - sent > UNW_MISS_RESEND_NS) {
+			p->miss_ns = now;
+			s->miss = 1;
+			s->resent = sent != 0;
+		}
+		goto fp;
 	}
 	m = &p->maps[idx & (UNW_MAX_MAPS - 1)];
 	if (m->flags & UNW_MAP_PENDING) {
@@ -312,23 +327,26 @@ static __always_inline int unw_task_user_regs(__u64 *ip, __u64 *sp, __u64 *bp)
 	return 0;
 }
 
-/* Copy the frames of the last walk from the @skip-th on into @ips (at most @max). */
+/*
+ * Copy the frames of the last walk from the @skip-th on into @ips (at most
+ * @max <= UNW_MAX_FRAMES): the count copied, all of them written.
+ */
 static __always_inline __u32 unw_copy(struct unw_state *s, __u32 skip, __u64 *ips, __u32 max)
 {
 	__u32 n = 0, nr = s->nr, at, sz;
 
-	if (nr > skip) {
+	if (nr > skip && skip < UNW_WALK_FRAMES) {
 		n = nr - skip;
 		if (n > max)
 			n = max;
-		at = skip & UNW_MAX_FRAMES;	/* 0x7f */
-		if (at + n > UNW_MAX_FRAMES)
+		at = skip & 0xff;
+		if (at + n > UNW_WALK_FRAMES)
 			n = 0;
 		/* one copy, bounded for the verifier: no loop, no path per frame count */
 		sz = n * sizeof(__u64);
 		barrier_var(sz);
 		sz &= 1023;
-		if (sz && sz <= (UNW_MAX_FRAMES - at) * sizeof(__u64) &&
+		if (sz && sz <= (UNW_WALK_FRAMES - at) * sizeof(__u64) &&
 		    bpf_probe_read_kernel(ips, sz, &s->ips[at]))
 			n = 0;
 	}
@@ -346,12 +364,13 @@ static __always_inline __u32 unw_recopy(__u32 skip, __u64 *ips, __u32 max)
 
 /*
  * Walk the user stack of the current task from (@ip, @sp, @bp) into @ips (up
- * to @max frames, the first @skip left out). Returns the frame count; *causes
- * gets the walk's enum unw_cause bits, *miss whether user space should
- * capture the process's mappings again.
+ * to @max frames, the first @skip left out; the walk goes @more frames deeper
+ * still, for a caller that may leave one more out). Returns the frame count;
+ * *causes gets the walk's enum unw_cause bits, *miss whether user space
+ * should capture the process's mappings again.
  */
-static __always_inline int unw_walk(__u64 ip, __u64 sp, __u64 bp, __u32 skip, __u64 *ips,
-				    __u32 max, __u32 *causes, __u32 *miss)
+static __always_inline int unw_walk(__u64 ip, __u64 sp, __u64 bp, __u32 skip, __u32 more,
+				    __u64 *ips, __u32 max, __u32 *causes, __u32 *miss)
 {
 	__u32 zero = 0, i, n, c;
 	struct unw_state *s = bpf_map_lookup_elem(&unw_scratch, &zero);
@@ -370,7 +389,14 @@ static __always_inline int unw_walk(__u64 ip, __u64 sp, __u64 bp, __u32 skip, __
 	s->cfi_frames = 0;
 	s->fp_frames = 0;
 	s->interrupted = 0;
-	for (i = 0; i < UNW_MAX_FRAMES + 1; i++) {
+	s->resent = 0;
+	/* deep enough that @max frames remain after those left out: none is stale */
+	if (max > UNW_MAX_FRAMES)
+		max = UNW_MAX_FRAMES;
+	s->limit = max + skip + more;
+	if (s->limit > UNW_WALK_FRAMES)
+		s->limit = UNW_WALK_FRAMES;
+	for (i = 0; i < UNW_WALK_FRAMES + 1; i++) {
 		if (unw_step())
 			break;
 	}
@@ -379,10 +405,12 @@ static __always_inline int unw_walk(__u64 ip, __u64 sp, __u64 bp, __u32 skip, __
 	unw_count(UNW_CNT_STACKS, 1);
 	unw_count(UNW_CNT_CFI_FRAMES, s->cfi_frames);
 	unw_count(UNW_CNT_FP_FRAMES, s->fp_frames);
-	for (i = 0; i < UNW_CNT__COUNT - UNW_CNT_FP; i++) {
+	for (i = 0; i < UNW_NR_CAUSES; i++) {
 		if (c & (1u << i))
 			unw_count(UNW_CNT_FP + i, 1);
 	}
+	if (s->resent)
+		unw_count(UNW_CNT_MISS_RESENT, 1);
 	*causes = c;
 	*miss = s->miss;
 	return n;
@@ -393,11 +421,11 @@ static __always_inline int unw_walk(__u64 ip, __u64 sp, __u64 bp, __u32 skip, __
  * pt_regs, or NULL to find them), like bpf_get_stack(BPF_F_USER_STACK) but
  * through the rows. @in_ctx: @regs is the program's context (a uprobe's, a
  * perf_event's), read directly; else a kernel pointer. @skip: frames left
- * out at the top (a probe's own function). Returns the frame
- * count, or a negative value when no registers could be had.
+ * out at the top (a probe's own function); @more: see unw_walk. Returns the
+ * frame count, or a negative value when no registers could be had.
  */
-static __always_inline int unw_user_stack(const void *regs, bool in_ctx, __u32 skip, __u64 *ips,
-					  __u32 max, __u32 *causes, __u32 *miss)
+static __always_inline int unw_user_stack(const void *regs, bool in_ctx, __u32 skip, __u32 more,
+					  __u64 *ips, __u32 max, __u32 *causes, __u32 *miss)
 {
 	__u64 ip = 0, sp = 0, bp = 0, cs = 0;
 
@@ -425,13 +453,15 @@ static __always_inline int unw_user_stack(const void *regs, bool in_ctx, __u32 s
 		*miss = 0;
 		return 0;	/* a kernel thread: no user stack */
 	}
-	return unw_walk(ip, sp, bp, skip, ips, max, causes, miss);
+	return unw_walk(ip, sp, bp, skip, more, ips, max, causes, miss);
 }
 
 /*
  * bpf_get_stack(BPF_F_USER_STACK)'s contract through the rows: the bytes
- * written to @ips (room for @max frames; all of it when the walk was cut at
- * the depth limit, as bpf_get_stack fills its buffer), or a negative value.
+ * written to @ips (room for @max <= UNW_MAX_FRAMES frames), or a negative
+ * value. A stack cut at the depth limit fills @ips whole, as bpf_get_stack
+ * fills its buffer: the walk goes as deep as the frames left out (@skip,
+ * and @also) need, and only frames of this walk are ever counted in.
  * @also: when the first frame kept is this address, it goes too (a frame the
  * rows see and a frame-pointer walk does not). *miss as unw_user_stack's.
  */
@@ -439,14 +469,12 @@ static __always_inline long unw_get_user_stack(const void *regs, bool in_ctx, __
 					       __u64 also, __u64 *ips, __u32 max, __u32 *miss)
 {
 	__u32 causes;
-	int n = unw_user_stack(regs, in_ctx, skip, ips, max, &causes, miss);
+	int n = unw_user_stack(regs, in_ctx, skip, also ? 1 : 0, ips, max, &causes, miss);
 
 	if (n < 0)
 		return n;
 	if (also && n > 0 && ips[0] == also)
 		n = unw_recopy(skip + 1, ips, max);
-	if (causes & UNW_C_DEPTH)
-		return max * sizeof(__u64);
 	return n * sizeof(__u64);
 }
 

@@ -23,9 +23,17 @@
 #define __UNWIND_H
 
 #define UNW_MAX_FRAMES 127	/* frames of one stack, the leaf first */
+#define UNW_MAX_SKIP 2		/* frames a caller may leave out at the top (skip, "also") */
+#define UNW_WALK_FRAMES (UNW_MAX_FRAMES + UNW_MAX_SKIP)	/* frames one walk may hold */
 #define UNW_MAX_MAPS 128	/* executable mappings of one process */
 #define UNW_MAP_SEARCH 8	/* log2(UNW_MAX_MAPS) + 1 steps of binary search */
-#define UNW_ROW_SEARCH 24	/* steps of binary search in one table: 16M rows */
+/*
+ * Steps of binary search in one table: a table of up to 2^32 - 1 rows, more
+ * than the largest store (tk_unw_bpf__prepare admits UINT32_MAX / 2 rows;
+ * --unwind-mem 4096 is 2^29).
+ */
+#define UNW_ROW_SEARCH 32
+#define UNW_MISS_RESEND_NS 2000000000ULL	/* a miss no capture followed is sent again */
 #define UNW_MAX_CPUS 256	/* slots of the per-CPU counters (cpu & (UNW_MAX_CPUS - 1)) */
 
 enum unw_row_kind {
@@ -68,12 +76,24 @@ struct unw_map {
 	__u32 pad;
 };
 
+enum unw_proc_flags {
+	/*
+	 * The process has more than UNW_MAX_MAPS executable mappings: the entry
+	 * holds those that matter most (user/unwind/unwind_store.c), a frame in
+	 * any other goes by the frame pointer (UNW_C_LEFT_OUT), and no miss is
+	 * sent: capturing the process again would not make room.
+	 */
+	UNW_PROC_OVERFLOW = 1 << 0,
+};
+
 /* A process's executable mappings, as user space last captured them. */
 struct unw_proc {
 	__u32 nr;		/* maps in use */
 	__u32 gen;		/* the capture's exec generation */
-	__u32 miss_sent;	/* a miss was reported since user space wrote this entry */
-	__u32 pad;
+	__u32 flags;		/* enum unw_proc_flags */
+	__u32 left_out;		/* with UNW_PROC_OVERFLOW: executable mappings not in maps */
+	__u64 miss_ns;		/* bpf_ktime_get_ns() of the last miss sent since user space
+				   wrote this entry; 0: none */
 	struct unw_map maps[UNW_MAX_MAPS];
 };
 
@@ -86,13 +106,15 @@ enum unw_cause {
 	UNW_C_NOT_LOADED = 1 << 1,	/* a frame whose table was not loaded yet, by rbp */
 	UNW_C_NO_ROW = 1 << 2,		/* CFI does not cover the address, by rbp */
 	UNW_C_UNSUPPORTED = 1 << 3,	/* a row the evaluator cannot express, by rbp */
-	UNW_C_NO_MAPPING = 1 << 4,	/* address in no file mapping (JIT, anonymous): stopped */
+	UNW_C_NO_MAPPING = 1 << 4,	/* address in no known mapping (JIT, a new library): by rbp */
 	UNW_C_NO_PROC = 1 << 5,		/* the process has no unwind entry: rbp all the way */
 	UNW_C_READ_FAULT = 1 << 6,	/* a stack read failed: stopped */
 	UNW_C_DEPTH = 1 << 7,		/* UNW_MAX_FRAMES reached: truncated */
 	UNW_C_END = 1 << 8,		/* reached the outermost frame: the stack is whole */
 	UNW_C_BAD_FRAME = 1 << 9,	/* the frame pointer or CFA went nowhere: stopped */
+	UNW_C_LEFT_OUT = 1 << 10,	/* a mapping an overflowed entry left out: by rbp */
 };
+#define UNW_NR_CAUSES 11
 
 enum unw_counter {
 	UNW_CNT_STACKS = 0,		/* stacks walked */
@@ -108,6 +130,8 @@ enum unw_counter {
 	UNW_CNT_DEPTH,
 	UNW_CNT_END,
 	UNW_CNT_BAD_FRAME,
+	UNW_CNT_LEFT_OUT,		/* the last of the causes' counters */
+	UNW_CNT_MISS_RESENT,		/* misses sent again: no capture followed the first */
 	UNW_CNT__COUNT,
 };
 

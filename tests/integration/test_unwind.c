@@ -4,9 +4,12 @@
  * tracekit cpu and alloc on workloads built without frame pointers whose
  * call chains are known (tests/workloads/unw_*), a chain through glibc
  * (qsort calling back), frames with and without frame pointers on one
- * stack, a library dlopen'ed after the start, code of no file (JIT), a
- * process in another mount namespace, and real programs nobody here wrote
- * (Debian's redis-server under redis-benchmark, python3). Both CPU backends:
+ * stack, a library dlopen'ed after the start (also by 101 processes, more
+ * than the table of misses holds), code of no file (JIT), more executable
+ * mappings than an entry holds (300 libraries; python3 with 200), stacks cut
+ * at the depth limit, a process in another mount namespace, and real
+ * programs nobody here wrote (Debian's redis-server under redis-benchmark,
+ * python3). Both CPU backends:
  * the BPF evaluator in the kernel and the perf_event fallback's in user space.
  * --unwind fp on the same workloads shows what the tests would see without
  * the tables (they must fail there).
@@ -27,6 +30,8 @@
 #include "spawn.h"
 
 static char tmpdir[] = "/tmp/tk-unwind-test.XXXXXX";
+
+#define UNW_DEPTH_FRAMES 127	/* frames of a stack cut at the depth limit */
 static char out[1 << 20];
 
 /* a file in this test's temporary directory */
@@ -199,7 +204,53 @@ static void test_dlopen_perf(void **state)
 	check_dlopen("perf");
 }
 
-/* code of no file: the walk stops at the anonymous frame, and says so */
+/*
+ * More processes miss than the table of misses once had slots (64): two
+ * waves of 50 processes each dlopen a library after a first phase, then one
+ * more (named apart) does: the last one's library is captured as the first
+ * ones' were. (Slots were never freed: from the 65th process on, misses went
+ * unheard. test_unwind_store checks the pruning past today's table.)
+ */
+static void test_dlopen_many_processes_bpf(void **state)
+{
+	const char *folded = path_in_tmp("dlmany.folded"), *pb = path_in_tmp("dlmany.pb.gz");
+	const char *last = path_in_tmp("unw_dlopen_last");
+	char cmd[2048], script[2048], *p;
+	unsigned long ok, with_leaf, total;
+	long recaptures;
+
+	NEED_ROOT();
+	snprintf(cmd, sizeof(cmd), "cp %s %s && cp %s %s", tk_test_workload("unw_dlopen"), last,
+		 tk_test_workload("libunwlate.so"), tmpdir);
+	assert_int_equal(system(cmd), 0);
+	snprintf(script, sizeof(script), "for w in 1 2; do for i in $(seq 50); do %s 1.5 0.5 & "
+		 "done; wait; done; exec %s 0.5 3", tk_test_workload("unw_dlopen"), last);
+	{
+		char *args[] = { "cpu", "--backend", "bpf", "-F", "499", "-o", (char *)folded,
+				 "-o", (char *)pb, "--", "/bin/sh", "-c", script, NULL };
+
+		assert_int_equal(run(args), 0);
+	}
+	ok = folded_share(folded, ";late_hot", ";main;late_caller;late_outer;late_hot", &with_leaf,
+			  &total);
+	print_message("101 processes dlopen: %lu samples, %lu in late_hot, %lu whole\n", total,
+		      with_leaf, ok);
+	/* the last process alone (its comm: the copy's name, cut at 15 bytes) */
+	ok = folded_share(folded, "unw_dlopen_last;", ";main;late_caller;late_outer;late_hot",
+			  &with_leaf, &total);
+	print_message("the last: %lu samples, %lu whole in late_hot\n", with_leaf, ok);
+	assert_true(with_leaf > 500);
+	/* 3 s after its dlopen, one capture a second at most: 2/3 at the very least */
+	assert_true(ok >= with_leaf * 0.6);
+	assert_true(pprof_loss(pb, "unwind_miss_dropped") >= 0);
+	p = strstr(out, "unwind misses: ");
+	assert_non_null(p);
+	recaptures = strtol(p + strlen("unwind misses: "), NULL, 10);
+	print_message("%ld captures taken again after a miss\n", recaptures);
+	assert_true(recaptures > 64);
+}
+
+/* code of no file: the anonymous frame goes by rbp, which holds no frame here: the walk ends */
 static void test_jit_bpf(void **state)
 {
 	const char *folded = path_in_tmp("jit.folded"), *pb = path_in_tmp("jit.pb.gz");
@@ -266,6 +317,211 @@ static void test_other_mount_namespace(void **state)
 		      ok);
 	assert_true(with_leaf > 300);
 	assert_true(ok >= with_leaf * 0.97);
+}
+
+/* ---- more executable mappings than an entry holds (UNW_MAX_MAPS) ---------------------- */
+
+/*
+ * Start @argv with its stdout on a pipe and wait (up to 20 s) for a line
+ * starting with @ready; its pid.
+ */
+static pid_t start_ready(char *const argv[], const char *ready)
+{
+	char line[256];
+	int fds[2];
+	pid_t pid;
+	FILE *f;
+
+	assert_int_equal(pipe(fds), 0);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (!pid) {
+		dup2(fds[1], 1);
+		close(fds[0]);
+		close(fds[1]);
+		execv(argv[0], argv);
+		_exit(127);
+	}
+	close(fds[1]);
+	f = fdopen(fds[0], "r");
+	assert_non_null(f);
+	while (fgets(line, sizeof(line), f))
+		if (!strncmp(line, ready, strlen(ready)))
+			break;
+	assert_true(!strncmp(line, ready, strlen(ready)));
+	fclose(f);
+	return pid;
+}
+
+/*
+ * unw_manylibs with @nlibs libraries loaded, profiled with -p once they are
+ * (the entry is written with all of them): the share of its samples whose
+ * leaf is in glibc (its sort, memcpy, rand_r) that reach main, and of those
+ * in the comparison (under glibc's sort).
+ */
+static double manylibs_share(const char *backend, int nlibs, double *cmp_share)
+{
+	const char *folded = path_in_tmp("many.folded"), *pb = path_in_tmp("many.pb.gz");
+	static const char *const own[] = { "compare", "sort_round", "run", "main", "_start" };
+	char n[16], spid[16], *wl[] = { (char *)tk_test_workload("unw_manylibs"), "-v", n, "6",
+					NULL };
+	unsigned long libc_leaf = 0, libc_main = 0, cmp_leaf = 0, cmp_main = 0, total = 0;
+	static char line[1 << 16];
+	pid_t pid;
+	FILE *f;
+
+	snprintf(n, sizeof(n), "%d", nlibs);
+	pid = start_ready(wl, "executable mappings");
+	snprintf(spid, sizeof(spid), "%d", pid);
+	{
+		char *args[] = { "cpu", "--backend", (char *)backend, "-p", spid, "-d", "3", "-F",
+				 "499", "-o", (char *)folded, "-o", (char *)pb, NULL };
+
+		assert_int_equal(run(args), 0);
+	}
+	kill(pid, SIGKILL);
+	waitpid(pid, NULL, 0);
+	f = fopen(folded, "r");
+	assert_non_null(f);
+	while (fgets(line, sizeof(line), f)) {
+		char *sp = strrchr(line, ' '), *leaf;
+		unsigned long cnt;
+		bool mine = false, whole;
+		size_t i;
+
+		assert_non_null(sp);
+		cnt = strtoul(sp + 1, NULL, 10);
+		*sp = '\0';
+		leaf = strrchr(line, ';');
+		leaf = leaf ? leaf + 1 : line;
+		whole = strstr(line, ";main;run;sort_round;") != NULL;
+		total += cnt;
+		for (i = 0; i < sizeof(own) / sizeof(own[0]); i++)
+			mine |= !strcmp(leaf, own[i]);
+		if (!strcmp(leaf, "compare")) {
+			cmp_leaf += cnt;
+			cmp_main += whole ? cnt : 0;
+		} else if (!mine) {
+			libc_leaf += cnt;
+			libc_main += whole ? cnt : 0;
+		}
+	}
+	fclose(f);
+	print_message("%s, %d libraries: %lu samples; %lu with the leaf in glibc, %.1f %% reach "
+		      "main; %lu in compare, %.1f %% reach main\n", backend, nlibs, total, libc_leaf,
+		      libc_leaf ? 100.0 * libc_main / libc_leaf : 0.0, cmp_leaf,
+		      cmp_leaf ? 100.0 * cmp_main / cmp_leaf : 0.0);
+	assert_true(total > 300);
+	assert_true(libc_leaf > total / 3);
+	assert_true(cmp_leaf > 0);
+	*cmp_share = (double)cmp_main / cmp_leaf;
+	return (double)libc_main / libc_leaf;
+}
+
+/*
+ * 300 libraries: the entry keeps the executable, libc, ld.so and the vdso
+ * (kept in address order, libc and everything above it went first), says so,
+ * and sends no misses; the stacks through glibc are as whole as with 10.
+ */
+static void check_manylibs(const char *backend)
+{
+	const char *pb = path_in_tmp("many.pb.gz");
+	double few, many, few_cmp, many_cmp;
+
+	few = manylibs_share(backend, 10, &few_cmp);
+	assert_true(few >= 0.97);
+	assert_true(few_cmp >= 0.97);
+	many = manylibs_share(backend, 300, &many_cmp);
+	print_message("%s: glibc-leaf samples reaching main: %.1f %% with 10 libraries, %.1f %% "
+		      "with 300\n", backend, 100 * few, 100 * many);
+	assert_true(many >= 0.97);
+	assert_true(many_cmp >= 0.97);
+	/* no address was in no mapping (no miss sent); the profile says what was left out */
+	assert_int_equal(pprof_loss(pb, "unwind_no_mapping"), 0);
+	assert_true(pprof_loss(pb, "unwind_mapping_left_out") >= 0);
+	assert_non_null(strstr(out, "unwind entries: "));
+}
+
+static void test_manylibs_bpf(void **state)
+{
+	NEED_ROOT();
+	check_manylibs("bpf");
+}
+
+static void test_manylibs_perf(void **state)
+{
+	NEED_ROOT();
+	check_manylibs("perf");
+}
+
+/* ---- the depth limit ------------------------------------------------------------------ */
+
+/*
+ * Allocation stacks deeper than the limit, from two threads recursing
+ * through functions of their own (deep_a, deep_b: unw_deep), sampled by the
+ * preloaded sampler (its marker's frame left out, and the slow path's): every
+ * stack cut at the limit holds 127 frames, all of them its own thread's —
+ * none of the other's, none left from an earlier sample in the per-CPU buffer
+ * (the length once said 127 frames where 125 were written).
+ */
+static void test_depth_limit_no_stale_frames(void **state)
+{
+	const char *pb = path_in_tmp("deep.pb.gz"), *traces = path_in_tmp("deep.traces");
+	char *args[] = { "alloc", "-o", (char *)pb, "--", (char *)tk_test_workload("unw_deep"),
+			 "3", "200", NULL };
+	static char names[UNW_DEPTH_FRAMES + 8][32];
+	unsigned long cut = 0, bad = 0, n = 0, i;
+	char cmd[1024], line[512];
+	FILE *f;
+
+	NEED_ROOT();
+	assert_int_equal(run(args), 0);
+	snprintf(cmd, sizeof(cmd), "HOME=${HOME:-/tmp} go tool pprof -traces "
+		 "-sample_index=alloc_objects %s > %s 2>&1", pb, traces);
+	assert_int_equal(system(cmd), 0);
+	f = fopen(traces, "r");
+	assert_non_null(f);
+	/*
+	 * Blocks between "-----------+----" lines: labels (NAME: VALUE), then the
+	 * frames, the leaf first. A stack of 127 frames from alloc_X is one cut
+	 * at the limit: the 126 others must all be deep_X.
+	 */
+	for (;;) {
+		bool end = !fgets(line, sizeof(line), f);
+		char *name = end ? NULL : strrchr(line, ' ');
+
+		if (end || !strncmp(line, "-----------+", 12)) {
+			if (n == UNW_DEPTH_FRAMES && !strncmp(names[0], "alloc_", 6)) {
+				char want[32];
+
+				snprintf(want, sizeof(want), "deep_%s", names[0] + 6);
+				cut++;
+				for (i = 1; i < n; i++) {
+					if (strcmp(names[i], want)) {
+						print_message("%s stack, frame %lu: %s\n", names[0],
+							      i, names[i]);
+						bad++;
+					}
+				}
+			}
+			n = 0;
+			if (end)
+				break;
+			continue;
+		}
+		if (strchr(line, ':') || !name)
+			continue;
+		name[strcspn(name, "\n")] = '\0';
+		if (n < sizeof(names) / sizeof(names[0]))
+			snprintf(names[n], sizeof(names[n]), "%s", name + 1);
+		n++;
+	}
+	fclose(f);
+	print_message("depth limit: %lu stacks cut at %d frames, %lu frames not of their own walk\n",
+		      cut, UNW_DEPTH_FRAMES, bad);
+	assert_true(cut >= 2);
+	assert_int_equal(bad, 0);
+	assert_true(pprof_loss(pb, "unwind_depth_limit") > 0);
 }
 
 /* ---- programs nobody here wrote ------------------------------------------------------ */
@@ -466,6 +722,73 @@ static void test_python_bpf(void **state)
 	assert_true(ok >= with_leaf * 0.95);
 }
 
+/*
+ * Debian's python3 (no frame pointers) with more executable mappings than an
+ * entry holds: every extension module of its lib-dynload imported, then
+ * system libraries loaded with ctypes until it has 200 (a plugin host's
+ * life); its hot loop copies bytes (glibc's memcpy the leaf). Kept in address
+ * order, libc (mapped first, highest) went and those stacks stopped there.
+ */
+static void test_python_many_modules_bpf(void **state)
+{
+	const char *folded = path_in_tmp("pymany.folded"), *script = path_in_tmp("many.py");
+	unsigned long ok, with_leaf, total, eval_ok, eval_n;
+	char *p;
+	FILE *f;
+
+	NEED_ROOT();
+	if (access("/usr/bin/python3", X_OK)) {
+		print_message("/usr/bin/python3 missing\n");
+		if (getenv("CI"))
+			fail();
+		skip();
+	}
+	f = fopen(script, "w");
+	assert_non_null(f);
+	fputs("import ctypes, glob, importlib, os, sys, time\n"
+	      "for p in sorted(glob.glob(sys.base_prefix + '/lib/python3*/lib-dynload/*.so')):\n"
+	      "    try:\n"
+	      "        importlib.import_module(os.path.basename(p).split('.')[0])\n"
+	      "    except Exception:\n"
+	      "        pass\n"
+	      "def xmaps():\n"
+	      "    with open('/proc/self/maps') as f:\n"
+	      "        return sum(1 for l in f if l.split()[1][2] == 'x')\n"
+	      "for p in sorted(glob.glob('/usr/lib/x86_64-linux-gnu/lib*.so.*')):\n"
+	      "    if xmaps() > 200:\n"
+	      "        break\n"
+	      "    try:\n"
+	      "        ctypes.CDLL(p, mode=os.RTLD_LOCAL)\n"
+	      "    except OSError:\n"
+	      "        pass\n"
+	      "print('executable mappings', xmaps(), flush=True)\n"
+	      "buf = bytearray(1 << 20)\n"
+	      "t = time.time() + 3\n"
+	      "while time.time() < t:\n"
+	      "    for i in range(50):\n"
+	      "        b = bytes(buf)\n", f);
+	fclose(f);
+	{
+		char *args[] = { "cpu", "--backend", "bpf", "-F", "499", "-o", (char *)folded, "--",
+				 "/usr/bin/python3", (char *)script, NULL };
+
+		assert_int_equal(run(args), 0);
+	}
+	p = strstr(out, "executable mappings ");
+	assert_non_null(p);
+	print_message("python3: %s", p);
+	assert_true(atoi(p + strlen("executable mappings ")) > 128);
+	ok = folded_share(folded, ";__memcpy", ";Py_BytesMain;", &with_leaf, &total);
+	eval_ok = folded_share(folded, ";_PyEval_EvalFrameDefault", "_start;__libc_start_main;",
+			       &eval_n, &total);
+	print_message("python3, many modules: %lu samples, %lu in memcpy, %lu of them reach "
+		      "Py_BytesMain; %lu in the interpreter, %lu reach _start\n", total, with_leaf,
+		      ok, eval_n, eval_ok);
+	assert_true(with_leaf > total / 3);
+	assert_true(ok >= with_leaf * 0.97);
+	assert_true(eval_ok >= eval_n * 0.95);
+}
+
 /* ---- allocations ---------------------------------------------------------------------- */
 
 /*
@@ -513,18 +836,26 @@ int main(void)
 		cmocka_unit_test(test_mixed_perf),
 		cmocka_unit_test(test_dlopen_bpf),
 		cmocka_unit_test(test_dlopen_perf),
+		cmocka_unit_test(test_dlopen_many_processes_bpf),
 		cmocka_unit_test(test_jit_bpf),
+		cmocka_unit_test(test_manylibs_bpf),
+		cmocka_unit_test(test_manylibs_perf),
+		cmocka_unit_test(test_depth_limit_no_stale_frames),
 		cmocka_unit_test(test_other_mount_namespace),
 		cmocka_unit_test(test_container_other_release),
 		cmocka_unit_test(test_redis_bpf),
 		cmocka_unit_test(test_redis_task_stack_bpf),
 		cmocka_unit_test(test_python_bpf),
+		cmocka_unit_test(test_python_many_modules_bpf),
 		cmocka_unit_test(test_growth_through_libc),
 	};
 	int ret;
 
 	if (!mkdtemp(tmpdir))
 		return 1;
+	/* TK_TEST_FILTER="*manylibs*" runs a subset (cmocka's glob) */
+	if (getenv("TK_TEST_FILTER"))
+		cmocka_set_test_filter(getenv("TK_TEST_FILTER"));
 	ret = cmocka_run_group_tests(tests, NULL, NULL);
 	if (!getenv("TK_KEEP_TMP")) {
 		char cmd[600];

@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <stdarg.h>
@@ -289,6 +290,89 @@ static void test_depth(void **state)
 	assert_true(k.causes & UNW_C_DEPTH);
 }
 
+/*
+ * A table of 2^24 rows (128 MiB: --unwind-mem admits 32 times that) whose
+ * row for the address is its first: 24 steps of binary search never reached
+ * it (the search covered tables below 2^24 rows in every case); both
+ * evaluators must find it.
+ */
+static void test_row_search_large_table(void **state)
+{
+	const size_t n = 1u << 24;
+	struct tk_unw_regs r = { .ip = BASE + 0x10, .sp = A(0), .bp = 0 };
+	struct tk_unw_check *big;
+	struct unw_row *kr;
+	static struct unw_proc p;
+	struct walk k = {}, u = {};
+	char why[256];
+	size_t cap, i;
+
+	NEED_ROOT();
+	if (tk_unw_check__open(n, &big, why, sizeof(why)))
+		fail_msg("cannot load the BPF evaluator with %zu rows: %s", n, why);
+	kr = tk_unw_check__rows(big, &cap);
+	assert_true(cap >= n);
+	kr[0] = (struct unw_row){ .pc = 0, .cfa_off = 8, .kind = UNW_ROW_SP };
+	for (i = 1; i < n; i++)
+		kr[i] = (struct unw_row){ .pc = 0x100, .kind = UNW_ROW_INVALID };
+	memset(&p, 0, sizeof(p));
+	p.nr = 1;
+	p.maps[0] = (struct unw_map){ .start = BASE, .end = BASE + 0x1000, .bias = BASE,
+				      .row_start = 0, .row_count = n };
+	memset(stk, 0, sizeof(stk));	/* the return address: 0, the end */
+	k.n = tk_unw_check__walk(big, &p, &r, 0, k.ips, UNW_MAX_FRAMES, &k.causes, k.frames);
+	u.n = tk_unw__walk(&p, kr, n, &r, read_image, (void *)&stk_image, u.ips, UNW_MAX_FRAMES,
+			   &u.causes, u.frames);
+	tk_unw_check__free(big);
+	print_message("  kernel: %d frames, causes 0x%x, %u by CFI; user space: %d, 0x%x, %u\n",
+		      k.n, k.causes, k.frames[0], u.n, u.causes, u.frames[0]);
+	assert_int_equal(k.n, 1);
+	assert_int_equal(k.causes, 0);
+	assert_int_equal(k.frames[0], 1);
+	assert_int_equal(u.n, 1);
+	assert_int_equal(u.causes, 0);
+	assert_int_equal(u.frames[0], 1);
+}
+
+/*
+ * A miss (an address in no mapping) asks user space for a capture once, and
+ * again once UNW_MISS_RESEND_NS passed with no capture (the entry not
+ * rewritten): the ring buffer may have refused the first. An entry past
+ * UNW_MAX_MAPS asks nothing.
+ */
+static void test_miss_resent(void **state)
+{
+	struct tk_unw_regs r = { .ip = 0x7000, .sp = A(0), .bp = 0 };
+	struct unw_proc *p = proc_of(0);
+	struct timespec ts;
+	struct walk k;
+	uint64_t now;
+
+	NEED_ROOT();
+	memset(stk, 0, sizeof(stk));
+	k.n = tk_unw_check__walk(chk, p, &r, 0, k.ips, UNW_MAX_FRAMES, &k.causes, k.frames);
+	assert_int_equal(k.n, 1);
+	assert_true(k.causes & UNW_C_NO_MAPPING);
+	assert_true(tk_unw_check__missed(chk));
+	/* sent a second ago (bpf_ktime_get_ns is CLOCK_MONOTONIC): not again yet */
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	now = (uint64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+	p->miss_ns = now - 1000000000;
+	k.n = tk_unw_check__walk(chk, p, &r, 0, k.ips, UNW_MAX_FRAMES, &k.causes, k.frames);
+	assert_false(tk_unw_check__missed(chk));
+	/* sent three seconds ago and no capture since: again */
+	p->miss_ns = now - 3000000000ULL;
+	k.n = tk_unw_check__walk(chk, p, &r, 0, k.ips, UNW_MAX_FRAMES, &k.causes, k.frames);
+	assert_true(tk_unw_check__missed(chk));
+	/* an entry that left mappings out: by rbp, counted as such, no miss */
+	p->miss_ns = 0;
+	p->flags = UNW_PROC_OVERFLOW;
+	k.n = tk_unw_check__walk(chk, p, &r, 0, k.ips, UNW_MAX_FRAMES, &k.causes, k.frames);
+	assert_true(k.causes & UNW_C_LEFT_OUT);
+	assert_false(k.causes & UNW_C_NO_MAPPING);
+	assert_false(tk_unw_check__missed(chk));
+}
+
 /* ---- this process's own stack, real tables ------------------------------------------------ */
 
 static struct tk_symbolizer *sym;
@@ -427,6 +511,8 @@ int main(void)
 		cmocka_unit_test(test_signal_exact_and_epilogue),
 		cmocka_unit_test(test_drap),
 		cmocka_unit_test(test_depth),
+		cmocka_unit_test(test_row_search_large_table),
+		cmocka_unit_test(test_miss_resent),
 		cmocka_unit_test(test_live_stack),
 	};
 

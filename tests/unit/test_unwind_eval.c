@@ -425,18 +425,30 @@ static void test_rbp_lost(void **state)
 	expect(&r, UNW_C_FP, 1, 0, 2, EXE + F_LOST, NOCFI + 0x10);
 }
 
-static void test_no_mapping_stops(void **state)
+/*
+ * An address in no mapping of the entry (JIT code, a library loaded since
+ * the capture): a frame-pointer step, counted, and the walk goes on.
+ */
+static void test_no_mapping_by_fp(void **state)
 {
-	uint64_t sp = STACK + 0x100;
+	uint64_t sp = STACK + 0x100, bp = STACK + 0x200;
 	struct result r;
 
-	r = walk(ANON + 0x10, sp, STACK + 0x200);
-	expect(&r, UNW_C_NO_MAPPING, 0, 0, 1, ANON + 0x10);
+	/* JIT code with a frame: its caller by rbp, then F_SP's row, then _start */
+	put(bp, 0);
+	put(bp + 8, EXE + F_SP + 8);
+	put(bp + 16 + 16, RET_START);		/* F_SP's CFA = rsp + 24 */
+	r = walk(ANON + 0x10, sp, bp);
+	expect(&r, UNW_C_NO_MAPPING | UNW_C_END, 1, 1, 3, ANON + 0x10, EXE + F_SP + 8, RET_START);
 
-	/* returning into JIT code */
+	/* returning into JIT code whose rbp ends the chain */
 	put(sp + 16, ANON + 0x20);
 	r = walk(EXE + F_SP + 8, sp, 0);
 	expect(&r, UNW_C_NO_MAPPING, 1, 0, 2, EXE + F_SP + 8, ANON + 0x20);
+
+	/* garbage in rbp (below the stack pointer): the walk ends there, counted */
+	r = walk(ANON + 0x10, sp, sp - 0x40);
+	expect(&r, UNW_C_NO_MAPPING | UNW_C_BAD_FRAME, 0, 0, 1, ANON + 0x10);
 
 	/* a process entry with no mappings at all */
 	{
@@ -445,6 +457,24 @@ static void test_no_mapping_stops(void **state)
 		r = walk_max(&empty, EXE + F_SP + 8, sp, 0, UNW_MAX_FRAMES);
 		expect(&r, UNW_C_NO_MAPPING, 0, 0, 1, EXE + F_SP + 8);
 	}
+}
+
+/*
+ * An entry that could not hold every mapping: an address in one it left
+ * out is a frame-pointer step counted as such, not as code of no file.
+ */
+static void test_left_out_by_fp(void **state)
+{
+	uint64_t sp = STACK + 0x100, bp = STACK + 0x200;
+	struct result r;
+
+	proc.flags = UNW_PROC_OVERFLOW;
+	proc.left_out = 200;
+	put(bp, 0);
+	put(bp + 8, EXE + F_SP + 8);
+	put(bp + 16 + 16, RET_START);
+	r = walk(ANON + 0x10, sp, bp);
+	expect(&r, UNW_C_LEFT_OUT | UNW_C_END, 1, 1, 3, ANON + 0x10, EXE + F_SP + 8, RET_START);
 }
 
 /* No process entry: frame pointers all the way, to the end of the chain. */
@@ -857,7 +887,8 @@ int main(void)
 		cmocka_unit_test_setup(test_unsupported_by_fp, setup),
 		cmocka_unit_test_setup(test_table_out_of_rows, setup),
 		cmocka_unit_test_setup(test_rbp_lost, setup),
-		cmocka_unit_test_setup(test_no_mapping_stops, setup),
+		cmocka_unit_test_setup(test_no_mapping_by_fp, setup),
+		cmocka_unit_test_setup(test_left_out_by_fp, setup),
 		cmocka_unit_test_setup(test_no_proc_all_fp, setup),
 		cmocka_unit_test_setup(test_read_fault, setup),
 		cmocka_unit_test_setup(test_depth_limit, setup),

@@ -115,3 +115,11 @@ WORKLOAD_CFLAGS_unw_chain_static := $(UNW_WL_FLAGS) -static
 WORKLOAD_CFLAGS_alloc_steady := -Ipreload
 WORKLOAD_LIBS_alloc_steady := -ldl
 WORKLOAD_LIBS_alloc_brk := -lpthread
+# unw_manylibs loads copies of libunwtiny.so (its own directory, built first, never linked)
+# until it has hundreds of executable mappings; its hot code is glibc's qsort
+WORKLOAD_CFLAGS_unw_manylibs := $(UNW_WL_FLAGS)
+WORKLOAD_LIBS_unw_manylibs := -ldl
+$(BUILD)/workloads/unw_manylibs: | $(BUILD)/workloads/libunwtiny.so
+# unw_deep: two threads' stacks past the depth limit, through functions of their own
+WORKLOAD_CFLAGS_unw_deep := $(UNW_WL_FLAGS)
+WORKLOAD_LIBS_unw_deep := -lpthread

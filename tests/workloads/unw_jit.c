@@ -7,8 +7,10 @@
  *   main → enter_jit → [anonymous code] → after_jit → burn
  *
  * burn has nearly all the CPU. No object maps the page, so no CFI covers it:
- * an unwinder must stop at the anonymous frame and count it (the frames below
- * it, enter_jit and main, cannot be had without CFI or frame pointers there).
+ * an unwinder takes the anonymous frame by the frame pointer and counts it;
+ * rbp holds no frame here (nothing keeps one), so the walk ends there (the
+ * frames below it, enter_jit and main, cannot be had without CFI or frame
+ * pointers there).
  * Built without frame pointers and sibling calls (flags.mk).
  */
 #include "unw_common.h"

@@ -331,7 +331,7 @@ static uint32_t unwind_sample(struct tk_perf_records *st, struct proc *p,
 	cnt[UNW_CNT_STACKS]++;
 	cnt[UNW_CNT_CFI_FRAMES] += frames[0];
 	cnt[UNW_CNT_FP_FRAMES] += frames[1];
-	for (i = 0; i < UNW_CNT__COUNT - UNW_CNT_FP; i++)
+	for (i = 0; i < UNW_NR_CAUSES; i++)
 		if (causes & (1u << i))
 			cnt[UNW_CNT_FP + i]++;
 	if (causes & UNW_C_DEPTH)

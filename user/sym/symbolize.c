@@ -217,6 +217,7 @@ int tk_symbolizer__for_each_map(struct tk_symbolizer *s, uint32_t pid, uint32_t 
 			.end = m->end,
 			.offset = m->offset,
 			.module = m->module,
+			.main_exe = p->exe && m->module && !strcmp(p->exe, m->module),
 		};
 
 		if (m->idx) {

@@ -88,6 +88,7 @@ struct tk_sym_map_info {
 	uint64_t end;
 	uint64_t offset;		/* file offset of start */
 	const char *module;
+	bool main_exe;			/* the process's own executable (PID/exe) */
 	bool have_vaddr;		/* the file's segments say where start is: */
 	uint64_t vaddr;			/* the ELF virtual address at start */
 	const struct tk_unw_table *unw;	/* NULL: none (not asked for, or the file unreadable) */

@@ -108,6 +108,8 @@ struct tk_unw_store_stats {
 	uint64_t cap;			/* rows the store can hold */
 	uint64_t full;			/* tables that did not fit (their mappings: by rbp) */
 	uint64_t build_ns;		/* time spent building tables */
+	uint64_t overflowed;		/* entries of processes past UNW_MAX_MAPS mappings */
+	uint64_t left_out;		/* the most mappings one of them left out */
 };
 void tk_unw_store__stats(const struct tk_unw_store *s, struct tk_unw_store_stats *st);
 
@@ -118,6 +120,18 @@ void tk_unw_store__stats(const struct tk_unw_store *s, struct tk_unw_store_stats
  */
 int tk_unw_store__proc(struct tk_unw_store *s, struct tk_symbolizer *sym, uint32_t pid,
 		       uint32_t gen, struct unw_proc *p);
+
+struct tk_sym_map_info;
+
+/*
+ * Which of a process's @nr executable mappings (@maps, in address order) its
+ * entry keeps: all of them up to UNW_MAX_MAPS; past that, the executable,
+ * libc, ld.so and the vdso, then language runtimes (libpython, libjvm, ...)
+ * and C++'s, then the largest. Sets @keep[i]; returns the count kept, or
+ * -ENOMEM. The entry of a process past UNW_MAX_MAPS is marked
+ * UNW_PROC_OVERFLOW.
+ */
+int tk_unw__pick_maps(const struct tk_sym_map_info *maps, size_t nr, bool *keep);
 
 /* ---- what a profile says of its unwinding (unwind_store.c) ------------------------------ */
 
@@ -130,6 +144,7 @@ struct tk_unw_info {
 	uint64_t procs_full;		/* entries that found no room */
 	uint64_t procs_cap;
 	uint64_t recaptures;		/* processes captured again after a miss */
+	uint64_t misses_dropped;	/* miss events with no room to wait (BPF sends again) */
 	uint64_t memory;		/* bytes reserved for rows and entries */
 };
 

@@ -9,6 +9,7 @@
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <signal.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <unistd.h>
@@ -25,7 +26,6 @@
 
 #define UNW_DEFAULT_ROWS (2u << 20)	/* 16 MiB of rows */
 #define MISS_INTERVAL_NS 1000000000LL	/* a process is captured again at most once a second */
-#define MAX_MISSES 64
 
 struct tk_unw_bpf {
 	struct tk_unw_store *store;
@@ -37,12 +37,7 @@ struct tk_unw_bpf {
 	uint64_t procs_written;
 	uint64_t procs_full;		/* entries the procs map had no room for */
 	uint64_t recaptures;		/* captures again after a miss */
-	struct miss {			/* processes to capture again, not before due */
-		uint32_t pid, gen;
-		int64_t due_ns;
-		bool pending;
-	} misses[MAX_MISSES];
-	int nr_misses;
+	struct tk_unw_misses misses;
 	struct unw_proc scratch;
 };
 
@@ -168,48 +163,121 @@ int tk_unw_bpf__update(struct tk_unw_bpf *u, struct tk_symbolizer *sym, uint32_t
 	return 0;
 }
 
+/* ---- the processes to capture again ------------------------------------------------- */
+
+/* A slot whose process needs nothing more: no miss waits, and its rate limit is over. */
+static bool slot_idle(const struct tk_unw_miss *m, int64_t now_ns)
+{
+	return !m->pending && m->due_ns <= now_ns;
+}
+
+static void slot_drop(struct tk_unw_misses *t, int i)
+{
+	t->slot[i] = t->slot[--t->nr];
+}
+
+bool tk_unw_misses__add(struct tk_unw_misses *t, uint32_t pid, uint32_t gen, int64_t now_ns,
+			bool (*gone)(uint32_t pid, void *ctx), void *ctx)
+{
+	int i;
+
+	for (i = 0; i < t->nr; i++) {
+		if (t->slot[i].pid == pid) {
+			t->slot[i].gen = gen;
+			t->slot[i].pending = true;
+			return true;
+		}
+	}
+	/* full: make room from the slots of processes that need nothing, or are gone */
+	for (i = t->nr - 1; t->nr == TK_UNW_MAX_MISSES && i >= 0; i--) {
+		if (slot_idle(&t->slot[i], now_ns)) {
+			slot_drop(t, i);
+			t->pruned++;
+		}
+	}
+	/* asking which have ended costs a syscall a slot: once a second at most */
+	if (t->nr == TK_UNW_MAX_MISSES && gone && now_ns >= t->gone_due_ns) {
+		t->gone_due_ns = now_ns + 1000000000LL;
+		for (i = t->nr - 1; i >= 0; i--) {
+			if (gone(t->slot[i].pid, ctx)) {
+				slot_drop(t, i);
+				t->pruned++;
+			}
+		}
+	}
+	if (t->nr == TK_UNW_MAX_MISSES) {
+		/* the kernel side sends it again (UNW_MISS_RESEND_NS) while no capture follows */
+		t->dropped++;
+		return false;
+	}
+	t->slot[t->nr++] = (struct tk_unw_miss){ pid, gen, 0, true };
+	return true;
+}
+
+bool tk_unw_misses__next_due(struct tk_unw_misses *t, int64_t now_ns, int64_t interval_ns,
+			     uint32_t *pid, uint32_t *gen)
+{
+	int i;
+
+	for (i = 0; i < t->nr; i++) {
+		struct tk_unw_miss *m = &t->slot[i];
+
+		if (!m->pending || m->due_ns > now_ns)
+			continue;
+		m->pending = false;
+		m->due_ns = now_ns + interval_ns;
+		*pid = m->pid;
+		*gen = m->gen;
+		return true;
+	}
+	return false;
+}
+
+void tk_unw_misses__forget(struct tk_unw_misses *t, uint32_t pid)
+{
+	int i;
+
+	for (i = 0; i < t->nr; i++) {
+		if (t->slot[i].pid == pid) {
+			slot_drop(t, i);
+			t->pruned++;
+			return;
+		}
+	}
+}
+
+/* A pid that no longer exists (root sees every process; EPERM means it lives). */
+static bool pid_gone(uint32_t pid, void *ctx)
+{
+	return kill((pid_t)pid, 0) && errno == ESRCH;
+}
+
 /*
  * An address of @pid in no mapping its entry describes: a library loaded
  * since the capture, or code of no file (JIT). Captured again at the next
  * tk_unw_bpf__retry, at most once a second (code of no file misses on every
- * sample); past MAX_MISSES processes, the entry keeps miss_sent and the
- * misses of that process are no longer followed.
+ * sample). With no room to wait, the miss is counted; the entry then keeps
+ * the time of its miss and the kernel sends it again after
+ * UNW_MISS_RESEND_NS, as it does when the ring buffer refused the event.
  */
 void tk_unw_bpf__miss(struct tk_unw_bpf *u, uint32_t pid, uint32_t gen)
 {
-	int i;
-
-	if (!u)
-		return;
-	for (i = 0; i < u->nr_misses; i++) {
-		if (u->misses[i].pid == pid) {
-			u->misses[i].gen = gen;
-			u->misses[i].pending = true;
-			return;
-		}
-	}
-	if (u->nr_misses < MAX_MISSES)
-		u->misses[u->nr_misses++] = (struct miss){ pid, gen, 0, true };
+	if (u)
+		tk_unw_misses__add(&u->misses, pid, gen, tk_now_ns(CLOCK_MONOTONIC), pid_gone, NULL);
 }
 
 void tk_unw_bpf__retry(struct tk_unw_bpf *u, struct tk_symbolizer *sym)
 {
+	uint32_t pid, gen;
 	int64_t now;
-	int i;
 
-	if (!u || !u->nr_misses)
+	if (!u || !u->misses.nr)
 		return;
 	now = tk_now_ns(CLOCK_MONOTONIC);
-	for (i = 0; i < u->nr_misses; i++) {
-		struct miss *m = &u->misses[i];
-
-		if (!m->pending || m->due_ns > now)
-			continue;
-		m->pending = false;
-		m->due_ns = now + MISS_INTERVAL_NS;
+	while (tk_unw_misses__next_due(&u->misses, now, MISS_INTERVAL_NS, &pid, &gen)) {
 		u->recaptures++;
-		if (!tk_symbolizer__capture(sym, m->pid, m->gen))
-			tk_unw_bpf__update(u, sym, m->pid, m->gen);
+		if (!tk_symbolizer__capture(sym, pid, gen))
+			tk_unw_bpf__update(u, sym, pid, gen);
 	}
 }
 
@@ -221,8 +289,10 @@ struct unw_row *tk_unw_bpf__rows(struct tk_unw_bpf *u, size_t *cap)
 
 void tk_unw_bpf__forget(struct tk_unw_bpf *u, uint32_t pid)
 {
-	if (u)
-		bpf_map_delete_elem(u->procs_fd, &pid);
+	if (!u)
+		return;
+	bpf_map_delete_elem(u->procs_fd, &pid);
+	tk_unw_misses__forget(&u->misses, pid);
 }
 
 void tk_unw_bpf__sum(const __u64 (*counters)[UNW_CNT__COUNT], int nr_cpus,
@@ -242,5 +312,6 @@ void tk_unw_bpf__stats(const struct tk_unw_bpf *u, struct tk_unw_info *info)
 	info->procs_full = u->procs_full;
 	info->procs_cap = u->procs_cap;
 	info->recaptures = u->recaptures;
+	info->misses_dropped = u->misses.dropped;
 	info->memory = u->map_len + u->procs_cap * sizeof(struct unw_proc);
 }

@@ -7,6 +7,9 @@
 #ifndef __TK_UNWIND_BPF_H
 #define __TK_UNWIND_BPF_H
 
+#include <stdbool.h>
+#include <stdint.h>
+
 #include <bpf/libbpf.h>
 
 #include "unwind/unwind.h"
@@ -72,6 +75,40 @@ void tk_unw_bpf__sum(const __u64 (*counters)[UNW_CNT__COUNT], int nr_cpus,
 		     uint64_t out[UNW_CNT__COUNT]);
 void tk_unw_bpf__stats(const struct tk_unw_bpf *u, struct tk_unw_info *info);
 
+/*
+ * The processes that missed, waiting to be captured again (tk_unw_bpf__miss,
+ * __retry): a slot per process, freed when its process needs nothing more
+ * (no miss waits and its rate limit is over), ends, or is forgotten. As many
+ * slots as a session has process entries by default: a process holds one
+ * slot at most, so processes that miss all the time (JIT code) cannot crowd
+ * the others out below that.
+ */
+#define TK_UNW_MAX_MISSES 1024
+
+struct tk_unw_misses {
+	struct tk_unw_miss {
+		uint32_t pid, gen;
+		int64_t due_ns;		/* not captured again before (CLOCK_MONOTONIC) */
+		bool pending;		/* a miss waits */
+	} slot[TK_UNW_MAX_MISSES];
+	int nr;
+	int64_t gone_due_ns;		/* full: ask which processes ended, not before */
+	uint64_t dropped;		/* misses that found every slot taken */
+	uint64_t pruned;		/* slots freed */
+};
+
+/*
+ * A miss of (@pid, @gen) at @now_ns: false (and counted) when every slot is
+ * taken by a process that waits or is rate-limited; @gone (may be NULL) says
+ * whether a pid has ended, asked only when the table is full, once a second.
+ */
+bool tk_unw_misses__add(struct tk_unw_misses *t, uint32_t pid, uint32_t gen, int64_t now_ns,
+			bool (*gone)(uint32_t pid, void *ctx), void *ctx);
+/* The next process due at @now_ns: true with *@pid, *@gen; then not before @interval_ns. */
+bool tk_unw_misses__next_due(struct tk_unw_misses *t, int64_t now_ns, int64_t interval_ns,
+			     uint32_t *pid, uint32_t *gen);
+void tk_unw_misses__forget(struct tk_unw_misses *t, uint32_t pid);
+
 /* The rows array as mapped, and its capacity. */
 struct unw_row *tk_unw_bpf__rows(struct tk_unw_bpf *u, size_t *cap);
 
@@ -92,6 +129,8 @@ struct unw_row *tk_unw_check__rows(struct tk_unw_check *c, size_t *cap);
 int tk_unw_check__walk(struct tk_unw_check *c, const struct unw_proc *proc,
 		       const struct tk_unw_regs *regs, uint32_t skip, uint64_t *ips, int max,
 		       uint32_t *causes, uint32_t frames[2]);
+/* Whether the last tk_unw_check__walk asked user space to capture the process again. */
+bool tk_unw_check__missed(const struct tk_unw_check *c);
 /* Walk a stack whose frames are known: 0 when the kernel walked it right; @msg says. */
 int tk_unw_check__selftest(char *msg, size_t msg_sz);
 

@@ -24,6 +24,7 @@ struct tk_unw_check {
 	struct tk_unw_bpf *unw;
 	struct unw_row *rows;
 	size_t cap;
+	bool missed;		/* the last walk asked for a capture again */
 };
 
 int tk_unw_check__open(size_t rows, struct tk_unw_check **out, char *why, size_t why_sz)
@@ -111,6 +112,7 @@ int tk_unw_check__walk(struct tk_unw_check *c, const struct unw_proc *proc,
 		return -errno;
 	n = o.nr > (uint32_t)max ? max : (int)o.nr;
 	memcpy(ips, o.ips, n * sizeof(*ips));
+	c->missed = o.miss;
 	*causes = o.causes;
 	if (frames) {
 		frames[0] = o.cfi_frames;
@@ -124,6 +126,11 @@ int tk_unw_check__walk(struct tk_unw_check *c, const struct unw_proc *proc,
  * rows (an rsp rule, an rbp rule with rbp saved, the PLT rule), one by the
  * frame pointer (an object without CFI), and the outermost frame.
  */
+bool tk_unw_check__missed(const struct tk_unw_check *c)
+{
+	return c->missed;
+}
+
 int tk_unw_check__selftest(char *msg, size_t msg_sz)
 {
 	static __u64 stack[32];

@@ -186,8 +186,9 @@ static enum step frame_step(struct walk *w, const struct unw_proc *proc,
 		return STEP_FP;
 	m = find_map(proc, look);
 	if (!m) {
-		w->causes |= UNW_C_NO_MAPPING;
-		return STEP_STOP;
+		/* code of no file (JIT), a library loaded since, or one left out: by rbp */
+		w->causes |= proc->flags & UNW_PROC_OVERFLOW ? UNW_C_LEFT_OUT : UNW_C_NO_MAPPING;
+		return STEP_FP;
 	}
 	if (m->flags & UNW_MAP_PENDING) {
 		w->causes |= UNW_C_NOT_LOADED;

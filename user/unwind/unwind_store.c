@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/grow.h"
 #include "core/hash.h"
 #include "core/hashmap.h"
 #include "profile/profile.h"
@@ -128,46 +129,172 @@ static int place(struct tk_unw_store *s, const struct tk_unw_table *t, uint32_t 
 	return 0;
 }
 
-struct proc_ctx {
-	struct tk_unw_store *s;
-	struct unw_proc *p;
+/*
+ * Which mappings an entry keeps when a process has more than UNW_MAX_MAPS
+ * executable ones. Kept in address order, the highest went first: libc,
+ * ld.so, the vdso, and every library loaded early (the interpreter's) sit at
+ * the top of the address space, above anything dlopen'ed later. Nearly every
+ * stack passes through a few objects, whatever the program does: its own
+ * executable (main, _start), libc (__libc_start_main, qsort and the like
+ * calling back, __restore_rt under a signal handler, thread starts), ld.so
+ * (lazy binding, dlopen), the vdso (clock calls); then the runtimes whose
+ * loop or JIT support is under every frame of their programs. Those are
+ * named here. Where samples land among the rest is not known when an entry
+ * is written (the collectors count stacks in the kernel; a miss says which
+ * process, not which address), so the rest go by the size of their code,
+ * the best predictor of samples there is then, and by address for equal
+ * sizes (the order the maps file gives, so a capture taken again keeps the
+ * same ones).
+ */
+
+/* Basename prefixes of the objects kept first (rank 0) and of the runtimes (rank 1). */
+static const char *const core_objects[] = {
+	"libc.so", "libc-2.", "libc.musl", "ld-linux", "ld-musl", "ld.so", "ld64.so",
+	"libpthread.so", "libpthread-2.",
+};
+static const char *const runtimes[] = {
+	"libpython", "libruby", "libperl", "libjvm", "libjli", "libnode", "libv8", "libcoreclr",
+	"libmonosgen", "libmono-", "libluajit", "liblua", "libphp", "libstdc++",
+	"libc++.so", "libc++abi", "libgcc_s",
 };
 
-static int add_map(const struct tk_sym_map_info *mi, void *ctx)
+static bool has_prefix_in(const char *name, const char *const *list, size_t nr)
+{
+	size_t i;
+
+	for (i = 0; i < nr; i++)
+		if (!strncmp(name, list[i], strlen(list[i])))
+			return true;
+	return false;
+}
+
+/* 0: every stack passes through it; 1: a runtime's; 2: the rest. */
+static int map_rank(const struct tk_sym_map_info *mi)
+{
+	const char *base;
+
+	if (mi->main_exe)
+		return 0;
+	if (!mi->module)
+		return 2;
+	if (!strcmp(mi->module, "[vdso]"))
+		return 0;
+	base = strrchr(mi->module, '/');
+	base = base ? base + 1 : mi->module;
+	if (has_prefix_in(base, core_objects, sizeof(core_objects) / sizeof(core_objects[0])))
+		return 0;
+	if (has_prefix_in(base, runtimes, sizeof(runtimes) / sizeof(runtimes[0])))
+		return 1;
+	return 2;
+}
+
+struct pick {
+	uint32_t at;		/* index in the capture's order */
+	int rank;
+	uint64_t size;
+};
+
+static int cmp_pick(const void *a, const void *b)
+{
+	const struct pick *x = a, *y = b;
+
+	if (x->rank != y->rank)
+		return x->rank < y->rank ? -1 : 1;
+	if (x->size != y->size)
+		return x->size > y->size ? -1 : 1;
+	return x->at < y->at ? -1 : x->at > y->at;
+}
+
+int tk_unw__pick_maps(const struct tk_sym_map_info *maps, size_t nr, bool *keep)
+{
+	struct pick *pk;
+	size_t i, n = 0;
+
+	for (i = 0; i < nr; i++)
+		keep[i] = nr <= UNW_MAX_MAPS;
+	if (nr <= UNW_MAX_MAPS)
+		return (int)nr;
+	pk = malloc(nr * sizeof(*pk));
+	if (!pk)
+		return -ENOMEM;
+	for (i = 0; i < nr; i++)
+		pk[i] = (struct pick){ i, map_rank(&maps[i]), maps[i].end - maps[i].start };
+	qsort(pk, nr, sizeof(*pk), cmp_pick);
+	for (n = 0; n < UNW_MAX_MAPS; n++)
+		keep[pk[n].at] = true;
+	free(pk);
+	return (int)n;
+}
+
+struct proc_ctx {
+	struct tk_sym_map_info *maps;	/* every executable mapping, in address order */
+	size_t nr, cap;
+};
+
+static int collect_map(const struct tk_sym_map_info *mi, void *ctx)
 {
 	struct proc_ctx *c = ctx;
-	struct unw_map *m;
+
+	if (tk_grow((void **)&c->maps, &c->cap, c->nr + 1, sizeof(*c->maps), 64))
+		return -ENOMEM;
+	c->maps[c->nr++] = *mi;
+	return 0;
+}
+
+static void add_map(struct tk_unw_store *s, struct unw_proc *p, const struct tk_sym_map_info *mi)
+{
+	struct unw_map *m = &p->maps[p->nr++];
 	uint32_t start;
 
-	if (c->p->nr == UNW_MAX_MAPS)
-		return 0;	/* the rest: UNW_C_NO_MAPPING, counted where hit */
-	m = &c->p->maps[c->p->nr++];
 	memset(m, 0, sizeof(*m));
 	m->start = mi->start;
 	m->end = mi->end;
 	if (!mi->unw || !mi->unw->nr || !mi->have_vaddr) {
 		m->flags = UNW_MAP_NO_CFI;
-		return 0;
+		return;
 	}
-	if (place(c->s, mi->unw, &start)) {
+	if (place(s, mi->unw, &start)) {
 		m->flags = UNW_MAP_PENDING;	/* no room: the table never loads */
-		return 0;
+		return;
 	}
 	/* address - (start - vaddr) = vaddr; vaddr - base = row pc */
 	m->bias = mi->start - mi->vaddr + mi->unw->base;
 	m->row_start = start;
 	m->row_count = mi->unw->nr;
-	return 0;
 }
 
 int tk_unw_store__proc(struct tk_unw_store *s, struct tk_symbolizer *sym, uint32_t pid,
 		       uint32_t gen, struct unw_proc *p)
 {
-	struct proc_ctx c = { .s = s, .p = p };
+	struct proc_ctx c = { 0 };
+	bool *keep = NULL;
+	size_t i;
+	int err;
 
 	memset(p, 0, sizeof(*p));
 	p->gen = gen;
-	return tk_symbolizer__for_each_map(sym, pid, gen, add_map, &c);
+	err = tk_symbolizer__for_each_map(sym, pid, gen, collect_map, &c);
+	if (!err && c.nr) {
+		keep = malloc(c.nr * sizeof(*keep));
+		err = keep ? tk_unw__pick_maps(c.maps, c.nr, keep) : -ENOMEM;
+	}
+	if (err >= 0) {
+		err = 0;
+		/* in address order, as the searches want them */
+		for (i = 0; i < c.nr; i++)
+			if (keep[i])
+				add_map(s, p, &c.maps[i]);
+		if (c.nr > UNW_MAX_MAPS) {
+			p->flags |= UNW_PROC_OVERFLOW;
+			p->left_out = c.nr - p->nr;
+			s->st.overflowed++;
+			if (p->left_out > s->st.left_out)
+				s->st.left_out = p->left_out;
+		}
+	}
+	free(keep);
+	free(c.maps);
+	return err;
 }
 
 int tk_unwind_mode__parse(const char *str, enum tk_unwind_mode *mode)
@@ -205,6 +332,8 @@ static const char *const loss_names[UNW_CNT__COUNT] = {
 	[UNW_CNT_READ_FAULT] = "unwind_stack_read_fault",
 	[UNW_CNT_DEPTH] = "unwind_depth_limit",
 	[UNW_CNT_BAD_FRAME] = "unwind_bad_frame",
+	[UNW_CNT_LEFT_OUT] = "unwind_mapping_left_out",
+	[UNW_CNT_MISS_RESENT] = "unwind_miss_resent",
 };
 
 const char *tk_unw__loss_name(enum unw_counter c)
@@ -221,6 +350,7 @@ void tk_unw__report(struct tk_profile *p, const uint64_t cnt[UNW_CNT__COUNT],
 	for (i = 0; i < UNW_CNT__COUNT; i++)
 		if (loss_names[i])
 			tk_profile__set_loss(p, loss_names[i], cnt[i]);
+	tk_profile__set_loss(p, "unwind_miss_dropped", info ? info->misses_dropped : 0);
 	if (!info)
 		return;
 	tk_profile__add_comment(p, "unwinding: CFI %s: %" PRIu64 " stacks, %" PRIu64
@@ -235,4 +365,16 @@ void tk_unw__report(struct tk_profile *p, const uint64_t cnt[UNW_CNT__COUNT],
 				info->store.cap * sizeof(struct unw_row) / 1048576.0,
 				info->store.build_ns / 1e6, info->store.full,
 				info->memory / 1048576.0);
+	if (info->in_kernel)
+		tk_profile__add_comment(p, "unwind misses: %" PRIu64 " captures taken again for "
+					"an address in no mapping; %" PRIu64 " misses found no "
+					"room to wait (sent again by the kernel)",
+					info->recaptures, info->misses_dropped);
+	if (info->store.overflowed)
+		tk_profile__add_comment(p, "unwind entries: %" PRIu64 " written for processes with "
+					"more than %d executable mappings: the executable, libc, "
+					"ld.so, the vdso, runtimes and the largest kept, up to %"
+					PRIu64 " left out (by frame pointer there)",
+					info->store.overflowed, UNW_MAX_MAPS,
+					info->store.left_out);
 }
