@@ -109,6 +109,7 @@ struct tk_symbolizer_stats {
 	uint64_t unwind_rows;		/* their rows */
 	uint64_t unwind_ns;		/* time spent building them */
 	uint64_t unwind_failed;		/* objects whose CFI could not be read */
+	uint64_t unwind_over_limit;	/* of those, past the ceiling of one build (by rbp) */
 	uint64_t recaptures;		/* maps read again for an address in none of them */
 	uint64_t recapture_maps;	/* mappings those added (libraries loaded since) */
 	uint64_t jit_files;		/* perf map files read (again when rewritten) */
@@ -119,6 +120,8 @@ struct tk_symbolizer_stats {
 	uint64_t procs_pruned;		/* ended ones dropped (tk_symbolizer__prune) */
 };
 void tk_symbolizer__stats(const struct tk_symbolizer *s, struct tk_symbolizer_stats *st);
+/* Objects whose unwind table passed the ceiling of one build (0 for NULL: no symbolizer). */
+uint64_t tk_symbolizer__unwind_over_limit(const struct tk_symbolizer *s);
 
 /*
  * Ending processes. A long capture that forgets its results period by

@@ -100,14 +100,17 @@ static int own_index(struct tk_symbolizer *s, struct tk_elf_index *idx)
 static void add_unwind(struct tk_symbolizer *s, struct tk_elf_file *f, struct tk_elf_index *idx)
 {
 	struct tk_elf *debug = NULL;
+	int err;
 
 	if (!s->unwind || idx->unw)
 		return;
 	if (idx->debug_path && tk_elf__open(idx->debug_path, &debug))
 		debug = NULL;
-	if (tk_unw_table__build(f->elf, debug, &idx->unw)) {
+	err = tk_unw_table__build(f->elf, debug, &idx->unw);
+	if (err) {
 		idx->unw = NULL;
 		s->st.unwind_failed++;
+		s->st.unwind_over_limit += err == -E2BIG;
 	} else {
 		s->st.unwind_tables++;
 		s->st.unwind_rows += idx->unw->nr;
