@@ -217,11 +217,17 @@ int tk_open_untrusted(int dirfd, const char *path, const struct tk_open_rules *r
 	if (!path || !*path ||
 	    ((r->flags & (TK_OPEN_IN_ROOT | TK_OPEN_BENEATH)) && dirfd == AT_FDCWD))
 		return -EINVAL;
-	pfd = -ENOSYS;
-	if (!(r->flags & TK_OPEN_NO_OPENAT2))
-		pfd = resolve_openat2(dirfd, path, r->flags);
-	if (pfd == -ENOSYS)
-		pfd = resolve_walk(dirfd, path, r->flags);
+	if (r->flags & TK_OPEN_ANY_NAME) {
+		pfd = openat(dirfd, path, O_PATH | O_CLOEXEC);
+		if (pfd < 0)
+			pfd = -errno;
+	} else {
+		pfd = -ENOSYS;
+		if (!(r->flags & TK_OPEN_NO_OPENAT2))
+			pfd = resolve_openat2(dirfd, path, r->flags);
+		if (pfd == -ENOSYS)
+			pfd = resolve_walk(dirfd, path, r->flags);
+	}
 	if (pfd < 0)
 		return pfd;
 	if (fstat(pfd, &pst)) {
@@ -259,4 +265,11 @@ int tk_open_untrusted_path(const char *path, const struct tk_open_rules *r, stru
 	if (!path || path[0] != '/')
 		return -EINVAL;
 	return tk_open_untrusted(AT_FDCWD, path, r, st);
+}
+
+int tk_open_regular(const char *path, struct stat *st)
+{
+	static const struct tk_open_rules r = { .flags = TK_OPEN_ANY_NAME | TK_OPEN_ANY_OWNER };
+
+	return tk_open_untrusted(AT_FDCWD, path, &r, st);
 }

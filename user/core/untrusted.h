@@ -57,6 +57,13 @@ enum tk_open_flags {
 	TK_OPEN_ONE_LINK = 1 << 5,
 	/* tests: the walk of kernels without openat2 */
 	TK_OPEN_NO_OPENAT2 = 1 << 6,
+	/*
+	 * The name is the caller's, not another user's (a /proc/PID/map_files
+	 * link, /proc/PID/exe, a path given on the command line): resolved as
+	 * open(2) resolves it, magic links too. Only the file is checked: still
+	 * never a FIFO, a device or a socket.
+	 */
+	TK_OPEN_ANY_NAME = 1 << 7,
 };
 
 struct tk_open_rules {
@@ -84,5 +91,13 @@ int tk_open_untrusted(int dirfd, const char *path, const struct tk_open_rules *r
  * no sense here and are refused: -EINVAL). Same returns.
  */
 int tk_open_untrusted_path(const char *path, const struct tk_open_rules *r, struct stat *st);
+
+/*
+ * A regular file at @path, whatever its owner, resolved as open(2) does
+ * (TK_OPEN_ANY_NAME | TK_OPEN_ANY_OWNER): for a name the caller chose, or
+ * whose identity it checks, that must still never open a FIFO or a device.
+ * Same returns.
+ */
+int tk_open_regular(const char *path, struct stat *st);
 
 #endif /* __TK_UNTRUSTED_H */
