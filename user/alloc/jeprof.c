@@ -29,6 +29,7 @@
 #include "cpu/cpu.h"
 #include "alloc/alloc_weight.h"
 #include "alloc/jeprof.h"
+#include "proc/mapfile.h"
 #include "proc/maps.h"
 
 struct stack_priv {
@@ -334,6 +335,9 @@ static int add_mapping(struct tk_jeprof *d, const struct tk_map *m)
 	jm->start = m->start;
 	jm->end = m->end;
 	jm->offset = m->offset;
+	jm->dev_major = m->dev_major;
+	jm->dev_minor = m->dev_minor;
+	jm->inode = m->inode;
 	jm->path = strdup(m->path);
 	if (!jm->path)
 		return -ENOMEM;
@@ -740,8 +744,11 @@ int tk_jeprof__to_profile(const struct tk_jeprof *d, struct tk_symbolizer *s, ui
 	for (i = 0; i < d->nr_maps && err != -ENOMEM; i++) {
 		const struct tk_jeprof_mapping *m = &d->maps[i];
 
-		err = tk_symbolizer__add_mapping(s, pid, TK_JEPROF_GEN, m->start, m->end,
-						 m->offset, m->path);
+		struct tk_file_id id = { m->dev_major, m->dev_minor, m->inode };
+
+		/* the dump's process wrote these paths: only what it may read is read */
+		err = tk_symbolizer__add_named_mapping(s, pid, TK_JEPROF_GEN, m->start, m->end,
+						       m->offset, m->path, &id);
 	}
 	if (err == -ENOMEM)
 		goto out;

@@ -57,6 +57,18 @@ bool tk_symbolizer__has(const struct tk_symbolizer *s, uint32_t pid, uint32_t ge
  */
 int tk_symbolizer__add_mapping(struct tk_symbolizer *s, uint32_t pid, uint32_t gen,
 			       uint64_t start, uint64_t end, uint64_t pgoff, const char *path);
+/*
+ * The same, for a mapping the process wrote down itself (a jemalloc heap
+ * dump's MAPPED_LIBRARIES, claiming identity @claimed, may be NULL): its file
+ * is read only when the process may have read it — it maps that very file
+ * at [@start, @end) now, or the file is one its user could read by mode (its
+ * own, or world-readable) in its root, never one only root may read. A file
+ * refused is counted (named_refused) and its frames stay unnamed.
+ */
+struct tk_file_id;
+int tk_symbolizer__add_named_mapping(struct tk_symbolizer *s, uint32_t pid, uint32_t gen,
+				     uint64_t start, uint64_t end, uint64_t pgoff,
+				     const char *path, const struct tk_file_id *claimed);
 
 struct tk_sym_frame {
 	const char *function;	/* NULL when not resolved */
@@ -112,6 +124,8 @@ struct tk_symbolizer_stats {
 	uint64_t unwind_over_limit;	/* of those, past the ceiling of one build (by rbp) */
 	uint64_t recaptures;		/* maps read again for an address in none of them */
 	uint64_t recapture_maps;	/* mappings those added (libraries loaded since) */
+	uint64_t named_refused;		/* mappings a heap dump named, not read (not the
+					   process's to read) */
 	uint64_t jit_files;		/* perf map files read (again when rewritten) */
 	uint64_t jit_entries;		/* their names in use */
 	uint64_t jit_bad_lines;		/* their lines skipped: garbage, too long, too many */
