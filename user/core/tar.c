@@ -26,6 +26,11 @@ static int put_octal(char *field, size_t len, uint64_t v)
 	return 0;
 }
 
+bool tk_tar__name_fits(const char *top, const char *name)
+{
+	return strlen(top) + 1 + strlen(name) <= TK_TAR_NAME_MAX;
+}
+
 static int header(gzFile gz, const char *name, char type, uint64_t size, unsigned int mode,
 		  int64_t mtime)
 {
@@ -95,6 +100,17 @@ static int add_file(gzFile gz, int dfd, const char *top, const char *name, int64
 
 int tk_tar__write_dir(int fd, const char *dir, const char *top, int64_t mtime)
 {
+	int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC), err;
+
+	if (dfd < 0)
+		return -errno;
+	err = tk_tar__write_dirfd(fd, dfd, top, mtime);
+	close(dfd);
+	return err;
+}
+
+int tk_tar__write_dirfd(int fd, int dir_fd, const char *top, int64_t mtime)
+{
 	static const unsigned char zero[2 * BLOCK];
 	char **names = NULL, topdir[128];
 	size_t nr = 0, cap = 0, i;
@@ -105,7 +121,8 @@ int tk_tar__write_dir(int fd, const char *dir, const char *top, int64_t mtime)
 
 	if (!top || !top[0] || strchr(top, '/') || strlen(top) >= sizeof(topdir) - 1)
 		return -EINVAL;
-	dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	/* a descriptor of its own: closedir() closes it, @dir_fd stays the caller's */
+	dfd = openat(dir_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (dfd < 0)
 		return -errno;
 	d = fdopendir(dfd);
@@ -137,7 +154,7 @@ int tk_tar__write_dir(int fd, const char *dir, const char *top, int64_t mtime)
 	if (nr)
 		qsort(names, nr, sizeof(*names), cmp_names);
 	for (i = 0; i < nr; i++)
-		if (strlen(top) + 1 + strlen(names[i]) >= 100) {
+		if (!tk_tar__name_fits(top, names[i])) {
 			err = -ENAMETOOLONG;
 			goto out;
 		}
