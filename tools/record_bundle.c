@@ -566,7 +566,8 @@ int rec_out__open(struct rec_out *o, const struct rec *r, const char *out, bool 
 	if (o->pdfd < 0) {
 		err = errno;
 		return fail(EXIT_FAILURE, "record: cannot write into '%s': %s%s", o->parent,
-			    strerror(err), err == ENOENT ? " (it does not exist)" : "");
+			    strerror(err), err == ENOENT ? " (the parent directory does not "
+			    "exist)" : "");
 	}
 	if (!tar && !fstatat(o->pdfd, o->top, &st, AT_SYMLINK_NOFOLLOW))
 		return fail(EXIT_FAILURE, "record: '%s' exists: name a new directory (nothing "
@@ -584,9 +585,6 @@ int rec_out__open(struct rec_out *o, const struct rec *r, const char *out, bool 
 	if (err)
 		return fail(EXIT_FAILURE, "record: cannot create '%s': %s", o->shown,
 			    strerror(-err));
-	/* TK_TEST_RECORD_STOP=mkdir: the tests' moment to swap the directory */
-	if (getenv("TK_TEST_RECORD_STOP") && !strcmp(getenv("TK_TEST_RECORD_STOP"), "mkdir"))
-		raise(SIGSTOP);
 	return 0;
 }
 
