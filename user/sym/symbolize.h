@@ -57,6 +57,15 @@ bool tk_symbolizer__has(const struct tk_symbolizer *s, uint32_t pid, uint32_t ge
  */
 int tk_symbolizer__add_mapping(struct tk_symbolizer *s, uint32_t pid, uint32_t gen,
 			       uint64_t start, uint64_t end, uint64_t pgoff, const char *path);
+struct tk_file_id;
+/*
+ * The same, with the file's identity as the kernel gave it (a MMAP2 record's
+ * device and inode; NULL or inode 0: none): only that file is read, never
+ * another of that name (the host's, for a process of a container gone since).
+ */
+int tk_symbolizer__add_mapping_id(struct tk_symbolizer *s, uint32_t pid, uint32_t gen,
+				  uint64_t start, uint64_t end, uint64_t pgoff, const char *path,
+				  const struct tk_file_id *id);
 /*
  * The same, for a mapping the process wrote down itself (a jemalloc heap
  * dump's MAPPED_LIBRARIES, claiming identity @claimed, may be NULL): its file
@@ -65,7 +74,6 @@ int tk_symbolizer__add_mapping(struct tk_symbolizer *s, uint32_t pid, uint32_t g
  * own, or world-readable) in its root, never one only root may read. A file
  * refused is counted (named_refused) and its frames stay unnamed.
  */
-struct tk_file_id;
 int tk_symbolizer__add_named_mapping(struct tk_symbolizer *s, uint32_t pid, uint32_t gen,
 				     uint64_t start, uint64_t end, uint64_t pgoff,
 				     const char *path, const struct tk_file_id *claimed);

@@ -421,7 +421,7 @@ static int named_file(struct tk_symbolizer *s, struct sym_proc *p, uint64_t star
 
 static int add_mapping(struct tk_symbolizer *s, uint32_t pid, uint32_t gen, uint64_t start,
 		       uint64_t end, uint64_t pgoff, const char *path,
-		       const struct tk_file_id *claimed, bool named)
+		       const struct tk_file_id *given, bool named)
 {
 	static const char deleted[] = " (deleted)";
 	struct tk_file_id id, *idp = NULL;
@@ -443,10 +443,13 @@ static int add_mapping(struct tk_symbolizer *s, uint32_t pid, uint32_t gen, uint
 	if (!p)
 		return -ENOMEM;
 	if (named && clean[0] == '/') {
-		if (named_file(s, p, start, end, clean, claimed, &id)) {
+		if (named_file(s, p, start, end, clean, given, &id)) {
 			s->st.named_refused++;
 			return 0;	/* never read: its frames stay unnamed */
 		}
+		idp = &id;
+	} else if (given && given->ino) {
+		id = *given;	/* the kernel's: the file is found only if it is that one */
 		idp = &id;
 	}
 	err = describe_map(s, pid, start, end, pgoff, clean, idp, &m);
@@ -460,6 +463,13 @@ int tk_symbolizer__add_mapping(struct tk_symbolizer *s, uint32_t pid, uint32_t g
 			       uint64_t start, uint64_t end, uint64_t pgoff, const char *path)
 {
 	return add_mapping(s, pid, gen, start, end, pgoff, path, NULL, false);
+}
+
+int tk_symbolizer__add_mapping_id(struct tk_symbolizer *s, uint32_t pid, uint32_t gen,
+				  uint64_t start, uint64_t end, uint64_t pgoff, const char *path,
+				  const struct tk_file_id *id)
+{
+	return add_mapping(s, pid, gen, start, end, pgoff, path, id, false);
 }
 
 int tk_symbolizer__add_named_mapping(struct tk_symbolizer *s, uint32_t pid, uint32_t gen,
