@@ -1,18 +1,15 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
 /*
- * tracekit record, as a user runs it: real sessions on the real kernel, on a
- * workload whose hot and leaking functions are known (alloc_leak: churn() and
- * work() burn the CPU, leak_site() keeps 64 MiB) and on Debian's python3. The
- * bundle's pprofs are read back by go tool pprof; index.html is opened in a
- * real headless Chromium (a screenshot, the DOM names the functions) with a
- * net log that shows no request of the page's; Ctrl-C still writes the bundle
- * whole; --tar is one archive and nothing else is left; bad input is refused
- * before anything is written. And what another user can do: a FIFO put at
- * DIR.tar.gz during the window gets nothing; the bundle's directory renamed
- * away and replaced by a symlink is never written through; a tar that cannot
- * be written (a full file system) keeps the bundle's directory and says where;
- * a tar name past ustar's limit is refused before the window. A missing dependency is a skip, a failure under
- * CI=true.
+ * tracekit record, as a user runs it: real sessions on the real kernel, on a workload whose hot
+ * and leaking functions are known (alloc_leak: churn() and work() burn the CPU, leak_site() keeps
+ * 64 MiB) and on Debian's python3. The bundle's pprofs are read back by go tool pprof; index.html
+ * is opened in a real headless Chromium (a screenshot, the DOM names the functions) with a net log
+ * that shows no request of the page's; Ctrl-C still writes the bundle whole; --tar is one archive
+ * and nothing else is left; bad input is refused before anything is written. And what another user
+ * can do: a FIFO put at DIR.tar.gz during the window gets nothing; the bundle's directory renamed
+ * away and replaced by a symlink is never written through; a tar that cannot be written (a full
+ * file system) keeps the bundle's directory and says where; a tar name past ustar's limit is
+ * refused before the window. A missing dependency is a skip, a failure under CI=true.
  */
 #include <dirent.h>
 #include <errno.h>

@@ -23,11 +23,13 @@
 #include <string.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "../lib/fixture.h"
+#include "../lib/spawn.h"
 #include "core/untrusted.h"
 
 static struct fx *fx;
@@ -310,6 +312,46 @@ static void test_bind_mount_over_the_name(void **state)
 	assert_int_equal(WEXITSTATUS(status), 0);
 }
 
+/*
+ * openat2 refused by a seccomp filter, as container runtimes' profiles do
+ * (ENOSYS, or EPERM in older ones): the walk takes over, as strict.
+ */
+static void test_openat2_refused(void **state)
+{
+	static const int errs[] = { ENOSYS, EPERM };
+	size_t i;
+
+	for (i = 0; i < 2; i++) {
+		int status;
+		pid_t pid = fork();
+
+		assert_true(pid >= 0);
+		if (!pid) {
+			struct tk_open_rules r = mine(0);
+			int fd;
+
+			if (tk_test_deny_syscall(SYS_openat2, errs[i]))
+				_exit(77);
+			fd = tk_open_untrusted(rootfd, "/tmp/perf-1.map", &r, NULL);
+			if (fd < 0)
+				_exit(1);
+			close(fd);
+			if (tk_open_untrusted(rootfd, "/tmp/link-abs", &r, NULL) != -ELOOP ||
+			    tk_open_untrusted(rootfd, "/tmp/fifo", &r, NULL) != -ENODEV ||
+			    tk_open_untrusted(rootfd, "/../etc/passwd", &r, NULL) != -EXDEV)
+				_exit(2);
+			_exit(0);
+		}
+		assert_int_equal(waitpid(pid, &status, 0), pid);
+		assert_true(WIFEXITED(status));
+		if (WEXITSTATUS(status) == 77) {
+			print_message("  skipped: no seccomp here\n");
+			skip();
+		}
+		assert_int_equal(WEXITSTATUS(status), 0);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -320,6 +362,7 @@ int main(void)
 		cmocka_unit_test(test_fifo_writer_stays_blocked),
 		cmocka_unit_test(test_owner_size_links),
 		cmocka_unit_test(test_bind_mount_over_the_name),
+		cmocka_unit_test(test_openat2_refused),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);

@@ -1459,12 +1459,11 @@ static void test_quadratic_budget(void **state)
 }
 
 /*
- * A crafted .eh_frame of 16 MiB: 140 FDEs of 40000 rows each. The budget
- * that grows with the section (1024 bytes run per byte, 16 GiB here) kept
- * the builder at it for 4.75 s (measured; 300 MB would be 90 s); the
- * absolute ceiling (2 GiB of program run, 2 s) ends it after 0.24 s, and
- * the object gets no table (-E2BIG: its frames go by the frame pointer). A section past the ceiling's size is not
- * read at all, and the time alone ends a build too.
+ * A crafted .eh_frame of 16 MiB: 140 FDEs of 40000 rows each. The budget that grows with the
+ * section (1024 bytes run per byte, 16 GiB here) kept the builder at it for 4.75 s (measured; 300
+ * MB would be 90 s); the absolute ceiling (2 GiB of program run, 2 s) ends it after 0.24 s, and
+ * the object gets no table (-E2BIG: its frames go by the frame pointer). A section past the
+ * ceiling's size is not read at all, and the time alone ends a build too.
  */
 static uint8_t *crafted_cfi(size_t nr_fdes, size_t *len)
 {

@@ -176,7 +176,7 @@ static int open_in_dir(struct tk_outfile *o)
 		if (S_ISDIR(st.st_mode)) {
 			err = -EISDIR;
 		} else if (S_ISLNK(st.st_mode)) {
-			/* never write through a link as root, and never replace one (/dev/stdout) */
+			/* never write through a link as root, nor replace one (/dev/stdout) */
 			err = -ELOOP;
 		} else if (!S_ISREG(st.st_mode)) {
 			err = open_special(o);
@@ -205,8 +205,8 @@ static int open_in_dir(struct tk_outfile *o)
 			return -ENAMETOOLONG;
 		}
 		/* 0600: profiles name paths and command lines; the rename keeps the mode */
-		fd = openat(o->dfd, o->tmp_name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
-			    0600);
+		fd = openat(o->dfd, o->tmp_name,
+			    O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
 		if (fd >= 0)
 			break;
 		if (errno != EEXIST) {

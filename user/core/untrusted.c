@@ -225,7 +225,8 @@ int tk_open_untrusted(int dirfd, const char *path, const struct tk_open_rules *r
 		pfd = -ENOSYS;
 		if (!(r->flags & TK_OPEN_NO_OPENAT2))
 			pfd = resolve_openat2(dirfd, path, r->flags);
-		if (pfd == -ENOSYS)
+		/* no openat2, or a seccomp filter that refuses it (older container runtimes: EPERM) */
+		if (pfd == -ENOSYS || pfd == -EPERM)
 			pfd = resolve_walk(dirfd, path, r->flags);
 	}
 	if (pfd < 0)

@@ -23,7 +23,8 @@
  *      the name again.
  *
  * Kernels without openat2 (before 5.6; tracekit supports 5.8 and later, but
- * a seccomp filter may refuse it with ENOSYS): the name is walked one part at
+ * a seccomp filter may refuse it, with ENOSYS or, in older container
+ * runtimes' profiles, EPERM): the name is walked one part at
  * a time with O_PATH|O_NOFOLLOW, so no symlink is followed at all (with
  * TK_OPEN_FOLLOW too), ".." is refused, and the file's mount is compared with
  * its directory's (statx STATX_MNT_ID, 5.8+).
