@@ -152,27 +152,29 @@ int output_error(const char *cmd, const char *path, int err)
 			    "(start its reader first)", cmd, path);
 	if (err == -EISDIR)
 		return fail(EXIT_FAILURE, "%s: cannot write '%s': it is a directory", cmd, path);
+	if (err == -EPERM && !lstat(path, &st) && !S_ISREG(st.st_mode))
+		return fail(EXIT_FAILURE, "%s: cannot write '%s': it is a %s of uid %u, not ours "
+			    "(refused: its owner would read what is written; remove it or name "
+			    "another file)", cmd, path, S_ISFIFO(st.st_mode) ? "FIFO" :
+			    S_ISCHR(st.st_mode) || S_ISBLK(st.st_mode) ? "device" : "special file",
+			    (unsigned int)st.st_uid);
 	return fail(EXIT_FAILURE, "%s: cannot write '%s': %s", cmd, path, strerror(-err));
 }
 
 int outputs_open(struct outputs *o, const char *cmd)
 {
-	struct tk_outfile probe;
-	struct stat st;
 	int i, err;
 
 	for (i = 0; i < o->n; i++) {
 		if (!strcmp(o->path[i], "-"))
 			continue;
-		if (!lstat(o->path[i], &st) && !S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode) &&
-		    !S_ISLNK(st.st_mode)) {
-			err = tk_outfile__open(&o->held[i], o->path[i]);
-		} else {
-			/* the temporary file is made and removed: the real one comes at the end */
-			err = tk_outfile__open(&probe, o->path[i]);
-			if (!err)
-				tk_outfile__abort(&probe);
-		}
+		/*
+		 * Held from now to the end: a file's temporary file in its
+		 * directory (renamed over whatever is at the name then: a FIFO
+		 * another user put there meanwhile gets nothing), our own FIFO
+		 * or device open (closing a FIFO would end its reader).
+		 */
+		err = tk_outfile__open(&o->held[i], o->path[i]);
 		if (err) {
 			outputs_abort(o);
 			return output_error(cmd, o->path[i], err);
@@ -447,6 +449,9 @@ int cli_session(struct tk_session *s, const struct cli_run *run)
 	char why[512];
 	struct timespec ts;
 
+	/* --rotate: -o names each period's files; what outputs_open held was the check */
+	if (run->rotate)
+		outputs_abort(run->outs);
 	catch_stop_signals(s);
 	err = tk_session__start(s, why, sizeof(why));
 	if (err) {

@@ -53,7 +53,7 @@ struct outputs {
 	enum tk_format fmt[OUTPUTS_MAX];
 	int n;
 	const char *format;	/* --format, or NULL */
-	/* a FIFO or device, held open from outputs_open to the end (f NULL: none) */
+	/* each -o but "-", held from outputs_open to the end (f NULL: none) */
 	struct tk_outfile held[OUTPUTS_MAX];
 };
 /* Say why output @path cannot be written (@err a negative errno), with what to do; EXIT_FAILURE. */
@@ -64,9 +64,11 @@ int outputs_add(struct outputs *o, const char *cmd, const char *path);
 int outputs_resolve(struct outputs *o, const char *cmd);
 /*
  * Before the capture: refuse an output that cannot be written (a directory, a
- * symlink, a missing or read-only directory, a FIFO nobody reads), so that no
- * capture is taken for nothing. A regular file is tried (its temporary file
- * created and removed); a FIFO or device is opened and held, because closing a
+ * symlink, a missing or read-only directory, a FIFO nobody reads, a FIFO or
+ * device of another user), so that no capture is taken for nothing. Each is
+ * opened and held to the end (tk_outfile): a file's temporary file, renamed
+ * over the name once written (whatever another user put at the name meanwhile
+ * is replaced, never written through); our FIFO or device, since closing a
  * FIFO would end its reader. 0, or EXIT_FAILURE after saying why.
  */
 int outputs_open(struct outputs *o, const char *cmd);

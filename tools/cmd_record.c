@@ -7,7 +7,8 @@
  *
  * Each session runs on a thread of its own; the main thread keeps the window
  * and ends every session together (duration, Ctrl-C, the command's exit).
- * The bundle is written into DIR.tmp.PID and renamed into place once whole.
+ * The bundle is written into DIR.tmp.XXXXXX, held open from the start, and
+ * renamed into place once whole (record_bundle.c).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -25,11 +26,9 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "alloc/alloc_budget.h"
 #include "cli.h"
 #include "core/fsutil.h"
-#include "core/outfile.h"
-#include "alloc/alloc_budget.h"
-#include "core/tar.h"
 #include "record.h"
 #include "tracekit/tracekit.h"
 
@@ -48,7 +47,8 @@ static const char usage_record[] =
 	"\n"
 	"  -o, --output DIR     the directory to create (it must not exist); written\n"
 	"                       whole, or not at all\n"
-	"      --tar            write DIR.tar.gz instead: one file to copy off\n"
+	"      --tar            write DIR.tar.gz instead: one file to copy off (if it\n"
+	"                       cannot be written, the bundle stays as DIR, said)\n"
 	"  -d, --duration SEC   the window (default 10; with -- CMD: until it exits)\n"
 	"  -p, --pid PID        these processes only (repeatable, at most 8); their\n"
 	"                       allocations are profiled too\n"
@@ -390,19 +390,18 @@ int cmd_record(int argc, char **argv)
 		{},
 	};
 	static struct rec rec;
+	static struct rec_out rec_out;
+	struct rec_out *ro = &rec_out;
 	struct tk_caps_opts capopts = { .sz = TK_OPTS_SZ(tk_caps_opts) };
 	struct rec *r = &rec;
-	char base[PATH_MAX], tmp[PATH_MAX + 32], final[PATH_MAX + 16], top[NAME_MAX + 1];
-	const char *out = NULL, *slash;
+	const char *out = NULL;
 	struct sigaction sa = { .sa_handler = on_signal }, old;
 	sigset_t block, prev;
-	struct tk_outfile of;
 	struct outputs unused = {};
 	long ntop = 0;
 	bool tar = false;
 	struct stat st;
 	int c, i, err, ret = EXIT_FAILURE, ran = 0, status;
-	size_t len;
 	long v;
 
 	memset(r, 0, sizeof(*r));
@@ -475,31 +474,10 @@ int cmd_record(int argc, char **argv)
 	if (r->cgroup && (stat(r->cgroup, &st) || !S_ISDIR(st.st_mode)))
 		return fail(EXIT_FAILURE, "record: cgroup '%s' is not a directory", r->cgroup);
 
-	/* DIR, or DIR.tar.gz with --tar; both are made in DIR.tmp.PID first */
-	len = strlen(out);
-	while (len > 1 && out[len - 1] == '/')
-		len--;
-	if (tar && len > 7 && !strncmp(out + len - 7, ".tar.gz", 7))
-		len -= 7;
-	if (!len || len >= sizeof(base) - 1)
-		return usage_error("record", "invalid output '%s'", out);
-	memcpy(base, out, len);
-	base[len] = 0;
-	slash = strrchr(base, '/');
-	snprintf(top, sizeof(top), "%s", slash ? slash + 1 : base);
-	if (!top[0] || !strcmp(top, ".") || !strcmp(top, ".."))
-		return usage_error("record", "invalid output '%s': name a new directory", out);
-	snprintf(final, sizeof(final), tar ? "%s.tar.gz" : "%s", base);
-	if (!tar && !lstat(base, &st))
-		return fail(EXIT_FAILURE, "record: '%s' exists: name a new directory (nothing "
-			    "is written into or over an existing one)", base);
-	if (tar && !lstat(final, &st) && !S_ISREG(st.st_mode))
-		return fail(EXIT_FAILURE, "record: '%s' exists and is not a file", final);
-	snprintf(tmp, sizeof(tmp), "%s.tmp.%d", base, (int)getpid());
-	if (mkdir(tmp, 0700)) {
-		err = errno;
-		return fail(EXIT_FAILURE, "record: cannot create '%s': %s%s", tmp, strerror(err),
-			    err == ENOENT ? " (its parent directory does not exist)" : "");
+	/* DIR, or DIR.tar.gz with --tar: checked, held and made now, before the window */
+	if ((err = rec_out__open(ro, r, out, tar))) {
+		rec_out__close(ro);
+		return err;
 	}
 
 	sig_rec = r;
@@ -629,33 +607,10 @@ int cmd_record(int argc, char **argv)
 		}
 	}
 
-	err = rec_write_bundle(r, tmp);
-	if (err)
+	if (rec_out__finish(ro, r))
 		goto out;
-	if (tar) {
-		err = tk_outfile__open(&of, final);
-		if (!err) {
-			err = tk_tar__write_dir(fileno(of.f), tmp, top, r->end_rt.tv_sec);
-			if (err)
-				tk_outfile__abort(&of);
-			else
-				err = tk_outfile__commit(&of);
-		}
-		if (err) {
-			fail(EXIT_FAILURE, "record: cannot write '%s': %s", final, strerror(-err));
-			goto out;
-		}
-		tk_remove_flat_dir_at(AT_FDCWD, tmp);
-	} else if (renameat2(AT_FDCWD, tmp, AT_FDCWD, base, RENAME_NOREPLACE)) {
-		err = errno;
-		fail(EXIT_FAILURE, "record: cannot rename '%s' to '%s': %s (the bundle is left "
-		     "in '%s')", tmp, base, strerror(err), tmp);
-		tmp[0] = 0;
-		goto out;
-	}
-	tmp[0] = 0;
 	fprintf(stderr, "tracekit: record: wrote %s (%.1f s, ended: %s; tracekit's own CPU "
-		"time %.2f s, %.1f %% of one CPU)\n", final, r->elapsed, r->end_reason,
+		"time %.2f s, %.1f %% of one CPU)\n", ro->final, r->elapsed, r->end_reason,
 		r->self_cpu_s, r->elapsed > 0 ? 100 * r->self_cpu_s / r->elapsed : 0.0);
 	ret = ran ? EXIT_SUCCESS : fail(EXIT_FAILURE, "record: no collector could run here "
 					"(the bundle says why)");
@@ -670,8 +625,7 @@ out:
 	if (status >= 0 && WIFEXITED(status) && WEXITSTATUS(status) && r->argv)
 		fprintf(stderr, "tracekit: '%s' exited with status %d\n", r->argv[0],
 			WEXITSTATUS(status));
-	if (tmp[0])
-		tk_remove_flat_dir_at(AT_FDCWD, tmp);
+	rec_out__close(ro);
 	tk_caps__free(r->caps);
 	return ret;
 }

@@ -15,7 +15,10 @@
 #include <stdint.h>
 #include <time.h>
 
+#include <sys/stat.h>
+
 #include "alloc/alloc_budget.h"
+#include "core/outfile.h"
 #include "tracekit/tracekit.h"
 
 #define REC_MAX_PIDS 8
@@ -87,10 +90,53 @@ struct rec {
 void rec_note(struct rec *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 /*
- * Write the bundle into the directory @dir (which exists and is empty):
+ * Write the bundle into the directory open as @dir (which exists and is
+ * empty; every file by descriptor, never by a path that could be swapped):
  * caps.json, the collectors' files, summary.txt, manifest.json, index.html.
  * 0, or a negative errno after saying which file could not be written.
  */
-int rec_write_bundle(struct rec *r, const char *dir);
+int rec_write_bundle(struct rec *r, int dir);
+
+/*
+ * Where the bundle goes (record_bundle.c): DIR, or DIR.tar.gz with --tar,
+ * made in "DIR.tmp.XXXXXX" beside it (a random name no one can take in
+ * advance, 0700), which is held open from the start and written through its
+ * descriptor only: a name swapped for a link meanwhile is never written
+ * through. The tar file is opened (its temporary file) at the start too.
+ */
+struct rec_out {
+	bool tar;
+	char base[PATH_MAX];		/* DIR */
+	char final[PATH_MAX + 16];	/* DIR or DIR.tar.gz */
+	char parent[PATH_MAX];
+	char top[NAME_MAX + 1];		/* DIR's last part: the tar's top directory */
+	char tmpname[NAME_MAX + 1];	/* the bundle's directory in parent */
+	char shown[2 * PATH_MAX];	/* parent/tmpname, for messages */
+	int pdfd, bdfd;			/* parent, the bundle's directory */
+	struct stat bst;		/* the bundle's directory as made */
+	struct tk_outfile tarf;		/* DIR.tar.gz, held from the start */
+	bool made, done;
+};
+/*
+ * Before the window: refuse what cannot be written (a DIR that exists, a tar
+ * name past ustar's limit, a missing parent), hold the tar file, make the
+ * bundle's directory. 0, or the exit code after saying why.
+ */
+int rec_out__open(struct rec_out *o, const struct rec *r, const char *out, bool tar);
+/*
+ * After it: write the bundle, then pack it into the tar or rename it DIR. A
+ * failure (a file, the tar: ENOSPC, EIO) keeps the directory, named DIR when
+ * it can be, and says where it is. 0, or EXIT_FAILURE after saying why.
+ */
+int rec_out__finish(struct rec_out *o, struct rec *r);
+/* Close; an unfinished bundle (no window) is removed. */
+void rec_out__close(struct rec_out *o);
+
+/*
+ * Every name the bundle's files will have fits a tar under @top (ustar: 99
+ * bytes for "@top/NAME"): checked before the window, so that no capture is
+ * lost for a name. The longest NAME into @longest.
+ */
+bool rec_names_fit_tar(const struct rec *r, const char *top, char *longest, size_t size);
 
 #endif /* __TK_RECORD_H */

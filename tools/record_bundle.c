@@ -5,18 +5,24 @@
  * styles, flame graphs and scripts are inline and its Content-Security-Policy
  * forbids every network load, so it opens the same from a USB stick.
  */
+#include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
+#include <sys/stat.h>
 #include <sys/utsname.h>
 #include <sys/wait.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "cli.h"
 #include "core/json.h"
 #include "core/outfile.h"
+#include "core/tar.h"
 #include "profile/profile.h"
 #include "record.h"
 #include "tracekit/tracekit.h"
@@ -70,40 +76,35 @@ static char *render(const struct tk_result *res, enum tk_format fmt)
 	return buf;
 }
 
-static int write_one(struct rec_coll *rc, const char *dir, const char *ext, enum tk_format fmt)
+/* Open @name in the bundle's directory (held open: @dirfd) as a file written whole. */
+static int open_file(struct tk_outfile *of, int dirfd, const char *name)
 {
-	char path[PATH_MAX];
+	int err = tk_outfile__openat(of, dirfd, name, NULL);
+
+	if (err)
+		fprintf(stderr, "tracekit: record: cannot write %s: %s\n", name, strerror(-err));
+	return err;
+}
+
+static int commit_file(struct tk_outfile *of, const char *name, int err);
+
+static int write_one(struct rec_coll *rc, int dirfd, const char *ext, enum tk_format fmt)
+{
+	char name[sizeof(rc->files[0])];
+	struct tk_outfile of;
 	int err;
 
 	if (!tk_result__has_format(rc->r, fmt))
 		return 0;
-	snprintf(path, sizeof(path), "%s/%s%s", dir, rc->name, ext);
-	err = tk_result__write_file(rc->r, path, fmt, SUMMARY_TOP);
-	if (err) {
-		fprintf(stderr, "tracekit: record: cannot write %s%s: %s\n", rc->name, ext,
-			strerror(-err));
+	snprintf(name, sizeof(name), "%s%s", rc->name, ext);
+	if ((err = open_file(&of, dirfd, name)))
 		return err;
-	}
-	if (rc->nr_files < REC_MAX_FILES) {
-		char name[sizeof(rc->files[0])];
-
-		snprintf(name, sizeof(name), "%s%s", rc->name, ext);
-		memcpy(rc->files[rc->nr_files++], name, sizeof(name));
-	}
-	return 0;
-}
-
-/* Open @name in @dir as a file written whole (tk_outfile). */
-static int open_file(struct tk_outfile *of, const char *dir, const char *name)
-{
-	char path[PATH_MAX];
-	int err;
-
-	snprintf(path, sizeof(path), "%s/%s", dir, name);
-	err = tk_outfile__open(of, path);
+	err = commit_file(&of, name, tk_result__write(rc->r, fmt, of.f, SUMMARY_TOP));
 	if (err)
-		fprintf(stderr, "tracekit: record: cannot write %s: %s\n", name, strerror(-err));
-	return err;
+		return err;
+	if (rc->nr_files < REC_MAX_FILES)
+		memcpy(rc->files[rc->nr_files++], name, sizeof(name));
+	return 0;
 }
 
 static int commit_file(struct tk_outfile *of, const char *name, int err)
@@ -150,7 +151,7 @@ static void header_lines(const struct rec *r, FILE *f)
 		r->elapsed > 0 ? 100 * r->self_cpu_s / r->elapsed : 0.0);
 }
 
-static int write_summary(struct rec *r, const char *dir)
+static int write_summary(struct rec *r, int dir)
 {
 	struct tk_outfile of;
 	int i, err;
@@ -191,7 +192,7 @@ static void json_losses(struct tk_json *j, const struct rec_coll *rc)
 	tk_json__end_object(j);
 }
 
-static int write_manifest(struct rec *r, const char *dir)
+static int write_manifest(struct rec *r, int dir)
 {
 	char start[40], end[40], cmd[512];
 	struct tk_outfile of;
@@ -308,7 +309,7 @@ static void html_losses(FILE *f, const struct rec_coll *rc)
 	fputs("</table></details>\n", f);
 }
 
-static int write_html(struct rec *r, const char *dir)
+static int write_html(struct rec *r, int dir)
 {
 	struct tk_outfile of;
 	char *text, head[4096], id[48];
@@ -414,17 +415,14 @@ static int write_html(struct rec *r, const char *dir)
 	return commit_file(&of, "index.html", err);
 }
 
-int rec_write_bundle(struct rec *r, const char *dir)
+int rec_write_bundle(struct rec *r, int dir)
 {
-	char path[PATH_MAX];
+	struct tk_outfile of;
 	int i, err;
 
-	snprintf(path, sizeof(path), "%s/caps.json", dir);
-	err = tk_caps__write_file(r->caps, path, true);
-	if (err) {
-		fprintf(stderr, "tracekit: record: cannot write caps.json: %s\n", strerror(-err));
+	if ((err = open_file(&of, dir, "caps.json")) ||
+	    (err = commit_file(&of, "caps.json", tk_caps__write_json(r->caps, of.f))))
 		return err;
-	}
 	for (i = 0; i < r->n; i++) {
 		struct rec_coll *rc = &r->c[i];
 
@@ -440,4 +438,256 @@ int rec_write_bundle(struct rec *r, const char *dir)
 	    (err = write_html(r, dir)))
 		return err;
 	return 0;
+}
+
+bool rec_names_fit_tar(const struct rec *r, const char *top, char *longest, size_t size)
+{
+	static const char *const fixed[] = { "caps.json", "summary.txt", "manifest.json",
+					     "index.html" };
+	static const char *const exts[] = { ".pb.gz", ".svg", ".json", ".txt" };
+	char coll[REC_MAX_PIDS + 3][32], name[64];
+	size_t i, k, n = 0;
+
+	/* the collectors' names as cmd_record.c gives them: cpu, numa, alloc or alloc-PID */
+	snprintf(coll[n++], sizeof(coll[0]), "cpu");
+	snprintf(coll[n++], sizeof(coll[0]), "numa");
+	snprintf(coll[n++], sizeof(coll[0]), "alloc");
+	for (i = 0; r->nr_pids > 1 && i < (size_t)r->nr_pids; i++)
+		snprintf(coll[n++], sizeof(coll[0]), "alloc-%d", r->pids[i]);
+	longest[0] = 0;
+	for (i = 0; i < sizeof(fixed) / sizeof(fixed[0]); i++)
+		if (strlen(fixed[i]) > strlen(longest))
+			snprintf(longest, size, "%s", fixed[i]);
+	for (i = 0; i < n; i++)
+		for (k = 0; k < sizeof(exts) / sizeof(exts[0]); k++) {
+			snprintf(name, sizeof(name), "%s%s", coll[i], exts[k]);
+			if (strlen(name) > strlen(longest))
+				snprintf(longest, size, "%s", name);
+		}
+	return tk_tar__name_fits(top, longest);
+}
+
+/* ---- where the bundle goes ---------------------------------------------------------- */
+
+static bool same_dir_at(int pdfd, const char *name, const struct stat *want)
+{
+	struct stat st;
+
+	return !fstatat(pdfd, name, &st, AT_SYMLINK_NOFOLLOW) && S_ISDIR(st.st_mode) &&
+	       st.st_dev == want->st_dev && st.st_ino == want->st_ino;
+}
+
+/* Where the bundle's directory is now (it may have been moved): its path, or what was said. */
+static const char *bundle_where(const struct rec_out *o, char *buf, size_t size)
+{
+	char self[64];
+	ssize_t n;
+
+	snprintf(self, sizeof(self), "/proc/self/fd/%d", o->bdfd);
+	n = readlink(self, buf, size - 1);
+	if (n <= 0)
+		return o->shown;
+	buf[n] = 0;
+	return buf;
+}
+
+/*
+ * A new directory "TOP.tmp.XXXXXX" in the parent (random, so no one can
+ * take its name in advance; 0700), opened and checked (a directory of ours,
+ * private): from now on the bundle is written through that descriptor only,
+ * whatever is done to its name.
+ */
+static int make_bundle_dir(struct rec_out *o)
+{
+	static const char chars[] = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
+	unsigned char rnd[6];
+	int tries, i, err;
+
+	for (tries = 0; tries < 100; tries++) {
+		if (getrandom(rnd, sizeof(rnd), 0) != sizeof(rnd))
+			return -EIO;
+		i = snprintf(o->tmpname, sizeof(o->tmpname), "%s.tmp.", o->top);
+		if (i < 0 || (size_t)i + sizeof(rnd) >= sizeof(o->tmpname))
+			return -ENAMETOOLONG;
+		for (size_t k = 0; k < sizeof(rnd); k++)
+			o->tmpname[i + k] = chars[rnd[k] % (sizeof(chars) - 1)];
+		o->tmpname[i + sizeof(rnd)] = 0;
+		if (!mkdirat(o->pdfd, o->tmpname, 0700))
+			break;
+		if (errno != EEXIST)
+			return -errno;
+	}
+	if (tries == 100)
+		return -EEXIST;
+	o->made = true;
+	o->bdfd = openat(o->pdfd, o->tmpname, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (o->bdfd < 0)
+		return -errno;
+	if (fstat(o->bdfd, &o->bst))
+		return -errno;
+	/* another's directory, put at the name between mkdir and open */
+	if (o->bst.st_uid != geteuid() || (o->bst.st_mode & 077))
+		return -EPERM;
+	err = 0;
+	return err;
+}
+
+int rec_out__open(struct rec_out *o, const struct rec *r, const char *out, bool tar)
+{
+	char longest[64], base[PATH_MAX], tarname[NAME_MAX + 1];
+	const char *slash;
+	struct stat st;
+	size_t len;
+	int err;
+
+	memset(o, 0, sizeof(*o));
+	o->pdfd = o->bdfd = -1;
+	o->tar = tar;
+	len = strlen(out);
+	while (len > 1 && out[len - 1] == '/')
+		len--;
+	if (tar && len > 7 && !strncmp(out + len - 7, ".tar.gz", 7))
+		len -= 7;
+	if (!len || len >= sizeof(base) - 1)
+		return usage_error("record", "invalid output '%s'", out);
+	memcpy(base, out, len);
+	base[len] = 0;
+	slash = strrchr(base, '/');
+	snprintf(o->top, sizeof(o->top), "%s", slash ? slash + 1 : base);
+	if (!o->top[0] || !strcmp(o->top, ".") || !strcmp(o->top, "..") ||
+	    strlen(o->top) > NAME_MAX - 16)
+		return usage_error("record", "invalid output '%s': name a new directory", out);
+	snprintf(o->base, sizeof(o->base), "%s", base);
+	snprintf(o->final, sizeof(o->final), tar ? "%s.tar.gz" : "%s", base);
+	snprintf(o->parent, sizeof(o->parent), "%.*s",
+		 slash ? (slash == base ? 1 : (int)(slash - base)) : 1, slash ? base : ".");
+	/* a tar whose names ustar cannot hold is refused now, not after the window */
+	if (tar && !rec_names_fit_tar(r, o->top, longest, sizeof(longest)))
+		return fail(EXIT_FAILURE, "record: '%s' is too long a name for a tar: its member "
+			    "'%s/%s' would pass ustar's %d bytes (name a shorter one, or leave "
+			    "out --tar)", o->final, o->top, longest, TK_TAR_NAME_MAX);
+	o->pdfd = open(o->parent, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (o->pdfd < 0) {
+		err = errno;
+		return fail(EXIT_FAILURE, "record: cannot write into '%s': %s%s", o->parent,
+			    strerror(err), err == ENOENT ? " (the parent directory does not "
+			    "exist)" : "");
+	}
+	if (!tar && !fstatat(o->pdfd, o->top, &st, AT_SYMLINK_NOFOLLOW))
+		return fail(EXIT_FAILURE, "record: '%s' exists: name a new directory (nothing "
+			    "is written into or over an existing one)", o->base);
+	if (tar) {
+		/* held from now: whatever is put at the name meanwhile is replaced, never written */
+		snprintf(tarname, sizeof(tarname), "%s.tar.gz", o->top);
+		err = tk_outfile__openat(&o->tarf, o->pdfd, tarname, o->final);
+		if (err)
+			return output_error("record", o->final, err);
+	}
+	err = make_bundle_dir(o);
+	snprintf(o->shown, sizeof(o->shown), "%s%s%s", o->parent,
+		 o->parent[strlen(o->parent) - 1] == '/' ? "" : "/", o->tmpname);
+	if (err)
+		return fail(EXIT_FAILURE, "record: cannot create '%s': %s", o->shown,
+			    strerror(-err));
+	return 0;
+}
+
+/* Remove what the bundle directory holds, through its descriptor; then it, if still ours. */
+static void remove_bundle(struct rec_out *o)
+{
+	struct dirent *de;
+	DIR *d;
+	int fd;
+
+	if (o->bdfd < 0)
+		return;
+	fd = openat(o->bdfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	d = fd >= 0 ? fdopendir(fd) : NULL;
+	if (!d && fd >= 0)
+		close(fd);
+	while (d && (de = readdir(d)))
+		if (strcmp(de->d_name, ".") && strcmp(de->d_name, ".."))
+			unlinkat(o->bdfd, de->d_name, 0);
+	if (d)
+		closedir(d);
+	if (same_dir_at(o->pdfd, o->tmpname, &o->bst))
+		unlinkat(o->pdfd, o->tmpname, AT_REMOVEDIR);
+}
+
+/*
+ * Keep the bundle's directory after a failure: named DIR when that name is
+ * free (and the directory is still where it was made), else where it is.
+ */
+static void keep_bundle(struct rec_out *o, char *where, size_t size)
+{
+	if (same_dir_at(o->pdfd, o->tmpname, &o->bst) &&
+	    !renameat2(o->pdfd, o->tmpname, o->pdfd, o->top, RENAME_NOREPLACE) &&
+	    same_dir_at(o->pdfd, o->top, &o->bst)) {
+		snprintf(where, size, "%s", o->base);
+		return;
+	}
+	bundle_where(o, where, size);
+}
+
+int rec_out__finish(struct rec_out *o, struct rec *r)
+{
+	char where[PATH_MAX];
+	int err;
+
+	o->done = true;
+	err = rec_write_bundle(r, o->bdfd);
+	if (err) {
+		keep_bundle(o, where, sizeof(where));
+		return fail(EXIT_FAILURE, "record: the bundle is incomplete (%s): what was "
+			    "written is left in '%s'", strerror(-err), where);
+	}
+	if (o->tar) {
+		/* TK_TEST_RECORD_STOP=tar: the tests' moment to fill the file system */
+		if (getenv("TK_TEST_RECORD_STOP") && !strcmp(getenv("TK_TEST_RECORD_STOP"), "tar"))
+			raise(SIGSTOP);
+		err = tk_tar__write_dirfd(fileno(o->tarf.f), o->bdfd, o->top, r->end_rt.tv_sec);
+		if (err)
+			tk_outfile__abort(&o->tarf);
+		else
+			err = tk_outfile__commit(&o->tarf);
+		if (err) {
+			keep_bundle(o, where, sizeof(where));
+			return fail(EXIT_FAILURE, "record: cannot write '%s': %s; the bundle is "
+				    "left, whole, in the directory '%s'", o->final, strerror(-err),
+				    where);
+		}
+		remove_bundle(o);
+		return 0;
+	}
+	/* by name at last: only the directory made, and only where it was made */
+	if (!same_dir_at(o->pdfd, o->tmpname, &o->bst))
+		return fail(EXIT_FAILURE, "record: '%s' was moved or replaced during the "
+			    "recording (by someone who can write into '%s'): nothing is renamed; "
+			    "the bundle, whole, is in '%s'", o->shown, o->parent,
+			    bundle_where(o, where, sizeof(where)));
+	if (renameat2(o->pdfd, o->tmpname, o->pdfd, o->top, RENAME_NOREPLACE)) {
+		err = errno;
+		return fail(EXIT_FAILURE, "record: cannot rename '%s' to '%s': %s (the bundle is "
+			    "left in '%s')", o->shown, o->base, strerror(err),
+			    bundle_where(o, where, sizeof(where)));
+	}
+	if (!same_dir_at(o->pdfd, o->top, &o->bst))
+		return fail(EXIT_FAILURE, "record: '%s' is not the bundle (it was replaced as it "
+			    "was renamed): the bundle, whole, is in '%s'", o->base,
+			    bundle_where(o, where, sizeof(where)));
+	return 0;
+}
+
+void rec_out__close(struct rec_out *o)
+{
+	/* not finished (no window, a failure before it): nothing of it stays */
+	if (!o->done && o->made)
+		remove_bundle(o);
+	if (o->tarf.f)
+		tk_outfile__abort(&o->tarf);
+	if (o->bdfd >= 0)
+		close(o->bdfd);
+	if (o->pdfd >= 0)
+		close(o->pdfd);
+	o->bdfd = o->pdfd = -1;
 }

@@ -10,8 +10,16 @@
  * when its frames are named, and its maps cannot be read again.
  * Real JITs are not run: python3 here is 3.11 (-X perf is 3.12's), and
  * neither node nor a JVM is installed.
+ *
+ * And what another user may put at /tmp/perf-PID.map to make root open it:
+ * a FIFO (or a symlink to one) with a writer waiting in open(2) for a reader.
+ * Root must not open it — the writer stays waiting — and the profile is
+ * still written.
  */
 #include <errno.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <sys/stat.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -207,6 +215,104 @@ static void test_jit_namespaces(void **state)
 	assert_true(share("namespaces", folded, "jitted_hot", MIN_SAMPLES) >= 0.9);
 }
 
+/* ---- a perf map another user made a trap of ------------------------------------------- */
+
+#define NOBODY 65534
+
+static void become_nobody(void)
+{
+	if (setgroups(0, NULL) || setresgid(NOBODY, NOBODY, NOBODY) ||
+	    setresuid(NOBODY, NOBODY, NOBODY))
+		_exit(126);
+}
+
+/* A process of uid 65534 waiting in open(2) to write @fifo; its pid. */
+static pid_t blocked_writer(const char *fifo)
+{
+	pid_t pid = fork();
+
+	assert_true(pid >= 0);
+	if (!pid) {
+		int fd;
+
+		become_nobody();
+		fd = open(fifo, O_WRONLY);	/* until a reader opens it */
+		if (fd >= 0 && write(fd, "1 1 x\n", 6) < 0)
+			_exit(2);
+		_exit(fd >= 0 ? 0 : 1);
+	}
+	return pid;
+}
+
+/*
+ * @how: "fifo" (the map is a FIFO) or "link" (a symlink to a FIFO elsewhere
+ * in /tmp), both of uid 65534, whose process runs JIT code during a
+ * capture of it as root.
+ */
+static void check_perfmap_trap(const char *how)
+{
+	const char *folded = path_in_tmp("trap.folded");
+	char spid[16], map[64], fifo[64];
+	char *args[] = { "cpu", "--backend", "bpf", "-p", spid, "-d", "2", "-F", "499", "-o",
+			 (char *)folded, NULL };
+	unsigned long total;
+	pid_t pid, writer, waited;
+	int rc, status;
+
+	NEED_ROOT();
+	pid = fork();
+	assert_true(pid >= 0);
+	if (!pid) {
+		if (!freopen("/dev/null", "w", stdout))
+			_exit(127);
+		become_nobody();
+		execl(tk_test_workload("cpu_jit"), "cpu_jit", "6", (char *)NULL);
+		_exit(127);
+	}
+	snprintf(spid, sizeof(spid), "%d", pid);
+	snprintf(map, sizeof(map), "/tmp/perf-%d.map", pid);
+	snprintf(fifo, sizeof(fifo), "/tmp/tk-trap-%d.fifo", pid);
+	usleep(300000);	/* its map written: now replaced */
+	assert_int_equal(unlink(map), 0);
+	if (!strcmp(how, "fifo")) {
+		assert_int_equal(mkfifo(map, 0666), 0);
+		assert_int_equal(lchown(map, NOBODY, NOBODY), 0);
+		writer = blocked_writer(map);
+	} else {
+		assert_int_equal(mkfifo(fifo, 0666), 0);
+		assert_int_equal(lchown(fifo, NOBODY, NOBODY), 0);
+		assert_int_equal(symlink(fifo, map), 0);
+		assert_int_equal(lchown(map, NOBODY, NOBODY), 0);
+		writer = blocked_writer(fifo);
+	}
+	usleep(100000);
+	assert_int_equal(waitpid(writer, &status, WNOHANG), 0);
+	rc = run(args);
+	stop(pid);
+	waited = waitpid(writer, &status, WNOHANG);
+	kill(writer, SIGKILL);
+	waitpid(writer, NULL, 0);
+	unlink(map);
+	unlink(fifo);
+	/* root never opened it: the writer still waits */
+	assert_int_equal(waited, 0);
+	assert_int_equal(rc, 0);
+	/* and the profile is there, its JIT frames unnamed */
+	assert_int_equal(leaf_samples(folded, "jitted_hot", &total), 0);
+	print_message("%s: %lu samples\n", how, total);
+	assert_true(total > 0);
+}
+
+static void test_perfmap_fifo(void **state)
+{
+	check_perfmap_trap("fifo");
+}
+
+static void test_perfmap_link_to_fifo(void **state)
+{
+	check_perfmap_trap("link");
+}
+
 /* ---- a library dlopen()ed after the capture started ---------------------------------- */
 
 static void check_dlopen_command(const char *backend, const char *unwind)
@@ -280,6 +386,8 @@ int main(void)
 		cmocka_unit_test(test_jit_command_perf),
 		cmocka_unit_test(test_jit_pid_bpf),
 		cmocka_unit_test(test_jit_namespaces),
+		cmocka_unit_test(test_perfmap_fifo),
+		cmocka_unit_test(test_perfmap_link_to_fifo),
 		cmocka_unit_test(test_dlopen_command_bpf),
 		cmocka_unit_test(test_dlopen_command_perf),
 		cmocka_unit_test(test_dlopen_pid_fp_bpf),

@@ -6,7 +6,9 @@
  * what a SIGKILL'd run left of an output (PATH.tmp.PID.N, and the jemalloc
  * backend's /tmp/tracekit-je.PID.XXXXXX) goes at the next run, and only that;
  * SIGHUP writes whole files like SIGINT (and nohup's ignored SIGHUP stays
- * ignored); `| head` leaves the -o files whole and exits 141. Profiles are
+ * ignored); `| head` leaves the -o files whole and exits 141; another user's
+ * FIFO at an output path, there at the start or put there during the
+ * capture with its reader waiting, gets nothing. Profiles are
  * read back by go tool pprof. A missing dependency is a skip, a failure
  * under CI=true.
  */
@@ -274,14 +276,23 @@ static void test_stale_temporary_removed(void **state)
 	assert_int_equal(access(other, F_OK), 0);
 	assert_pprof_whole(pb);
 
-	/* a real SIGKILL during the capture: nothing of it is left (the file is made at the end) */
+	/*
+	 * A real SIGKILL during the capture: no output, only its temporary
+	 * file (held from the start, so that nothing another user puts at the
+	 * name meanwhile is written), which the next run of it removes.
+	 */
 	tk = start_tracekit(kill_args, NULL, false);
 	usleep(1500 * 1000);
 	kill(tk, SIGKILL);
 	assert_int_equal(wait_for(tk, 10, &took), -1);
+	snprintf(cmd, sizeof(cmd), "test $(ls %s.tmp.* | wc -l) = 1", pb2);
+	assert_int_equal(system(cmd), 0);
+	assert_int_equal(access(pb2, F_OK), -1);
+	kill_args[2] = "1";
+	assert_int_equal(tk_test_run_tracekit(out, sizeof(out), false, kill_args), 0);
 	snprintf(cmd, sizeof(cmd), "ls %s.tmp.* >/dev/null 2>&1", pb2);
 	assert_int_not_equal(system(cmd), 0);
-	assert_int_equal(access(pb2, F_OK), -1);
+	assert_pprof_whole(pb2);
 }
 
 /* The jemalloc backend's directory a SIGKILL left goes at the next start; a live one's stays */
@@ -402,6 +413,122 @@ static void test_closed_stdout(void **state)
 	assert_true(atoi(strchr(out, ' ') + 1) < 10);
 }
 
+/* ---- another user's FIFO at an output path ------------------------------------------- */
+
+#define NOBODY 65534
+
+/* /tmp as it is: a directory everyone writes into, sticky; in tmpdir (0711). */
+static const char *shared_dir(void)
+{
+	const char *dir = path_in_tmp("shared");
+
+	mkdir(dir, 0755);
+	assert_int_equal(chmod(tmpdir, 0711), 0);
+	assert_int_equal(chmod(dir, 01777), 0);
+	return dir;
+}
+
+/*
+ * uid 65534 makes a FIFO at @path (unless @exists) and reads it to the end:
+ * its exit code is 0 when it read nothing, 1 when something reached it.
+ */
+static pid_t fifo_reader(const char *path, bool exists)
+{
+	pid_t pid;
+
+	fflush(NULL);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (!pid) {
+		char buf[4096];
+		long total = 0;
+		ssize_t n;
+		int fd;
+
+		if (setresgid(NOBODY, NOBODY, NOBODY) || setresuid(NOBODY, NOBODY, NOBODY))
+			_exit(2);
+		if (!exists && mkfifo(path, 0666))
+			_exit(3);
+		fd = open(path, O_RDONLY);	/* waits for a writer */
+		if (fd < 0)
+			_exit(4);
+		while ((n = read(fd, buf, sizeof(buf))) > 0)
+			total += n;
+		_exit(total ? 1 : 0);
+	}
+	return pid;
+}
+
+/* The reader's verdict: 0 (nothing reached it, or it still waits for a writer), else 1. */
+static int reader_got(pid_t reader)
+{
+	int status;
+	pid_t r = waitpid(reader, &status, WNOHANG);
+
+	if (r == 0) {
+		kill(reader, SIGKILL);
+		waitpid(reader, &status, 0);
+		return 0;
+	}
+	return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+/* Another user's FIFO at the -o path, its reader waiting: refused at once, said why */
+static void test_fifo_of_another_user_refused(void **state)
+{
+	const char *pb = path_in_tmp("shared/cpu.pb.gz"), *err = path_in_tmp("nobody.err");
+	char *args[] = { "cpu", "-d", "10", "-o", (char *)pb, NULL };
+	pid_t tk, reader;
+	double took;
+	int rc;
+
+	NEED_ROOT();
+	shared_dir();
+	unlink(pb);
+	assert_int_equal(mkfifo(pb, 0666), 0);
+	assert_int_equal(lchown(pb, NOBODY, NOBODY), 0);
+	reader = fifo_reader(pb, true);
+	usleep(100 * 1000);
+	tk = start_tracekit(args, err, false);
+	rc = wait_for(tk, 8, &took);
+	print_message("another user's FIFO: exit %d after %.2f s\n", rc, took);
+	assert_int_equal(reader_got(reader), 0);
+	unlink(pb);
+	assert_int_equal(rc, 1);
+	assert_true(file_has(err, "is a FIFO of uid 65534, not ours"));
+}
+
+/*
+ * The output path free at the start, and a FIFO another user puts there
+ * during the capture, with its reader waiting: the profile is written as a
+ * file in its place (the FIFO replaced), never into the FIFO.
+ */
+static void test_fifo_put_during_capture_gets_nothing(void **state)
+{
+	const char *pb = path_in_tmp("shared/late.pb.gz");
+	char *args[] = { "cpu", "-d", "3", "-o", (char *)pb, NULL };
+	struct stat st;
+	pid_t tk, reader;
+	double took;
+	int rc;
+
+	NEED_ROOT();
+	need_go();
+	shared_dir();
+	unlink(pb);
+	tk = start_tracekit(args, NULL, false);
+	usleep(1000 * 1000);
+	reader = fifo_reader(pb, false);
+	rc = wait_for(tk, 20, &took);
+	usleep(200 * 1000);
+	assert_int_equal(reader_got(reader), 0);
+	assert_int_equal(rc, 0);
+	assert_int_equal(lstat(pb, &st), 0);
+	assert_true(S_ISREG(st.st_mode) && st.st_uid == 0);
+	assert_pprof_whole(pb);
+	unlink(pb);
+}
+
 static int setup(void **state)
 {
 	return mkdtemp(tmpdir) ? 0 : -1;
@@ -426,6 +553,8 @@ int main(void)
 		cmocka_unit_test(test_sighup_writes_whole_output),
 		cmocka_unit_test(test_nohup_keeps_sighup_ignored),
 		cmocka_unit_test(test_closed_stdout),
+		cmocka_unit_test(test_fifo_of_another_user_refused),
+		cmocka_unit_test(test_fifo_put_during_capture_gets_nothing),
 	};
 
 	/* TK_TEST_FILTER="*fifo*" runs a subset (cmocka's glob) */

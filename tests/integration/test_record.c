@@ -1,22 +1,26 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
 /*
- * tracekit record, as a user runs it: real sessions on the real kernel, on a
- * workload whose hot and leaking functions are known (alloc_leak: churn() and
- * work() burn the CPU, leak_site() keeps 64 MiB) and on Debian's python3. The
- * bundle's pprofs are read back by go tool pprof; index.html is opened in a
- * real headless Chromium (a screenshot, the DOM names the functions) with a
- * net log that shows no request of the page's; Ctrl-C still writes the bundle
- * whole; --tar is one archive and nothing else is left; bad input is refused
- * before anything is written. A missing dependency is a skip, a failure under
- * CI=true.
+ * tracekit record, as a user runs it: real sessions on the real kernel, on a workload whose hot
+ * and leaking functions are known (alloc_leak: churn() and work() burn the CPU, leak_site() keeps
+ * 64 MiB) and on Debian's python3. The bundle's pprofs are read back by go tool pprof; index.html
+ * is opened in a real headless Chromium (a screenshot, the DOM names the functions) with a net log
+ * that shows no request of the page's; Ctrl-C still writes the bundle whole; --tar is one archive
+ * and nothing else is left; bad input is refused before anything is written. And what another user
+ * can do: a FIFO put at DIR.tar.gz during the window gets nothing; the bundle's directory renamed
+ * away and replaced by a symlink is never written through; a tar that cannot be written (a full
+ * file system) keeps the bundle's directory and says where; a tar name past ustar's limit is
+ * refused before the window. A missing dependency is a skip, a failure under CI=true.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -109,6 +113,20 @@ static const char *manifest(const char *dir, const char *filter)
 	while (n && out[n - 1] == '\n')
 		out[--n] = 0;
 	return out;
+}
+
+static bool file_has_text(const char *path, const char *needle)
+{
+	static char buf[1 << 16];
+	size_t n;
+	FILE *f = fopen(path, "r");
+
+	if (!f)
+		return false;
+	n = fread(buf, 1, sizeof(buf) - 1, f);
+	buf[n] = 0;
+	fclose(f);
+	return strstr(buf, needle) != NULL;
 }
 
 /* No temporary directory of a bundle is left in tmpdir. */
@@ -441,6 +459,267 @@ static void test_record_bad_input(void **state)
 	assert_no_tmp_left();
 }
 
+/* ---- what another user can do around the bundle ---------------------------------------- */
+
+#define NOBODY 65534
+
+static void become_nobody(void)
+{
+	if (setresgid(NOBODY, NOBODY, NOBODY) || setresuid(NOBODY, NOBODY, NOBODY))
+		_exit(2);
+}
+
+/* A directory in tmpdir (made 0711) that everyone writes into, with @mode (01777: /tmp). */
+static const char *open_dir(const char *name, mode_t mode)
+{
+	const char *dir = in_tmp("%s", name);
+
+	mkdir(dir, 0755);
+	assert_int_equal(chmod(tmpdir, 0711), 0);
+	assert_int_equal(chmod(dir, mode), 0);
+	return dir;
+}
+
+/* tracekit ARGS in the background, stdout and stderr to @err (may be NULL: /dev/null). */
+static pid_t start(char *const args[], const char *err)
+{
+	char *argv[32] = { (char *)tracekit() };
+	pid_t pid;
+	int i;
+
+	fflush(NULL);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (!pid) {
+		int fd = open(err ? err : "/dev/null", O_WRONLY | O_CREAT | O_TRUNC, 0600);
+
+		dup2(fd, 1);
+		dup2(fd, 2);
+		for (i = 0; args[i] && i < 30; i++)
+			argv[i + 1] = args[i];
+		execv(argv[0], argv);
+		_exit(121);
+	}
+	return pid;
+}
+
+static int wait_exit(pid_t pid, int limit_s)
+{
+	int status, i;
+
+	for (i = 0; i < limit_s * 50; i++) {
+		if (waitpid(pid, &status, WNOHANG) == pid)
+			return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+		usleep(20000);
+	}
+	kill(pid, SIGKILL);
+	waitpid(pid, &status, 0);
+	return -1;
+}
+
+/*
+ * --tar into /tmp-like directory: another user puts a FIFO at DIR.tar.gz
+ * during the window and waits on it. The archive, held from the start,
+ * replaces it; nothing reaches the reader.
+ */
+static void test_record_tar_fifo_gets_nothing(void **state)
+{
+	const char *dir = open_dir("sticky", 01777), *base = in_tmp("sticky/inc");
+	char tarp[600], *args[] = { "record", "--tar", "-d", "3", "-o", (char *)base, NULL };
+	struct stat st;
+	pid_t tk, reader;
+	int rc, status;
+
+	NEED_ROOT();
+	snprintf(tarp, sizeof(tarp), "%s.tar.gz", base);
+	tk = start(args, NULL);
+	usleep(1500 * 1000);
+	fflush(NULL);
+	reader = fork();
+	assert_true(reader >= 0);
+	if (!reader) {
+		char buf[4096];
+		long total = 0;
+		ssize_t n;
+		int fd;
+
+		become_nobody();
+		if (mkfifo(tarp, 0666))
+			_exit(3);
+		fd = open(tarp, O_RDONLY);	/* waits for a writer */
+		while (fd >= 0 && (n = read(fd, buf, sizeof(buf))) > 0)
+			total += n;
+		_exit(total ? 1 : 0);
+	}
+	rc = wait_exit(tk, 30);
+	usleep(200 * 1000);
+	if (waitpid(reader, &status, WNOHANG) == 0) {
+		kill(reader, SIGKILL);	/* still waiting for a writer: nothing came */
+		waitpid(reader, &status, 0);
+		status = 0;
+	}
+	assert_int_equal(status, 0);
+	assert_int_equal(rc, 0);
+	assert_int_equal(lstat(tarp, &st), 0);
+	assert_true(S_ISREG(st.st_mode) && st.st_uid == 0 && (st.st_mode & 0777) == 0600);
+	assert_int_equal(sh("tar -tzf %s | grep -c manifest.json", tarp), 0);
+	assert_int_equal(sh("ls -a %s | grep -c '\\.tmp\\.' || true", dir), 0);
+	assert_string_equal(out, "0\n");
+}
+
+/*
+ * The bundle's directory in a directory everyone may write into without the
+ * sticky bit: another user, watching it, renames the directory away as soon
+ * as it appears and puts a symlink to a root directory in its place. Nothing
+ * is written through the link (the bundle goes into the directory held open),
+ * nothing is renamed over, and record says where the bundle is.
+ */
+static void test_record_dir_swapped_for_link(void **state)
+{
+	const char *dir = open_dir("open", 0777), *base = in_tmp("open/inc");
+	const char *victim = in_tmp("victim"), *err = in_tmp("swap.err");
+	char moved[600], *args[] = { "record", "-d", "2", "-o", (char *)base, NULL };
+	pid_t tk, attacker;
+	int rc, status;
+
+	NEED_ROOT();
+	mkdir(victim, 0755);
+	snprintf(moved, sizeof(moved), "%s/moved", dir);
+	fflush(NULL);
+	attacker = fork();
+	assert_true(attacker >= 0);
+	if (!attacker) {
+		int i;
+
+		become_nobody();
+		for (i = 0; i < 10000; i++) {
+			char name[600], link[600];
+			struct dirent *de;
+			DIR *d = opendir(dir);
+
+			while (d && (de = readdir(d)))
+				if (!strncmp(de->d_name, "inc.tmp.", 8))
+					break;
+			if (d && de) {
+				snprintf(name, sizeof(name), "%s/%s", dir, de->d_name);
+				snprintf(link, sizeof(link), "%s", name);
+				closedir(d);
+				if (rename(name, moved) || symlink(victim, link))
+					_exit(4);
+				_exit(0);
+			}
+			if (d)
+				closedir(d);
+			usleep(1000);
+		}
+		_exit(5);
+	}
+	tk = start(args, err);
+	assert_int_equal(waitpid(attacker, &status, 0), attacker);
+	rc = wait_exit(tk, 30);
+	sh("cat %s", err);
+	print_message("%s", out);
+	assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);	/* it did swap */
+	/* nothing through the link */
+	assert_int_equal(sh("ls -A %s | wc -l", victim), 0);
+	assert_string_equal(out, "0\n");
+	/* refused to rename the link into place, and said where the bundle is */
+	assert_int_equal(rc, 1);
+	assert_true(file_has_text(err, "was moved or replaced"));
+	assert_true(file_has_text(err, moved));
+	assert_file(moved, "manifest.json");
+	assert_file(moved, "cpu.pb.gz");
+}
+
+/*
+ * The tar cannot be written (its file system full: a small tmpfs in a mount
+ * namespace of the test's, filled while record waits before the tar, by
+ * TK_TEST_RECORD_STOP=tar): the bundle's directory stays, named DIR, whole,
+ * and stderr says where. Run in a child in its own mount namespace.
+ */
+static void test_record_tar_fails_keeps_dir(void **state)
+{
+	const char *small = in_tmp("small"), *err = in_tmp("full.err");
+	char base[600], filler[600];
+	pid_t child;
+	int status;
+
+	NEED_ROOT();
+	mkdir(small, 0755);
+	snprintf(base, sizeof(base), "%s/inc", small);
+	snprintf(filler, sizeof(filler), "%s/filler", small);
+	fflush(NULL);
+	child = fork();
+	assert_true(child >= 0);
+	if (!child) {
+		char *args[] = { "record", "--tar", "-d", "1", "-o", base, NULL };
+		static char zero[65536];
+		pid_t tk;
+		int fd, rc;
+
+		if (unshare(CLONE_NEWNS) || mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) ||
+		    mount("none", small, "tmpfs", 0, "size=16m"))
+			_exit(77);
+		setenv("TK_TEST_RECORD_STOP", "tar", 1);
+		tk = start(args, err);
+		if (waitpid(tk, &status, WUNTRACED) != tk || !WIFSTOPPED(status))
+			_exit(10);
+		/* the bundle is written; now nothing more fits */
+		fd = open(filler, O_WRONLY | O_CREAT, 0600);
+		while (fd >= 0 && write(fd, zero, sizeof(zero)) > 0)
+			;
+		if (fd >= 0)
+			close(fd);
+		kill(tk, SIGCONT);
+		rc = wait_exit(tk, 30);
+		unlink(filler);
+		if (rc != 1)
+			_exit(11);
+		/* the directory, whole, named DIR; no tar, no temporary file */
+		if (sh("test -s %s/manifest.json && test -s %s/index.html && test -s "
+		       "%s/cpu.pb.gz && test ! -e %s.tar.gz && test $(ls -A %s | wc -l) = 1",
+		       base, base, base, base, small))
+			_exit(12);
+		_exit(0);
+	}
+	assert_int_equal(waitpid(child, &status, 0), child);
+	assert_true(WIFEXITED(status));
+	if (WEXITSTATUS(status) == 77) {
+		print_message("skip: no mount namespace here\n");
+		skip();
+	}
+	sh("cat %s", err);
+	print_message("%s", out);
+	assert_int_equal(WEXITSTATUS(status), 0);
+	assert_true(file_has_text(err, "No space left on device"));
+	assert_true(file_has_text(err, "the bundle is left, whole, in the directory"));
+	assert_true(file_has_text(err, base));
+}
+
+/* A tar name ustar cannot hold: refused at once, before the window, and nothing made. */
+static void test_record_tar_name_too_long(void **state)
+{
+	char name[200], *args[] = { "record", "--tar", "-d", "20", "-o", NULL, NULL };
+	const char *err = in_tmp("long.err");
+	struct timespec t0, t1;
+	pid_t tk;
+	int rc;
+
+	NEED_ROOT();
+	memset(name, 'n', 92);
+	name[92] = 0;
+	args[5] = (char *)in_tmp("%s", name);
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	tk = start(args, err);
+	rc = wait_exit(tk, 30);
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	assert_int_equal(rc, 1);
+	assert_true(t1.tv_sec - t0.tv_sec < 5);
+	assert_true(file_has_text(err, "too long a name for a tar"));
+	assert_int_equal(sh("ls -A %s | grep -c nnnnnnnn || true", tmpdir), 0);
+	assert_string_equal(out, "0\n");
+}
+
 static int setup(void **state)
 {
 	srand((unsigned int)getpid());
@@ -466,6 +745,10 @@ int main(void)
 		cmocka_unit_test(test_record_interrupted),
 		cmocka_unit_test(test_record_tar),
 		cmocka_unit_test(test_record_bad_input),
+		cmocka_unit_test(test_record_tar_fifo_gets_nothing),
+		cmocka_unit_test(test_record_dir_swapped_for_link),
+		cmocka_unit_test(test_record_tar_fails_keeps_dir),
+		cmocka_unit_test(test_record_tar_name_too_long),
 	};
 
 	if (getenv("TK_TEST_FILTER"))

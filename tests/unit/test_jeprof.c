@@ -35,6 +35,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -582,6 +586,114 @@ static void test_to_profile_self(void **state)
 	tk_jeprof__free(d);
 }
 
+/*
+ * A heap dump is the process's own writing: its MAPPED_LIBRARIES may name any
+ * file, and root must not read the symbols of one the process could not read
+ * itself. A copy of this test program, root's and mode 0700, named in a dump
+ * of a uid 65534 process (alive, mapping not that file) and of one gone: its
+ * function stays unnamed; made world-readable (0755), the same dump names it.
+ * Needs root (a root-only file, a process of another user).
+ */
+static const char *named_leaf(const char *copy, uint64_t leaky, uint32_t pid,
+			      uint64_t *refused)
+{
+	static char name[64];
+	char exe[PATH_MAX], line[PATH_MAX + 256], *text;
+	struct tk_symbolizer_stats st;
+	struct tk_symbolizer *s;
+	struct tk_profile *p;
+	struct tk_jeprof *d;
+	struct stat cs;
+	size_t off, cap = 1 << 16;
+	ssize_t n;
+	FILE *f;
+
+	n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+	assert_true(n > 0);
+	exe[n] = 0;
+	assert_int_equal(stat(copy, &cs), 0);
+	text = malloc(cap);
+	assert_non_null(text);
+	off = snprintf(text, cap, "heap_v2/4096\n  t*: 1: 4096 [1: 4096]\n"
+		       "  t0: 1: 4096 [1: 4096]\n@ 0x%" PRIx64 "\n  t*: 1: 4096 [1: 4096]\n"
+		       "\nMAPPED_LIBRARIES:\n", leaky);
+	/* this program's mappings, as the copy's: its path, device and inode */
+	f = fopen("/proc/self/maps", "r");
+	assert_non_null(f);
+	while (fgets(line, sizeof(line), f)) {
+		char range[64], perms[8], foff[32], path[PATH_MAX];
+
+		if (sscanf(line, "%63s %7s %31s %*s %*s %4095s", range, perms, foff, path) != 4 ||
+		    strcmp(path, exe))
+			continue;
+		off += snprintf(text + off, cap - off, "%s %s %s %02x:%02x %llu %s\n", range,
+				perms, foff, major(cs.st_dev), minor(cs.st_dev),
+				(unsigned long long)cs.st_ino, copy);
+		assert_true(off < cap);
+	}
+	fclose(f);
+	d = parse_ok(text);
+	free(text);
+	assert_int_equal(tk_symbolizer__new(NULL, &s), 0);
+	p = tk_profile__new_heap("jemalloc");
+	assert_non_null(p);
+	assert_int_equal(tk_jeprof__to_profile(d, s, pid, p), 0);
+	assert_int_equal(p->nr_samples, 1);
+	snprintf(name, sizeof(name), "%s", leaf_name(p, &p->samples[0]));
+	tk_symbolizer__stats(s, &st);
+	*refused = st.named_refused;
+	tk_profile__free(p);
+	tk_symbolizer__free(s);
+	tk_jeprof__free(d);
+	return name;
+}
+
+static void test_dump_names_root_only_file(void **state)
+{
+	char dir[] = "/tmp/tk-jeprof-named.XXXXXX", copy[PATH_MAX], cmd[2 * PATH_MAX];
+	uint64_t leaky = jp_leaky_caller(), refused[3];
+	const char *leaf[3];
+	pid_t child;
+
+	if (geteuid()) {
+		print_message("  skipped: needs root (a root-only file, a uid 65534 process)\n");
+		skip();
+	}
+	assert_non_null(mkdtemp(dir));
+	chmod(dir, 0755);
+	snprintf(copy, sizeof(copy), "%s/private-program", dir);
+	snprintf(cmd, sizeof(cmd), "cp /proc/%d/exe '%s'", (int)getpid(), copy);
+	assert_int_equal(system(cmd), 0);
+	assert_int_equal(chmod(copy, 0700), 0);
+	child = fork();
+	assert_true(child >= 0);
+	if (!child) {
+		if (setresgid(65534, 65534, 65534) || setresuid(65534, 65534, 65534))
+			_exit(1);
+		pause();
+		_exit(0);
+	}
+	usleep(50000);
+	/* root's, 0700: not for the process of uid 65534, nor for one gone */
+	leaf[0] = strdup(named_leaf(copy, leaky, child, &refused[0]));
+	leaf[1] = strdup(named_leaf(copy, leaky, GONE_PID, &refused[1]));
+	/* readable by everyone: named */
+	chmod(copy, 0755);
+	leaf[2] = strdup(named_leaf(copy, leaky, child, &refused[2]));
+	kill(child, SIGKILL);
+	waitpid(child, NULL, 0);
+	unlink(copy);
+	rmdir(dir);
+	print_message("  0700: '%s', gone: '%s'; 0755: '%s'\n", leaf[0], leaf[1], leaf[2]);
+	assert_string_not_equal(leaf[0], "jp_leaky_caller");
+	assert_string_not_equal(leaf[1], "jp_leaky_caller");
+	assert_string_equal(leaf[2], "jp_leaky_caller");
+	assert_true(refused[0] >= 1 && refused[1] >= 1);
+	free((void *)leaf[0]);
+	free((void *)leaf[1]);
+	free((void *)leaf[2]);
+}
+
 static void test_to_profile_no_maps(void **state)
 {
 	struct tk_symbolizer *s;
@@ -893,6 +1005,7 @@ int main(void)
 		cmocka_unit_test(test_parse_truncated_everywhere),
 		cmocka_unit_test(test_to_profile_self),
 		cmocka_unit_test(test_to_profile_no_maps),
+		cmocka_unit_test(test_dump_names_root_only_file),
 		cmocka_unit_test(test_real_dump_linked),
 		cmocka_unit_test(test_real_dump_small_blocks),
 		cmocka_unit_test(test_real_dump_preloaded_final),

@@ -3,8 +3,10 @@
  * Output files written whole or not at all: the target appears only on
  * commit, abort leaves nothing behind, a symlink at the target (or at the
  * temporary name) is never written through, and errors leave no files. Files
- * are 0600, a FIFO nobody reads is an error at once, and what a killed run
- * left of the same target (and only that) goes at the next open.
+ * are 0600, a FIFO nobody reads is an error at once, another user's FIFO is
+ * refused, a FIFO put at the name meanwhile is replaced (never written), the
+ * directory is held (a swap for a link is not followed), and what a killed
+ * run left of the same target (and only that) goes at the next open.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -451,6 +453,92 @@ static void test_fifo_with_reader(void **state)
 	assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
 }
 
+/*
+ * Another user's FIFO at the name, its reader waiting (what a user does in
+ * /tmp to read root's profile): refused with -EPERM, nothing reaches it.
+ * Needs root (a FIFO of uid 65534).
+ */
+static void test_fifo_of_another_user(void **state)
+{
+	struct t *t = *state;
+	char buf[16];
+	int rfd;
+
+	if (geteuid()) {
+		print_message("  skipped: needs root (a FIFO of another user)\n");
+		skip();
+	}
+	assert_int_equal(mkfifo(t->path, 0666), 0);
+	assert_int_equal(lchown(t->path, 65534, 65534), 0);
+	rfd = open(t->path, O_RDONLY | O_NONBLOCK);
+	assert_true(rfd >= 0);
+	assert_int_equal(tk_outfile__open(&t->o, t->path), -EPERM);
+	assert_null(t->o.f);
+	/* no writer ever came: nothing to read */
+	assert_int_equal(read(rfd, buf, sizeof(buf)), 0);
+	close(rfd);
+	/* ours: written as before */
+	assert_int_equal(lchown(t->path, 0, 0), 0);
+	rfd = open(t->path, O_RDONLY | O_NONBLOCK);
+	assert_int_equal(tk_outfile__open(&t->o, t->path), 0);
+	fputs("x", t->o.f);
+	assert_int_equal(tk_outfile__commit(&t->o), 0);
+	assert_int_equal(read(rfd, buf, sizeof(buf)), 1);
+	close(rfd);
+}
+
+/*
+ * A FIFO put at the name after the open, before the commit (the window of a
+ * capture): the rename replaces it; its reader gets nothing.
+ */
+static void test_fifo_put_meanwhile_is_replaced(void **state)
+{
+	struct t *t = *state;
+	struct stat st;
+	char buf[16];
+	int rfd;
+
+	assert_int_equal(tk_outfile__open(&t->o, t->path), 0);
+	assert_int_equal(mkfifo(t->path, 0666), 0);
+	rfd = open(t->path, O_RDONLY | O_NONBLOCK);
+	assert_true(rfd >= 0);
+	fputs("report\n", t->o.f);
+	assert_int_equal(tk_outfile__commit(&t->o), 0);
+	assert_int_equal(read(rfd, buf, sizeof(buf)), 0);	/* no writer ever came */
+	close(rfd);
+	assert_int_equal(lstat(t->path, &st), 0);
+	assert_true(S_ISREG(st.st_mode));
+	assert_file_is(t->path, "report\n");
+}
+
+/*
+ * The directory swapped for a symlink between the open and the commit (a
+ * directory others can write into, without the sticky bit): the file goes
+ * into the directory held, never through the link.
+ */
+static void test_directory_swapped_meanwhile(void **state)
+{
+	struct t *t = *state;
+	char dir[PATH_MAX], moved[PATH_MAX], victim[PATH_MAX], path[PATH_MAX + 16];
+	struct tk_outfile o;
+
+	assert_int_equal(fx_mkdir(t->fx, "d"), 0);
+	assert_int_equal(fx_mkdir(t->fx, "victim"), 0);
+	fx_path(t->fx, "d", dir, sizeof(dir));
+	fx_path(t->fx, "moved", moved, sizeof(moved));
+	fx_path(t->fx, "victim", victim, sizeof(victim));
+	snprintf(path, sizeof(path), "%s/out.txt", dir);
+	assert_int_equal(tk_outfile__open(&o, path), 0);
+	assert_int_equal(rename(dir, moved), 0);
+	assert_int_equal(symlink(victim, dir), 0);
+	fputs("report\n", o.f);
+	assert_int_equal(tk_outfile__commit(&o), 0);
+	snprintf(path, sizeof(path), "%s/out.txt", victim);
+	assert_int_equal(access(path, F_OK), -1);
+	snprintf(path, sizeof(path), "%s/out.txt", moved);
+	assert_file_is(path, "report\n");
+}
+
 /* A pid that is not alive: a child that has exited and been reaped. */
 static pid_t dead_pid(void)
 {
@@ -524,6 +612,9 @@ int main(void)
 		T(test_private_mode),
 		T(test_fifo_without_reader),
 		T(test_fifo_with_reader),
+		T(test_fifo_of_another_user),
+		T(test_fifo_put_meanwhile_is_replaced),
+		T(test_directory_swapped_meanwhile),
 		T(test_stale_temporaries_removed),
 #undef T
 	};

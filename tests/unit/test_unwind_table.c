@@ -31,6 +31,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <linux/types.h>
@@ -1058,11 +1059,11 @@ static void hand_cfi(struct cfi *c)
  * not NULL, an .eh_frame_hdr of @hdr_len bytes before it; no segments. Each
  * section's address is its offset.
  */
-static uint8_t *hand_image(const struct cfi *c, const char *name, const uint8_t *hdr,
-			   size_t hdr_len, size_t *len)
+static uint8_t *hand_image_of(const uint8_t *cfi, size_t cfi_len, const char *name,
+			      const uint8_t *hdr, size_t hdr_len, size_t *len)
 {
 	static const char hdr_name[] = ".eh_frame_hdr";
-	size_t off_str = HAND_CFI + c->n, nlen = strlen(name), strsz, off_sh, nsec = hdr ? 4 : 3;
+	size_t off_str = HAND_CFI + cfi_len, nlen = strlen(name), strsz, off_sh, nsec = hdr ? 4 : 3;
 	unsigned int i = 1;
 	Elf64_Ehdr *eh;
 	Elf64_Shdr *sh;
@@ -1088,7 +1089,7 @@ static uint8_t *hand_image(const struct cfi *c, const char *name, const uint8_t 
 	eh->e_shentsize = sizeof(*sh);
 	eh->e_shnum = nsec;
 	eh->e_shstrndx = nsec - 1;
-	memcpy(b + HAND_CFI, c->b, c->n);
+	memcpy(b + HAND_CFI, cfi, cfi_len);
 	str = (char *)b + off_str;
 	memcpy(str + 1, name, nlen);
 	memcpy(str + 1 + nlen + 1, ".shstrtab", sizeof(".shstrtab"));
@@ -1107,7 +1108,7 @@ static uint8_t *hand_image(const struct cfi *c, const char *name, const uint8_t 
 	sh[i].sh_type = SHT_PROGBITS;
 	sh[i].sh_flags = SHF_ALLOC;
 	sh[i].sh_addr = sh[i].sh_offset = HAND_CFI;
-	sh[i].sh_size = c->n;
+	sh[i].sh_size = cfi_len;
 	sh[i++].sh_addralign = 8;
 	sh[i].sh_name = 1 + nlen + 1;
 	sh[i].sh_type = SHT_STRTAB;
@@ -1115,6 +1116,12 @@ static uint8_t *hand_image(const struct cfi *c, const char *name, const uint8_t 
 	sh[i].sh_size = strsz;
 	sh[i].sh_addralign = 1;
 	return b;
+}
+
+static uint8_t *hand_image(const struct cfi *c, const char *name, const uint8_t *hdr,
+			   size_t hdr_len, size_t *len)
+{
+	return hand_image_of(c->b, c->n, name, hdr, hdr_len, len);
 }
 
 static uint8_t *hand_elf(const struct cfi *c, const char *name, size_t *len)
@@ -1451,6 +1458,101 @@ static void test_quadratic_budget(void **state)
 	free(c);
 }
 
+/*
+ * A crafted .eh_frame of 16 MiB: 140 FDEs of 40000 rows each. The budget that grows with the
+ * section (1024 bytes run per byte, 16 GiB here) kept the builder at it for 4.75 s (measured; 300
+ * MB would be 90 s); the absolute ceiling (2 GiB of program run, 2 s) ends it after 0.24 s, and
+ * the object gets no table (-E2BIG: its frames go by the frame pointer). A section past the
+ * ceiling's size is not read at all, and the time alone ends a build too.
+ */
+static uint8_t *crafted_cfi(size_t nr_fdes, size_t *len)
+{
+	static const uint8_t cie_body[] = { 1, 'z', 'R', 0, 1, 0x78, 16, 1, 0x00,
+					    0x0c, 7, 8, 0x90, 1 };
+	size_t rows = 40000, prog = 3 * rows, fde_len = 4 + 8 + 8 + 1 + prog, cie_len, n = 0, i, k;
+	uint8_t *b;
+	uint32_t v;
+
+	cie_len = (4 + sizeof(cie_body) + 7) & ~7UL;
+	fde_len = (fde_len + 7) & ~7UL;
+	b = calloc(1, 4 + cie_len + nr_fdes * (4 + fde_len) + 4);
+	assert_non_null(b);
+	v = cie_len;
+	memcpy(b, &v, 4);
+	memcpy(b + 8, cie_body, sizeof(cie_body));	/* CIE id 0 at b + 4 */
+	n = 4 + cie_len;
+	for (i = 0; i < nr_fdes; i++) {
+		uint64_t start = 0x10000 + i * 0x20000, size = rows + 1;
+		size_t at = n;
+
+		v = fde_len;
+		memcpy(b + n, &v, 4);
+		v = n + 4;				/* back to the CIE at 0 */
+		memcpy(b + n + 4, &v, 4);
+		memcpy(b + n + 8, &start, 8);
+		memcpy(b + n + 16, &size, 8);
+		n += 25;				/* and no augmentation data */
+		for (k = 0; k < rows; k++) {
+			b[n++] = 0x41;			/* DW_CFA_advance_loc 1 */
+			b[n++] = 0x0e;			/* DW_CFA_def_cfa_offset */
+			b[n++] = 8 + 8 * (k & 7);	/* a row unlike the one before */
+		}
+		n = at + 4 + fde_len;			/* DW_CFA_nop to the end */
+	}
+	n += 4;						/* the terminator */
+	*len = n;
+	return b;
+}
+
+static double mono_now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+static void test_absolute_ceiling(void **state)
+{
+	struct tk_unw_limits lim = { TK_UNW_MAX_CFI_BYTES, UINT64_MAX, 300000000ULL };
+	struct tk_unw_table *t = (void *)1;
+	size_t cfi_len, len;
+	struct tk_elf *elf;
+	uint8_t *cfi, *img;
+	double t0, took;
+
+	cfi = crafted_cfi(140, &cfi_len);
+	assert_true(cfi_len > (16u << 20) && cfi_len < TK_UNW_MAX_CFI_BYTES);
+	img = hand_image_of(cfi, cfi_len, ".eh_frame", NULL, 0, &len);
+	FX(tk_elf__open_mem(img, len, &elf));
+
+	t0 = mono_now();
+	assert_int_equal(tk_unw_table__build(elf, NULL, &t), -E2BIG);
+	took = mono_now() - t0;
+	print_message("  %.1f MiB of .eh_frame: cut after %.2f s\n", cfi_len / 1048576.0, took);
+	assert_null(t);
+	/* at most the ceiling's 2 s and one query more: never the budget's 4.75 s */
+	assert_true(took < 2.5);
+
+	/* the time alone */
+	tk_unw_table__set_limits(&lim);
+	t0 = mono_now();
+	assert_int_equal(tk_unw_table__build(elf, NULL, &t), -E2BIG);
+	took = mono_now() - t0;
+	assert_true(took >= 0.3 && took < 1.5);
+
+	/* a section larger than the ceiling is not even scanned */
+	lim.cfi_bytes = 1 << 20;
+	tk_unw_table__set_limits(&lim);
+	t0 = mono_now();
+	assert_int_equal(tk_unw_table__build(elf, NULL, &t), -E2BIG);
+	assert_true(mono_now() - t0 < 0.1);
+	tk_unw_table__set_limits(NULL);
+	tk_elf__free(elf);
+	free(img);
+	free(cfi);
+}
+
 /* An object stripped of its section headers: .eh_frame found through PT_GNU_EH_FRAME. */
 static void test_no_section_headers(void **state)
 {
@@ -1522,6 +1624,7 @@ int main(void)
 		cmocka_unit_test(test_debug_frame),
 		cmocka_unit_test(test_no_section_headers),
 		cmocka_unit_test(test_quadratic_budget),
+		cmocka_unit_test(test_absolute_ceiling),
 		cmocka_unit_test(test_corrupt),
 		cmocka_unit_test(test_build_times),
 	};

@@ -654,8 +654,10 @@ static int build_profile(struct tk_alloc *a, uint64_t min_age_ns, struct tk_prof
 	a->losses[TK_ALOSS_RELEASED_EXIT_BYTES] = to_i64(a->released[1].bytes);
 	for (l = 0; l < TK_ALOSS__COUNT; l++)
 		tk_profile__set_loss(p, loss_names[l], a->losses[l]);
-	if (a->be && !strcmp(a->be->name, "bpf"))
+	if (a->be && !strcmp(a->be->name, "bpf")) {
 		tk_unw__report(p, a->unwind, a->unwinding ? &a->unw_info : NULL);
+		tk_unw_table__report(p, tk_symbolizer__unwind_over_limit(a->sym));
+	}
 	if (a->unwind_note[0])
 		tk_profile__add_comment(p, "%s", a->unwind_note);
 	if (a->kernel_note[0])

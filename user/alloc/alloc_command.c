@@ -21,6 +21,7 @@
 #include "alloc/agent_proto.h"
 #include "alloc/alloc_int.h"
 #include "alloc/alloc_syms.h"
+#include "core/untrusted.h"
 #include "core/fsutil.h"
 #include "core/internal.h"
 #include "core/spawn_held.h"
@@ -102,9 +103,10 @@ static int is_dynamic(const char *path)
 	Elf64_Phdr ph;
 	int fd, i, ret = 0;
 
-	fd = open(path, O_RDONLY | O_CLOEXEC);
+	/* never a FIFO or a device (it would hang us, or act): checked before it is opened */
+	fd = tk_open_regular(path, NULL);
 	if (fd < 0)
-		return -errno;
+		return fd;
 	if (pread(fd, &eh, sizeof(eh), 0) != sizeof(eh) || memcmp(eh.e_ident, ELFMAG, SELFMAG) ||
 	    eh.e_ident[EI_CLASS] != ELFCLASS64) {
 		close(fd);

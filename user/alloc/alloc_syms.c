@@ -310,6 +310,7 @@ static int object_path(const char *proc_root, int pid, const struct tk_proc_info
 			 info->alloc_object, pid, strerror(-err));
 		return err;
 	}
+	tk_mapfile__release(&mf);
 	snprintf(syms->path, sizeof(syms->path), "%s", mf.path);
 	snprintf(syms->mapped, sizeof(syms->mapped), "%s", info->alloc_object);
 	syms->other_here = !mf.same_here;

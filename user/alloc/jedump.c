@@ -21,6 +21,7 @@
 #include "proc/elf_reader.h"
 #include "core/internal.h"
 #include "alloc/jedump.h"
+#include "core/untrusted.h"
 #include "alloc/jeprof.h"
 
 int tk_jedump__lg_sample(uint64_t sample_bytes)
@@ -239,6 +240,33 @@ int tk_jedump__request(int fd, const char *path, int timeout_ms)
 	return -(int)v;
 }
 
+/*
+ * The dump at @path, in a directory the process chose (its cwd, its
+ * prof_prefix): the directory as named, the dump itself as another user's
+ * file (core/untrusted.h) — not a symlink, not a mount over it, a regular
+ * file (never a FIFO or a device opened), at most TK_JEPROF_MAX_LEN bytes.
+ */
+static int open_dump(const char *path, struct stat *st)
+{
+	struct tk_open_rules r = { .flags = TK_OPEN_BENEATH | TK_OPEN_ANY_OWNER,
+				   .max_size = TK_JEPROF_MAX_LEN };
+	const char *slash = strrchr(path, '/');
+	char dir[PATH_MAX];
+	int dfd, fd;
+
+	if (!slash)
+		snprintf(dir, sizeof(dir), ".");
+	else if (snprintf(dir, sizeof(dir), "%.*s", slash == path ? 1 : (int)(slash - path),
+			  path) >= (int)sizeof(dir))
+		return -ENAMETOOLONG;
+	dfd = open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (dfd < 0)
+		return -errno;
+	fd = tk_open_untrusted(dfd, slash ? slash + 1 : path, &r, st);
+	close(dfd);
+	return fd == -ENODEV || fd == -EISDIR ? -EINVAL : fd;
+}
+
 /* The whole regular file at @path, at most TK_JEPROF_MAX_LEN bytes. */
 static int read_dump(const char *path, char **out, size_t *len)
 {
@@ -248,21 +276,9 @@ static int read_dump(const char *path, char **out, size_t *len)
 	ssize_t n;
 	int fd, err;
 
-	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+	fd = open_dump(path, &st);
 	if (fd < 0)
-		return -errno;
-	if (fstat(fd, &st)) {
-		err = -errno;
-		goto fail_fd;
-	}
-	if (!S_ISREG(st.st_mode)) {
-		err = -EINVAL;
-		goto fail_fd;
-	}
-	if ((uint64_t)st.st_size > TK_JEPROF_MAX_LEN) {
-		err = -EFBIG;
-		goto fail_fd;
-	}
+		return fd;
 	cap = st.st_size + 1 > 4096 ? (size_t)st.st_size + 1 : 4096;
 	buf = malloc(cap);
 	if (!buf) {

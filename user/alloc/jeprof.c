@@ -29,6 +29,7 @@
 #include "cpu/cpu.h"
 #include "alloc/alloc_weight.h"
 #include "alloc/jeprof.h"
+#include "proc/mapfile.h"
 #include "proc/maps.h"
 
 struct stack_priv {
@@ -334,6 +335,9 @@ static int add_mapping(struct tk_jeprof *d, const struct tk_map *m)
 	jm->start = m->start;
 	jm->end = m->end;
 	jm->offset = m->offset;
+	jm->dev_major = m->dev_major;
+	jm->dev_minor = m->dev_minor;
+	jm->inode = m->inode;
 	jm->path = strdup(m->path);
 	if (!jm->path)
 		return -ENOMEM;
@@ -718,6 +722,7 @@ static int convert_stack(struct convert *c, const struct tk_jeprof_stack *st)
 int tk_jeprof__to_profile(const struct tk_jeprof *d, struct tk_symbolizer *s, uint32_t pid,
 			  struct tk_profile *p)
 {
+	struct tk_symbolizer_stats ss0, ss1;
 	struct convert *c;
 	size_t i;
 	int err = 0;
@@ -737,14 +742,27 @@ int tk_jeprof__to_profile(const struct tk_jeprof *d, struct tk_symbolizer *s, ui
 		snprintf(c->comm, sizeof(c->comm), "%s", base ? base + 1 : d->program);
 	}
 	/* a mapping whose file cannot be read stays unknown; only -ENOMEM stops */
+	tk_symbolizer__stats(s, &ss0);
 	for (i = 0; i < d->nr_maps && err != -ENOMEM; i++) {
 		const struct tk_jeprof_mapping *m = &d->maps[i];
 
-		err = tk_symbolizer__add_mapping(s, pid, TK_JEPROF_GEN, m->start, m->end,
-						 m->offset, m->path);
+		struct tk_file_id id = { m->dev_major, m->dev_minor, m->inode };
+
+		/* the dump's process wrote these paths: only what it may read is read */
+		err = tk_symbolizer__add_named_mapping(s, pid, TK_JEPROF_GEN, m->start, m->end,
+						       m->offset, m->path, &id);
 	}
 	if (err == -ENOMEM)
 		goto out;
+	tk_symbolizer__stats(s, &ss1);
+	if (ss1.named_refused > ss0.named_refused &&
+	    tk_profile__add_comment(p, "%llu of the files the dump names were not read: not "
+				    "files its process maps or could read (their frames stay "
+				    "unnamed)", (unsigned long long)(ss1.named_refused -
+								  ss0.named_refused)) == -ENOMEM) {
+		err = -ENOMEM;
+		goto out;
+	}
 	err = 0;
 	for (i = 0; !err && i < d->nr_stacks; i++)
 		err = convert_stack(c, &d->stacks[i].pub);

@@ -55,6 +55,8 @@ struct tk_jeprof_mapping {
 	uint64_t start;
 	uint64_t end;			/* exclusive */
 	uint64_t offset;
+	unsigned int dev_major, dev_minor;	/* the file's identity, as the dump says */
+	uint64_t inode;
 	const char *path;
 };
 

@@ -5,10 +5,13 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <stdbool.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
+#include <sys/random.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "core/outfile.h"
@@ -53,26 +56,16 @@ static pid_t temp_name_pid(const char *name, const char *base, size_t base_len)
  * The lock covers a writer whose pid this namespace cannot see: a live writer
  * holds it until its commit or abort. Anything else is left alone.
  */
-static void remove_stale_temps(const char *path)
+static void remove_stale_temps(int dirfd, const char *base)
 {
-	char dir[PATH_MAX];
-	const char *slash = strrchr(path, '/'), *base;
+	size_t base_len = strlen(base);
 	struct dirent *de;
-	size_t base_len;
 	DIR *d;
 	int dfd;
 
-	if (slash) {
-		snprintf(dir, sizeof(dir), "%.*s", (int)(slash == path ? 1 : slash - path), path);
-		base = slash + 1;
-	} else {
-		snprintf(dir, sizeof(dir), ".");
-		base = path;
-	}
-	base_len = strlen(base);
 	if (!base_len)
 		return;
-	dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	dfd = openat(dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (dfd < 0)
 		return;
 	d = fdopendir(dfd);
@@ -102,30 +95,141 @@ static void remove_stale_temps(const char *path)
 }
 
 /*
- * A device or a FIFO is written to as it is: there is nothing to rename.
- * O_NONBLOCK first, because open(2) of a FIFO for writing waits for a reader,
- * forever if none comes: without one it fails at once with ENXIO. Writing
- * then blocks again, so a slow reader gets everything instead of EAGAIN.
+ * A device or a FIFO is written to as it is: there is nothing to rename. But
+ * only one of the caller's (or root's): a FIFO another user made at the name
+ * (in /tmp, say) with its reader waiting is refused (-EPERM), since writing
+ * there would hand the profile to that user (protected_fifos covers only
+ * O_CREAT opens). It is looked at without being opened (O_PATH), then opened
+ * through /proc/self/fd: the very file checked. O_NONBLOCK first, because
+ * open(2) of a FIFO for writing waits for a reader, forever if none comes:
+ * without one it fails at once with ENXIO. Writing then blocks again, so a
+ * slow reader gets everything instead of EAGAIN. 1: it is a regular file
+ * after all (it changed meanwhile): the caller takes the temporary file way.
  */
-static int open_special(struct tk_outfile *o, const char *path)
+static int open_special(struct tk_outfile *o)
 {
-	int fd, fl;
+	char self[64];
+	struct stat st;
+	int pfd, fd, fl, err;
 
-	fd = open(path, O_WRONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
-	if (fd < 0)
-		return -errno;
+	pfd = openat(o->dfd, o->name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+	if (pfd < 0)
+		return errno == ENOENT ? 1 : -errno;
+	if (fstat(pfd, &st)) {
+		err = -errno;
+		goto out;
+	}
+	err = S_ISLNK(st.st_mode) ? -ELOOP : S_ISDIR(st.st_mode) ? -EISDIR :
+	      S_ISREG(st.st_mode) ? 1 : st.st_uid != geteuid() && st.st_uid ? -EPERM : 0;
+	if (err)
+		goto out;
+	snprintf(self, sizeof(self), "/proc/self/fd/%d", pfd);
+	fd = open(self, O_WRONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+	if (fd < 0) {
+		err = -errno;
+		goto out;
+	}
 	fl = fcntl(fd, F_GETFL);
 	if (fl < 0 || fcntl(fd, F_SETFL, fl & ~O_NONBLOCK)) {
-		int err = -errno;
-
+		err = -errno;
 		close(fd);
-		return err;
+		goto out;
 	}
 	o->f = fdopen(fd, "w");
 	if (!o->f) {
-		int err = -errno;
-
+		err = -errno;
 		close(fd);
+	}
+out:
+	close(pfd);
+	return err;
+}
+
+/* A number to start the temporary names at: not guessable, so not taken in advance. */
+static unsigned int first_seq(void)
+{
+	unsigned int v = 0;
+
+	if (getrandom(&v, sizeof(v), GRND_NONBLOCK) != sizeof(v))
+		v = (unsigned int)getpid() * 2654435761u ^ (unsigned int)time(NULL);
+	return v % 1000000000u;
+}
+
+static void close_dir(struct tk_outfile *o)
+{
+	if (o->has_dir)
+		close(o->dfd);
+	o->has_dir = false;
+	o->dfd = -1;
+}
+
+/* The target o->name in the directory o->dfd (held); o->path names it in messages. */
+static int open_in_dir(struct tk_outfile *o)
+{
+	static unsigned int seq;
+	static bool seq_set;
+	struct stat st;
+	int fd = -1, tries, err;
+
+	if (fstatat(o->dfd, o->name, &st, AT_SYMLINK_NOFOLLOW) == 0) {
+		err = 0;
+		if (S_ISDIR(st.st_mode)) {
+			err = -EISDIR;
+		} else if (S_ISLNK(st.st_mode)) {
+			/* never write through a link as root, nor replace one (/dev/stdout) */
+			err = -ELOOP;
+		} else if (!S_ISREG(st.st_mode)) {
+			err = open_special(o);
+			if (!err)
+				return 0;	/* a FIFO or device of ours, open and held */
+			if (err == 1)
+				err = 0;	/* a regular file after all */
+		}
+		if (err) {
+			close_dir(o);
+			return err;
+		}
+	}
+	remove_stale_temps(o->dfd, o->name);
+	if (!seq_set) {
+		seq = first_seq();
+		seq_set = true;
+	}
+	for (tries = 0; tries < 100; tries++) {
+		if (snprintf(o->tmp, sizeof(o->tmp), "%s.tmp.%d.%u", o->path, getpid(), seq) >=
+		    (int)sizeof(o->tmp) ||
+		    snprintf(o->tmp_name, sizeof(o->tmp_name), "%s.tmp.%d.%u", o->name, getpid(),
+			     seq++) >= (int)sizeof(o->tmp_name)) {
+			o->tmp[0] = '\0';
+			close_dir(o);
+			return -ENAMETOOLONG;
+		}
+		/* 0600: profiles name paths and command lines; the rename keeps the mode */
+		fd = openat(o->dfd, o->tmp_name,
+			    O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+		if (fd >= 0)
+			break;
+		if (errno != EEXIST) {
+			err = -errno;
+			o->tmp[0] = '\0';
+			close_dir(o);
+			return err;
+		}
+	}
+	if (fd < 0) {
+		o->tmp[0] = '\0';
+		close_dir(o);
+		return -EEXIST;
+	}
+	/* held until commit or abort: a next run leaves a locked temporary file alone */
+	flock(fd, LOCK_EX | LOCK_NB);
+	o->f = fdopen(fd, "w");
+	if (!o->f) {
+		err = -errno;
+		close(fd);
+		unlinkat(o->dfd, o->tmp_name, 0);
+		o->tmp[0] = '\0';
+		close_dir(o);
 		return err;
 	}
 	return 0;
@@ -133,11 +237,11 @@ static int open_special(struct tk_outfile *o, const char *path)
 
 int tk_outfile__open(struct tk_outfile *o, const char *path)
 {
-	static unsigned int seq;
-	struct stat st;
-	int fd, tries, n;
+	const char *slash;
+	char dir[PATH_MAX];
 
 	memset(o, 0, sizeof(*o));
+	o->dfd = -1;
 	if (!path || !*path)
 		return -EINVAL;
 	if (!strcmp(path, "-")) {
@@ -147,47 +251,36 @@ int tk_outfile__open(struct tk_outfile *o, const char *path)
 	}
 	if (snprintf(o->path, sizeof(o->path), "%s", path) >= (int)sizeof(o->path))
 		return -ENAMETOOLONG;
-	if (lstat(path, &st) == 0) {
-		if (S_ISDIR(st.st_mode))
-			return -EISDIR;
-		/* never write through a link as root, and never replace one (/dev/stdout) */
-		if (S_ISLNK(st.st_mode))
-			return -ELOOP;
-		if (!S_ISREG(st.st_mode))
-			return open_special(o, path);
-	}
-	remove_stale_temps(path);
-	for (tries = 0; tries < 100; tries++) {
-		n = snprintf(o->tmp, sizeof(o->tmp), "%s.tmp.%d.%u", path, getpid(), seq++);
-		if (n < 0 || n >= (int)sizeof(o->tmp))
-			return -ENAMETOOLONG;
-		/* 0600: profiles name paths and command lines; the rename keeps the mode */
-		fd = open(o->tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-		if (fd >= 0)
-			break;
-		if (errno != EEXIST) {
-			int err = -errno;
+	slash = strrchr(path, '/');
+	if (slash && !slash[1])
+		return -EISDIR;
+	if (snprintf(o->name, sizeof(o->name), "%s", slash ? slash + 1 : path) >=
+	    (int)sizeof(o->name))
+		return -ENAMETOOLONG;
+	snprintf(dir, sizeof(dir), "%.*s", slash ? (slash == path ? 1 : (int)(slash - path)) : 1,
+		 slash ? path : ".");
+	/* the directory is held: the file, its temporary and the rename are all in this one */
+	o->dfd = open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (o->dfd < 0)
+		return -errno;
+	o->has_dir = true;
+	return open_in_dir(o);
+}
 
-			o->tmp[0] = '\0';
-			return err;
-		}
-	}
-	if (fd < 0) {
-		o->tmp[0] = '\0';
-		return -EEXIST;
-	}
-	/* held until commit or abort: a next run leaves a locked temporary file alone */
-	flock(fd, LOCK_EX | LOCK_NB);
-	o->f = fdopen(fd, "w");
-	if (!o->f) {
-		int err = -errno;
-
-		close(fd);
-		unlink(o->tmp);
-		o->tmp[0] = '\0';
-		return err;
-	}
-	return 0;
+int tk_outfile__openat(struct tk_outfile *o, int dirfd, const char *name, const char *shown)
+{
+	memset(o, 0, sizeof(*o));
+	o->dfd = -1;
+	if (!name || !*name || strchr(name, '/') || !strcmp(name, ".") || !strcmp(name, ".."))
+		return -EINVAL;
+	if (snprintf(o->name, sizeof(o->name), "%s", name) >= (int)sizeof(o->name) ||
+	    snprintf(o->path, sizeof(o->path), "%s", shown ? shown : name) >= (int)sizeof(o->path))
+		return -ENAMETOOLONG;
+	o->dfd = fcntl(dirfd, F_DUPFD_CLOEXEC, 0);
+	if (o->dfd < 0)
+		return -errno;
+	o->has_dir = true;
+	return open_in_dir(o);
 }
 
 int tk_outfile__commit(struct tk_outfile *o)
@@ -204,6 +297,7 @@ int tk_outfile__commit(struct tk_outfile *o)
 		if (o->f != stdout && fclose(o->f) && !err)
 			err = errno ? -errno : -EIO;
 		o->f = NULL;
+		close_dir(o);
 		return err;
 	}
 	errno = 0;
@@ -212,21 +306,27 @@ int tk_outfile__commit(struct tk_outfile *o)
 	if (fclose(o->f) && !err)
 		err = errno ? -errno : -EIO;
 	o->f = NULL;
-	/* rename(2) replaces a symlink at the target; it never writes through it */
-	if (!err && rename(o->tmp, o->path))
+	/*
+	 * In the directory held since the open. renameat(2) replaces whatever
+	 * is at the name now (a symlink, a FIFO another user put there
+	 * meanwhile, a file of theirs): it never writes through it.
+	 */
+	if (!err && renameat(o->dfd, o->tmp_name, o->dfd, o->name))
 		err = -errno;
 	if (err)
-		unlink(o->tmp);
+		unlinkat(o->dfd, o->tmp_name, 0);
 	o->tmp[0] = '\0';
+	close_dir(o);
 	return err;
 }
 
 void tk_outfile__abort(struct tk_outfile *o)
 {
-	if (o->tmp[0])
-		unlink(o->tmp);
+	if (o->tmp[0] && o->has_dir)
+		unlinkat(o->dfd, o->tmp_name, 0);
 	if (o->f && o->f != stdout)
 		fclose(o->f);
 	o->f = NULL;
 	o->tmp[0] = '\0';
+	close_dir(o);
 }

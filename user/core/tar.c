@@ -26,6 +26,20 @@ static int put_octal(char *field, size_t len, uint64_t v)
 	return 0;
 }
 
+/* Why gzwrite() failed: write(2)'s errno (ENOSPC, EIO), or -EIO for zlib's own errors. */
+static int gz_err(gzFile gz)
+{
+	int zerr, e = errno;
+
+	gzerror(gz, &zerr);
+	return zerr == Z_ERRNO && e ? -e : -EIO;
+}
+
+bool tk_tar__name_fits(const char *top, const char *name)
+{
+	return strlen(top) + 1 + strlen(name) <= TK_TAR_NAME_MAX;
+}
+
 static int header(gzFile gz, const char *name, char type, uint64_t size, unsigned int mode,
 		  int64_t mtime)
 {
@@ -51,7 +65,7 @@ static int header(gzFile gz, const char *name, char type, uint64_t size, unsigne
 		sum += h[i];
 	snprintf((char *)h + 148, 8, "%06o", sum);
 	h[155] = ' ';
-	return gzwrite(gz, h, BLOCK) == BLOCK ? 0 : -EIO;
+	return gzwrite(gz, h, BLOCK) == BLOCK ? 0 : gz_err(gz);
 }
 
 static int cmp_names(const void *a, const void *b)
@@ -84,16 +98,27 @@ static int add_file(gzFile gz, int dfd, const char *top, const char *name, int64
 			break;
 		}
 		if (gzwrite(gz, buf, (unsigned int)n) != n)
-			err = -EIO;
+			err = gz_err(gz);
 	}
 	if (!err && st.st_size % BLOCK &&
 	    gzwrite(gz, zero, BLOCK - st.st_size % BLOCK) != BLOCK - st.st_size % BLOCK)
-		err = -EIO;
+		err = gz_err(gz);
 	close(fd);
 	return err;
 }
 
 int tk_tar__write_dir(int fd, const char *dir, const char *top, int64_t mtime)
+{
+	int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC), err;
+
+	if (dfd < 0)
+		return -errno;
+	err = tk_tar__write_dirfd(fd, dfd, top, mtime);
+	close(dfd);
+	return err;
+}
+
+int tk_tar__write_dirfd(int fd, int dir_fd, const char *top, int64_t mtime)
 {
 	static const unsigned char zero[2 * BLOCK];
 	char **names = NULL, topdir[128];
@@ -105,7 +130,8 @@ int tk_tar__write_dir(int fd, const char *dir, const char *top, int64_t mtime)
 
 	if (!top || !top[0] || strchr(top, '/') || strlen(top) >= sizeof(topdir) - 1)
 		return -EINVAL;
-	dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	/* a descriptor of its own: closedir() closes it, @dir_fd stays the caller's */
+	dfd = openat(dir_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (dfd < 0)
 		return -errno;
 	d = fdopendir(dfd);
@@ -137,7 +163,7 @@ int tk_tar__write_dir(int fd, const char *dir, const char *top, int64_t mtime)
 	if (nr)
 		qsort(names, nr, sizeof(*names), cmp_names);
 	for (i = 0; i < nr; i++)
-		if (strlen(top) + 1 + strlen(names[i]) >= 100) {
+		if (!tk_tar__name_fits(top, names[i])) {
 			err = -ENAMETOOLONG;
 			goto out;
 		}
@@ -158,10 +184,13 @@ int tk_tar__write_dir(int fd, const char *dir, const char *top, int64_t mtime)
 		err = add_file(gz, dirfd(d), top, names[i], mtime);
 	/* the end: two zero blocks */
 	if (!err && gzwrite(gz, zero, sizeof(zero)) != sizeof(zero))
-		err = -EIO;
+		err = gz_err(gz);
 out:
-	if (gz && gzclose(gz) != Z_OK && !err)
-		err = -EIO;
+	if (gz) {
+		errno = 0;
+		if (gzclose(gz) != Z_OK && !err)
+			err = errno ? -errno : -EIO;	/* Z_ERRNO: write(2)'s, ENOSPC */
+	}
 	for (i = 0; i < nr; i++)
 		free(names[i]);
 	free(names);

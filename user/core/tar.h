@@ -7,6 +7,7 @@
 #ifndef __TK_TAR_H
 #define __TK_TAR_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 /*
@@ -17,5 +18,12 @@
  * field together (-ENAMETOOLONG). @fd stays open. 0 or a negative errno.
  */
 int tk_tar__write_dir(int fd, const char *dir, const char *top, int64_t mtime);
+/* The same, of the directory open as @dirfd (which stays open). */
+int tk_tar__write_dirfd(int fd, int dirfd, const char *top, int64_t mtime);
+
+/* The longest member name ustar's 100-byte name field holds (NUL-terminated). */
+#define TK_TAR_NAME_MAX 99
+/* Does the member "@top/@name" fit? (Checked before a capture, so none is lost for it.) */
+bool tk_tar__name_fits(const char *top, const char *name);
 
 #endif /* __TK_TAR_H */

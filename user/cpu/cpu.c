@@ -180,8 +180,10 @@ static int build(struct tk_cpu *c, const struct tk_stacks *t, uint64_t *losses, 
 		tk_profile__add_comment(p, "%s", tk_cpu_perf__note(c));
 	for (i = 0; i < TK_LOSS__COUNT; i++)
 		tk_profile__set_loss(p, tk_cpu_loss__name(i), losses[i]);
-	if (!c->opts.kernel_only)
+	if (!c->opts.kernel_only) {
 		tk_unw__report(p, unw, c->unwinding ? &c->unw_info : NULL);
+		tk_unw_table__report(p, tk_symbolizer__unwind_over_limit(c->sym));
+	}
 	if (c->unwind_note[0])
 		tk_profile__add_comment(p, "%s", c->unwind_note);
 	if (c->kernel_note[0])

@@ -20,6 +20,7 @@
 #include "core/fsutil.h"
 #include "core/grow.h"
 #include "core/internal.h"
+#include "proc/mapfile.h"
 #include "proc/maps.h"
 
 #define RING_PAGES 32			/* 128 KiB per CPU: ~1 MB/s of records at 100 ms polls */
@@ -34,6 +35,7 @@
 struct mm_map {
 	uint64_t start, end, pgoff;
 	const char *path;		/* interned */
+	struct tk_file_id id;		/* the file's, as the kernel or maps gives it */
 };
 
 /*
@@ -173,6 +175,7 @@ static int on_mmap2(struct tk_cpu_mmaps *m, const struct perf_event_header *h)
 	x.start = b->addr;
 	x.end = b->addr + b->len;
 	x.pgoff = b->pgoff;
+	x.id = (struct tk_file_id){ b->maj, b->min, b->ino };
 	x.path = tk_strset__intern(&m->paths, b->filename);
 	p = x.path ? proc_get(m, b->pid) : NULL;
 	return p ? maps_add(&p->cur, &x) : -ENOMEM;
@@ -208,6 +211,7 @@ static int from_proc_map(const struct tk_map *x, void *arg)
 	mm.start = x->start;
 	mm.end = x->end;
 	mm.pgoff = x->offset;
+	mm.id = tk_map__id(x);
 	mm.path = tk_strset__intern(&c->m->paths, x->path);
 	return mm.path ? maps_add(c->im, &mm) : -ENOMEM;
 }
@@ -369,8 +373,8 @@ int tk_cpu_mmaps__give(struct tk_cpu_mmaps *m, struct tk_symbolizer *s, uint32_t
 	if (!im || !im->nr)
 		return -ENOENT;
 	for (i = 0; i < im->nr; i++)
-		tk_symbolizer__add_mapping(s, pid, gen, im->m[i].start, im->m[i].end,
-					   im->m[i].pgoff, im->m[i].path);
+		tk_symbolizer__add_mapping_id(s, pid, gen, im->m[i].start, im->m[i].end,
+					      im->m[i].pgoff, im->m[i].path, &im->m[i].id);
 	return 0;
 }
 

@@ -80,6 +80,7 @@ struct map_rec {
 	uint64_t end;
 	uint64_t pgoff;
 	const char *path;	/* interned */
+	struct tk_file_id id;	/* the file's, as the kernel gave it */
 };
 
 /* The executable mappings of an address space, shared by fork until written. */
@@ -225,8 +226,9 @@ static void resolve(struct tk_perf_records *st, struct proc *p)
 		err = tk_symbolizer__capture(c->sym, p->pid, p->gen);
 	if (l && (l->complete || err)) {
 		for (i = 0; i < l->nr; i++)
-			tk_symbolizer__add_mapping(c->sym, p->pid, p->gen, l->m[i].start,
-						   l->m[i].end, l->m[i].pgoff, l->m[i].path);
+			tk_symbolizer__add_mapping_id(c->sym, p->pid, p->gen, l->m[i].start,
+						      l->m[i].end, l->m[i].pgoff, l->m[i].path,
+						      &l->m[i].id);
 	}
 	if (err && !whole)
 		c->losses[TK_LOSS_MAPS_MISSED]++;
@@ -567,6 +569,7 @@ static int on_mmap2(struct tk_perf_records *st, const struct perf_event_header *
 	m.start = b->addr;
 	m.end = b->addr + b->len;
 	m.pgoff = b->pgoff;
+	m.id = (struct tk_file_id){ b->maj, b->min, b->ino };
 	m.path = tk_strset__intern(&st->paths, b->filename);
 	if (!m.path)
 		return -ENOMEM;
@@ -576,7 +579,8 @@ static int on_mmap2(struct tk_perf_records *st, const struct perf_event_header *
 	if (maplist_add(p, &m))
 		return -ENOMEM;
 	if (p->flags & P_RESOLVED) {
-		tk_symbolizer__add_mapping(c->sym, p->pid, p->gen, m.start, m.end, m.pgoff, m.path);
+		tk_symbolizer__add_mapping_id(c->sym, p->pid, p->gen, m.start, m.end, m.pgoff,
+					      m.path, &m.id);
 		p->flags &= ~P_UNW;	/* described again at its next sample */
 	}
 	return 0;

@@ -304,6 +304,7 @@ int tk_numa_bpf__stacks(struct tk_numa *n, struct tk_profile **out)
 		tk_unw_bpf__sum(s->bss->unw_counters, UNW_MAX_CPUS, unw);
 		tk_unw_bpf__stats(st->unw, &info);
 		tk_unw__report(p, unw, st->unw ? &info : NULL);
+		tk_unw_table__report(p, tk_symbolizer__unwind_over_limit(n->sym));
 		if (st->unwind_note[0])
 			tk_profile__add_comment(p, "%s", st->unwind_note);
 		if (st->kernel_note[0])

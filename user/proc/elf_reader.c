@@ -12,6 +12,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "core/untrusted.h"
 #include "proc/elf_reader.h"
 
 struct tk_elf {
@@ -81,20 +82,17 @@ int tk_elf__open(const char *path, struct tk_elf **out)
 	elf = calloc(1, sizeof(*elf));
 	if (!elf)
 		return -ENOMEM;
-	/* O_NONBLOCK: a FIFO put where a library was must not hang us */
-	elf->fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+	/*
+	 * Checked before it is opened (core/untrusted.h): a FIFO or a device
+	 * put where a library was is never opened, and what is read is the
+	 * file checked. Which file the name is, is the caller's business
+	 * (proc/mapfile.h checks a mapped file's identity).
+	 */
+	elf->fd = tk_open_regular(path, &st);
 	if (elf->fd < 0) {
-		err = -errno;
+		err = elf->fd == -ENODEV ? -ENOEXEC : elf->fd;
 		free(elf);
 		return err;
-	}
-	if (fstat(elf->fd, &st)) {
-		err = -errno;
-		goto fail;
-	}
-	if (!S_ISREG(st.st_mode)) {
-		err = S_ISDIR(st.st_mode) ? -EISDIR : -ENOEXEC;
-		goto fail;
 	}
 	elf->raw_size = st.st_size;
 	elf->e = elf_begin(elf->fd, ELF_C_READ, NULL);

@@ -37,7 +37,14 @@ enum tk_mapfile_way {
 };
 
 struct tk_mapfile {
-	char path[PATH_MAX + 64];	/* open or probe this */
+	char path[PATH_MAX + 64];	/* the way that found it: for messages and uprobes */
+	/*
+	 * Open this: "/proc/self/fd/N" of the file found and checked, held
+	 * until tk_mapfile__release(), so that no later open finds another
+	 * file (or a FIFO) put at the name meanwhile.
+	 */
+	char open_path[32];
+	int fd;				/* that file, O_RDONLY; -1 when none */
 	enum tk_mapfile_way way;
 	struct stat st;			/* of path */
 	/* with TK_MAPFILE_CHECK_HERE: PATH here is that file too */
@@ -60,18 +67,23 @@ enum tk_mapfile_flags {
  *      open(2), stat(2) and the kernel's uprobe attach all follow),
  *   2. @proc_root/PID/root/PATH: the process's view of its file system,
  *   3. PATH itself, only when @id is known (or with TK_MAPFILE_TRUST_PATH).
- * Each way counts only when stat() finds a regular file of @id's device and
- * inode (on overlayfs, of its inode alone: seen on 6.18 with the upper layer
+ * Each way counts only when the file it opens (no symlink of the process's
+ * followed, no FIFO or device ever opened: core/untrusted.h) is a regular file
+ * of @id's device and inode (on overlayfs, of its inode alone: seen on 6.18 with the upper layer
  * on another file system, maps gives a device that neither PID/root's stat,
  * a pseudo device of the lower layer, nor PID/map_files' gives). In a
  * fixture tree (@proc_root not "/proc") the maps line's identity is made up:
  * ways 1 and 2 are taken unchecked. Returns 0 with @out filled, -ESTALE when
  * a file was found but another one (the host's file of that name), or the
- * last error (-ENOENT, -EACCES, ...).
+ * last error (-ENOENT, -EACCES, -ELOOP, ...). On success the file is held
+ * open: call tk_mapfile__release().
  */
 int tk_mapfile__find(const char *proc_root, int pid, uint64_t start, uint64_t end,
 		     const char *path, const struct tk_file_id *id, unsigned int flags,
 		     struct tk_mapfile *out);
+
+/* Close what tk_mapfile__find() holds (out->fd); open_path is no more. */
+void tk_mapfile__release(struct tk_mapfile *mf);
 
 /* "map_files", "root", "path", for messages. */
 const char *tk_mapfile_way__name(enum tk_mapfile_way w);

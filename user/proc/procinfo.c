@@ -152,8 +152,11 @@ int tk_proc_open_mapped_at(const char *proc_root, int pid, const struct mapped_o
 	/* another file of that name here is as good as none (the report says ENOENT) */
 	if (err == -ESTALE)
 		err = -ENOENT;
-	if (!err)
-		err = tk_elf__open(mf.path, elf);
+	if (!err) {
+		/* the very file found and checked, never its name again */
+		err = tk_elf__open(mf.open_path, elf);
+		tk_mapfile__release(&mf);
+	}
 	if (err)
 		return err;
 	if (used)

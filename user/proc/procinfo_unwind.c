@@ -19,6 +19,7 @@
 
 #include "proc/elf_reader.h"
 #include "core/fsutil.h"
+#include "core/untrusted.h"
 #include "proc/procinfo.h"
 #include "proc/procinfo_int.h"
 #include "proc/x86_prologue.h"
@@ -216,27 +217,21 @@ static void scan_sections(Elf *e, struct cfi_facts *c)
 /* scan_sections() of the file at @path. Returns 0 or a negative errno. */
 static int scan_file(const char *path, struct cfi_facts *c)
 {
-	struct stat st;
 	int fd, err = 0;
 	Elf *e;
 
 	if (elf_version(EV_CURRENT) == EV_NONE)
 		return -EINVAL;
-	/* O_NONBLOCK: a FIFO put where a library was must not hang us */
-	fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+	/* checked before it is opened: never a FIFO or a device put where a library was */
+	fd = tk_open_regular(path, NULL);
 	if (fd < 0)
-		return -errno;
-	if (fstat(fd, &st) || !S_ISREG(st.st_mode)) {
-		err = -ENOEXEC;
-		goto out;
-	}
+		return fd == -ENODEV || fd == -EISDIR ? -ENOEXEC : fd;
 	e = elf_begin(fd, ELF_C_READ, NULL);
 	if (!e || elf_kind(e) != ELF_K_ELF)
 		err = -ENOEXEC;
 	else
 		scan_sections(e, c);
 	elf_end(e);
-out:
 	close(fd);
 	return err;
 }

@@ -268,6 +268,11 @@ void tk_symbolizer__stats(const struct tk_symbolizer *s, struct tk_symbolizer_st
 	}
 }
 
+uint64_t tk_symbolizer__unwind_over_limit(const struct tk_symbolizer *s)
+{
+	return s ? s->st.unwind_over_limit : 0;
+}
+
 /* ---- ending processes ----------------------------------------------------------------- */
 
 int tk_symbolizer__retire(struct tk_symbolizer *s, uint32_t pid, uint32_t gen)

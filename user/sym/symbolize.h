@@ -57,6 +57,26 @@ bool tk_symbolizer__has(const struct tk_symbolizer *s, uint32_t pid, uint32_t ge
  */
 int tk_symbolizer__add_mapping(struct tk_symbolizer *s, uint32_t pid, uint32_t gen,
 			       uint64_t start, uint64_t end, uint64_t pgoff, const char *path);
+struct tk_file_id;
+/*
+ * The same, with the file's identity as the kernel gave it (a MMAP2 record's
+ * device and inode; NULL or inode 0: none): only that file is read, never
+ * another of that name (the host's, for a process of a container gone since).
+ */
+int tk_symbolizer__add_mapping_id(struct tk_symbolizer *s, uint32_t pid, uint32_t gen,
+				  uint64_t start, uint64_t end, uint64_t pgoff, const char *path,
+				  const struct tk_file_id *id);
+/*
+ * The same, for a mapping the process wrote down itself (a jemalloc heap
+ * dump's MAPPED_LIBRARIES, claiming identity @claimed, may be NULL): its file
+ * is read only when the process may have read it — it maps that very file
+ * at [@start, @end) now, or the file is one its user could read by mode (its
+ * own, or world-readable) in its root, never one only root may read. A file
+ * refused is counted (named_refused) and its frames stay unnamed.
+ */
+int tk_symbolizer__add_named_mapping(struct tk_symbolizer *s, uint32_t pid, uint32_t gen,
+				     uint64_t start, uint64_t end, uint64_t pgoff,
+				     const char *path, const struct tk_file_id *claimed);
 
 struct tk_sym_frame {
 	const char *function;	/* NULL when not resolved */
@@ -110,8 +130,11 @@ struct tk_symbolizer_stats {
 	uint64_t unwind_rows;		/* their rows */
 	uint64_t unwind_ns;		/* time spent building them */
 	uint64_t unwind_failed;		/* objects whose CFI could not be read */
+	uint64_t unwind_over_limit;	/* of those, past the ceiling of one build (by rbp) */
 	uint64_t recaptures;		/* maps read again for an address in none of them */
 	uint64_t recapture_maps;	/* mappings those added (libraries loaded since) */
+	uint64_t named_refused;		/* mappings a heap dump named, not read (not the
+					   process's to read) */
 	uint64_t jit_files;		/* perf map files read (again when rewritten) */
 	uint64_t jit_entries;		/* their names in use */
 	uint64_t jit_bad_lines;		/* their lines skipped: garbage, too long, too many */
@@ -120,6 +143,8 @@ struct tk_symbolizer_stats {
 	uint64_t procs_pruned;		/* ended ones dropped (tk_symbolizer__prune) */
 };
 void tk_symbolizer__stats(const struct tk_symbolizer *s, struct tk_symbolizer_stats *st);
+/* Objects whose unwind table passed the ceiling of one build (0 for NULL: no symbolizer). */
+uint64_t tk_symbolizer__unwind_over_limit(const struct tk_symbolizer *s);
 
 /*
  * Ending processes. A long capture that forgets its results period by

@@ -17,6 +17,7 @@
 #include <unistd.h>
 #include <zlib.h>
 
+#include "core/untrusted.h"
 #include "proc/elf_reader.h"
 #include "sym/symbolize_int.h"
 #include "unwind/unwind.h"
@@ -118,9 +119,9 @@ static int read_headers(const struct tk_elf_file *f, struct elf_headers *h)
 	if (elf_version(EV_CURRENT) == EV_NONE)
 		return -EINVAL;
 	if (f->path) {
-		fd = open(f->path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+		fd = tk_open_regular(f->path, NULL);
 		if (fd < 0)
-			return -errno;
+			return fd;
 		/* read, not mapped: a file truncated meanwhile must not SIGBUS us */
 		e = elf_begin(fd, ELF_C_READ, NULL);
 	} else {
@@ -165,9 +166,9 @@ int tk_file_crc32(const char *path, uint32_t *crc)
 	ssize_t n;
 	int fd;
 
-	fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+	fd = tk_open_regular(path, NULL);
 	if (fd < 0)
-		return -errno;
+		return fd;
 	while ((n = read(fd, buf, sizeof(buf))) > 0)
 		c = crc32(c, buf, (uInt)n);
 	if (n < 0) {

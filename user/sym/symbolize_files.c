@@ -100,14 +100,17 @@ static int own_index(struct tk_symbolizer *s, struct tk_elf_index *idx)
 static void add_unwind(struct tk_symbolizer *s, struct tk_elf_file *f, struct tk_elf_index *idx)
 {
 	struct tk_elf *debug = NULL;
+	int err;
 
 	if (!s->unwind || idx->unw)
 		return;
 	if (idx->debug_path && tk_elf__open(idx->debug_path, &debug))
 		debug = NULL;
-	if (tk_unw_table__build(f->elf, debug, &idx->unw)) {
+	err = tk_unw_table__build(f->elf, debug, &idx->unw);
+	if (err) {
 		idx->unw = NULL;
 		s->st.unwind_failed++;
+		s->st.unwind_over_limit += err == -E2BIG;
 	} else {
 		s->st.unwind_tables++;
 		s->st.unwind_rows += idx->unw->nr;
@@ -196,7 +199,8 @@ static int index_file_at(struct tk_symbolizer *s, const struct tk_mapfile *mf, c
 		*out = e->idx;
 		return 0;
 	}
-	err = tk_elf_file__open(&f, mf->path);
+	/* the file found and checked (held by @mf), never its name again */
+	err = tk_elf_file__open(&f, mf->open_path);
 	if (err == -ENOEXEC || err == -EISDIR) {
 		/* not ELF: remember that, with an empty index */
 		idx = tk_elf_index__empty();
@@ -239,9 +243,11 @@ struct tk_elf_index *tk_symbolizer__index_mapping(struct tk_symbolizer *s, uint3
 	struct tk_elf_index *idx = NULL;
 	struct tk_mapfile mf;
 
-	if (tk_mapfile__find(s->proc_root, pid, start, end, path, id, TK_MAPFILE_TRUST_PATH, &mf) ||
-	    index_file_at(s, &mf, path, pid, &idx))
+	if (tk_mapfile__find(s->proc_root, pid, start, end, path, id, TK_MAPFILE_TRUST_PATH, &mf))
 		return NULL;
+	if (index_file_at(s, &mf, path, pid, &idx))
+		idx = NULL;
+	tk_mapfile__release(&mf);
 	return idx;
 }
 

@@ -10,23 +10,23 @@
  * writes it as the process exits: a process whose root was ours gets its
  * file from our /tmp once PID/root is gone.
  *
- * The file is outside input, and so is where it points: it is opened inside
- * the process's root (openat2 RESOLVE_IN_ROOT; without openat2, no symlink as
- * its last part), never blocks (O_NONBLOCK, regular files only), and must be
- * owned by root or by the process's user, as perf asks.
+ * The file is outside input, and so is where it points: it is opened as
+ * another user's file is (core/untrusted.h): inside the process's root, no
+ * symlink followed, no mount over it, checked before it is opened (a
+ * regular file, owned by root or by the process's user as perf asks, without
+ * another name when root's), so a FIFO or a device there is never opened.
  */
 #include <errno.h>
 #include <fcntl.h>
-#include <linux/openat2.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "core/fsutil.h"
+#include "core/untrusted.h"
 #include "sym/symbolize_state.h"
 
 #define NSEC_PER_SEC 1000000000LL
@@ -102,22 +102,25 @@ void tk_symbolizer__learn_ns(struct tk_symbolizer *s, struct sym_proc *p)
 	p->ns_known = true;
 }
 
-/* @rel opened under the directory @dirfd as if it were "/", or -errno. */
-static int open_in_root(int dirfd, const char *rel)
+/*
+ * @rel inside the root @dirfd, as another user's file is opened
+ * (core/untrusted.h): no symlink, no mount over it, a regular file owned by
+ * root or the process's user (real or effective, as perf asks), and no other
+ * name when it is root's (a hard link of a root-only file). -errno otherwise.
+ */
+static int open_in_root(int dirfd, const struct sym_proc *p, const char *rel, struct stat *st)
 {
-	struct open_how how = {
-		.flags = O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY,
-		.resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS,
+	struct tk_open_rules r = {
+		.flags = TK_OPEN_IN_ROOT | TK_OPEN_ONE_LINK,
+		.owners = { p->uid[0], p->uid[1] },
+		.nr_owners = 2,
 	};
-	int fd = syscall(SYS_openat2, dirfd, rel, &how, sizeof(how));
 
-	if (fd < 0 && errno == ENOSYS)
-		fd = openat(dirfd, rel, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY | O_NOFOLLOW);
-	return fd < 0 ? -errno : fd;
+	return tk_open_untrusted(dirfd, rel, &r, st);
 }
 
 /* @p's perf map file, or -errno. */
-static int open_map(struct tk_symbolizer *s, const struct sym_proc *p)
+static int open_map(struct tk_symbolizer *s, const struct sym_proc *p, struct stat *st)
 {
 	char rel[64], path[PATH_MAX];
 	int dirfd, fd;
@@ -126,9 +129,10 @@ static int open_map(struct tk_symbolizer *s, const struct sym_proc *p)
 	if (tk_path_join(path, sizeof(path), s->proc_root, rel))
 		return -ENAMETOOLONG;
 	snprintf(rel, sizeof(rel), "tmp/perf-%u.map", p->nspid);
+	/* PID/root is the kernel's link to its root: followed, that is the point */
 	dirfd = open(path, O_PATH | O_DIRECTORY | O_CLOEXEC);
 	if (dirfd >= 0) {
-		fd = open_in_root(dirfd, rel);
+		fd = open_in_root(dirfd, p, rel, st);
 		close(dirfd);
 		return fd;
 	}
@@ -138,7 +142,7 @@ static int open_map(struct tk_symbolizer *s, const struct sym_proc *p)
 	dirfd = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
 	if (dirfd < 0)
 		return -errno;
-	fd = open_in_root(dirfd, rel);
+	fd = open_in_root(dirfd, p, rel, st);
 	close(dirfd);
 	return fd;
 }
@@ -178,12 +182,9 @@ static void refresh(struct tk_symbolizer *s, struct sym_proc *p, struct sym_jit 
 	if (j->checked_ns && now - j->checked_ns < NSEC_PER_SEC)
 		return;
 	j->checked_ns = now;
-	fd = open_map(s, p);
+	fd = open_map(s, p, &st);
 	if (fd < 0)
 		return;
-	if (fstat(fd, &st) || !S_ISREG(st.st_mode) ||
-	    (st.st_uid && st.st_uid != p->uid[0] && st.st_uid != p->uid[1]))
-		goto out;
 	if (j->map && (st.st_dev != j->dev || st.st_ino != j->ino || (uint64_t)st.st_size < j->off)) {
 		/* another file, or one written anew: start over */
 		tk_perfmap__free(j->map);

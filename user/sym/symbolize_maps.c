@@ -8,14 +8,19 @@
  */
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "core/fsutil.h"
 #include "core/hashmap.h"
+#include "core/untrusted.h"
+#include "proc/mapfile.h"
 #include "proc/maps.h"
 #include "sym/symbolize_state.h"
 
@@ -362,10 +367,64 @@ int tk_symbolizer__recapture(struct tk_symbolizer *s, struct sym_proc *p)
 	return added ? 0 : -ENOENT;
 }
 
-int tk_symbolizer__add_mapping(struct tk_symbolizer *s, uint32_t pid, uint32_t gen,
-			       uint64_t start, uint64_t end, uint64_t pgoff, const char *path)
+/*
+ * The identity of the file a process named itself for [@start, @end) (a
+ * heap dump's mapping), when that process may really have read it: the file
+ * it maps there now (its map_files link, of the identity it claims), else one
+ * its user could read by the mode bits (its own, or world-readable) in its
+ * root — never what only root may read. -errno when there is none.
+ */
+static int named_file(struct tk_symbolizer *s, struct sym_proc *p, uint64_t start,
+		      uint64_t end, const char *path, const struct tk_file_id *claimed,
+		      struct tk_file_id *id)
+{
+	struct tk_open_rules r = { .flags = TK_OPEN_READABLE };
+	char rel[32], root[PATH_MAX];
+	struct tk_mapfile mf;
+	struct stat st;
+	int fd, rfd;
+
+	if (claimed && claimed->ino &&
+	    !tk_mapfile__find(s->proc_root, p->pid, start, end, path, claimed, 0, &mf)) {
+		bool mapped = mf.way == TK_MAPFILE_MAP_FILES;
+
+		tk_mapfile__release(&mf);
+		if (mapped) {
+			*id = *claimed;
+			return 0;
+		}
+	}
+	tk_symbolizer__learn_ns(s, p);
+	if (p->ns_known) {
+		r.owners[0] = p->uid[0];
+		r.owners[1] = p->uid[1];
+		r.nr_owners = 2;
+	}
+	snprintf(rel, sizeof(rel), "%u/root", p->pid);
+	if (tk_path_join(root, sizeof(root), s->proc_root, rel))
+		return -ENAMETOOLONG;
+	rfd = open(root, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (rfd >= 0) {
+		r.flags |= TK_OPEN_IN_ROOT;
+		fd = tk_open_untrusted(rfd, path, &r, &st);
+		close(rfd);
+	} else {
+		/* gone: its files as we see them */
+		fd = tk_open_untrusted_path(path, &r, &st);
+	}
+	if (fd < 0)
+		return fd;
+	close(fd);
+	*id = (struct tk_file_id){ major(st.st_dev), minor(st.st_dev), st.st_ino };
+	return 0;
+}
+
+static int add_mapping(struct tk_symbolizer *s, uint32_t pid, uint32_t gen, uint64_t start,
+		       uint64_t end, uint64_t pgoff, const char *path,
+		       const struct tk_file_id *given, bool named)
 {
 	static const char deleted[] = " (deleted)";
+	struct tk_file_id id, *idp = NULL;
 	char clean[PATH_MAX];
 	struct sym_proc *p;
 	struct sym_map m;
@@ -380,13 +439,42 @@ int tk_symbolizer__add_mapping(struct tk_symbolizer *s, uint32_t pid, uint32_t g
 	memcpy(clean, path, len + 1);
 	if (len > sizeof(deleted) - 1 && !strcmp(clean + len - (sizeof(deleted) - 1), deleted))
 		clean[len - (sizeof(deleted) - 1)] = '\0';
-	err = describe_map(s, pid, start, end, pgoff, clean, NULL, &m);
-	if (err)
-		return err == -ENOENT ? 0 : err;
 	p = tk_symbolizer__get_proc(s, pid, gen);
-	if (p)
-		learn_exe(s, p);
 	if (!p)
 		return -ENOMEM;
+	if (named && clean[0] == '/') {
+		if (named_file(s, p, start, end, clean, given, &id)) {
+			s->st.named_refused++;
+			return 0;	/* never read: its frames stay unnamed */
+		}
+		idp = &id;
+	} else if (given && given->ino) {
+		id = *given;	/* the kernel's: the file is found only if it is that one */
+		idp = &id;
+	}
+	err = describe_map(s, pid, start, end, pgoff, clean, idp, &m);
+	if (err)
+		return err == -ENOENT ? 0 : err;
+	learn_exe(s, p);
 	return insert_map(p, &m);
+}
+
+int tk_symbolizer__add_mapping(struct tk_symbolizer *s, uint32_t pid, uint32_t gen,
+			       uint64_t start, uint64_t end, uint64_t pgoff, const char *path)
+{
+	return add_mapping(s, pid, gen, start, end, pgoff, path, NULL, false);
+}
+
+int tk_symbolizer__add_mapping_id(struct tk_symbolizer *s, uint32_t pid, uint32_t gen,
+				  uint64_t start, uint64_t end, uint64_t pgoff, const char *path,
+				  const struct tk_file_id *id)
+{
+	return add_mapping(s, pid, gen, start, end, pgoff, path, id, false);
+}
+
+int tk_symbolizer__add_named_mapping(struct tk_symbolizer *s, uint32_t pid, uint32_t gen,
+				     uint64_t start, uint64_t end, uint64_t pgoff,
+				     const char *path, const struct tk_file_id *claimed)
+{
+	return add_mapping(s, pid, gen, start, end, pgoff, path, claimed, true);
 }

@@ -47,10 +47,31 @@ struct tk_unw_table {
 struct tk_elf;
 
 /*
+ * The absolute ceiling of one object's build, whatever its size: a CFI
+ * section larger than this is not read; a build stops past this many bytes
+ * of CFI program run (libdw runs an FDE's program from its start at every
+ * row: 18-30 times the section for compiled code) or past this time. Such
+ * an object gets no table: its frames go by the frame pointer.
+ */
+#define TK_UNW_MAX_CFI_BYTES (64ULL << 20)
+#define TK_UNW_MAX_WORK (2ULL << 30)
+#define TK_UNW_MAX_BUILD_NS 2000000000ULL
+
+struct tk_unw_limits {
+	uint64_t cfi_bytes;		/* of one CFI section */
+	uint64_t work;			/* bytes of CFI program run */
+	uint64_t build_ns;		/* time */
+};
+/* Lower (or restore, with NULL) the ceiling, for the whole process: tests only. */
+void tk_unw_table__set_limits(const struct tk_unw_limits *l);
+
+/*
  * Build the rows of the object @elf from its .eh_frame, or from .debug_frame
  * (its own, or that of @debug: its separate debug file, NULL when none) when
  * it has no .eh_frame. An object without CFI gets a table with no rows and
- * source TK_UNW_SRC_NONE (not an error). Returns 0 or a negative errno.
+ * source TK_UNW_SRC_NONE (not an error). Returns 0 or a negative errno:
+ * -E2BIG when the build passed the ceiling above (no table: counted by the
+ * caller as unwind_cfi_over_limit).
  */
 int tk_unw_table__build(struct tk_elf *elf, struct tk_elf *debug, struct tk_unw_table **out);
 void tk_unw_table__free(struct tk_unw_table *t);
@@ -155,6 +176,12 @@ struct tk_unw_info {
  */
 void tk_unw__report(struct tk_profile *p, const uint64_t cnt[UNW_CNT__COUNT],
 		    const struct tk_unw_info *info);
+/*
+ * Write into @p the objects whose table build passed the absolute ceiling
+ * (tk_unw_table__build's -E2BIG; the symbolizer's unwind_over_limit), as
+ * the loss counter "unwind_cfi_over_limit" (unwind_table.c).
+ */
+void tk_unw_table__report(struct tk_profile *p, uint64_t over_limit);
 /* The loss-counter name of counter @c (UNW_CNT_FP and after), or NULL. */
 const char *tk_unw__loss_name(enum unw_counter c);
 

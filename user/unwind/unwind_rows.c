@@ -225,6 +225,10 @@ int tk_unw_fde_rows(struct builder *b, Dwarf_CFI *cfi, const struct fde *fde, ui
 		bool signal;
 		int ra;
 
+		if (b->work > b->lim.work || tk_unw_now_ns() - b->t0_ns > b->lim.build_ns) {
+			b->over_limit = true;
+			return 0;
+		}
 		if (b->work > b->budget) {
 			err = emit(b, pc, row_unsupported);
 			break;

@@ -34,6 +34,16 @@
  * size against a budget of 1024 times the section's size (plus 64 MiB), and
  * past it each FDE left is one UNW_ROW_UNSUPPORTED row (that FDE: 3 ms).
  *
+ * That budget grows with the section: a crafted file of a few hundred MB
+ * would keep the caller (a collector's event thread) busy for minutes. So
+ * one object's build also has an absolute ceiling (unwind.h: TK_UNW_MAX_*):
+ * a CFI section over TK_UNW_MAX_CFI_BYTES is not read at all, and a build
+ * that runs more than TK_UNW_MAX_WORK bytes of CFI program or lasts longer
+ * than TK_UNW_MAX_BUILD_NS stops there. Such an object gets no table
+ * (-E2BIG): its frames go by the frame pointer, and the symbolizer counts it
+ * (unwind_cfi_over_limit). The largest objects measured stay far below: the
+ * work is 18-30 times the section's size, and python3.11 takes 19 ms.
+ *
  * Everything read is untrusted: before libdw runs anything of a section,
  * every CIE's and FDE's program in it is checked (unwind_cfi_scan.c says how).
  * What is here: where an object's CFI is (its .eh_frame, else .debug_frame,
@@ -50,6 +60,7 @@
 
 #include "bpf/unwind.h"
 #include "proc/elf_reader.h"
+#include "profile/profile.h"
 #include "unwind/unwind.h"
 #include "unwind/unwind_table_int.h"
 
@@ -57,7 +68,20 @@
 #define WORK_PER_BYTE 1024
 #define WORK_FLOOR (64ULL << 20)
 
-static uint64_t now_ns(void)
+/* The absolute ceiling; a test may lower it (tk_unw_table__set_limits). */
+static struct tk_unw_limits limits = {
+	.cfi_bytes = TK_UNW_MAX_CFI_BYTES,
+	.work = TK_UNW_MAX_WORK,
+	.build_ns = TK_UNW_MAX_BUILD_NS,
+};
+
+void tk_unw_table__set_limits(const struct tk_unw_limits *l)
+{
+	limits = l ? *l : (struct tk_unw_limits){ TK_UNW_MAX_CFI_BYTES, TK_UNW_MAX_WORK,
+						  TK_UNW_MAX_BUILD_NS };
+}
+
+uint64_t tk_unw_now_ns(void)
 {
 	struct timespec ts;
 
@@ -135,6 +159,8 @@ static int build_from(struct builder *b, struct cfi_sec *s)
 
 	if (!s->data || !s->data->d_buf || !s->data->d_size)
 		return 0;
+	if (s->data->d_size > b->lim.cfi_bytes)
+		return -E2BIG;	/* not even scanned: its frames go by the frame pointer */
 	b->nr_fdes = b->nr_offs = 0;
 	b->malformed = b->unsafe = false;
 	err = tk_unw_collect_fdes(b, s);
@@ -147,6 +173,7 @@ static int build_from(struct builder *b, struct cfi_sec *s)
 	if (!s->cfi)
 		return -EBADMSG;	/* libdw could not read what we could */
 	b->budget = WORK_FLOOR + WORK_PER_BYTE * (uint64_t)s->data->d_size;
+	b->over_limit = false;
 	tk_unw_sort_fdes(b);
 	t->base = b->fdes[0].start;
 	for (i = 0; i < b->nr_fdes; i++) {
@@ -157,6 +184,8 @@ static int build_from(struct builder *b, struct cfi_sec *s)
 		err = tk_unw_fde_rows(b, s->cfi, f, i + 1 < b->nr_fdes ? b->fdes[i + 1].start : 0);
 		if (err)
 			return err;
+		if (b->over_limit)
+			return -E2BIG;
 	}
 	t->st.fdes = i;
 	return 1;
@@ -249,8 +278,8 @@ static bool is_x86_64(Elf *e)
 
 int tk_unw_table__build(struct tk_elf *elf, struct tk_elf *debug, struct tk_unw_table **out)
 {
-	uint64_t t0 = now_ns();
-	struct builder b = { 0 };
+	uint64_t t0 = tk_unw_now_ns();
+	struct builder b = { .lim = limits, .t0_ns = t0 };
 	struct tk_unw_table *t;
 	struct unw_row *rows;
 	size_t i;
@@ -312,7 +341,7 @@ int tk_unw_table__build(struct tk_elf *elf, struct tk_elf *debug, struct tk_unw_
 		}
 	}
 	t->st.rows = t->nr;
-	t->st.build_ns = now_ns() - t0;
+	t->st.build_ns = tk_unw_now_ns() - t0;
 	*out = t;
 	return 0;
 }
@@ -346,4 +375,9 @@ const struct unw_row *tk_unw_table__find(const struct tk_unw_table *t, uint64_t 
 			hi = mid;
 	}
 	return &t->rows[lo];
+}
+
+void tk_unw_table__report(struct tk_profile *p, uint64_t over_limit)
+{
+	tk_profile__set_loss(p, "unwind_cfi_over_limit", over_limit);
 }

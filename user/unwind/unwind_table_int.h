@@ -34,6 +34,9 @@ struct builder {
 	struct range *exec;		/* executable PT_LOAD segments of the object */
 	size_t nr_exec;
 	uint64_t work, budget;
+	struct tk_unw_limits lim;	/* the absolute ceiling of one object */
+	uint64_t t0_ns;			/* when the build began (tk_unw_now_ns) */
+	bool over_limit;		/* past lim: the object gets no table */
 	uint64_t *offs;			/* section offsets of every FDE, ascending */
 	size_t nr_offs, cap_offs;
 	bool malformed;			/* an entry could not be parsed */
@@ -62,9 +65,15 @@ bool tk_unw_hdrs_ok(const struct builder *b, const struct cfi_sec *s);
 /* Sort b->fdes and drop those that overlap one before them. */
 void tk_unw_sort_fdes(struct builder *b);
 
+/* CLOCK_MONOTONIC in nanoseconds. */
+uint64_t tk_unw_now_ns(void);
+
 /* ---- rows (unwind_rows.c) --------------------------------------------------------------- */
 
-/* Append the rows of @fde to b->t, charging b->work. */
+/*
+ * Append the rows of @fde to b->t, charging b->work; past b->lim (work or
+ * time) it stops and sets b->over_limit.
+ */
 int tk_unw_fde_rows(struct builder *b, Dwarf_CFI *cfi, const struct fde *fde,
 		    uint64_t next_start);
 
