@@ -841,6 +841,30 @@ static void test_fixture_maps(void **state)
 	assert_int_equal(f.module_offset, 0x400);
 	/* not executable: not kept */
 	assert_int_equal(tk_symbolizer__user(s, 4242, 0, bias + 0x10, &f), -ESRCH);
+	/*
+	 * Captured again while it exits: its maps show only the program now. What
+	 * the first capture knew of the same image stays (the vsyscall page).
+	 */
+	fp = fopen(rel, "w");
+	assert_non_null(fp);
+	fprintf(fp, "%" PRIx64 "-%" PRIx64 " r-xp %08" PRIx64 " %02x:%02x %lu %s\n", bias + vaddr,
+		bias + vaddr + size, off, major(st.st_dev), minor(st.st_dev),
+		(unsigned long)st.st_ino, path);
+	fclose(fp);
+	assert_int_equal(tk_symbolizer__capture(s, 4242, 0), 0);
+	expect_name(s, 4242, bias + hot, "sym_hot");
+	assert_int_equal(tk_symbolizer__user(s, 4242, 0, 0xffffffffff600400, &f), -ENOENT);
+	assert_string_equal(f.module, "[vsyscall]");
+	/* another image at the same pid (an exec the capture was not told of): replaced */
+	fp = fopen(rel, "w");
+	assert_non_null(fp);
+	fprintf(fp, "%" PRIx64 "-%" PRIx64 " r-xp %08" PRIx64 " %02x:%02x %lu %s\n",
+		bias + 0x100000 + vaddr, bias + 0x100000 + vaddr + size, off, major(st.st_dev),
+		minor(st.st_dev), (unsigned long)st.st_ino, path);
+	fclose(fp);
+	assert_int_equal(tk_symbolizer__capture(s, 4242, 0), 0);
+	assert_int_equal(tk_symbolizer__user(s, 4242, 0, 0xffffffffff600400, &f), -ESRCH);
+	expect_name(s, 4242, bias + 0x100000 + hot, "sym_hot");
 	/* a process the fixture does not have */
 	assert_int_equal(tk_symbolizer__capture(s, 4343, 0), -ESRCH);
 	tk_symbolizer__free(s);

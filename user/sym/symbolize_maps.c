@@ -188,6 +188,33 @@ static int read_maps(struct tk_symbolizer *s, uint32_t pid, struct map_list *out
 	return 0;
 }
 
+static bool same_image(const struct sym_proc *p, const struct map_list *l);
+
+/* Add to @l (sorted) what @p knew that overlaps nothing in @l; 0 or -ENOMEM. */
+static int keep_known(const struct sym_proc *p, struct map_list *l)
+{
+	size_t i, j, n = l->nr;
+	struct sym_map *maps;
+
+	maps = realloc(l->maps, (n + p->nr) * sizeof(*maps));
+	if (!maps)
+		return -ENOMEM;
+	l->maps = maps;
+	for (i = 0; i < p->nr; i++) {
+		const struct sym_map *o = &p->maps[i];
+		bool hit = false;
+
+		for (j = 0; j < n && !hit; j++)
+			hit = maps[j].start < o->end && o->start < maps[j].end;
+		if (!hit)
+			maps[l->nr++] = *o;
+	}
+	l->cap = n + p->nr;
+	if (l->nr > n)
+		qsort(l->maps, l->nr, sizeof(*l->maps), cmp_map);
+	return 0;
+}
+
 int tk_symbolizer__capture(struct tk_symbolizer *s, uint32_t pid, uint32_t gen)
 {
 	struct map_list l = { 0 };
@@ -215,6 +242,16 @@ int tk_symbolizer__capture(struct tk_symbolizer *s, uint32_t pid, uint32_t gen)
 
 		if (fit)
 			l.maps = fit;
+	}
+	/*
+	 * Captured again (a miss, a library loaded since): a process that is
+	 * exiting may show only part of its mappings by now (13 of 305 seen), and
+	 * its earlier samples still need the rest. So, of the same image, what
+	 * was known and overlaps nothing read now is kept, as a recapture does.
+	 */
+	if (p->captured && p->nr && same_image(p, &l) && keep_known(p, &l)) {
+		free(l.maps);
+		return -ENOMEM;
 	}
 	free(p->maps);
 	p->maps = l.maps;
