@@ -353,6 +353,21 @@ static void test_process_file_identity(void **state)
 	assert_string_equal(s->mapped, lib);
 	assert_false(s->other_here);
 	assert_true(tk_alloc_syms__usable(s));
+	/*
+	 * the very file found is held and is what is read and probed: a name
+	 * swapped afterwards (the process's root is its own) changes nothing
+	 */
+	{
+		struct stat held;
+
+		assert_true(s->held);
+		assert_int_equal(strncmp(tk_alloc_syms__probe(s), "/proc/self/fd/", 14), 0);
+		assert_int_equal(stat(tk_alloc_syms__probe(s), &held), 0);
+		assert_true(held.st_ino == st.st_ino && held.st_dev == st.st_dev);
+	}
+	tk_alloc_syms__release(s);
+	assert_false(s->held);
+	assert_string_equal(tk_alloc_syms__probe(s), lib);
 
 	/* another inode: the host's file of that name is not the process's */
 	memset(s, 0, sizeof(*s));
@@ -376,6 +391,18 @@ static void test_process_file_identity(void **state)
 	assert_string_equal(s->mapped, lib);
 	assert_true(s->other_here);
 	assert_true(tk_alloc_syms__usable(s));
+	/* the process swaps its file for a link to the host's: the held copy is still read */
+	{
+		char moved[PATH_MAX + 16];
+		struct stat held;
+
+		snprintf(moved, sizeof(moved), "%s.old", cmd);
+		assert_int_equal(rename(cmd, moved), 0);
+		assert_int_equal(symlink(lib, cmd), 0);
+		assert_int_equal(stat(tk_alloc_syms__probe(s), &held), 0);
+		assert_true(held.st_ino == cst.st_ino && held.st_dev == cst.st_dev);
+	}
+	tk_alloc_syms__release(s);
 
 	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
 	assert_int_equal(system(cmd), 0);

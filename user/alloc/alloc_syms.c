@@ -229,7 +229,7 @@ int tk_alloc_syms__find(const char *path, const char *prefix, unsigned int flags
 	int err, added = 0, r;
 	size_t i;
 
-	if (out->path[0] && strcmp(out->path, path))
+	if (out->path[0] && strcmp(out->path, path) && strcmp(out->probe_path, path))
 		return -EINVAL;
 	w = calloc(1, sizeof(*w));
 	if (!w)
@@ -243,7 +243,8 @@ int tk_alloc_syms__find(const char *path, const char *prefix, unsigned int flags
 	err = tk_elf__for_each_sym(elf, on_sym, w);
 	if (err)
 		goto out_elf;
-	snprintf(out->path, sizeof(out->path), "%s", path);
+	if (!out->path[0])
+		snprintf(out->path, sizeof(out->path), "%s", path);
 	/* in table order: the public name of an address wins over its aliases */
 	for (i = 0; i < NR_ALL; i++) {
 		if (!w->f[i].have)
@@ -310,11 +311,27 @@ static int object_path(const char *proc_root, int pid, const struct tk_proc_info
 			 info->alloc_object, pid, strerror(-err));
 		return err;
 	}
-	tk_mapfile__release(&mf);
+	/* held: read and probed through it (tk_alloc_syms__probe), released with @syms */
+	tk_alloc_syms__release(syms);
+	syms->fd = mf.fd;
+	syms->held = mf.fd >= 0;
+	snprintf(syms->probe_path, sizeof(syms->probe_path), "%s",
+		 syms->held ? mf.open_path : "");
 	snprintf(syms->path, sizeof(syms->path), "%s", mf.path);
 	snprintf(syms->mapped, sizeof(syms->mapped), "%s", info->alloc_object);
 	syms->other_here = !mf.same_here;
 	return 0;
+}
+
+void tk_alloc_syms__release(struct tk_alloc_syms *s)
+{
+	if (s && s->held)
+		close(s->fd);
+	if (s) {
+		s->held = false;
+		s->fd = -1;
+		s->probe_path[0] = 0;
+	}
 }
 
 int tk_alloc_syms__find_process(const char *proc_root, int pid, const struct tk_proc_info *known,
@@ -343,17 +360,18 @@ int tk_alloc_syms__find_process(const char *proc_root, int pid, const struct tk_
 	err = object_path(proc_root, pid, info, syms, why, why_sz);
 	if (err)
 		goto out;
-	snprintf(path, sizeof(path), "%s", syms->path);
+	snprintf(path, sizeof(path), "%s", tk_alloc_syms__probe(syms));
 	/* glibc's operator new is libstdc++'s, which calls malloc: hooked already */
 	flags = info->allocator == TK_ALLOC_GLIBC ? 0 : TK_ASYMS_CXX;
 	err = tk_alloc_syms__find(path, info->alloc_prefix, flags, syms);
 	if (err < 0) {
-		snprintf(why, why_sz, "cannot read the symbols of %s: %s", path, strerror(-err));
+		snprintf(why, why_sz, "cannot read the symbols of %s: %s", syms->path,
+			 strerror(-err));
 		goto out;
 	}
 	if (!tk_alloc_syms__usable(syms)) {
 		snprintf(why, why_sz, "%s (%s, prefix '%s') has no malloc and free symbols to "
-			 "place uprobes on", path, tk_allocator__name(info->allocator),
+			 "place uprobes on", syms->path, tk_allocator__name(info->allocator),
 			 info->alloc_prefix);
 		err = -ENOENT;
 		goto out;

@@ -41,14 +41,33 @@ struct tk_alloc_fn {
 };
 
 struct tk_alloc_syms {
-	char path[PATH_MAX];	/* opened and probed: for a process, a way to the very
-				   file it maps (proc/mapfile.h) */
+	char path[PATH_MAX];	/* the file: for a process, the way to the very file it
+				   maps (proc/mapfile.h), for messages */
+	/*
+	 * For a process: "/proc/self/fd/N" of that file, held open from when it
+	 * was found and checked until tk_alloc_syms__release(); its symbols are
+	 * read and its uprobes placed through it (tk_alloc_syms__probe), so a
+	 * name the process swaps meanwhile (its root is its own) cannot put the
+	 * probes, at these offsets, on another file. "" for a path of ours.
+	 */
+	char probe_path[32];
+	int fd;
+	bool held;
 	char mapped[PATH_MAX];	/* for a process: that file's path in its own root */
 	bool other_here;	/* for a process: mapped names another file here */
 	struct tk_alloc_fn fns[TK_ALLOC_MAX_FNS];
 	int nr;			/* one per address */
 	int nr_ifunc;		/* wanted names that were IFUNC resolvers: skipped */
 };
+
+/* What is read and probed: the held file of a process, else the path. */
+static inline const char *tk_alloc_syms__probe(const struct tk_alloc_syms *s)
+{
+	return s->probe_path[0] ? s->probe_path : s->path;
+}
+
+/* Close the held file (a no-op when none); the functions found stay. */
+void tk_alloc_syms__release(struct tk_alloc_syms *s);
 
 enum tk_alloc_syms_flags {
 	/* also C++ operator new/delete, when the object itself defines them (jemalloc) */

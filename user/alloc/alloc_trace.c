@@ -350,6 +350,7 @@ static void bpf_free(struct tk_alloc *a)
 	a->captured = NULL;
 	a->gen_over = NULL;
 	alloc_trace_bpf__destroy(st->skel);
+	tk_alloc_syms__release(st->syms);
 	free(st->syms);
 	tk_hashmap__free(&st->growth);
 	free(st);

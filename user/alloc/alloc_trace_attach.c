@@ -137,12 +137,12 @@ static int attach_allocator(struct tk_alloc *a, struct at_state *st, int pid)
 		}
 		st->multi_fds[0] = tk_alloc_bpf__uprobe_multi_link(
 			bpf_program__fd(tk_alloc_bpf__session_prog(st->skel)), AT_TRACE_UPROBE_SESSION,
-			sy->path, offs[0], cookies[0], n[0], pid);
+			tk_alloc_syms__probe(sy), offs[0], cookies[0], n[0], pid);
 		if (st->multi_fds[0] < 0)
 			return st->multi_fds[0];
 		st->multi_fds[1] = tk_alloc_bpf__uprobe_multi_link(
 			bpf_program__fd(st->skel->progs.free_enter), AT_TRACE_UPROBE_MULTI,
-			sy->path, offs[1], cookies[1], n[1], pid);
+			tk_alloc_syms__probe(sy), offs[1], cookies[1], n[1], pid);
 		return st->multi_fds[1] < 0 ? st->multi_fds[1] : 0;
 	}
 	for (i = 0; i < sy->nr; i++) {
@@ -160,13 +160,14 @@ static int attach_allocator(struct tk_alloc *a, struct at_state *st, int pid)
 		}
 		if (fn->kind == TK_AFN_FREE) {
 			err = tk_alloc_bpf__attach_uprobe(st, st->skel->progs.free_enter, pid,
-							  sy->path, fn, false);
+							  tk_alloc_syms__probe(sy), fn, false);
 		} else {
 			slot += !tk_kfeat__attach_cookie();
-			err = tk_alloc_bpf__attach_uprobe(st, enter, pid, sy->path, fn, false);
+			err = tk_alloc_bpf__attach_uprobe(st, enter, pid, tk_alloc_syms__probe(sy),
+							  fn, false);
 			if (!err)
 				err = tk_alloc_bpf__attach_uprobe(st, st->skel->progs.alloc_exit,
-								  pid, sy->path, fn, true);
+								  pid, tk_alloc_syms__probe(sy), fn, true);
 		}
 		if (err)
 			return err;

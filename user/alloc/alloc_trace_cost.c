@@ -210,7 +210,7 @@ int tk_alloc__measure_rate(int pid, const struct tk_caps *caps, int ms, struct t
 		if (multi)
 			st.multi_fds[0] = tk_alloc_bpf__uprobe_multi_link(
 				bpf_program__fd(multi->progs.count_calls), AT_TRACE_UPROBE_MULTI,
-				sy->path, offs, cookies, sy->nr, pid);
+				tk_alloc_syms__probe(sy), offs, cookies, sy->nr, pid);
 		if (st.multi_fds[0] >= 0) {
 			alloc_trace_bpf__destroy(s);
 			s = multi;
@@ -222,7 +222,7 @@ int tk_alloc__measure_rate(int pid, const struct tk_caps *caps, int ms, struct t
 		err = tk_alloc_bpf__attach_uprobe(&st, sy->fns[i].kind == TK_AFN_FREE
 								 ? s->progs.count_free
 								 : s->progs.count_alloc,
-						  pid, sy->path, &sy->fns[i], false);
+						  pid, tk_alloc_syms__probe(sy), &sy->fns[i], false);
 	if (err) {
 		snprintf(why, why_sz, "cannot place uprobes in %s: %s", sy->path, strerror(-err));
 		tk_alloc_bpf__detach(&st);
@@ -278,6 +278,7 @@ int tk_alloc__measure_rate(int pid, const struct tk_caps *caps, int ms, struct t
 out:
 	alloc_trace_bpf__destroy(multi);
 	alloc_trace_bpf__destroy(s);
+	tk_alloc_syms__release(sy);
 	free(sy);
 	return err;
 }
