@@ -28,6 +28,7 @@
 #define __UNWIND_BPF_H
 
 #include "unwind.h"
+#include "unwind_py.h"
 
 /* 0: rows unused, bpf_get_stack's frame-pointer walk; 1: unwind with the rows */
 const volatile bool unw_enabled = false;
@@ -70,6 +71,25 @@ struct unw_state {
 	__u32 resent;			/* the miss is sent again (UNW_CNT_MISS_RESENT) */
 	__u32 pad;
 	__u64 ips[UNW_WALK_FRAMES];
+	/* Python frames (unwind_py.bpf.h) */
+	__u32 py_on;			/* the process runs CPython: py holds its entry */
+	__u32 py_state;			/* 0: not begun, 1: a frame chain to walk, 2: none */
+	__u32 py_pending;		/* the last frame written is an interpreter frame whose
+					   Python frames are due */
+	__u32 py_causes;		/* enum unw_py_cause */
+	__u32 py_frames;
+	__u32 py_tramp;			/* frames of -X perf trampolines */
+	__u32 py_interrupted;		/* the parked caller's interrupted */
+	__u32 py_pad;
+	__u64 py_cur;			/* the next Python frame of the chain */
+	__u64 py_eval_sp;		/* the interpreter frame's stack, [sp, cfa) */
+	__u64 py_eval_cfa;
+	__u64 py_next_ip;		/* its caller's registers, parked */
+	__u64 py_next_sp;
+	__u64 py_next_bp;
+	struct unw_py py;
+	__u8 py_frame[UNW_PY_FRAME_BUF];
+	__u8 py_code[UNW_PY_FRAME_BUF];
 };
 
 struct {
@@ -92,6 +112,36 @@ static __always_inline void unw_count(__u32 c, __u64 n)
 static __always_inline int unw_read(__u64 *dst, __u64 addr)
 {
 	return bpf_probe_read_user(dst, sizeof(*dst), (const void *)addr);
+}
+
+#include "unwind_py.bpf.h"
+
+/*
+ * The caller's registers found: move to them, or, after an interpreter
+ * frame (@py_here) whose thread has Python frames, park them until those
+ * frames are written (unw_py_step).
+ */
+static __always_inline int unw_next(struct unw_state *s, bool py_here, __u64 sp, __u64 ra,
+				    __u64 cfa, __u64 nbp)
+{
+	if (py_here) {
+		if (!s->py_state)
+			unw_py_begin();
+		if (s->py_state == 1) {
+			s->py_next_ip = ra;
+			s->py_next_sp = cfa;
+			s->py_next_bp = nbp;
+			s->py_interrupted = s->interrupted;
+			s->py_eval_sp = sp;
+			s->py_eval_cfa = cfa;
+			s->py_pending = 1;
+			return 0;
+		}
+	}
+	s->ip = ra;
+	s->sp = cfa;
+	s->bp = nbp;
+	return ra == 0;
 }
 
 /*
@@ -161,11 +211,14 @@ __noinline int unw_step(void)
 	struct unw_map *m;
 	struct unw_row *r;
 	__u32 zero = 0, nr;
+	bool py_here;
 	int idx;
 
 	s = bpf_map_lookup_elem(&unw_scratch, &zero);
 	if (!s)
 		return 1;
+	if (s->py_pending)
+		return unw_py_step();
 	nr = s->nr;
 	if (nr >= s->limit || nr >= UNW_WALK_FRAMES) {
 		s->causes |= UNW_C_DEPTH;
@@ -179,11 +232,17 @@ __noinline int unw_step(void)
 	/* a return address is looked up one byte before; the leaf and an interrupted ip not */
 	look = nr && !s->interrupted ? ip - 1 : ip;
 	s->interrupted = 0;
+	py_here = s->py_on && unw_py_in_loop(s, look);
 
 	p = bpf_map_lookup_elem(&unw_procs, &s->tgid);
 	if (!p)
 		goto fp;
 	idx = unw_map_index(s->tgid, look);
+	if (idx < 0 && nr && s->py_on && s->py.tramp && unw_py_tramp(s, ip, sp, bp, &ra, &cfa, &nbp)) {
+		s->py_tramp++;
+		s->cfi_frames++;
+		return unw_next(s, false, sp, ra, cfa, nbp);
+	}
 	if (idx < 0) {
 		/* JIT code keeps frame pointers more often than not; garbage ends below */
 		if (p->flags & UNW_PROC_OVERFLOW) {
@@ -267,10 +326,7 @@ __noinline int unw_step(void)
 		goto fault;
 cfi_done:
 	s->cfi_frames++;
-	s->ip = ra;
-	s->sp = cfa;
-	s->bp = nbp;
-	return ra == 0;
+	return unw_next(s, py_here, sp, ra, cfa, nbp);
 
 fp:
 	if (!bp)
@@ -282,10 +338,7 @@ fp:
 	if (unw_read(&ra, bp + 8) || unw_read(&nbp, bp))
 		goto fault;
 	s->fp_frames++;
-	s->ip = ra;
-	s->sp = bp + 16;
-	s->bp = nbp;
-	return ra == 0;
+	return unw_next(s, py_here, sp, ra, bp + 16, nbp);
 
 fault:
 	s->causes |= UNW_C_READ_FAULT;
@@ -374,6 +427,8 @@ static __always_inline int unw_walk(__u64 ip, __u64 sp, __u64 bp, __u32 skip, __
 {
 	__u32 zero = 0, i, n, c;
 	struct unw_state *s = bpf_map_lookup_elem(&unw_scratch, &zero);
+	struct unw_proc *p;
+	struct unw_py *py;
 
 	*causes = 0;
 	*miss = 0;
@@ -384,7 +439,22 @@ static __always_inline int unw_walk(__u64 ip, __u64 sp, __u64 bp, __u32 skip, __
 	s->bp = bp;
 	s->tgid = bpf_get_current_pid_tgid() >> 32;
 	s->nr = 0;
-	s->causes = bpf_map_lookup_elem(&unw_procs, &s->tgid) ? 0 : UNW_C_NO_PROC;
+	p = bpf_map_lookup_elem(&unw_procs, &s->tgid);
+	s->causes = p ? 0 : UNW_C_NO_PROC;
+	s->py_on = 0;
+	s->py_state = 0;
+	s->py_pending = 0;
+	s->py_causes = 0;
+	s->py_frames = 0;
+	s->py_tramp = 0;
+	s->py_cur = 0;
+	if (p && (p->flags & UNW_PROC_PY)) {
+		py = bpf_map_lookup_elem(&unw_py_procs, &s->tgid);
+		if (py) {
+			s->py = *py;
+			s->py_on = 1;
+		}
+	}
 	s->miss = 0;
 	s->cfi_frames = 0;
 	s->fp_frames = 0;
@@ -411,6 +481,21 @@ static __always_inline int unw_walk(__u64 ip, __u64 sp, __u64 bp, __u32 skip, __
 	}
 	if (s->resent)
 		unw_count(UNW_CNT_MISS_RESENT, 1);
+	if (s->py_on) {
+		/* frames of the chain left over: a thread between pushing a frame and its eval */
+		if (s->py_state == 1 && s->py_cur && !(s->py_causes & UNW_PY_C_DEPTH) &&
+		    (c & UNW_C_END))
+			s->py_causes |= UNW_PY_C_MISALIGNED;
+		if (s->py_frames)
+			s->py_causes |= UNW_PY_C_FRAMES;
+		for (i = 0; i < UNW_PY_NR_CAUSES; i++) {
+			if (s->py_causes & (1u << i))
+				unw_count(UNW_CNT_PY_TSTATE + i, 1);
+		}
+		unw_count(UNW_CNT_PY_FRAMES, s->py_frames);
+		if (s->py_tramp)
+			unw_count(UNW_CNT_PY_TRAMP, s->py_tramp);
+	}
 	*causes = c;
 	*miss = s->miss;
 	return n;

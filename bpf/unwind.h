@@ -84,6 +84,8 @@ enum unw_proc_flags {
 	 * sent: capturing the process again would not make room.
 	 */
 	UNW_PROC_OVERFLOW = 1 << 0,
+	/* The process runs CPython: its unw_py_procs entry says how (bpf/unwind_py.h). */
+	UNW_PROC_PY = 1 << 1,
 };
 
 /* A process's executable mappings, as user space last captured them. */
@@ -132,6 +134,14 @@ enum unw_counter {
 	UNW_CNT_BAD_FRAME,
 	UNW_CNT_LEFT_OUT,		/* the last of the causes' counters */
 	UNW_CNT_MISS_RESENT,		/* misses sent again: no capture followed the first */
+	UNW_CNT_PY_TSTATE,		/* stacks with enum unw_py_cause's bits, in its order */
+	UNW_CNT_PY_READ_FAULT,
+	UNW_CNT_PY_DEPTH,
+	UNW_CNT_PY_MISALIGNED,
+	UNW_CNT_PY_NO_ID,
+	UNW_CNT_PY_STACKS,		/* stacks with Python frames */
+	UNW_CNT_PY_FRAMES,		/* Python frames written */
+	UNW_CNT_PY_TRAMP,		/* frames of Python's perf trampolines (-X perf) */
 	UNW_CNT__COUNT,
 };
 

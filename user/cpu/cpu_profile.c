@@ -22,6 +22,7 @@
 #include "core/hash.h"
 #include "core/hashmap.h"
 #include "profile/profile_locs.h"
+#include "runtime/py.h"
 
 #define F_USED 1u		/* always: a slot's first word is 0 only when empty */
 #define F_KERNEL 2u
@@ -144,6 +145,29 @@ int tk_cpu_profile__user_location(struct tk_profile *p, const struct tk_sym_fram
 	return *loc ? 0 : -ENOMEM;
 }
 
+/*
+ * A Python frame (bpf/unwind_py.h): its qualified name, file and first
+ * line as the function, the line executing as the location's line. One
+ * whose names could not be read says so, never another function's name.
+ */
+static int python_location(struct tk_locs *b, uint32_t pid, uint64_t rec, uint64_t *loc,
+			   bool *unsym)
+{
+	struct tk_py *py = tk_symbolizer__py(b->s);
+	struct tk_py_frame f = { 0 };
+	uint64_t fid;
+
+	*unsym = !py || tk_py__frame(py, pid, rec, &f);
+	if (*unsym)
+		fid = tk_profile__function(b->p, "[python: code object unnamed]", NULL);
+	else
+		fid = tk_profile__function_at(b->p, f.name, f.file, f.first_line);
+	if (!fid)
+		return -ENOMEM;
+	*loc = tk_profile__location_at(b->p, 0, 0, fid, f.line);
+	return *loc ? 0 : -ENOMEM;
+}
+
 static int user_location(struct tk_locs *b, uint32_t pid, uint32_t gen, uint64_t addr,
 			 bool ret, uint64_t *loc, bool *unsym)
 {
@@ -151,6 +175,8 @@ static int user_location(struct tk_locs *b, uint32_t pid, uint32_t gen, uint64_t
 	struct tk_sym_frame f;
 	int err;
 
+	if (UNW_PY_IS_REC(addr))
+		return python_location(b, pid, addr, loc, unsym);
 	err = tk_symbolizer__user(b->s, pid, gen, look, &f);
 	*unsym = err != 0;
 	return tk_cpu_profile__user_location(b->p, &f, err, addr, look, loc);

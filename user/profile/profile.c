@@ -253,6 +253,7 @@ fail:
 
 struct function_key {
 	const char *name, *filename;
+	int64_t start_line;
 };
 
 static bool function_eq(const void *ctx, size_t i, const void *key)
@@ -260,12 +261,19 @@ static bool function_eq(const void *ctx, size_t i, const void *key)
 	const struct tk_function *f = &((const struct tk_profile *)ctx)->functions[i];
 	const struct function_key *k = key;
 
-	return str_eq(f->name, k->name) && str_eq(f->filename, k->filename);
+	return str_eq(f->name, k->name) && str_eq(f->filename, k->filename) &&
+	       f->start_line == k->start_line;
 }
 
 uint64_t tk_profile__function(struct tk_profile *p, const char *name, const char *filename)
 {
-	struct function_key k = { name, filename };
+	return tk_profile__function_at(p, name, filename, 0);
+}
+
+uint64_t tk_profile__function_at(struct tk_profile *p, const char *name, const char *filename,
+				 int64_t start_line)
+{
+	struct function_key k = { name, filename, start_line };
 	struct profile_priv *pp = priv(p);
 	struct tk_function *f;
 	uint64_t h;
@@ -276,7 +284,7 @@ uint64_t tk_profile__function(struct tk_profile *p, const char *name, const char
 		errno = EINVAL;
 		return 0;
 	}
-	h = tk_hash__str(tk_hash__str(2, name), filename);
+	h = tk_hash__u64(tk_hash__str(tk_hash__str(2, name), filename), start_line);
 	i = tk_hashidx__find(&pp->function_idx, h, function_eq, p, &k);
 	if (i != TK_HASHIDX_NONE)
 		return p->functions[i].id;
@@ -285,6 +293,7 @@ uint64_t tk_profile__function(struct tk_profile *p, const char *name, const char
 		goto fail;
 	f = &p->functions[p->nr_functions];
 	f->id = p->nr_functions + 1;
+	f->start_line = start_line;
 	err = dup_str(&f->name, name);
 	if (!err)
 		err = dup_str(&f->filename, filename);
@@ -308,13 +317,13 @@ static bool location_eq(const void *ctx, size_t i, const void *key)
 	const struct tk_location *k = key;
 
 	return l->mapping_id == k->mapping_id && l->address == k->address &&
-	       l->function_id == k->function_id && l->kernel == k->kernel;
+	       l->function_id == k->function_id && l->kernel == k->kernel && l->line == k->line;
 }
 
-uint64_t tk_profile__location(struct tk_profile *p, uint64_t mapping_id, uint64_t address,
-			      uint64_t function_id, bool kernel)
+static uint64_t location(struct tk_profile *p, uint64_t mapping_id, uint64_t address,
+			 uint64_t function_id, bool kernel, int64_t line)
 {
-	struct tk_location k = { 0, mapping_id, address, function_id, kernel };
+	struct tk_location k = { 0, mapping_id, address, function_id, kernel, line };
 	struct profile_priv *pp = priv(p);
 	uint64_t h;
 	size_t i;
@@ -325,7 +334,7 @@ uint64_t tk_profile__location(struct tk_profile *p, uint64_t mapping_id, uint64_
 		return 0;
 	}
 	h = tk_hash__u64(tk_hash__u64(tk_hash__u64(3, mapping_id), address), function_id);
-	h = tk_hash__u64(h, kernel);
+	h = tk_hash__u64(tk_hash__u64(h, kernel), line);
 	i = tk_hashidx__find(&pp->location_idx, h, location_eq, p, &k);
 	if (i != TK_HASHIDX_NONE)
 		return p->locations[i].id;
@@ -343,6 +352,18 @@ uint64_t tk_profile__location(struct tk_profile *p, uint64_t mapping_id, uint64_
 	if (!function_id && mapping_id)
 		p->mappings[mapping_id - 1].has_functions = false;
 	return k.id;
+}
+
+uint64_t tk_profile__location(struct tk_profile *p, uint64_t mapping_id, uint64_t address,
+			      uint64_t function_id, bool kernel)
+{
+	return location(p, mapping_id, address, function_id, kernel, 0);
+}
+
+uint64_t tk_profile__location_at(struct tk_profile *p, uint64_t mapping_id, uint64_t address,
+				 uint64_t function_id, int64_t line)
+{
+	return location(p, mapping_id, address, function_id, false, line);
 }
 
 /* Room for @n ids: the rest of the last block, or a new one (as long as @n, when longer). */

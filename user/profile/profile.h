@@ -36,6 +36,7 @@ struct tk_function {
 	uint64_t id;		/* 1-based */
 	char *name;		/* "main", "do_syscall_64", or "libc.so.6+0x1234" when unresolved */
 	char *filename;		/* source or object file; may be NULL */
+	int64_t start_line;	/* the function's first line (Python frames); 0: unknown */
 };
 
 struct tk_location {
@@ -44,6 +45,7 @@ struct tk_location {
 	uint64_t address;	/* the instruction address in the process (or kernel) */
 	uint64_t function_id;	/* 0: none */
 	bool kernel;		/* a kernel frame */
+	int64_t line;		/* the line executing (Python frames); 0: unknown */
 };
 
 struct tk_sample {
@@ -65,7 +67,7 @@ struct tk_loss {
 	uint64_t count;
 };
 
-#define TK_PROFILE_MAX_LOSSES 32
+#define TK_PROFILE_MAX_LOSSES 48
 
 struct tk_profile {
 	struct tk_value_type value_types[TK_PROFILE_MAX_VALUES];
@@ -90,7 +92,7 @@ struct tk_profile {
 
 	struct tk_loss losses[TK_PROFILE_MAX_LOSSES];
 	int nr_losses;
-	char *comments[16];			/* free-form notes; the writer adds backend etc. */
+	char *comments[24];			/* free-form notes; the writer adds backend etc. */
 	int nr_comments;
 	char *main_file;			/* the profiled program's file: its mapping goes
 						   first (pprof's "File:"); NULL: none */
@@ -131,6 +133,11 @@ uint64_t tk_profile__mapping(struct tk_profile *p, uint64_t start, uint64_t limi
 uint64_t tk_profile__function(struct tk_profile *p, const char *name, const char *filename);
 uint64_t tk_profile__location(struct tk_profile *p, uint64_t mapping_id, uint64_t address,
 			      uint64_t function_id, bool kernel);
+/* The same, with a source line: a function's first (@start_line), a location's (@line). */
+uint64_t tk_profile__function_at(struct tk_profile *p, const char *name, const char *filename,
+				 int64_t start_line);
+uint64_t tk_profile__location_at(struct tk_profile *p, uint64_t mapping_id, uint64_t address,
+				 uint64_t function_id, int64_t line);
 /* Append a sample; @locs leaf first. Returns 0 or -ENOMEM. */
 int tk_profile__add_sample(struct tk_profile *p, const uint64_t *locs, uint32_t nr,
 			   const int64_t *values, uint32_t pid, uint32_t tid, const char *comm);

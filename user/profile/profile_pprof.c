@@ -66,11 +66,13 @@ enum {
 	LOCATION_LINE = 4,
 
 	LINE_FUNCTION_ID = 1,
+	LINE_LINE = 2,
 
 	FUNCTION_ID = 1,
 	FUNCTION_NAME = 2,
 	FUNCTION_SYSTEM_NAME = 3,
 	FUNCTION_FILENAME = 4,
+	FUNCTION_START_LINE = 5,
 };
 
 enum { WIRE_VARINT = 0, WIRE_LEN = 2 };
@@ -353,6 +355,8 @@ static void locations(struct encoder *e)
 		pb_uint(&e->sub, LOCATION_MAPPING_ID, mapping_id);
 		pb_uint(&e->sub, LOCATION_ADDRESS, l->address);
 		pb_uint(&e->sub2, LINE_FUNCTION_ID, function_of(e, i));
+		if (l->line > 0)
+			pb_int(&e->sub2, LINE_LINE, l->line);
 		pb_message(&e->sub, LOCATION_LINE, &e->sub2);
 		pb_message(&e->out, PROFILE_LOCATION, &e->sub);
 	}
@@ -370,7 +374,8 @@ static bool pprof_would_rewrite(const char *name)
 	return !strncmp(name, "_Z", 2) || strstr(name, "::") || strpbrk(name, "<>[]");
 }
 
-static void function(struct encoder *e, uint64_t id, const char *name, const char *filename)
+static void function(struct encoder *e, uint64_t id, const char *name, const char *filename,
+		     int64_t start_line)
 {
 	int64_t n = str_id(&e->st, name);
 
@@ -379,6 +384,8 @@ static void function(struct encoder *e, uint64_t id, const char *name, const cha
 	if (!pprof_would_rewrite(name))
 		pb_int(&e->sub, FUNCTION_SYSTEM_NAME, n);
 	pb_int(&e->sub, FUNCTION_FILENAME, str_id(&e->st, filename));
+	if (start_line > 0)
+		pb_int(&e->sub, FUNCTION_START_LINE, start_line);
 	pb_message(&e->out, PROFILE_FUNCTION, &e->sub);
 }
 
@@ -388,11 +395,12 @@ static void functions(struct encoder *e)
 	size_t i;
 
 	for (i = 0; i < p->nr_functions; i++)
-		function(e, p->functions[i].id, p->functions[i].name, p->functions[i].filename);
+		function(e, p->functions[i].id, p->functions[i].name, p->functions[i].filename,
+			 p->functions[i].start_line);
 	for (i = 0; i < p->nr_locations; i++) {
 		if (p->locations[i].function_id)
 			continue;
-		function(e, function_of(e, i), e->fr.frames[e->fr.of_loc[i]].name, NULL);
+		function(e, function_of(e, i), e->fr.frames[e->fr.of_loc[i]].name, NULL, 0);
 	}
 }
 

@@ -17,6 +17,7 @@
 #include "core/hash.h"
 #include "core/hashmap.h"
 #include "core/grow.h"
+#include "runtime/py.h"
 #include "sym/symbolize.h"
 #include "sym/symbolize_int.h"
 #include "sym/symbolize_state.h"
@@ -94,7 +95,20 @@ void tk_symbolizer__free(struct tk_symbolizer *s)
 	tk_symbolizer__free_files(s);
 	tk_strset__free(&s->strings);
 	tk_ksyms__free(s->ksyms);
+	tk_py__free(s->py);
 	free(s);
+}
+
+struct tk_py *tk_symbolizer__py(struct tk_symbolizer *s)
+{
+	if (!s->py)
+		s->py = tk_py__new();
+	return s->py;
+}
+
+struct tk_py *tk_symbolizer__py_if_any(const struct tk_symbolizer *s)
+{
+	return s ? s->py : NULL;
 }
 
 /* ---- processes ---------------------------------------------------------------------- */

@@ -170,6 +170,14 @@ size_t tk_symbolizer__prune(struct tk_symbolizer *s, uint64_t mark);
  */
 int tk_symbolizer__kernel_status(struct tk_symbolizer *s);
 
+struct tk_py;
+/*
+ * The names of Python frames (runtime/py.h), made on first use: NULL only
+ * without memory. _if_any: NULL when no Python frame was ever met.
+ */
+struct tk_py *tk_symbolizer__py(struct tk_symbolizer *s);
+struct tk_py *tk_symbolizer__py_if_any(const struct tk_symbolizer *s);
+
 /* ---- kallsyms (ksyms.c); the symbolizer uses these, tests and fuzzing too -------- */
 
 struct tk_ksyms;

@@ -95,6 +95,7 @@ struct tk_symbolizer {
 	struct proc_key_q { uint32_t pid, gen; } *retired;
 	size_t nr_retired, cap_retired;
 	uint64_t retired_base;
+	struct tk_py *py;		/* Python frames' names (runtime/py.h); made on first use */
 };
 
 /* symbolize.c: the process (@pid, @gen), made empty when missing; NULL: no memory. */

@@ -157,6 +157,7 @@ int tk_unw__pick_maps(const struct tk_sym_map_info *maps, size_t nr, bool *keep)
 /* ---- what a profile says of its unwinding (unwind_store.c) ------------------------------ */
 
 struct tk_profile;
+struct tk_py;
 
 struct tk_unw_info {
 	bool in_kernel;			/* the BPF evaluator; else the user-space one */
@@ -167,6 +168,9 @@ struct tk_unw_info {
 	uint64_t recaptures;		/* processes captured again after a miss */
 	uint64_t misses_dropped;	/* miss events with no room to wait (BPF sends again) */
 	uint64_t memory;		/* bytes reserved for rows and entries */
+	bool python;			/* Python frames are walked (the kernel knows fsbase) */
+	const char *python_off;		/* else why not; NULL: not asked */
+	struct tk_py *py;		/* their names and counters (read when reported); NULL */
 };
 
 /*

@@ -21,11 +21,14 @@
 #include "core/internal.h"
 #include "core/kfeat.h"
 #include "core/percpu.h"
+#include "runtime/py.h"
 #include "sym/symbolize.h"
 #include "unwind/unwind_bpf.h"
 
 #define UNW_DEFAULT_ROWS (2u << 20)	/* 16 MiB of rows */
 #define MISS_INTERVAL_NS 1000000000LL	/* a process is captured again at most once a second */
+#define PY_CODES 16384			/* code objects with an id at once (LRU) */
+#define PY_EVENTS (256u << 10)		/* bytes of the new ids' ring buffer */
 
 struct tk_unw_bpf {
 	struct tk_unw_store *store;
@@ -39,7 +42,29 @@ struct tk_unw_bpf {
 	uint64_t recaptures;		/* captures again after a miss */
 	struct tk_unw_misses misses;
 	struct unw_proc scratch;
+	/* Python frames */
+	bool python;
+	const char *python_off;		/* why not, when not */
+	int py_procs_fd;
+	struct ring_buffer *py_rb;	/* unw_py_events: new code object ids */
+	struct tk_symbolizer *sym;	/* the one whose processes are described */
 };
+
+/* The kernel's task_struct.thread.fsbase, from its BTF; 0 when not found. */
+static __u32 fsbase_offset(void)
+{
+	int t = tk_kfeat__member_offset("task_struct", "thread");
+	int f = tk_kfeat__member_offset("thread_struct", "fsbase");
+
+	return t > 0 && f >= 0 ? (__u32)(t + f) : 0;
+}
+
+static void python_maps(const struct tk_unw_bpf_vars *v, size_t procs, bool on)
+{
+	bpf_map__set_max_entries(v->py_procs, on ? procs : 1);
+	bpf_map__set_max_entries(v->py_codes, on ? PY_CODES : 1);
+	bpf_map__set_max_entries(v->py_events, on ? PY_EVENTS : sysconf(_SC_PAGESIZE));
+}
 
 int tk_unw_bpf__prepare(const struct tk_unw_bpf_vars *v, const struct tk_unw_bpf_opts *o,
 			char *why, size_t why_sz)
@@ -51,6 +76,8 @@ int tk_unw_bpf__prepare(const struct tk_unw_bpf_vars *v, const struct tk_unw_bpf
 	if (why && why_sz)
 		why[0] = '\0';
 	*v->enabled = false;
+	*v->fsbase_off = 0;
+	python_maps(v, procs, false);
 	if (o->mode == TK_UNWIND_FP) {
 		/* unused: as small as a map can be */
 		bpf_map__set_max_entries(v->rows, 1);
@@ -83,6 +110,11 @@ int tk_unw_bpf__prepare(const struct tk_unw_bpf_vars *v, const struct tk_unw_bpf
 		err = bpf_map__set_max_entries(v->procs, procs);
 	if (err)
 		return err;
+	/* TK_UNWIND_NO_PYTHON=1: as without the kernel's BTF (for tests) */
+	if (!o->no_python && !getenv("TK_UNWIND_NO_PYTHON")) {
+		*v->fsbase_off = fsbase_offset();
+		python_maps(v, procs, *v->fsbase_off != 0);
+	}
 	*v->enabled = true;
 	return 0;
 }
@@ -95,6 +127,17 @@ bool tk_unw_bpf__refused(const struct tk_unw_bpf_vars *v, enum tk_unwind_mode mo
 	snprintf(note, note_sz, "unwinding: %sthis kernel refused the CFI unwinder (%s)",
 		 mode == TK_UNWIND_AUTO ? "frame pointers only: " : "", strerror(-err));
 	return mode == TK_UNWIND_AUTO;
+}
+
+/* A new code object id: its names are read now, while the process lives. */
+static int py_event(void *ctx, void *data, size_t len)
+{
+	struct tk_unw_bpf *u = ctx;
+	struct tk_py *py = u->sym ? tk_symbolizer__py(u->sym) : NULL;
+
+	if (py && len >= sizeof(struct unw_py_event))
+		tk_py__on_event(py, data);
+	return 0;
 }
 
 int tk_unw_bpf__open(const struct tk_unw_bpf_vars *v, struct tk_unw_bpf **out)
@@ -114,6 +157,9 @@ int tk_unw_bpf__open(const struct tk_unw_bpf_vars *v, struct tk_unw_bpf **out)
 	u->rows_cap = cap;
 	u->procs_cap = bpf_map__max_entries(v->procs);
 	u->procs_fd = bpf_map__fd(v->procs);
+	u->python = *v->fsbase_off != 0;
+	u->python_off = u->python ? NULL : "no task_struct.thread.fsbase in the kernel's BTF";
+	u->py_procs_fd = bpf_map__fd(v->py_procs);
 	u->map_len = (cap * sizeof(struct unw_row) + page - 1) / page * page;
 	u->rows = mmap(NULL, u->map_len, PROT_READ | PROT_WRITE, MAP_SHARED, bpf_map__fd(v->rows),
 		       0);
@@ -123,6 +169,11 @@ int tk_unw_bpf__open(const struct tk_unw_bpf_vars *v, struct tk_unw_bpf **out)
 		return err;
 	}
 	err = tk_unw_store__new(u->rows, cap, &u->store);
+	if (!err && u->python) {
+		u->py_rb = ring_buffer__new(bpf_map__fd(v->py_events), py_event, u, NULL);
+		if (!u->py_rb)
+			err = -errno;
+	}
 	if (err) {
 		tk_unw_bpf__free(u);
 		return err;
@@ -135,10 +186,36 @@ void tk_unw_bpf__free(struct tk_unw_bpf *u)
 {
 	if (!u)
 		return;
+	ring_buffer__free(u->py_rb);
 	tk_unw_store__free(u->store);
 	if (u->rows && u->rows != MAP_FAILED)
 		munmap(u->rows, u->map_len);
 	free(u);
+}
+
+/*
+ * CPython in (@pid, @gen): its entry written, and the process's marked, so
+ * the kernel walks its Python frames. A CPython caught before it made its
+ * thread-state key (at exec) is asked again a second later, as after a miss.
+ */
+static bool pid_gone(uint32_t pid, void *ctx);
+
+static void python_entry(struct tk_unw_bpf *u, struct tk_symbolizer *sym, uint32_t pid,
+			 uint32_t gen)
+{
+	struct tk_py *py = tk_symbolizer__py(sym);
+	struct unw_py e;
+	int err;
+
+	u->sym = sym;
+	if (!py)
+		return;
+	err = tk_py__detect(py, sym, pid, gen, &e, NULL);
+	if (!err && !bpf_map_update_elem(u->py_procs_fd, &pid, &e, BPF_ANY))
+		u->scratch.flags |= UNW_PROC_PY;
+	else if (err == -EAGAIN)
+		tk_unw_misses__add(&u->misses, pid, gen, tk_now_ns(CLOCK_MONOTONIC), pid_gone,
+				   NULL);
 }
 
 int tk_unw_bpf__update(struct tk_unw_bpf *u, struct tk_symbolizer *sym, uint32_t pid,
@@ -151,6 +228,8 @@ int tk_unw_bpf__update(struct tk_unw_bpf *u, struct tk_symbolizer *sym, uint32_t
 	err = tk_unw_store__proc(u->store, sym, pid, gen, &u->scratch);
 	if (err)
 		return err;
+	if (u->python)
+		python_entry(u, sym, pid, gen);
 	/* the rows are in place before the entry that points at them */
 	__atomic_thread_fence(__ATOMIC_SEQ_CST);
 	if (bpf_map_update_elem(u->procs_fd, &pid, &u->scratch, BPF_ANY)) {
@@ -271,7 +350,11 @@ void tk_unw_bpf__retry(struct tk_unw_bpf *u, struct tk_symbolizer *sym)
 	uint32_t pid, gen;
 	int64_t now;
 
-	if (!u || !u->misses.nr)
+	if (!u)
+		return;
+	if (u->py_rb)
+		ring_buffer__consume(u->py_rb);
+	if (!u->misses.nr)
 		return;
 	now = tk_now_ns(CLOCK_MONOTONIC);
 	while (tk_unw_misses__next_due(&u->misses, now, MISS_INTERVAL_NS, &pid, &gen)) {
@@ -293,6 +376,14 @@ void tk_unw_bpf__forget(struct tk_unw_bpf *u, uint32_t pid)
 		return;
 	bpf_map_delete_elem(u->procs_fd, &pid);
 	tk_unw_misses__forget(&u->misses, pid);
+	if (u->python) {
+		/* its ids' names stay: its samples are still to be named */
+		if (u->py_rb)
+			ring_buffer__consume(u->py_rb);
+		bpf_map_delete_elem(u->py_procs_fd, &pid);
+		if (u->sym && tk_symbolizer__py_if_any(u->sym))
+			tk_py__forget(tk_symbolizer__py_if_any(u->sym), pid);
+	}
 }
 
 void tk_unw_bpf__sum(const __u64 (*counters)[UNW_CNT__COUNT], int nr_cpus,
@@ -301,11 +392,17 @@ void tk_unw_bpf__sum(const __u64 (*counters)[UNW_CNT__COUNT], int nr_cpus,
 	tk_percpu__sum(counters, nr_cpus, UNW_CNT__COUNT, out);
 }
 
-void tk_unw_bpf__stats(const struct tk_unw_bpf *u, struct tk_unw_info *info)
+void tk_unw_bpf__stats(struct tk_unw_bpf *u, struct tk_unw_info *info)
 {
 	memset(info, 0, sizeof(*info));
 	if (!u)
 		return;
+	/* every id the kernel gave so far is named before the stacks are */
+	if (u->py_rb)
+		ring_buffer__consume(u->py_rb);
+	info->python = u->python;
+	info->python_off = u->python_off;
+	info->py = u->sym ? tk_symbolizer__py_if_any(u->sym) : NULL;
 	tk_unw_store__stats(u->store, &info->store);
 	info->in_kernel = true;
 	info->procs = u->procs_written;

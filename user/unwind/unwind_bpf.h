@@ -22,6 +22,10 @@ struct tk_unw_bpf_vars {
 	__u32 *thread_size;		/* rodata unw_thread_size */
 	struct bpf_map *rows;		/* unw_rows */
 	struct bpf_map *procs;		/* unw_procs */
+	__u32 *fsbase_off;		/* rodata unw_fsbase_off (Python frames) */
+	struct bpf_map *py_procs;	/* unw_py_procs */
+	struct bpf_map *py_codes;	/* unw_py_codes */
+	struct bpf_map *py_events;	/* unw_py_events */
 };
 
 #define TK_UNW_BPF_VARS(skel) {						\
@@ -31,12 +35,17 @@ struct tk_unw_bpf_vars {
 	.thread_size = &(skel)->rodata->unw_thread_size,		\
 	.rows = (skel)->maps.unw_rows,					\
 	.procs = (skel)->maps.unw_procs,				\
+	.fsbase_off = &(skel)->rodata->unw_fsbase_off,			\
+	.py_procs = (skel)->maps.unw_py_procs,				\
+	.py_codes = (skel)->maps.unw_py_codes,				\
+	.py_events = (skel)->maps.unw_py_events,			\
 }
 
 struct tk_unw_bpf_opts {
 	enum tk_unwind_mode mode;
 	size_t rows;			/* capacity of the rows array; 0: 2M rows (16 MiB) */
 	size_t procs;			/* processes with an entry at once; 0: 1024 */
+	bool no_python;			/* no Python frames (TK_UNWIND_FP has none either) */
 	enum bpf_prog_type prog_type;	/* of the programs that unwind */
 };
 
@@ -73,7 +82,7 @@ void tk_unw_bpf__retry(struct tk_unw_bpf *u, struct tk_symbolizer *sym);
 /* Sum the per-CPU unw_counters of a skeleton's .bss. */
 void tk_unw_bpf__sum(const __u64 (*counters)[UNW_CNT__COUNT], int nr_cpus,
 		     uint64_t out[UNW_CNT__COUNT]);
-void tk_unw_bpf__stats(const struct tk_unw_bpf *u, struct tk_unw_info *info);
+void tk_unw_bpf__stats(struct tk_unw_bpf *u, struct tk_unw_info *info);
 
 /*
  * The processes that missed, waiting to be captured again (tk_unw_bpf__miss,

@@ -18,6 +18,7 @@
 #include "core/hash.h"
 #include "core/hashmap.h"
 #include "profile/profile.h"
+#include "runtime/py.h"
 #include "sym/symbolize.h"
 #include "unwind/unwind.h"
 
@@ -334,7 +335,53 @@ static const char *const loss_names[UNW_CNT__COUNT] = {
 	[UNW_CNT_BAD_FRAME] = "unwind_bad_frame",
 	[UNW_CNT_LEFT_OUT] = "unwind_mapping_left_out",
 	[UNW_CNT_MISS_RESENT] = "unwind_miss_resent",
+	[UNW_CNT_PY_TSTATE] = "python_tstate_not_found",
+	[UNW_CNT_PY_READ_FAULT] = "python_frame_read_fault",
+	[UNW_CNT_PY_DEPTH] = "python_depth_limit",
+	[UNW_CNT_PY_MISALIGNED] = "python_misaligned",
+	[UNW_CNT_PY_NO_ID] = "python_no_id",
 };
+
+/*
+ * Python frames: the kernel's counters above, and what user space counts
+ * (runtime/py.h): processes whose CPython it cannot walk, frames it could
+ * not name or place on a line, ids past the memory bound, and the perf
+ * backend's samples that ran Python code it cannot show.
+ */
+static void python_report(struct tk_profile *p, const uint64_t cnt[UNW_CNT__COUNT],
+			  const struct tk_unw_info *info)
+{
+	struct tk_py_stats st = { 0 };
+
+	if (info && info->py)
+		tk_py__stats(info->py, &st);
+	tk_profile__set_loss(p, "python_unknown_version", st.unknown_version);
+	tk_profile__set_loss(p, "python_name_unreadable", st.name_unreadable);
+	tk_profile__set_loss(p, "python_line_unknown", st.line_unknown);
+	tk_profile__set_loss(p, "python_names_dropped", st.names_dropped);
+	tk_profile__set_loss(p, "python_frames_unavailable", st.perf_frames_unavailable);
+	if (!info)
+		return;
+	if (st.perf_frames_unavailable)
+		tk_profile__add_comment(p, "python: %" PRIu64 " samples ran Python code "
+					"(_PyEval_EvalFrameDefault on the stack); the perf_event "
+					"backend cannot read Python frames faithfully (they live in "
+					"the process heap and change after the sample), so their "
+					"Python functions are not shown. The bpf backend shows them; "
+					"with Python 3.12+, '-X perf' names functions (no lines) "
+					"through its perf map", st.perf_frames_unavailable);
+	if (info->in_kernel && !info->python && info->python_off && st.processes)
+		tk_profile__add_comment(p, "python: frames not walked: %s", info->python_off);
+	if (st.processes || st.unknown_version || cnt[UNW_CNT_PY_STACKS])
+		tk_profile__add_comment(p, "python: %" PRIu64 " processes walked, %" PRIu64
+					" not (%s); %" PRIu64 " stacks with Python frames, %"
+					PRIu64 " frames; %" PRIu64 " code objects named of %" PRIu64
+					"; %" PRIu64 " trampoline frames (-X perf)", st.processes,
+					st.unknown_version, st.unknown_version ? st.last_unknown :
+					"none refused", cnt[UNW_CNT_PY_STACKS],
+					cnt[UNW_CNT_PY_FRAMES], st.names, st.ids,
+					cnt[UNW_CNT_PY_TRAMP]);
+}
 
 const char *tk_unw__loss_name(enum unw_counter c)
 {
@@ -351,6 +398,7 @@ void tk_unw__report(struct tk_profile *p, const uint64_t cnt[UNW_CNT__COUNT],
 		if (loss_names[i])
 			tk_profile__set_loss(p, loss_names[i], cnt[i]);
 	tk_profile__set_loss(p, "unwind_miss_dropped", info ? info->misses_dropped : 0);
+	python_report(p, cnt, info);
 	if (!info)
 		return;
 	tk_profile__add_comment(p, "unwinding: CFI %s: %" PRIu64 " stacks, %" PRIu64

@@ -1,0 +1,43 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause */
+/* Inside user/runtime/py_*.c: an interpreter file as read once (py_detect.c). */
+#ifndef __TK_RUNTIME_PY_INT_H
+#define __TK_RUNTIME_PY_INT_H
+
+#include <sys/types.h>
+
+#include "runtime/py.h"
+
+struct py_image {
+	dev_t dev;
+	ino_t ino;
+	bool is_py;			/* it defines _PyRuntime */
+	bool shared;
+	bool debug_offsets;
+	bool members_checked;
+	bool split;
+	int minor;
+	uint32_t version;
+	uint64_t runtime;		/* _PyRuntime, ELF virtual address */
+	struct tk_py_offsets off;
+	int nranges;
+	uint64_t lo[UNW_PY_RANGES];	/* ELF virtual addresses */
+	uint64_t hi[UNW_PY_RANGES];
+	int tramp;
+	char why[200];			/* CPython that cannot be walked: why */
+};
+
+/*
+ * The image of file (@dev, @ino), read from @path (named python3.@minor or
+ * libpython3.@minor) the first time it is asked for. NULL: no memory.
+ */
+struct py_image *tk_py__image(struct tk_py *py, dev_t dev, ino_t ino, const char *path,
+			      int minor);
+/* Read what the file at @path says into @im: 0, -ENOENT (no _PyRuntime), ... */
+int tk_py__read_image(struct py_image *im, const char *path, int name_minor);
+
+/* Process @pid runs the interpreter @im loaded at @bias: remembered for its events. */
+int tk_py__set_proc(struct tk_py *py, uint32_t pid, const struct py_image *im, uint64_t bias);
+/* Process @pid runs a CPython tracekit cannot walk (counted once per process). */
+void tk_py__set_unknown(struct tk_py *py, uint32_t pid, const char *why);
+
+#endif /* __TK_RUNTIME_PY_INT_H */
