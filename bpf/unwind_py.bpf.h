@@ -255,11 +255,16 @@ __noinline int unw_py_step(void)
 	if (s->py.lasti == UNW_PY_LASTI_PTR) {
 		ptr = unw_py_u64(s->py_frame, s->py.fr_instr);
 		d = ptr - code - s->py.co_code;
-		if (ptr >= code + s->py.co_code && d < (UNW_PY_IDX_MASK << 1))
+		/* 3.11/3.12 start a frame at the unit before its first */
+		if (ptr < code + s->py.co_code)
+			idx = UNW_PY_IDX_START;
+		else if (d < ((UNW_PY_IDX_MASK - 1) << 1))
 			idx = d >> 1;
 	} else {
 		lasti = (__s32)unw_py_u32(s->py_frame, s->py.fr_instr);
-		if (lasti >= 0)
+		if (lasti < 0)
+			idx = UNW_PY_IDX_START;
+		else if (lasti < (UNW_PY_IDX_MASK - 1) << 1)
 			idx = s->py.lasti == UNW_PY_LASTI_BYTES ? (__u32)lasti >> 1 : (__u32)lasti;
 	}
 	if (s->py.kind == UNW_PY_FRAMEOBJ)

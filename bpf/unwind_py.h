@@ -16,7 +16,8 @@
  * (< 2^47) and any kernel address or context marker (top bits 111):
  *
  *   bits 63..61  101
- *   bits 59..32  instruction index in code units (UNW_PY_IDX_UNKNOWN: none)
+ *   bits 59..32  instruction index in code units (UNW_PY_IDX_UNKNOWN: none,
+ *                UNW_PY_IDX_START: not started, its line is the first)
  *   bits 31..0   the code object's id (0: the kernel had no id for it)
  *
  * Ids are given in the kernel per (process, code object address, stamp of
@@ -37,6 +38,7 @@
 #define UNW_PY_IDX_SHIFT 32
 #define UNW_PY_IDX_MASK 0x0fffffffULL
 #define UNW_PY_IDX_UNKNOWN UNW_PY_IDX_MASK
+#define UNW_PY_IDX_START (UNW_PY_IDX_MASK - 1)	/* the frame has run no instruction yet */
 
 #define UNW_PY_REC(id, idx)                                                                      \
 	(UNW_PY_TAG | ((__u64)((idx) & UNW_PY_IDX_MASK) << UNW_PY_IDX_SHIFT) | (__u32)(id))

@@ -20,6 +20,7 @@
 #include "alloc/alloc_int.h"
 #include "alloc/alloc_syms.h"
 #include "alloc/alloc_trace_int.h"
+#include "unwind/unwind_bpf.h"
 #include "core/kfeat.h"
 #include "bpf/alloc_trace.h"
 #include "alloc_trace.skel.h"
@@ -255,6 +256,9 @@ int tk_alloc_bpf__start(struct tk_alloc *a, char *why, size_t why_sz)
 			err = -errno;
 			goto fail;
 		}
+		err = tk_unw_bpf__add_ring(st->unw, st->rb);
+		if (err)
+			goto fail;
 	}
 	err = attach_raw_tp(st, st->skel->progs.exec_raw);
 	if (!err)

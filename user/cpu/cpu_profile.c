@@ -178,6 +178,12 @@ static int user_location(struct tk_locs *b, uint32_t pid, uint32_t gen, uint64_t
 	if (UNW_PY_IS_REC(addr))
 		return python_location(b, pid, addr, loc, unsym);
 	err = tk_symbolizer__user(b->s, pid, gen, look, &f);
+	/* a part gcc split off the interpreter loop has no symbol of its own */
+	if (f.module && tk_symbolizer__py_if_any(b->s) &&
+	    tk_py__in_loop(tk_symbolizer__py_if_any(b->s), pid, gen, look)) {
+		f.function = "_PyEval_EvalFrameDefault";
+		err = 0;
+	}
 	*unsym = err != 0;
 	return tk_cpu_profile__user_location(b->p, &f, err, addr, look, loc);
 }

@@ -783,6 +783,9 @@ static int bpf_start(struct tk_cpu *c)
 		err = -errno;
 		goto fail;
 	}
+	err = tk_unw_bpf__add_ring(st->unw, st->rb);
+	if (err)
+		goto fail;
 
 	st->links = calloc(nr_cpus, sizeof(*st->links));
 	if (!st->links) {

@@ -16,6 +16,7 @@
 #include "core/hash.h"
 #include "core/hashmap.h"
 #include "cpu/perf_ring.h"
+#include "runtime/py.h"
 
 /* ---- small tables keyed by a non-zero u32 ------------------------------------ */
 
@@ -104,6 +105,8 @@ struct proc {
 	uint32_t flags;
 	struct maplist *maps;	/* NULL: none known */
 	struct unw_proc *unw;	/* for the walk, with P_UNW; NULL: no entry (UNW_C_NO_PROC) */
+	int py;			/* CPython: 1 found, -1 not, 0 not yet known (asked again) */
+	uint32_t py_asked;	/* samples since it was last asked */
 };
 
 struct thread {
@@ -263,6 +266,37 @@ static void unw_info_update(struct tk_perf_records *st)
 	info->procs = st->unw_procs;
 	info->memory = info->store.cap * sizeof(struct unw_row) +
 		       st->unw_live * sizeof(struct unw_proc);
+	info->py = tk_symbolizer__py_if_any(st->c->sym);
+}
+
+/*
+ * A sample that ran Python code (an interpreter-loop frame on its stack):
+ * its Python frames live in the process's heap, not in the stack copy, and
+ * change right after the sample, so they are not read, only counted, and
+ * the profile says so (never a guess dressed as a frame).
+ */
+static void python_unavailable(struct tk_perf_records *st, struct proc *p, uint32_t n)
+{
+	struct tk_py *py = tk_symbolizer__py(st->c->sym);
+	struct unw_py e;
+	uint32_t i;
+	int err;
+
+	if (!py || p->py < 0)
+		return;
+	st->c->unw_info.py = py;
+	if (!p->py && (p->py_asked++ & 255) == 0) {
+		err = tk_py__detect(py, st->c->sym, p->pid, p->gen, &e, NULL);
+		p->py = !err ? 1 : err == -EAGAIN ? 0 : -1;
+	}
+	if (p->py <= 0)
+		return;
+	for (i = 0; i < n; i++) {
+		if (tk_py__in_loop(py, p->pid, p->gen, st->ubuf[i])) {
+			tk_py__count_unavailable(py, 1);
+			return;
+		}
+	}
 }
 
 /* The walk's entry of @p's generation, made again after its mappings changed; NULL: none. */
@@ -338,6 +372,8 @@ static uint32_t unwind_sample(struct tk_perf_records *st, struct proc *p,
 			cnt[UNW_CNT_FP + i]++;
 	if (causes & UNW_C_DEPTH)
 		*trunc = true;
+	if (n > 0)
+		python_unavailable(st, p, n);
 	return n;
 }
 

@@ -520,6 +520,11 @@ static int bpf_start(struct tk_numa *n, char *why, size_t why_sz)
 		snprintf(why, why_sz, "ring buffer: %s", strerror(-err));
 		return err;
 	}
+	err = tk_unw_bpf__add_ring(st->unw, st->rb);
+	if (err) {
+		snprintf(why, why_sz, "ring buffer: %s", strerror(-err));
+		return err;
+	}
 
 	tk_log__push(&tk_log_quiet, &quiet);
 	/* the misplaced-page function first: its state must exist before the end event */

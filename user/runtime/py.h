@@ -167,7 +167,7 @@ struct tk_py_frame {
  */
 int tk_py__frame(struct tk_py *py, uint32_t pid, uint64_t rec, struct tk_py_frame *out);
 
-/* The process ended: its names stay (its samples are still to name), its entry goes. */
+/* The process ended: its names and interpreter ranges stay (its samples are still to name). */
 void tk_py__forget(struct tk_py *py, uint32_t pid);
 
 struct tk_py_stats {
@@ -186,7 +186,10 @@ void tk_py__stats(const struct tk_py *py, struct tk_py_stats *st);
 /* The perf backend saw @n samples running Python code it cannot name. */
 void tk_py__count_unavailable(struct tk_py *py, uint64_t n);
 
-/* Whether user address @addr of @pid lies in a known interpreter loop (perf backend). */
-bool tk_py__in_loop(struct tk_py *py, uint32_t pid, uint64_t addr);
+/*
+ * Whether user address @addr of (@pid, @gen) lies in its interpreter loop
+ * (the symbol or a part gcc split off it, which no symbol names).
+ */
+bool tk_py__in_loop(struct tk_py *py, uint32_t pid, uint32_t gen, uint64_t addr);
 
 #endif /* __TK_RUNTIME_PY_H */

@@ -381,36 +381,54 @@ static int pmem(int fd, uint64_t addr, void *buf, size_t len)
 
 /*
  * Every thread state of the interpreter found back through its thread's
- * key slot: the key, glibc's layout and the offsets agree. A thread whose
- * slot is still empty (started, not yet bound) is no disagreement.
+ * key slot: the key, glibc's layout and the offsets agree. A slot still
+ * empty (a thread started, not yet bound) or holding another thread state
+ * of the list (before 3.11 a new thread's state carries its creator's
+ * thread_id until the thread takes it up) is no disagreement; anything
+ * else is.
  */
 static int check_threads(int fd, const struct py_image *im, uint64_t runtime, uint32_t key,
 			 struct tk_py_info *info, char *why, size_t why_sz)
 {
-	uint64_t interp, ts, tid, slot;
-	int n = 0, found = 0;
+	uint64_t interp, ts, tid, slot, *all;
+	int n = 0, found = 0, i, j, err = 0;
 
 	if (pmem(fd, runtime + im->off.rt_interp_head, &interp, 8) || !interp ||
 	    pmem(fd, interp + im->off.interp_threads, &ts, 8)) {
 		snprintf(why, why_sz, "the interpreter's thread list is unreadable");
 		return -EAGAIN;
 	}
+	all = malloc(MAX_THREADS * sizeof(*all));
+	if (!all)
+		return -ENOMEM;
 	for (; ts && n < MAX_THREADS; n++) {
-		if (pmem(fd, ts + im->off.ts_thread_id, &tid, 8) ||
-		    pmem(fd, tid + GLIBC_TSD_OFF + GLIBC_TSD_STRIDE * key, &slot, 8) ||
-		    (slot && slot != ts)) {
-			snprintf(why, why_sz, "a thread state is not found through its thread's "
-				 "key slot (not glibc, or a layout tracekit does not know)");
-			info->threads = n + 1;
-			info->threads_found = found;
-			return -ENOTSUP;
-		}
-		found += slot == ts;
+		all[n] = ts;
 		if (pmem(fd, ts + im->off.ts_next, &ts, 8))
 			break;
 	}
+	for (i = 0; i < n && !err; i++) {
+		if (pmem(fd, all[i] + im->off.ts_thread_id, &tid, 8) ||
+		    pmem(fd, tid + GLIBC_TSD_OFF + GLIBC_TSD_STRIDE * key, &slot, 8)) {
+			err = -ENOTSUP;
+			break;
+		}
+		if (slot == all[i]) {
+			found++;
+			continue;
+		}
+		for (j = 0; slot && j < n && all[j] != slot; j++)
+			;
+		if (slot && j == n)
+			err = -ENOTSUP;
+	}
+	free(all);
 	info->threads = n;
 	info->threads_found = found;
+	if (err) {
+		snprintf(why, why_sz, "a thread state is not found through its thread's key slot "
+			 "(not glibc, or a layout tracekit does not know)");
+		return err;
+	}
 	if (!found) {
 		snprintf(why, why_sz, "no thread state bound to its thread yet");
 		return -EAGAIN;
@@ -502,7 +520,7 @@ int tk_py__detect(struct tk_py *py, struct tk_symbolizer *sym, uint32_t pid, uin
 	if (err == -ENOTSUP)
 		tk_py__set_unknown(py, pid, info->why);
 	if (!err)
-		err = tk_py__set_proc(py, pid, im, f.bias);
+		err = tk_py__set_proc(py, pid, gen, im, f.bias);
 	if (err)
 		goto out;
 	tk_py_offsets__to_bpf(&im->off, out);

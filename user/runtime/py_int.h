@@ -36,7 +36,8 @@ struct py_image *tk_py__image(struct tk_py *py, dev_t dev, ino_t ino, const char
 int tk_py__read_image(struct py_image *im, const char *path, int name_minor);
 
 /* Process @pid runs the interpreter @im loaded at @bias: remembered for its events. */
-int tk_py__set_proc(struct tk_py *py, uint32_t pid, const struct py_image *im, uint64_t bias);
+int tk_py__set_proc(struct tk_py *py, uint32_t pid, uint32_t gen, const struct py_image *im,
+		    uint64_t bias);
 /* Process @pid runs a CPython tracekit cannot walk (counted once per process). */
 void tk_py__set_unknown(struct tk_py *py, uint32_t pid, const char *why);
 

@@ -28,7 +28,7 @@
 
 struct py_proc {
 	uint32_t pid;			/* never 0: the slot's first word */
-	uint32_t pad;
+	uint32_t gen;
 	uint64_t bias;
 	const struct py_image *im;
 	bool unknown;
@@ -147,12 +147,14 @@ static struct py_proc *proc_slot(struct tk_py *py, uint32_t pid)
 	return p;
 }
 
-int tk_py__set_proc(struct tk_py *py, uint32_t pid, const struct py_image *im, uint64_t bias)
+int tk_py__set_proc(struct tk_py *py, uint32_t pid, uint32_t gen, const struct py_image *im,
+		    uint64_t bias)
 {
 	struct py_proc *p = proc_slot(py, pid);
 
 	if (!p)
 		return -ENOMEM;
+	p->gen = gen;
 	if (!p->im)
 		py->st.processes++;
 	p->im = im;
@@ -174,11 +176,7 @@ void tk_py__set_unknown(struct tk_py *py, uint32_t pid, const char *why)
 
 void tk_py__forget(struct tk_py *py, uint32_t pid)
 {
-	struct py_proc *p = tk_hashmap__find(&py->procs, tk_hash__mix64(pid), proc_match, NULL,
-					     &pid);
-
-	if (p)
-		tk_hashmap__del(&py->procs, p);
+	/* its entry stays: its samples' interpreter frames are still to name */
 	if (py->mem_pid == pid && py->mem_fd >= 0) {
 		close(py->mem_fd);
 		py->mem_fd = -1;
@@ -360,6 +358,10 @@ int tk_py__frame(struct tk_py *py, uint32_t pid, uint64_t rec, struct tk_py_fram
 	out->name = c->name;
 	out->file = c->file;
 	out->first_line = c->first;
+	if (idx == UNW_PY_IDX_START) {
+		out->line = c->first;
+		return 0;
+	}
 	if (idx == UNW_PY_IDX_UNKNOWN ||
 	    tk_py_line(c->minor, c->table, c->table_len, c->first, idx, &out->line) ||
 	    !out->line) {
@@ -379,13 +381,13 @@ void tk_py__count_unavailable(struct tk_py *py, uint64_t n)
 	py->st.perf_frames_unavailable += n;
 }
 
-bool tk_py__in_loop(struct tk_py *py, uint32_t pid, uint64_t addr)
+bool tk_py__in_loop(struct tk_py *py, uint32_t pid, uint32_t gen, uint64_t addr)
 {
 	struct py_proc *p = tk_hashmap__find(&py->procs, tk_hash__mix64(pid), proc_match, NULL,
 					     &pid);
 	int i;
 
-	if (!p || !p->im)
+	if (!p || !p->im || p->gen != gen)
 		return false;
 	for (i = 0; i < p->im->nranges; i++)
 		if (addr >= p->bias + p->im->lo[i] && addr < p->bias + p->im->hi[i])

@@ -46,6 +46,7 @@ struct tk_unw_bpf {
 	bool python;
 	const char *python_off;		/* why not, when not */
 	int py_procs_fd;
+	int py_events_fd;
 	struct ring_buffer *py_rb;	/* unw_py_events: new code object ids */
 	struct tk_symbolizer *sym;	/* the one whose processes are described */
 };
@@ -160,6 +161,7 @@ int tk_unw_bpf__open(const struct tk_unw_bpf_vars *v, struct tk_unw_bpf **out)
 	u->python = *v->fsbase_off != 0;
 	u->python_off = u->python ? NULL : "no task_struct.thread.fsbase in the kernel's BTF";
 	u->py_procs_fd = bpf_map__fd(v->py_procs);
+	u->py_events_fd = bpf_map__fd(v->py_events);
 	u->map_len = (cap * sizeof(struct unw_row) + page - 1) / page * page;
 	u->rows = mmap(NULL, u->map_len, PROT_READ | PROT_WRITE, MAP_SHARED, bpf_map__fd(v->rows),
 		       0);
@@ -362,6 +364,22 @@ void tk_unw_bpf__retry(struct tk_unw_bpf *u, struct tk_symbolizer *sym)
 		if (!tk_symbolizer__capture(sym, pid, gen))
 			tk_unw_bpf__update(u, sym, pid, gen);
 	}
+}
+
+int tk_unw_bpf__add_ring(struct tk_unw_bpf *u, struct ring_buffer *rb)
+{
+	int fd, err;
+
+	if (!u || !u->py_rb || !rb)
+		return 0;
+	fd = u->py_events_fd;
+	err = ring_buffer__add(rb, fd, py_event, u);
+	if (err)
+		return err;
+	/* the collector's poll wakes for new ids now, and consumes them */
+	ring_buffer__free(u->py_rb);
+	u->py_rb = NULL;
+	return 0;
 }
 
 struct unw_row *tk_unw_bpf__rows(struct tk_unw_bpf *u, size_t *cap)

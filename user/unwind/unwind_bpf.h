@@ -79,6 +79,12 @@ void tk_unw_bpf__forget(struct tk_unw_bpf *u, uint32_t pid);
 void tk_unw_bpf__miss(struct tk_unw_bpf *u, uint32_t pid, uint32_t gen);
 /* At every poll: capture again, and describe anew, the processes whose misses are due. */
 void tk_unw_bpf__retry(struct tk_unw_bpf *u, struct tk_symbolizer *sym);
+/*
+ * Hand the ring buffer of new Python code ids to the collector's own @rb,
+ * so its poll wakes for them at once: names are read while the process
+ * lives, before the next poll's timeout. 0 or a negative errno.
+ */
+int tk_unw_bpf__add_ring(struct tk_unw_bpf *u, struct ring_buffer *rb);
 /* Sum the per-CPU unw_counters of a skeleton's .bss. */
 void tk_unw_bpf__sum(const __u64 (*counters)[UNW_CNT__COUNT], int nr_cpus,
 		     uint64_t out[UNW_CNT__COUNT]);
