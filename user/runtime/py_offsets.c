@@ -133,26 +133,26 @@ int tk_py_offsets__from_debug(const void *buf, size_t len, int minor, uint64_t *
 	}
 	if (tk_py_offsets__table(minor, o))
 		return -ENOTSUP;
-	v[n++] = o->rt_interp_head = u64_at(b, l->runtime + 16);
-	v[n++] = o->interp_threads = u64_at(b, l->interp + 24);
-	v[n++] = o->ts_next = u64_at(b, l->thread + 16);
-	v[n++] = o->ts_frame = u64_at(b, l->thread + 32);
-	v[n++] = o->ts_thread_id = u64_at(b, l->thread + 40);
-	v[n++] = o->fr_prev = u64_at(b, l->frame + 8);
-	v[n++] = o->fr_code = u64_at(b, l->frame + 16);
-	v[n++] = o->fr_instr = u64_at(b, l->frame + 24);
-	v[n++] = o->fr_owner = u64_at(b, l->frame + 40);
-	v[n++] = o->co_filename = u64_at(b, l->code + 8);
-	v[n++] = o->co_name = u64_at(b, l->code + 16);
-	v[n++] = o->co_qualname = u64_at(b, l->code + 24);
-	v[n++] = o->co_linetable = u64_at(b, l->code + 32);
-	v[n++] = o->co_firstlineno = u64_at(b, l->code + 40);
-	v[n++] = o->co_code = u64_at(b, l->code + 72);
-	v[n++] = o->bytes_size = u64_at(b, l->bytes + 8);
-	v[n++] = o->bytes_data = u64_at(b, l->bytes + 16);
-	v[n++] = o->str_state = u64_at(b, l->unicode + 8);
-	v[n++] = o->str_length = u64_at(b, l->unicode + 16);
-	v[n++] = o->str_ascii = u64_at(b, l->unicode + 24);
+	o->rt_interp_head = v[n++] = u64_at(b, l->runtime + 16);
+	o->interp_threads = v[n++] = u64_at(b, l->interp + 24);
+	o->ts_next = v[n++] = u64_at(b, l->thread + 16);
+	o->ts_frame = v[n++] = u64_at(b, l->thread + 32);
+	o->ts_thread_id = v[n++] = u64_at(b, l->thread + 40);
+	o->fr_prev = v[n++] = u64_at(b, l->frame + 8);
+	o->fr_code = v[n++] = u64_at(b, l->frame + 16);
+	o->fr_instr = v[n++] = u64_at(b, l->frame + 24);
+	o->fr_owner = v[n++] = u64_at(b, l->frame + 40);
+	o->co_filename = v[n++] = u64_at(b, l->code + 8);
+	o->co_name = v[n++] = u64_at(b, l->code + 16);
+	o->co_qualname = v[n++] = u64_at(b, l->code + 24);
+	o->co_linetable = v[n++] = u64_at(b, l->code + 32);
+	o->co_firstlineno = v[n++] = u64_at(b, l->code + 40);
+	o->co_code = v[n++] = u64_at(b, l->code + 72);
+	o->bytes_size = v[n++] = u64_at(b, l->bytes + 8);
+	o->bytes_data = v[n++] = u64_at(b, l->bytes + 16);
+	o->str_state = v[n++] = u64_at(b, l->unicode + 8);
+	o->str_length = v[n++] = u64_at(b, l->unicode + 16);
+	o->str_ascii = v[n++] = u64_at(b, l->unicode + 24);
 	for (i = 0; i < (size_t)n; i++) {
 		if (v[i] >= MAX_STRUCT_OFF) {
 			snprintf(why, why_sz, "_Py_DebugOffsets: an offset out of bounds (%llu)",
