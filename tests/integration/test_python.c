@@ -551,6 +551,86 @@ static void test_pyenv(void **state)
 	}
 }
 
+/*
+ * -X perf (3.12+): every Python call through a trampoline of no file and no
+ * frame pointer; the walk takes its frame by its layout (CFA = sp + 16) and
+ * the chain stays whole. Without that rule it ends at the first trampoline.
+ */
+static void check_trampolines(const struct interp *in)
+{
+	const char *folded = path_in_tmp("perf.folded"), *pb = path_in_tmp("tramp.pb.gz");
+	char spath[1024], dump[1024], dump_host[1024], cmd[1024], *p;
+	struct folded_counts c;
+	long tramp;
+
+	place(in, spath, sizeof(spath), dump, sizeof(dump), dump_host, sizeof(dump_host));
+	snprintf(cmd, sizeof(cmd), "touch %s", path_in_tmp("mark"));
+	assert_int_equal(system(cmd), 0);
+	{
+		char *args[] = { "cpu", "--backend", "bpf", "-F", "499", "-o", (char *)folded,
+				 "-o", (char *)pb, "--",
+				 in->root ? "chroot" : (char *)in->exe,
+				 in->root ? (char *)in->root : "-X",
+				 in->root ? (char *)in->exe : "perf",
+				 in->root ? "-X" : spath,
+				 in->root ? "perf" : "mix",
+				 in->root ? spath : "3",
+				 in->root ? "mix" : NULL, in->root ? "3" : NULL, NULL };
+
+		assert_int_equal(run(args), 0);
+	}
+	/* the perf maps this interpreter wrote */
+	snprintf(cmd, sizeof(cmd), "find %s/tmp -maxdepth 1 -name 'perf-*.map' -newer %s -delete",
+		 in->root ? in->root : "", path_in_tmp("mark"));
+	assert_int_equal(system(cmd), 0);
+	read_folded(folded, &c);
+	snprintf(cmd, sizeof(cmd), "HOME=${HOME:-/tmp} go tool pprof -comments %s 2>&1", pb);
+	assert_int_equal(tk_test_capture(cmd, out, sizeof(out)), 0);
+	p = strstr(out, " trampoline frames");
+	while (p && p > out && isdigit((unsigned char)p[-1]))
+		p--;
+	tramp = p ? strtol(p, NULL, 10) : 0;
+	print_message("%s -X perf: leaf_hot %lu, whole chain %.1f %%; %ld trampoline frames\n",
+		      in->label, c.hot, 100.0 * c.hot_chain / (c.hot ? c.hot : 1), tramp);
+	assert_true(c.hot > 100);
+	assert_true(c.hot_chain >= 0.97 * c.hot);
+	assert_true(tramp > (long)c.hot);
+}
+
+static void test_trampolines(void **state)
+{
+	const char *home = getenv("HOME");
+	char exe[1024], root[1024];
+	int n = 0, v;
+	static const char *const pyenv[] = { "3.12.1", "3.13.0" };
+
+	NEED_ROOT();
+	snprintf(root, sizeof(root), "%s/sid-py", roots_dir());
+	{
+		struct interp in = { "sid 3.14", root, "/usr/bin/python3.14", 14, true };
+
+		if (available(&in)) {
+			check_trampolines(&in);
+			n++;
+		} else {
+			NEED_DEP(false, "sid 3.14 (%s)\n", root);
+		}
+	}
+	for (v = 0; v < 2; v++) {
+		snprintf(exe, sizeof(exe), "%s/.pyenv/versions/%s/bin/python3.%d",
+			 home ? home : "/root", pyenv[v], 12 + v);
+		{
+			struct interp in = { pyenv[v], NULL, exe, 12 + v, false };
+
+			if (!available(&in))
+				continue;
+			check_trampolines(&in);
+			n++;
+		}
+	}
+	assert_true(n > 0);
+}
+
 /* ---- the other collectors and backends, on the host's 3.11 ------------------------------- */
 
 #define HOST_PY "/usr/bin/python3.11"
@@ -705,6 +785,7 @@ int main(void)
 		cmocka_unit_test(test_trixie_313),
 		cmocka_unit_test(test_sid_314),
 		cmocka_unit_test(test_pyenv),
+		cmocka_unit_test(test_trampolines),
 		cmocka_unit_test(test_alloc_python),
 		cmocka_unit_test(test_exit_during_capture),
 		cmocka_unit_test(test_perf_backend_says_so),

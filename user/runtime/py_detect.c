@@ -285,7 +285,38 @@ static void loop_ranges(struct py_image *im, struct tk_elf *elf, const struct sy
 	free(h.buf);
 }
 
-static int tramp_shape(struct tk_elf *elf, const struct syms *y)
+/*
+ * The trampoline template's bounds: assembler labels (STT_NOTYPE), which the
+ * symbol walk leaves out, so looked up in .dynsym here.
+ */
+static void tramp_syms(struct tk_elf *elf, struct syms *y)
+{
+	Elf *e = tk_elf__libelf(elf);
+	Elf_Scn *scn = NULL;
+	GElf_Shdr sh;
+	GElf_Sym sym;
+	Elf_Data *d;
+	size_t i, n;
+
+	while (e && (scn = elf_nextscn(e, scn))) {
+		if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_DYNSYM || !sh.sh_entsize)
+			continue;
+		d = elf_getdata(scn, NULL);
+		n = d ? d->d_size / sh.sh_entsize : 0;
+		for (i = 1; i < n && gelf_getsym(d, i, &sym); i++) {
+			const char *name = elf_strptr(e, sh.sh_link, sym.st_name);
+
+			if (!name || sym.st_shndx == SHN_UNDEF)
+				continue;
+			if (!strcmp(name, "_Py_trampoline_func_start"))
+				y->tramp = sym.st_value;
+			else if (!strcmp(name, "_Py_trampoline_func_end"))
+				y->tramp_end = sym.st_value;
+		}
+	}
+}
+
+static int tramp_shape(struct tk_elf *elf, struct syms *y)
 {
 	static const unsigned char sub[] = { 0x48, 0x83, 0xec, 0x08, 0xff, 0xd1,
 					     0x48, 0x83, 0xc4, 0x08, 0xc3 };
@@ -294,6 +325,8 @@ static int tramp_shape(struct tk_elf *elf, const struct syms *y)
 	unsigned char b[32];
 	size_t n, at = 0;
 
+	if (!y->tramp)
+		tramp_syms(elf, y);
 	if (!y->tramp || y->tramp_end <= y->tramp || y->tramp_end - y->tramp > sizeof(b))
 		return UNW_PY_TRAMP_NONE;
 	n = y->tramp_end - y->tramp;
