@@ -329,6 +329,12 @@ cfi_done:
 	return unw_next(s, py_here, sp, ra, cfa, nbp);
 
 fp:
+	/* -X perf's trampolines: code of no file, or of no CFI, of a layout of their own */
+	if (nr && s->py_on && s->py.tramp && unw_py_tramp(s, ip, sp, bp, &ra, &cfa, &nbp)) {
+		s->py_tramp++;
+		s->cfi_frames++;
+		return unw_next(s, false, sp, ra, cfa, nbp);
+	}
 	if (!bp)
 		return 1;
 	if (bp < sp || (bp & 7)) {

@@ -756,6 +756,43 @@ static void test_perf_backend_says_so(void **state)
 	assert_non_null(strstr(out, "cannot read Python frames faithfully"));
 }
 
+/* caps -p names the CPython a process runs, and says its frames are walked; none for others. */
+static void test_caps_names_python(void **state)
+{
+	char *argv[] = { HOST_PY, script, "mix", "5", NULL };
+	char spid[16], *p;
+	pid_t pid;
+
+	NEED_ROOT();
+	NEED_DEP(!access(HOST_PY, X_OK), "%s\n", HOST_PY);
+	pid = start_py(argv);
+	assert_true(pid > 0);
+	usleep(700000);
+	snprintf(spid, sizeof(spid), "%d", pid);
+	{
+		char *args[] = { "caps", "-p", spid, "--json", NULL };
+
+		assert_int_equal(run(args), 0);
+	}
+	kill(pid, SIGKILL);
+	waitpid(pid, NULL, 0);
+	p = strstr(out, "\"process.python\"");
+	assert_non_null(p);
+	assert_non_null(strstr(p, "\"status\": \"supported\""));
+	assert_non_null(strstr(p, "CPython 3.11."));
+	assert_non_null(strstr(p, "/usr/bin/python3.11"));
+	assert_non_null(strstr(p, "thread states found"));
+	snprintf(spid, sizeof(spid), "%d", getpid());
+	{
+		char *args[] = { "caps", "-p", spid, "--json", NULL };
+
+		assert_int_equal(run(args), 0);
+	}
+	p = strstr(out, "\"process.python\"");
+	assert_non_null(p);
+	assert_non_null(strstr(p, "\"value\": \"none\""));
+}
+
 /* Without Python frames (as without the kernel's BTF) the checks above fail. */
 static void test_without_python_frames(void **state)
 {
@@ -789,6 +826,7 @@ int main(void)
 		cmocka_unit_test(test_alloc_python),
 		cmocka_unit_test(test_exit_during_capture),
 		cmocka_unit_test(test_perf_backend_says_so),
+		cmocka_unit_test(test_caps_names_python),
 		cmocka_unit_test(test_without_python_frames),
 	};
 	char cwd[2048];

@@ -89,4 +89,7 @@ void snap_numa(struct snap *s, struct tk_caps *caps);
 void snap_process(struct snap *s, struct tk_caps *caps);
 void snap_process_unreadable(struct snap *s, struct tk_caps *caps, int err);
 
+/* caps_python.c: the target process's CPython (process.python) */
+void snap_python_runtime(struct snap *s, struct tk_caps *caps);
+
 #endif /* __TK_CAPS_INT_H */
