@@ -82,7 +82,7 @@ BAL_PAGES=16384		# numa_balance 15 64: the same
 
 # ---- results: check lines, and the table's cells ------------------------------------
 TESTS=(caps cpu cpu-perf unwind unwind-perf off-cpu off-cpu-perf alloc-full alloc-sampled alloc-growth record numa-move
-	numa-balance)
+	numa-balance python)
 NOBTF_TESTS=(nobtf-caps nobtf-cpu nobtf-off-cpu nobtf-alloc nobtf-numa)	# rows of the TK_VM_NOBTF guest
 ATTACH=(cpu cpu-perf off-cpu off-cpu-perf alloc numa fentry kprobe "misplaced_*")
 declare -A CELL REASON_NO ATT LABEL
@@ -155,7 +155,38 @@ skip_all() {
 . tests/vm/matrix_checks.sh
 
 # ---- the guests ---------------------------------------------------------------------
-guest_files=() NUMA_SKIP="" MOVE_SKIP="" CPU_SKIP="" BAL_SKIP="" UNW_SKIP="" OFF_SKIP=""
+guest_files=() NUMA_SKIP="" MOVE_SKIP="" CPU_SKIP="" BAL_SKIP="" UNW_SKIP="" OFF_SKIP="" PY_SKIP=""
+# Debian bookworm's CPython 3.11 (this host's) for the guests: the interpreter, the libraries
+# it links (at their paths: the guest's only dynamic program), and the stdlib modules
+# tests/workloads/py/pywork.py imports, zipped where python3.11 looks (/usr/lib/python311.zip).
+py_bundle() {
+	local dir=$1 py=/usr/bin/python3.11 l
+	[[ -x $py ]] || { PY_SKIP="no $py on this host (Debian bookworm's python3.11)"; return; }
+	mkdir -p "$dir"
+	guest_files+=("$py:$py" "tests/workloads/py/pywork.py:/root/pywork.py")
+	for l in $(ldd "$py" | grep -o '/[^ ]*'); do guest_files+=("$l:$l"); done
+	if ! /usr/bin/python3.11 - "$dir/python311.zip" <<'PYEOF'; then
+import os, sys, zipfile
+mods = ("abc codecs collections contextlib copyreg enum functools genericpath io keyword "
+        "linecache operator os posixpath re reprlib stat textwrap threading token tokenize "
+        "traceback types _collections_abc _weakrefset encodings").split()
+base = "/usr/lib/python3.11"
+enc = ("__init__.py", "aliases.py", "utf_8.py", "latin_1.py", "ascii.py")
+with zipfile.ZipFile(sys.argv[1], "w", zipfile.ZIP_DEFLATED) as z:
+    for m in mods:
+        p = os.path.join(base, m)
+        if os.path.isdir(p):
+            for f in sorted(os.listdir(p)):
+                if f.endswith(".py") and (m != "encodings" or f in enc):
+                    z.write(os.path.join(p, f), m + "/" + f)
+        else:
+            z.write(p + ".py", m + ".py")
+PYEOF
+		PY_SKIP="cannot zip python3.11's modules"
+		return
+	fi
+	guest_files+=("$dir/python311.zip:/usr/lib/python311.zip")
+}
 # What goes into the guests, and what cannot be tested there and why.
 plan_guests() {
 	local f
@@ -199,6 +230,7 @@ plan_guests() {
 	else
 		guest_files+=("$W/numa_move:/bin/numa_move")
 	fi
+	py_bundle "$work/py"
 	return 0
 }
 
@@ -206,7 +238,7 @@ plan_guests() {
 write_payload() {
 	{
 		echo "NUMA_SKIP='$NUMA_SKIP' MOVE_SKIP='$MOVE_SKIP' CPU_SKIP='$CPU_SKIP' BAL_SKIP='$BAL_SKIP'"
-		echo "UNW_SKIP='$UNW_SKIP' OFF_SKIP='$OFF_SKIP' NOBTF=$2"
+		echo "UNW_SKIP='$UNW_SKIP' OFF_SKIP='$OFF_SKIP' PY_SKIP='$PY_SKIP' NOBTF=$2"
 		cat <<'EOF'
 tk_run caps tracekit caps --json
 # what this kernel has, for the checks to compare caps with: the misplaced-page function,
@@ -247,6 +279,14 @@ if [ -z "$OFF_SKIP" ]; then
 	tk_run offcpu_perf.folded cat /tmp/offcpu_perf.folded
 	tk_run offcpu_perf.note grep -o 'off-CPU time: [^,"]*' /tmp/offcpu_perf.json
 	rm -f /tmp/offcpu_perf.folded /tmp/offcpu_perf.json
+fi
+
+# Python frames in the kernel: Debian's 3.11, the 3:1 split with its whole chain
+if [ -z "$PY_SKIP" ]; then
+	tk_run python tracekit cpu -F 499 -d 12 -o /tmp/py.folded \
+		-- /usr/bin/python3.11 -S /root/pywork.py mix 6
+	tk_run python.folded cat /tmp/py.folded
+	rm -f /tmp/py.folded
 fi
 
 tk_run alloc_full tracekit alloc -v --mode full --format folded -- alloc_leak -d 1 --leak-bytes 1048576 --leak-block 4096
@@ -575,6 +615,12 @@ check_guest() {
 	else
 		check_numa_balance "$d"
 	fi
+	if [[ -n $PY_SKIP ]]; then
+		T=python skip python "$PY_SKIP"
+	else
+		check_python python "$d/python.folded.out" "$(rc_of "$d/python.rc")" \
+			"$d/python.stderr.out"
+	fi
 	[[ " $NOBTF " == *" $kver "* ]] && check_nobtf "$d"
 	return 0
 }
@@ -659,6 +705,16 @@ check_host() {
 		>/dev/null 2>"$tmp/record.err"
 	rc=$?
 	check_record "$rc" "$tmp/record.err" "$tmp/rec/manifest.json" "$tmp/rec/alloc.txt"
+
+	T=python
+	if [[ -x /usr/bin/python3.11 ]]; then
+		"$bin" cpu -F 499 -d 12 -o "$tmp/py.folded" -- /usr/bin/python3.11 \
+			tests/workloads/py/pywork.py mix 6 >/dev/null 2>"$tmp/py.err"
+		echo $? >"$tmp/py.rc"
+		check_python python "$tmp/py.folded" "$(rc_of "$tmp/py.rc")" "$tmp/py.err"
+	else
+		skip python "no /usr/bin/python3.11 on this host"
+	fi
 
 	# numa on one node: nothing to move; it must start, say its backend, and what it lacks
 	T=numa-move

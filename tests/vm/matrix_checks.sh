@@ -152,6 +152,32 @@ check_unwind() {
 		"top: $(sort -t' ' -k2 -n -r "$folded" 2>/dev/null | head -n3 | tr '\n' '|')"
 }
 
+# Python frames: $1 test name, $2 folded file, $3 rc, $4 stderr. tests/workloads/py/pywork.py
+# mix on Debian's python3.11: leaf_hot and leaf_cold 3:1 under drive_a/drive_b → handler, and
+# leaf_hot's samples whole from _start through Py_BytesMain and the interpreter loop.
+check_python() {
+	local name=$1 folded=$2 rc=$3 err=$4 hot cold whole pct
+	T=$name
+	if [[ $rc != 0 ]]; then
+		fail "$name: tracekit cpu exits 0" "$(why_rc "$rc" "$err")"
+		return
+	fi
+	hot=$(folded_sum "$folded" ';handler;leaf_hot(;|$)')
+	cold=$(folded_sum "$folded" ';handler;leaf_cold(;|$)')
+	whole=$(folded_sum "$folded" \
+		';_start;.*;Py_BytesMain;.*;_PyEval_EvalFrameDefault;.*;drive_[ab];handler;leaf_hot(;|$)')
+	if ((hot + cold < 100)); then
+		fail "$name: Python frames leaf_hot and leaf_cold" "only $hot + $cold samples;" \
+			"top: $(sort -t' ' -k2 -n -r "$folded" 2>/dev/null | head -n3 | tr '\n' '|')"
+		return
+	fi
+	pct=$((100 * hot / (hot + cold)))
+	expect "$name: leaf_hot $pct % of the two leaves ($hot/$((hot + cold)), want 75 ± 8)" \
+		'((pct >= 67 && pct <= 83))' "top: $(sort -t' ' -k2 -n -r "$folded" | head -n3 | tr '\n' '|')"
+	expect "$name: $whole of $hot leaf_hot samples whole to _start (want >= 97 %)" \
+		'((whole * 100 >= hot * 97))' "top: $(sort -t' ' -k2 -n -r "$folded" | head -n3 | tr '\n' '|')"
+}
+
 # Whether kernel release $1 (uname -r) is at least $2.$3.
 release_ge() {
 	awk -v r="$1" -v maj="$2" -v min="$3" 'BEGIN {
