@@ -87,6 +87,10 @@ struct unw_state {
 	__u64 py_next_ip;		/* its caller's registers, parked */
 	__u64 py_next_sp;
 	__u64 py_next_bp;
+	struct unw_py_code_key py_key;	/* the id map's key, here rather than on the stack */
+	__u32 py_id;
+	__u32 py_here;			/* the frame being stepped is an interpreter frame */
+	__u64 py_tmp[4];		/* reads of unw_py_begin */
 	struct unw_py py;
 	__u8 py_frame[UNW_PY_FRAME_BUF];
 	__u8 py_code[UNW_PY_FRAME_BUF];
@@ -121,10 +125,10 @@ static __always_inline int unw_read(__u64 *dst, __u64 addr)
  * frame (@py_here) whose thread has Python frames, park them until those
  * frames are written (unw_py_step).
  */
-static __always_inline int unw_next(struct unw_state *s, bool py_here, __u64 sp, __u64 ra,
-				    __u64 cfa, __u64 nbp)
+static __always_inline int unw_next(struct unw_state *s, __u64 sp, __u64 ra, __u64 cfa,
+				    __u64 nbp)
 {
-	if (py_here) {
+	if (s->py_here) {
 		if (!s->py_state)
 			unw_py_begin();
 		if (s->py_state == 1) {
@@ -211,7 +215,6 @@ __noinline int unw_step(void)
 	struct unw_map *m;
 	struct unw_row *r;
 	__u32 zero = 0, nr;
-	bool py_here;
 	int idx;
 
 	s = bpf_map_lookup_elem(&unw_scratch, &zero);
@@ -232,16 +235,19 @@ __noinline int unw_step(void)
 	/* a return address is looked up one byte before; the leaf and an interrupted ip not */
 	look = nr && !s->interrupted ? ip - 1 : ip;
 	s->interrupted = 0;
-	py_here = s->py_on && unw_py_in_loop(s, look);
+	/* in the state, not a register kept across the calls below: the stack stays small */
+	s->py_here = s->py_on && unw_py_in_loop(s, look);
 
 	p = bpf_map_lookup_elem(&unw_procs, &s->tgid);
 	if (!p)
 		goto fp;
 	idx = unw_map_index(s->tgid, look);
-	if (idx < 0 && nr && s->py_on && s->py.tramp && unw_py_tramp(s, ip, sp, bp, &ra, &cfa, &nbp)) {
+	if (idx < 0 && s->nr > 1 && s->py_on && s->py.tramp &&
+	    unw_py_tramp(s, &ra, &cfa, &nbp)) {
 		s->py_tramp++;
 		s->cfi_frames++;
-		return unw_next(s, false, sp, ra, cfa, nbp);
+		s->py_here = 0;
+		return unw_next(s, sp, ra, cfa, nbp);
 	}
 	if (idx < 0) {
 		/* JIT code keeps frame pointers more often than not; garbage ends below */
@@ -326,14 +332,15 @@ __noinline int unw_step(void)
 		goto fault;
 cfi_done:
 	s->cfi_frames++;
-	return unw_next(s, py_here, sp, ra, cfa, nbp);
+	return unw_next(s, sp, ra, cfa, nbp);
 
 fp:
 	/* -X perf's trampolines: code of no file, or of no CFI, of a layout of their own */
-	if (nr && s->py_on && s->py.tramp && unw_py_tramp(s, ip, sp, bp, &ra, &cfa, &nbp)) {
+	if (s->nr > 1 && s->py_on && s->py.tramp && unw_py_tramp(s, &ra, &cfa, &nbp)) {
 		s->py_tramp++;
 		s->cfi_frames++;
-		return unw_next(s, false, sp, ra, cfa, nbp);
+		s->py_here = 0;
+		return unw_next(s, sp, ra, cfa, nbp);
 	}
 	if (!bp)
 		return 1;
@@ -344,7 +351,7 @@ fp:
 	if (unw_read(&ra, bp + 8) || unw_read(&nbp, bp))
 		goto fault;
 	s->fp_frames++;
-	return unw_next(s, py_here, sp, ra, bp + 16, nbp);
+	return unw_next(s, sp, ra, bp + 16, nbp);
 
 fault:
 	s->causes |= UNW_C_READ_FAULT;

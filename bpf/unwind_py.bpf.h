@@ -86,18 +86,20 @@ static __always_inline bool unw_py_in_loop(const struct unw_state *s, __u64 look
  * no frame pointer. True when @ip is such a return address (*ra, *cfa, *nbp
  * set).
  */
-static __always_inline bool unw_py_tramp(struct unw_state *s, __u64 ip, __u64 sp, __u64 bp,
-					 __u64 *ra, __u64 *cfa, __u64 *nbp)
+static __always_inline bool unw_py_tramp(struct unw_state *s, __u64 *ra, __u64 *cfa, __u64 *nbp)
 {
-	__u64 w;
+	__u64 w, sp = s->sp;
 
-	if (unw_read(&w, ip - 2))
+	/* the step's registers from the state, the code read into it: unw_step's stack stays
+	   as it was (the collectors' programs leave it little room on 5.10-6.1) */
+	if (unw_read(&s->py_tmp[0], s->ip - 2))
 		return false;
+	w = s->py_tmp[0];
 	if (s->py.tramp == UNW_PY_TRAMP_SUB) {
 		/* ff d1 48 83 c4 08 c3: call *%rcx; add $8,%rsp; ret */
 		if ((w & 0x00ffffffffffffffULL) != 0x00c308c48348d1ffULL)
 			return false;
-		*nbp = bp;
+		*nbp = s->bp;
 	} else if (s->py.tramp == UNW_PY_TRAMP_PUSH) {
 		/* ff d1 5d c3: call *%rcx; pop %rbp; ret */
 		if ((w & 0xffffffffULL) != 0xc35dd1ffULL || unw_read(nbp, sp))
@@ -118,47 +120,48 @@ static __always_inline bool unw_py_tramp(struct unw_state *s, __u64 ip, __u64 sp
  */
 __noinline int unw_py_begin(void)
 {
-	__u64 task, fs = 0, ts = 0, tid = 0, f = 0;
 	struct unw_state *s;
 	__u32 zero = 0;
+	__u64 *v;
 
 	s = bpf_map_lookup_elem(&unw_scratch, &zero);
 	if (!s)
 		return 0;
+	/* read into the state, not the stack: see unw_py_code_id */
+	v = s->py_tmp;
 	s->py_state = 2;
-	task = bpf_get_current_task();
 	if (!unw_fsbase_off ||
-	    bpf_probe_read_kernel(&fs, sizeof(fs), (const void *)(task + unw_fsbase_off)) || !fs ||
-	    unw_read(&ts, fs + s->py.tsd_off + (__u64)s->py.tsd_stride * (s->py.tss_key & 31)) ||
-	    !ts || unw_read(&tid, ts + s->py.ts_thread_id) || tid != fs) {
+	    bpf_probe_read_kernel(&v[0], 8, (const void *)(bpf_get_current_task() + unw_fsbase_off)) ||
+	    !v[0] || unw_read(&v[1], v[0] + s->py.tsd_off + (__u64)s->py.tsd_stride *
+			      (s->py.tss_key & 31)) ||
+	    !v[1] || unw_read(&v[2], v[1] + s->py.ts_thread_id) || v[2] != v[0]) {
 		s->py_causes |= UNW_PY_C_TSTATE;
 		return 0;
 	}
-	if (unw_read(&f, ts + s->py.ts_frame) ||
-	    (s->py.via_cframe && f && unw_read(&f, f + s->py.cf_current))) {
+	if (unw_read(&v[3], v[1] + s->py.ts_frame) ||
+	    (s->py.via_cframe && v[3] && unw_read(&v[3], v[3] + s->py.cf_current))) {
 		s->py_causes |= UNW_PY_C_READ_FAULT;
 		return 0;
 	}
-	s->py_cur = f;
-	s->py_state = f ? 1 : 2;
+	s->py_cur = v[3];
+	s->py_state = v[3] ? 1 : 2;
 	return 0;
 }
 
 /*
  * The id of the code object at @code in this process: from the id map, or
- * new (and told to user space). 0 when none could be had (counted).
+ * new (and told to user space). 0 when none could be had (counted). Inlined
+ * in unw_py_step, and its key in the walk's state, not on the stack: the
+ * programs that walk stacks keep big stacks of their own, and 5.10-6.1 count
+ * every frame of a call chain against 512 bytes.
  */
-__noinline __u32 unw_py_code_id(__u64 code)
+static __always_inline __u32 unw_py_code_id(struct unw_state *s, __u64 code)
 {
-	struct unw_py_code_key k = {};
+	struct unw_py_code_key *k = &s->py_key;
 	struct unw_py_event *e;
-	struct unw_state *s;
-	__u32 zero = 0, cpu, seq, id, *v;
+	__u32 cpu, seq, id, *v;
 	__u64 lines, name;
 
-	s = bpf_map_lookup_elem(&unw_scratch, &zero);
-	if (!s)
-		return 0;
 	if (bpf_probe_read_user(s->py_code, UNW_PY_CODE_WIN, (const void *)(code + s->py.co_win))) {
 		s->py_causes |= UNW_PY_C_READ_FAULT;
 		return 0;
@@ -166,11 +169,11 @@ __noinline __u32 unw_py_code_id(__u64 code)
 	/* fields set when the code object is made and never changed */
 	lines = unw_py_u64(s->py_code, s->py.co_lines);
 	name = unw_py_u64(s->py_code, s->py.co_name);
-	k.tgid = s->tgid;
-	k.code = code;
-	k.stamp = unw_py_u32(s->py_code, s->py.co_first) ^ (__u32)(lines >> 4) ^
-		  (__u32)(name >> 4) * 0x9e3779b1u;
-	v = bpf_map_lookup_elem(&unw_py_codes, &k);
+	k->tgid = s->tgid;
+	k->code = code;
+	k->stamp = unw_py_u32(s->py_code, s->py.co_first) ^ (__u32)(lines >> 4) ^
+		   (__u32)(name >> 4) * 0x9e3779b1u;
+	v = bpf_map_lookup_elem(&unw_py_codes, k);
 	if (v)
 		return *v;
 	cpu = bpf_get_smp_processor_id() & (UNW_MAX_CPUS - 1);
@@ -185,14 +188,15 @@ __noinline __u32 unw_py_code_id(__u64 code)
 		return 0;
 	}
 	e->id = id;
-	e->tgid = k.tgid;
-	e->code = code;
-	e->stamp = k.stamp;
+	e->tgid = k->tgid;
+	e->code = k->code;
+	e->stamp = k->stamp;
 	e->pad = 0;
 	bpf_ringbuf_submit(e, 0);
-	if (bpf_map_update_elem(&unw_py_codes, &k, &id, BPF_NOEXIST)) {
+	s->py_id = id;
+	if (bpf_map_update_elem(&unw_py_codes, k, &s->py_id, BPF_NOEXIST)) {
 		/* another CPU gave it one meanwhile: that one (user space knows both) */
-		v = bpf_map_lookup_elem(&unw_py_codes, &k);
+		v = bpf_map_lookup_elem(&unw_py_codes, k);
 		if (v)
 			return *v;
 	}
@@ -239,18 +243,22 @@ __noinline int unw_py_step(void)
 		s->py_state = 2;
 		return unw_py_done(s);
 	}
-	prev = unw_py_u64(s->py_frame, s->py.fr_prev);
-	code = unw_py_u64(s->py_frame, s->py.fr_code);
 	if (s->py.kind == UNW_PY_SHIM &&
 	    unw_py_u8(s->py_frame, s->py.fr_owner) == s->py.cstack_owner) {
 		/* the shim is a local of its interpreter frame: this one's, or an outer one's */
 		if (cur >= s->py_eval_sp && cur < s->py_eval_cfa)
-			s->py_cur = prev;
+			s->py_cur = unw_py_u64(s->py_frame, s->py.fr_prev);
 		else
 			s->py_causes |= UNW_PY_C_MISALIGNED;
 		return unw_py_done(s);
 	}
-	code &= ~(__u64)s->py.exec_tag;
+	/*
+	 * The id first: few values live across its calls, so the stack stays small
+	 * (see unw_py_code_id); the rest is read from the frame's copy after.
+	 */
+	id = unw_py_code_id(s, unw_py_u64(s->py_frame, s->py.fr_code) & ~(__u64)s->py.exec_tag);
+	code = unw_py_u64(s->py_frame, s->py.fr_code) & ~(__u64)s->py.exec_tag;
+	prev = unw_py_u64(s->py_frame, s->py.fr_prev);
 	idx = UNW_PY_IDX_UNKNOWN;
 	if (s->py.lasti == UNW_PY_LASTI_PTR) {
 		ptr = unw_py_u64(s->py_frame, s->py.fr_instr);
@@ -273,16 +281,16 @@ __noinline int unw_py_step(void)
 		last = unw_py_u8(s->py_frame, s->py.fr_entry) != 0;
 	else
 		last = false;
-	id = unw_py_code_id(code);
 	nr = s->nr;
 	if (nr >= s->limit || nr >= UNW_WALK_FRAMES || nr == 0) {
 		s->causes |= UNW_C_DEPTH;
 		s->py_causes |= UNW_PY_C_DEPTH;
 		return 1;
 	}
-	/* before the interpreter frame, which was written last */
-	s->ips[nr] = s->ips[nr - 1];
-	s->ips[nr - 1] = UNW_PY_REC(id, idx);
+	/* before the interpreter frame, which was written last (nr - 1 < 128: masked so that
+	   5.10's verifier, which loses a 32-bit subtraction's bounds, sees it) */
+	s->ips[nr] = s->ips[(nr - 1) & (UNW_MAX_FRAMES)];
+	s->ips[(nr - 1) & (UNW_MAX_FRAMES)] = UNW_PY_REC(id, idx);
 	s->nr = nr + 1;
 	s->py_frames++;
 	s->py_cur = prev;

@@ -13,6 +13,8 @@ usage: pywork.py MODE SECONDS [DUMP]
   alloc  hold_memory keeps allocating 64 KiB bytearrays and holds the last 256 (64 MiB),
          leak_memory keeps every 4 KiB one it makes (growth).
   exit   mix's main thread for SECONDS, then the process exits.
+  work   fixed work: drive_a and drive_b, SECONDS * 100 times each, in the main thread alone
+         (for timing: the same work traced and untraced).
 """
 import sys
 import threading
@@ -171,6 +173,10 @@ def main():
     dump_path = sys.argv[3] if len(sys.argv) > 3 else None
     if mode in ("mix", "exit"):
         mix(seconds, dump_path)
+    elif mode == "work":
+        for i in range(int(seconds * 100)):
+            drive_a()
+            drive_b()
     elif mode == "alloc":
         t = threading.Thread(target=leak_memory, args=(seconds,))
         t.start()
