@@ -131,7 +131,8 @@ __noinline int unw_py_begin(void)
 	v = s->py_tmp;
 	s->py_state = 2;
 	if (!unw_fsbase_off ||
-	    bpf_probe_read_kernel(&v[0], 8, (const void *)(bpf_get_current_task() + unw_fsbase_off)) ||
+	    bpf_probe_read_kernel(&v[0], 8,
+				  (const void *)(bpf_get_current_task() + unw_fsbase_off)) ||
 	    !v[0] || unw_read(&v[1], v[0] + s->py.tsd_off + (__u64)s->py.tsd_stride *
 			      (s->py.tss_key & 31)) ||
 	    !v[1] || unw_read(&v[2], v[1] + s->py.ts_thread_id) || v[2] != v[0]) {

@@ -61,7 +61,7 @@ enum unw_py_lasti {
 enum unw_py_tramp {
 	UNW_PY_TRAMP_NONE = 0,
 	UNW_PY_TRAMP_SUB,	/* 3.12/3.13: sub $8,%rsp; call *%rcx; add $8,%rsp; ret */
-	UNW_PY_TRAMP_PUSH,	/* Debian 3.14: push %rbp; mov %rsp,%rbp; call *%rcx; pop %rbp; ret */
+	UNW_PY_TRAMP_PUSH,	/* Debian 3.14: push %rbp; mov %rsp,%rbp; call *%rcx; pop; ret */
 };
 
 /* A CPython process, as user space found it (user/runtime/py_detect.c); ~112 bytes. */
@@ -114,7 +114,7 @@ struct unw_py_event {
 
 /* Why a stack's Python frames are not whole: each is counted once per stack. */
 enum unw_py_cause {
-	UNW_PY_C_TSTATE = 1 << 0,	/* no thread state through the key (or not this thread's) */
+	UNW_PY_C_TSTATE = 1 << 0,	/* no thread state (of this thread) through the key */
 	UNW_PY_C_READ_FAULT = 1 << 1,	/* a frame or code object could not be read */
 	UNW_PY_C_DEPTH = 1 << 2,	/* frames cut at the depth limit */
 	UNW_PY_C_MISALIGNED = 1 << 3,	/* an interpreter frame without its Python frames */

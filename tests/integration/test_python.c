@@ -433,7 +433,8 @@ static void check_interp(const struct interp *in)
 
 	if (!available(in)) {
 		if (in->required)
-			NEED_DEP(false, "%s (%s%s; tests/lib/mkroot.sh SUITE DIR python3-minimal)\n",
+			NEED_DEP(false, "%s (%s%s; tests/lib/mkroot.sh SUITE DIR "
+				 "python3-minimal)\n",
 				 in->label, in->root ? in->root : "", in->exe);
 		print_message("skip: no %s\n", in->label);
 		skip();

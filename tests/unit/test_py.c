@@ -129,7 +129,8 @@ static void test_offset_table(void **state)
 		/* what the kernel reads lies in its buffers */
 		assert_true(b.fr_code + 8 <= b.fr_size && b.fr_prev + 8 <= b.fr_size);
 		assert_true(b.fr_instr + 4 <= b.fr_size);
-		assert_true(b.co_first + 4 <= UNW_PY_CODE_WIN && b.co_lines + 8 <= UNW_PY_CODE_WIN &&
+		assert_true(b.co_first + 4 <= UNW_PY_CODE_WIN &&
+			    b.co_lines + 8 <= UNW_PY_CODE_WIN &&
 			    b.co_name + 8 <= UNW_PY_CODE_WIN);
 		assert_int_equal(b.kind, minor <= 10 ? UNW_PY_FRAMEOBJ :
 					 minor == 11 ? UNW_PY_ENTRYFLAG : UNW_PY_SHIM);

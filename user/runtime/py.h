@@ -59,7 +59,7 @@ struct tk_py_offsets {
 	uint32_t co_code;		/* co_code_adaptive (3.11+) */
 	uint32_t str_state;		/* PyASCIIObject.state */
 	uint32_t str_length;
-	uint32_t str_ascii;		/* sizeof(PyASCIIObject): a compact ASCII string's data */
+	uint32_t str_ascii;		/* sizeof(PyASCIIObject): a compact ASCII str's data */
 	uint32_t str_compact;		/* sizeof(PyCompactUnicodeObject) */
 	uint32_t bytes_size;		/* PyBytesObject.ob_size */
 	uint32_t bytes_data;		/* .ob_sval */
@@ -119,7 +119,7 @@ struct tk_symbolizer;
 /* What was found of a process: for caps -p, notes and tests. */
 struct tk_py_info {
 	bool found;			/* an object defines _PyRuntime */
-	bool ready;			/* the kernel entry is written: Python frames are walked */
+	bool ready;			/* the kernel entry is written: frames are walked */
 	int minor;
 	uint32_t version;		/* PY_VERSION_HEX; minor only (0x030X0000) for 3.9/3.10 */
 	char module[256];		/* the object defining _PyRuntime */
@@ -179,7 +179,7 @@ struct tk_py_stats {
 	uint64_t line_unknown;		/* frames whose line could not be decoded */
 	uint64_t names_dropped;		/* ids past the memory bound, not kept */
 	uint64_t bytes;			/* memory the names take */
-	uint64_t perf_frames_unavailable;	/* perf backend: samples with an interpreter frame */
+	uint64_t perf_frames_unavailable;	/* perf backend: samples in the loop */
 	char last_unknown[200];		/* why the last unknown version was refused */
 };
 void tk_py__stats(const struct tk_py *py, struct tk_py_stats *st);

@@ -63,7 +63,7 @@ static bool py_name(const char *module, int *minor)
 struct syms {
 	uint64_t runtime, version, eval, eval_size, cold, cold_size, code_type, frame_type;
 	uint64_t tramp, tramp_end;
-	uint64_t *funcs;		/* starts of defined functions: tail calls, not split parts */
+	uint64_t *funcs;		/* defined functions' starts: tail calls, not parts */
 	size_t nr_funcs, cap_funcs;
 };
 

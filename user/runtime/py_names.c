@@ -238,7 +238,7 @@ static int read_str(struct tk_py *py, uint32_t pid, const struct tk_py_offsets *
 		if (c < 0x80 && c >= 0x20) {
 			out[k++] = c;
 		} else if (c < 0x80) {
-			out[k++] = '?';		/* a control character: not written as such */
+			out[k++] = '?';		/* a control character: not written */
 		} else if (c < 0x800) {
 			out[k++] = 0xc0 | c >> 6;
 			out[k++] = 0x80 | (c & 63);

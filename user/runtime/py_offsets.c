@@ -228,7 +228,8 @@ int tk_py_offsets__check_members(const struct tk_py_offsets *o, const struct tk_
 	if (!err && frame && o->minor <= 10) {
 		err = check_one(frame, nr_frame, "frame", "f_back", o->fr_prev, why, why_sz);
 		if (!err)
-			err = check_one(frame, nr_frame, "frame", "f_code", o->fr_code, why, why_sz);
+			err = check_one(frame, nr_frame, "frame", "f_code", o->fr_code, why,
+					why_sz);
 		if (!err)
 			err = check_one(frame, nr_frame, "frame", "f_lasti", o->fr_instr, why,
 					why_sz);

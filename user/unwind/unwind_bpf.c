@@ -344,7 +344,8 @@ static bool pid_gone(uint32_t pid, void *ctx)
 void tk_unw_bpf__miss(struct tk_unw_bpf *u, uint32_t pid, uint32_t gen)
 {
 	if (u)
-		tk_unw_misses__add(&u->misses, pid, gen, tk_now_ns(CLOCK_MONOTONIC), pid_gone, NULL);
+		tk_unw_misses__add(&u->misses, pid, gen, tk_now_ns(CLOCK_MONOTONIC), pid_gone,
+				   NULL);
 }
 
 void tk_unw_bpf__retry(struct tk_unw_bpf *u, struct tk_symbolizer *sym)

@@ -365,9 +365,10 @@ static void python_report(struct tk_profile *p, const uint64_t cnt[UNW_CNT__COUN
 	if (st.perf_frames_unavailable)
 		tk_profile__add_comment(p, "python: %" PRIu64 " samples ran Python code "
 					"(_PyEval_EvalFrameDefault on the stack); the perf_event "
-					"backend cannot read Python frames faithfully (they live in "
-					"the process heap and change after the sample), so their "
-					"Python functions are not shown. The bpf backend shows them; "
+					"backend cannot read Python frames faithfully (they live "
+					"in the process heap and change after the sample), so "
+					"their Python functions are not shown. The bpf backend "
+					"shows them; "
 					"with Python 3.12+, '-X perf' names functions (no lines) "
 					"through its perf map", st.perf_frames_unavailable);
 	if (info->in_kernel && !info->python && info->python_off && st.processes)
