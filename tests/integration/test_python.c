@@ -598,6 +598,61 @@ static void check_trampolines(const struct interp *in)
 	assert_true(tramp > (long)c.hot);
 }
 
+/*
+ * The same on the perf backend, which walks a copy of the stack in user space: the
+ * trampolines by the same rule (their code read from the live process), so a sample deep in
+ * leaf_hot has its four interpreter frames (<module>, drive_X, handler, leaf_hot: -X perf
+ * gives each call its own) and reaches _start. Without the rule the walk ends at the first.
+ */
+static void check_trampolines_perf(const struct interp *in)
+{
+	const char *folded = path_in_tmp("tperf.folded");
+	char spath[1024], dump[1024], dump_host[1024], cmd[1024], line[1 << 14];
+	unsigned long in_loop = 0, whole = 0;
+	FILE *f;
+
+	place(in, spath, sizeof(spath), dump, sizeof(dump), dump_host, sizeof(dump_host));
+	snprintf(cmd, sizeof(cmd), "touch %s", path_in_tmp("mark"));
+	assert_int_equal(system(cmd), 0);
+	{
+		char *args[] = { "cpu", "--backend", "perf", "-F", "499", "-o", (char *)folded, "--",
+				 in->root ? "chroot" : (char *)in->exe,
+				 in->root ? (char *)in->root : "-X",
+				 in->root ? (char *)in->exe : "perf",
+				 in->root ? "-X" : spath,
+				 in->root ? "perf" : "work",
+				 in->root ? spath : "25",
+				 in->root ? "work" : NULL, in->root ? "25" : NULL, NULL };
+
+		assert_int_equal(run(args), 0);
+	}
+	snprintf(cmd, sizeof(cmd), "find %s/tmp -maxdepth 1 -name 'perf-*.map' -newer %s -delete",
+		 in->root ? in->root : "", path_in_tmp("mark"));
+	assert_int_equal(system(cmd), 0);
+	f = fopen(folded, "r");
+	assert_non_null(f);
+	while (fgets(line, sizeof(line), f)) {
+		char *sp = strrchr(line, ' '), *p = line;
+		unsigned long n = sp ? strtoul(sp + 1, NULL, 10) : 0;
+		int evals = 0;
+
+		while ((p = strstr(p, ";_PyEval_EvalFrameDefault"))) {
+			evals++;
+			p++;
+		}
+		if (!evals)
+			continue;
+		in_loop += n;
+		if (strstr(line, ";_start;") && evals >= 4)
+			whole += n;
+	}
+	fclose(f);
+	print_message("%s -X perf, perf backend: %lu samples in the loop, %lu of them whole with "
+		      "their four interpreter frames\n", in->label, in_loop, whole);
+	assert_true(in_loop > 200);
+	assert_true(whole >= 0.8 * in_loop);
+}
+
 static void test_trampolines(void **state)
 {
 	const char *home = getenv("HOME");
@@ -612,6 +667,7 @@ static void test_trampolines(void **state)
 
 		if (available(&in)) {
 			check_trampolines(&in);
+			check_trampolines_perf(&in);
 			n++;
 		} else {
 			NEED_DEP(false, "sid 3.14 (%s)\n", root);
@@ -626,6 +682,7 @@ static void test_trampolines(void **state)
 			if (!available(&in))
 				continue;
 			check_trampolines(&in);
+			check_trampolines_perf(&in);
 			n++;
 		}
 	}

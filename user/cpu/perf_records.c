@@ -348,6 +348,20 @@ static int ustack_read(void *ctx, uint64_t addr, void *buf, size_t len)
 	return 0;
 }
 
+struct code_ctx {
+	struct tk_symbolizer *sym;
+	uint32_t pid;
+};
+
+/* The process's code (a trampoline's bytes), while it lives. */
+static int read_code(void *ctx, uint64_t addr, void *buf, size_t len)
+{
+	struct code_ctx *c = ctx;
+	struct tk_py *py = tk_symbolizer__py(c->sym);
+
+	return py ? tk_py__read_code(py, c->pid, addr, buf, len) : -ENOMEM;
+}
+
 /* Walk the sample's user stack into st->ubuf and count how; the frame count. */
 static uint32_t unwind_sample(struct tk_perf_records *st, struct proc *p,
 			      const struct tk_perf_sample *s, bool *trunc)
@@ -355,6 +369,8 @@ static uint32_t unwind_sample(struct tk_perf_records *st, struct proc *p,
 	/* the entry first: making it may lay new tables out in the store */
 	const struct unw_proc *proc = unw_proc_of(st, p);
 	struct ustack u = { s->regs.sp, s->stack_size, s->stack };
+	struct code_ctx cc = { st->c->sym, p->pid };
+	struct tk_unw_tramp tramp = { .read_code = read_code, .ctx = &cc };
 	uint64_t *cnt = st->c->unwind;
 	uint32_t causes, frames[2], i;
 	const struct unw_row *rows;
@@ -362,8 +378,11 @@ static uint32_t unwind_sample(struct tk_perf_records *st, struct proc *p,
 	int n;
 
 	rows = tk_unw_store__rows(st->unw, &nr_rows);
-	n = tk_unw__walk(proc, rows, nr_rows, &s->regs, ustack_read, &u, st->ubuf, TK_MAX_FRAMES,
-			 &causes, frames);
+	tramp.shape = p->py > 0 ? tk_py__tramp(tk_symbolizer__py(st->c->sym), p->pid, p->gen) : 0;
+	tramp.frames = 0;
+	n = tk_unw__walk_tramp(proc, rows, nr_rows, &s->regs, ustack_read, &u, st->ubuf,
+			       TK_MAX_FRAMES, &causes, frames, tramp.shape ? &tramp : NULL);
+	cnt[UNW_CNT_PY_TRAMP] += tramp.frames;
 	cnt[UNW_CNT_STACKS]++;
 	cnt[UNW_CNT_CFI_FRAMES] += frames[0];
 	cnt[UNW_CNT_FP_FRAMES] += frames[1];

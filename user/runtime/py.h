@@ -192,4 +192,12 @@ void tk_py__count_unavailable(struct tk_py *py, uint64_t n);
  */
 bool tk_py__in_loop(struct tk_py *py, uint32_t pid, uint32_t gen, uint64_t addr);
 
+/* The -X perf trampolines' shape of (@pid, @gen)'s interpreter (enum unw_py_tramp; 0: none). */
+int tk_py__tramp(struct tk_py *py, uint32_t pid, uint32_t gen);
+/*
+ * Read @len (<= 8) bytes of @pid's code at @addr, from a small cache of what
+ * was read before (code does not change under a trampoline): 0 or -errno.
+ */
+int tk_py__read_code(struct tk_py *py, uint32_t pid, uint64_t addr, void *buf, size_t len);
+
 #endif /* __TK_RUNTIME_PY_H */

@@ -25,6 +25,7 @@
 #define TK_PY_MAX_BYTES (64ULL << 20)	/* names and line tables of one session */
 #define TK_PY_MAX_STR 1024		/* bytes of a name or file name kept */
 #define TK_PY_MAX_TABLE (256u << 10)	/* bytes of a line table kept */
+#define CODE_CACHE 256			/* code words read for the perf backend's trampolines */
 
 struct py_proc {
 	uint32_t pid;			/* never 0: the slot's first word */
@@ -56,6 +57,12 @@ struct tk_py {
 	struct tk_strset strs;
 	int mem_fd;
 	uint32_t mem_pid;
+	struct code_word {
+		uint64_t addr;		/* 0: empty */
+		uint32_t pid;
+		int err;
+		uint64_t val;
+	} code[CODE_CACHE];
 	struct tk_py_stats st;
 };
 
@@ -393,4 +400,28 @@ bool tk_py__in_loop(struct tk_py *py, uint32_t pid, uint32_t gen, uint64_t addr)
 		if (addr >= p->bias + p->im->lo[i] && addr < p->bias + p->im->hi[i])
 			return true;
 	return false;
+}
+
+int tk_py__tramp(struct tk_py *py, uint32_t pid, uint32_t gen)
+{
+	struct py_proc *p = tk_hashmap__find(&py->procs, tk_hash__mix64(pid), proc_match, NULL,
+					     &pid);
+
+	return p && p->im && p->gen == gen ? p->im->tramp : 0;
+}
+
+int tk_py__read_code(struct tk_py *py, uint32_t pid, uint64_t addr, void *buf, size_t len)
+{
+	struct code_word *w = &py->code[tk_hash__mix64(addr ^ pid) & (CODE_CACHE - 1)];
+
+	if (len > sizeof(w->val))
+		return -EINVAL;
+	if (w->addr != addr || w->pid != pid) {
+		w->addr = addr;
+		w->pid = pid;
+		w->val = 0;
+		w->err = mem_read(py, pid, addr, &w->val, sizeof(w->val));
+	}
+	memcpy(buf, &w->val, len);
+	return w->err;
 }

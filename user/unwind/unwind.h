@@ -104,6 +104,26 @@ int tk_unw__walk(const struct unw_proc *proc, const struct unw_row *rows, size_t
 		 const struct tk_unw_regs *regs, tk_unw_read_fn read, void *ctx, uint64_t *ips,
 		 int max, uint32_t *causes, uint32_t frames[2]);
 
+/*
+ * CPython's -X perf trampolines (3.12+), which have no CFI and keep no frame
+ * pointer: a frame whose return address follows their "call *%rcx" and
+ * whose code matches @shape (enum unw_py_tramp, bpf/unwind_py.h) is taken
+ * by their layout (the caller's frame at sp + 16), as the BPF evaluator
+ * does. @read_code reads the process's code (not the stack image).
+ */
+struct tk_unw_tramp {
+	int shape;
+	tk_unw_read_fn read_code;
+	void *ctx;
+	uint32_t frames;		/* out: frames taken so */
+};
+
+/* tk_unw__walk, with the trampolines of @t (NULL: none). */
+int tk_unw__walk_tramp(const struct unw_proc *proc, const struct unw_row *rows, size_t nr_rows,
+		       const struct tk_unw_regs *regs, tk_unw_read_fn read, void *ctx,
+		       uint64_t *ips, int max, uint32_t *causes, uint32_t frames[2],
+		       struct tk_unw_tramp *t);
+
 /* ---- the store (unwind_store.c) --------------------------------------------------------- */
 
 struct tk_unw_store;

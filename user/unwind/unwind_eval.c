@@ -8,7 +8,9 @@
  * pointer, and the reason is counted; see enum unw_cause.
  */
 #include <stdbool.h>
+#include <linux/types.h>
 
+#include "bpf/unwind_py.h"
 #include "unwind/unwind.h"
 
 enum step {
@@ -23,6 +25,7 @@ struct walk {
 	bool interrupted;	/* ip is where a signal interrupted the code, not a return address */
 	tk_unw_read_fn read;
 	void *ctx;
+	struct tk_unw_tramp *tramp;	/* NULL: no trampolines to know */
 };
 
 static bool read_u64(struct walk *w, uint64_t addr, uint64_t *v)
@@ -176,6 +179,36 @@ static enum step fp_step(struct walk *w)
 	return STEP_FP;
 }
 
+/*
+ * A -X perf trampoline's frame (bpf/unwind_py.bpf.h's unw_py_tramp, the
+ * same rule): w->ip is a return address right after its call *%rcx.
+ */
+static bool tramp_step(struct walk *w)
+{
+	const struct tk_unw_tramp *t = w->tramp;
+	uint64_t code, ra, bp = w->bp;
+
+	if (!t || !t->shape || t->read_code(t->ctx, w->ip - 2, &code, sizeof(code)))
+		return false;
+	if (t->shape == UNW_PY_TRAMP_SUB) {
+		if ((code & 0x00ffffffffffffffULL) != 0x00c308c48348d1ffULL)
+			return false;
+	} else if (t->shape == UNW_PY_TRAMP_PUSH) {
+		if ((code & 0xffffffffULL) != 0xc35dd1ffULL ||
+		    w->read(w->ctx, w->sp, &bp, sizeof(bp)))
+			return false;
+	} else {
+		return false;
+	}
+	if (w->read(w->ctx, w->sp + 8, &ra, sizeof(ra)))
+		return false;
+	w->sp += 16;
+	w->bp = bp;
+	w->ip = ra;
+	w->tramp->frames++;
+	return true;
+}
+
 /* How to take the frame at w->ip, looked up at @look: by a row, by rbp, or not at all. */
 static enum step frame_step(struct walk *w, const struct unw_proc *proc,
 			    const struct unw_row *rows, size_t nr_rows, uint64_t look)
@@ -205,8 +238,18 @@ int tk_unw__walk(const struct unw_proc *proc, const struct unw_row *rows, size_t
 		 const struct tk_unw_regs *regs, tk_unw_read_fn read, void *ctx, uint64_t *ips,
 		 int max, uint32_t *causes, uint32_t frames[2])
 {
+	return tk_unw__walk_tramp(proc, rows, nr_rows, regs, read, ctx, ips, max, causes, frames,
+				  NULL);
+}
+
+int tk_unw__walk_tramp(const struct unw_proc *proc, const struct unw_row *rows, size_t nr_rows,
+		       const struct tk_unw_regs *regs, tk_unw_read_fn read, void *ctx,
+		       uint64_t *ips, int max, uint32_t *causes, uint32_t frames[2],
+		       struct tk_unw_tramp *t)
+{
 	struct walk w = { .ip = regs->ip, .sp = regs->sp, .bp = regs->bp,
-			  .causes = proc ? 0 : UNW_C_NO_PROC, .read = read, .ctx = ctx };
+			  .causes = proc ? 0 : UNW_C_NO_PROC, .read = read, .ctx = ctx,
+			  .tramp = t };
 	uint32_t by_row = 0, by_fp = 0;
 	enum step s;
 	int nr = 0;
@@ -226,7 +269,10 @@ int tk_unw__walk(const struct unw_proc *proc, const struct unw_row *rows, size_t
 		 */
 		w.interrupted = false;
 		s = frame_step(&w, proc, rows, nr_rows, exact ? w.ip : w.ip - 1);
-		if (s == STEP_FP)
+		/* code of no file, or of no CFI: a trampoline's, before the frame pointer */
+		if (s == STEP_FP && !exact && tramp_step(&w))
+			s = STEP_ROW;
+		else if (s == STEP_FP)
 			s = fp_step(&w);
 		if (s == STEP_STOP)
 			break;
