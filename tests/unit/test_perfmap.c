@@ -200,7 +200,7 @@ static void test_symbolizer_jit(void **state)
 	/* appended: not read again within the second, then read from where it stopped */
 	assert_int_equal(fx_append(fx, "proc/4242/root/tmp/perf-17.map",
 				   "7f0000002000 40 jitted_later\n"), 0);
-	assert_int_equal(tk_symbolizer__user(s, 4242, 0, 0x7f0000002000, &f), -ESRCH);
+	assert_int_equal(tk_symbolizer__user(s, 4242, 0, 0x7f0000002000, &f), -ENOENT);
 	usleep(1100000);
 	assert_int_equal(tk_symbolizer__user(s, 4242, 0, 0x7f0000002000, &f), 0);
 	assert_string_equal(f.function, "jitted_later");
@@ -212,19 +212,27 @@ static void test_symbolizer_jit(void **state)
 	assert_int_equal(sst.jit_bad_lines, 1);
 	tk_symbolizer__free(s);
 
-	/* a symlink resolves inside the process's root (here to nothing), and a FIFO is no file */
+	/*
+	 * a symlink resolves inside the process's root (here to nothing), and a
+	 * FIFO is no file: the frame stays JIT code, unnamed
+	 */
 	assert_int_equal(fx_remove(fx, "proc/4242/root/tmp/perf-17.map"), 0);
 	assert_int_equal(fx_symlink(fx, "/dev/zero", "proc/4242/root/tmp/perf-17.map"), 0);
 	s = sym_new(fx->proc);
 	assert_int_equal(tk_symbolizer__capture(s, 4242, 0), 0);
-	assert_int_equal(tk_symbolizer__user(s, 4242, 0, 0x7f0000000810, &f), -ESRCH);
+	assert_int_equal(tk_symbolizer__user(s, 4242, 0, 0x7f0000000810, &f), -ENOENT);
+	assert_null(f.function);
+	assert_string_equal(f.module, "[jit]");
+	assert_true(f.jit);
 	tk_symbolizer__free(s);
 	assert_int_equal(fx_remove(fx, "proc/4242/root/tmp/perf-17.map"), 0);
 	assert_int_equal(fx_path(fx, "proc/4242/root/tmp/perf-17.map", path, sizeof(path)), 0);
 	assert_int_equal(mkfifo(path, 0600), 0);
 	s = sym_new(fx->proc);
 	assert_int_equal(tk_symbolizer__capture(s, 4242, 0), 0);
-	assert_int_equal(tk_symbolizer__user(s, 4242, 0, 0x7f0000000810, &f), -ESRCH);
+	assert_int_equal(tk_symbolizer__user(s, 4242, 0, 0x7f0000000810, &f), -ENOENT);
+	assert_null(f.function);
+	assert_true(f.jit);
 	tk_symbolizer__free(s);
 	fx_free(fx);
 }

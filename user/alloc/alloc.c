@@ -513,6 +513,9 @@ int tk_alloc__poll(struct tk_alloc *a, int timeout_ms)
 {
 	int err = a->be->poll(a, timeout_ms);
 
+	/* JIT code named while its process lives */
+	if (a->sym)
+		tk_symbolizer__tick(a->sym);
 	return err == -EINTR ? 0 : err;
 }
 
@@ -654,6 +657,7 @@ static int build_profile(struct tk_alloc *a, uint64_t min_age_ns, struct tk_prof
 	a->losses[TK_ALOSS_RELEASED_EXIT_BYTES] = to_i64(a->released[1].bytes);
 	for (l = 0; l < TK_ALOSS__COUNT; l++)
 		tk_profile__set_loss(p, loss_names[l], a->losses[l]);
+	tk_locs__report_jit(p, a->sym, tk_locs__jit_unnamed(fr));
 	if (a->be && !strcmp(a->be->name, "bpf")) {
 		tk_unw__report(p, a->unwind, a->unwinding ? &a->unw_info : NULL);
 		tk_unw_table__report(p, tk_symbolizer__unwind_over_limit(a->sym));

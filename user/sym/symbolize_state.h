@@ -26,6 +26,7 @@ struct sym_map {
 	uint64_t offset;
 	const char *module;		/* interned */
 	struct tk_elf_index *idx;	/* NULL: nothing to read names from */
+	bool jit;			/* executable and of no file: JIT code ("[jit]") */
 };
 
 struct sym_jit;
@@ -45,6 +46,11 @@ struct sym_proc {
 	uint32_t nspid;			/* its pid in its own namespace */
 	uint32_t uid[2];		/* real and effective: who may own the file (and root) */
 	struct sym_jit *jit;		/* its perf map, once looked for; NULL: not yet */
+	/* JIT code: what names it, learnt from its mappings (symbolize_jit.c) */
+	uint32_t jit_maps;		/* executable mappings of no file */
+	const char *jitdump;		/* a jit-N.dump it maps (interned), or NULL */
+	struct tk_file_id jitdump_id;	/* that file's identity, as its maps line gave it */
+	bool jvm;			/* it maps libjvm.so: its perf map can be asked for */
 };
 
 struct file_key {
@@ -90,6 +96,7 @@ struct tk_symbolizer {
 	int ksyms_err;
 	bool ksyms_tried;
 	bool unwind;			/* build unwind rows with each index */
+	int64_t tick_due_ns;		/* tk_symbolizer__tick's next look (CLOCK_MONOTONIC) */
 	struct tk_symbolizer_stats st;
 	/* ended processes, dropped by tk_symbolizer__prune: queue[i] is retirement base + i */
 	struct proc_key_q { uint32_t pid, gen; } *retired;
@@ -132,6 +139,14 @@ void tk_symbolizer__learn_ns(struct tk_symbolizer *s, struct sym_proc *p);
  */
 int tk_symbolizer__jit(struct tk_symbolizer *s, struct sym_proc *p, uint64_t addr,
 		       struct tk_sym_frame *out);
+/* What a mapped file is to JIT code: a jitdump (names, no code), a JVM's library, neither (0). */
+enum { TK_JIT_FILE_JITDUMP = 1, TK_JIT_FILE_JVM };
+int tk_symbolizer__jit_file(const char *path);
+/*
+ * Read @p's perf map and jitdump again if they grew, at most once a second
+ * unless @force; nothing for a process with no JIT code.
+ */
+void tk_symbolizer__jit_refresh(struct tk_symbolizer *s, struct sym_proc *p, bool force);
 /* Add @p's perf map counters to @st. */
 void tk_symbolizer__jit_stats(const struct sym_proc *p, struct tk_symbolizer_stats *st);
 void tk_symbolizer__free_jit(struct sym_proc *p);
