@@ -509,6 +509,11 @@ int tk_alloc__start(struct tk_alloc *a, char *why, size_t why_sz)
 	return 0;
 }
 
+void tk_alloc__set_jit_ask(struct tk_alloc *a, bool on, tk_sym_note_fn note, void *ctx)
+{
+	tk_symbolizer__set_jit_ask(a->sym, on, note, ctx);
+}
+
 int tk_alloc__poll(struct tk_alloc *a, int timeout_ms)
 {
 	int err = a->be->poll(a, timeout_ms);

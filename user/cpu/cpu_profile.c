@@ -243,6 +243,12 @@ void tk_locs__report_jit(struct tk_profile *p, struct tk_symbolizer *s, uint64_t
 					st.jitdump_files, st.jitdump_entries,
 					st.jitdump_bad_records, st.jitdump_broken ?
 					", some read only up to garbage" : "");
+	if (st.jvm_asked || st.jvm_ask_failed)
+		tk_profile__add_comment(p, "JVMs asked for their perf maps (as 'jcmd PID "
+					"Compiler.perfmap', as their users): %" PRIu64 " wrote them, %"
+					PRIu64 " not asked or failed%s%s", st.jvm_asked,
+					st.jvm_ask_failed, st.jvm_ask_failed ? "; the last: " : "",
+					st.jvm_ask_failed ? st.jvm_failure : "");
 	if (jit_unnamed)
 		tk_profile__add_comment(p, "%" PRIu64 " frames of JIT code were not named "
 					"(jit_unnamed_frames): no perf map or jitdump covers them "

@@ -87,6 +87,7 @@ void tk_symbolizer__free(struct tk_symbolizer *s)
 		return;
 	while ((pe = tk_hashmap__next(&s->procs, &i))) {
 		tk_symbolizer__free_jit(pe->p);
+		tk_symbolizer__free_jvm(pe->p);
 		free(pe->p->maps);
 		free(pe->p);
 	}
@@ -264,6 +265,7 @@ void tk_symbolizer__stats(const struct tk_symbolizer *s, struct tk_symbolizer_st
 	size_t i = 0;
 
 	*st = s->st;
+	st->jvm_failure = s->jvm_failure;
 	st->procs_held = 0;
 	while ((pe = tk_hashmap__next(&s->procs, &i))) {
 		tk_symbolizer__jit_stats(pe->p, st);
@@ -283,9 +285,13 @@ void tk_symbolizer__tick(struct tk_symbolizer *s)
 	if (now < s->tick_due_ns)
 		return;
 	s->tick_due_ns = now + 1000000000;
-	while ((pe = tk_hashmap__next(&s->procs, &i)))
-		if (pe->p->captured && (pe->p->jit_maps || pe->p->jitdump))
+	while ((pe = tk_hashmap__next(&s->procs, &i))) {
+		if (!pe->p->captured)
+			continue;
+		tk_symbolizer__jvm_tick(s, pe->p);
+		if (pe->p->jit_maps || pe->p->jitdump)
 			tk_symbolizer__jit_refresh(s, pe->p, false);
+	}
 }
 
 uint64_t tk_symbolizer__unwind_over_limit(const struct tk_symbolizer *s)
@@ -327,6 +333,7 @@ static bool drop_proc(struct tk_symbolizer *s, uint32_t pid, uint32_t gen)
 		s->last = NULL;
 	tk_symbolizer__jit_stats(p, &s->st);
 	tk_symbolizer__free_jit(p);
+	tk_symbolizer__free_jvm(p);
 	free(p->maps);
 	free(p);
 	return true;

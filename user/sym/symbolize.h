@@ -30,6 +30,16 @@ struct tk_symbolizer_opts {
 };
 
 int tk_symbolizer__new(const struct tk_symbolizer_opts *opts, struct tk_symbolizer **out);
+
+/* A message for people (what was done to a process on the user's behalf); @warn: a failure. */
+typedef void (*tk_sym_note_fn)(void *ctx, bool warn, const char *msg);
+/*
+ * Ask JVMs for their perf maps (proc/jvm.h: HotSpot's attach mechanism, as
+ * `jcmd PID Compiler.perfmap`, done as the JVM's user in its root), or not
+ * (the default): each JVM asked, or not asked and why, is said once to @note.
+ */
+void tk_symbolizer__set_jit_ask(struct tk_symbolizer *s, bool on, tk_sym_note_fn note,
+				void *ctx);
 void tk_symbolizer__free(struct tk_symbolizer *s);
 
 /*
@@ -148,6 +158,9 @@ struct tk_symbolizer_stats {
 	uint64_t jitdump_entries;	/* their names in use */
 	uint64_t jitdump_bad_records;	/* their records skipped */
 	uint64_t jitdump_broken;	/* files whose reading stopped at garbage */
+	uint64_t jvm_asked;		/* JVMs that wrote their perf map when asked */
+	uint64_t jvm_ask_failed;	/* JVMs not asked (not to be signalled) or that failed */
+	const char *jvm_failure;	/* the last of those and why ("" when none) */
 	uint64_t procs_held;		/* (pid, gen) pairs held now */
 	uint64_t procs_pruned;		/* ended ones dropped (tk_symbolizer__prune) */
 };

@@ -354,7 +354,11 @@ int tk_symbolizer__jit(struct tk_symbolizer *s, struct sym_proc *p, uint64_t add
 		return -ESRCH;
 	refresh(s, p, j, false);
 	memset(out, 0, sizeof(*out));
-	if (j->map && (name = tk_perfmap__find(j->map, addr, &start, &size))) {
+	name = j->map ? tk_perfmap__find(j->map, addr, &start, &size) : NULL;
+	/* a JVM's code no map names yet: ask it for its map now, while it lives */
+	if (!name && p->jvm && tk_symbolizer__jvm_ask_now(s, p) && j->map)
+		name = tk_perfmap__find(j->map, addr, &start, &size);
+	if (name) {
 		out->module = j->module;
 		tk_perfmap__span(j->map, &out->map_start, &out->map_limit);
 	} else if (j->dump && (name = tk_jitdump__find(j->dump, addr, &start, &size))) {
@@ -367,6 +371,18 @@ int tk_symbolizer__jit(struct tk_symbolizer *s, struct sym_proc *p, uint64_t add
 	out->jit = true;
 	out->module_offset = addr - out->map_start;
 	return 0;
+}
+
+void tk_symbolizer__jit_reread(struct tk_symbolizer *s, struct sym_proc *p)
+{
+	struct sym_jit *j = jit_of(s, p);
+
+	if (!j)
+		return;
+	/* written anew where it was (a JVM truncates and writes it): parsed from its start */
+	tk_perfmap__free(j->map);
+	j->map = NULL;
+	refresh(s, p, j, true);
 }
 
 void tk_symbolizer__jit_refresh(struct tk_symbolizer *s, struct sym_proc *p, bool force)

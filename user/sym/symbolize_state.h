@@ -51,6 +51,7 @@ struct sym_proc {
 	const char *jitdump;		/* a jit-N.dump it maps (interned), or NULL */
 	struct tk_file_id jitdump_id;	/* that file's identity, as its maps line gave it */
 	bool jvm;			/* it maps libjvm.so: its perf map can be asked for */
+	struct sym_jvm *jvm_ask;	/* asking it (symbolize_jvm.c); NULL: not yet */
 };
 
 struct file_key {
@@ -97,6 +98,10 @@ struct tk_symbolizer {
 	bool ksyms_tried;
 	bool unwind;			/* build unwind rows with each index */
 	int64_t tick_due_ns;		/* tk_symbolizer__tick's next look (CLOCK_MONOTONIC) */
+	bool jit_ask;			/* ask JVMs for their perf maps (symbolize_jvm.c) */
+	tk_sym_note_fn note;		/* where what is done to a JVM is said; NULL: nowhere */
+	void *note_ctx;
+	char jvm_failure[256];		/* the last JVM not asked, or that failed, and why */
 	struct tk_symbolizer_stats st;
 	/* ended processes, dropped by tk_symbolizer__prune: queue[i] is retirement base + i */
 	struct proc_key_q { uint32_t pid, gen; } *retired;
@@ -150,5 +155,20 @@ void tk_symbolizer__jit_refresh(struct tk_symbolizer *s, struct sym_proc *p, boo
 /* Add @p's perf map counters to @st. */
 void tk_symbolizer__jit_stats(const struct sym_proc *p, struct tk_symbolizer_stats *st);
 void tk_symbolizer__free_jit(struct sym_proc *p);
+/* Read @p's perf map from its start now: the JVM just wrote it anew. */
+void tk_symbolizer__jit_reread(struct tk_symbolizer *s, struct sym_proc *p);
+
+/*
+ * symbolize_jvm.c: asking a JVM for its perf map (proc/jvm.h). The tick asks
+ * each JVM a second after it is first seen, then after 2, 4, 8, 16 and every
+ * 30 seconds, without waiting (the child's answer is taken at a later tick);
+ * a lookup that finds a JVM's code unnamed asks at once and waits (at most
+ * once a second). A JVM that must not be signalled, or refused, is not asked
+ * again. Each is said once through the symbolizer's note function.
+ */
+void tk_symbolizer__jvm_tick(struct tk_symbolizer *s, struct sym_proc *p);
+/* True when @p's JVM was asked now and wrote its perf map (read it again). */
+bool tk_symbolizer__jvm_ask_now(struct tk_symbolizer *s, struct sym_proc *p);
+void tk_symbolizer__free_jvm(struct sym_proc *p);
 
 #endif /* __TK_SYMBOLIZE_STATE_H */
