@@ -202,6 +202,7 @@ struct tk_locs *tk_locs__new(struct tk_symbolizer *s, struct tk_profile *p)
 
 	if (!b)
 		return NULL;
+	tk_symbolizer__settle(s);
 	b->s = s;
 	b->p = p;
 	b->cache = (struct tk_hashmap)LOC_CACHE_INIT;
@@ -354,6 +355,7 @@ int tk_cpu_profile__build(const struct tk_stacks *t, struct tk_symbolizer *s, st
 	struct tk_locs b = { .s = s, .p = p, .cache = LOC_CACHE_INIT };
 	int err;
 
+	tk_symbolizer__settle(s);
 	b.locs = malloc(2 * TK_MAX_FRAMES * sizeof(*b.locs));
 	if (!b.locs)
 		return -ENOMEM;

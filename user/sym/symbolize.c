@@ -294,6 +294,15 @@ void tk_symbolizer__tick(struct tk_symbolizer *s)
 	}
 }
 
+void tk_symbolizer__settle(struct tk_symbolizer *s)
+{
+	struct proc_ent *pe;
+	size_t i = 0;
+
+	while ((pe = tk_hashmap__next(&s->procs, &i)))
+		tk_symbolizer__jvm_settle(s, pe->p);
+}
+
 uint64_t tk_symbolizer__unwind_over_limit(const struct tk_symbolizer *s)
 {
 	return s ? s->st.unwind_over_limit : 0;

@@ -192,6 +192,11 @@ size_t tk_symbolizer__prune(struct tk_symbolizer *s, uint64_t mark);
  * capture still has its JIT code named.
  */
 void tk_symbolizer__tick(struct tk_symbolizer *s);
+/*
+ * Before symbolizing: wait for the JVMs being asked for their perf maps to
+ * answer (TK_JVM_ASK_TIMEOUT_MS at most), so what they wrote names their code.
+ */
+void tk_symbolizer__settle(struct tk_symbolizer *s);
 
 /*
  * 0 when kernel frames can be named; -EPERM when kallsyms shows every address

@@ -44,6 +44,7 @@
 #define NSEC_PER_SEC 1000000000LL
 #define READ_CHUNK (1u << 20)		/* bigger than a line (TK_PERFMAP_MAX_LINE) */
 #define READ_MAX (512ull << 20)		/* bytes read of one file, in all */
+#define MISS_REFRESH_NS (NSEC_PER_SEC / 10)	/* a name not found: the files looked at again */
 
 struct sym_jit {
 	struct tk_perfmap *map;		/* NULL: no file seen yet */
@@ -355,6 +356,12 @@ int tk_symbolizer__jit(struct tk_symbolizer *s, struct sym_proc *p, uint64_t add
 	refresh(s, p, j, false);
 	memset(out, 0, sizeof(*out));
 	name = j->map ? tk_perfmap__find(j->map, addr, &start, &size) : NULL;
+	if (!name && !(j->dump && tk_jitdump__find(j->dump, addr, NULL, NULL)) &&
+	    now_ns() - j->checked_ns >= MISS_REFRESH_NS) {
+		/* written since the last look (a runtime that buffers, flushed as it exits) */
+		refresh(s, p, j, true);
+		name = j->map ? tk_perfmap__find(j->map, addr, &start, &size) : NULL;
+	}
 	/* a JVM's code no map names yet: ask it for its map now, while it lives */
 	if (!name && p->jvm && tk_symbolizer__jvm_ask_now(s, p) && j->map)
 		name = tk_perfmap__find(j->map, addr, &start, &size);

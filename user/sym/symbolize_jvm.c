@@ -164,6 +164,12 @@ bool tk_symbolizer__jvm_ask_now(struct tk_symbolizer *s, struct sym_proc *p)
 	return poll_ask(s, p, v, true) == 1;
 }
 
+void tk_symbolizer__jvm_settle(struct tk_symbolizer *s, struct sym_proc *p)
+{
+	if (p->jvm_ask && p->jvm_ask->ask)
+		poll_ask(s, p, p->jvm_ask, true);
+}
+
 void tk_symbolizer__free_jvm(struct sym_proc *p)
 {
 	if (!p->jvm_ask)

@@ -169,6 +169,8 @@ void tk_symbolizer__jit_reread(struct tk_symbolizer *s, struct sym_proc *p);
 void tk_symbolizer__jvm_tick(struct tk_symbolizer *s, struct sym_proc *p);
 /* True when @p's JVM was asked now and wrote its perf map (read it again). */
 bool tk_symbolizer__jvm_ask_now(struct tk_symbolizer *s, struct sym_proc *p);
+/* Wait for an ask in flight to end (its deadline at most), and take its answer. */
+void tk_symbolizer__jvm_settle(struct tk_symbolizer *s, struct sym_proc *p);
 void tk_symbolizer__free_jvm(struct sym_proc *p);
 
 #endif /* __TK_SYMBOLIZE_STATE_H */
