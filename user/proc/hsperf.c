@@ -38,19 +38,20 @@ int tk_hsperf__string(const void *buf, size_t len, const char *name, char *out, 
 {
 	const unsigned char *b = buf;
 	size_t nlen = strlen(name), off, end;
-	int32_t used, n, i;
+	int32_t used, first, n, i;
 
 	if (out_sz)
 		out[0] = '\0';
 	if (len < PROLOGUE || memcmp(b, "\xca\xfe\xc0\xc0", 4) || b[4] != 1)
 		return -EINVAL;
 	used = s32_at(b + 8);
-	off = (size_t)s32_at(b + 24);
+	first = s32_at(b + 24);
 	n = s32_at(b + 28);
-	if (used < PROLOGUE || n < 0)
+	if (used < PROLOGUE || n < 0 || first < PROLOGUE)
 		return -EINVAL;
 	end = (size_t)used < len ? (size_t)used : len;
-	for (i = 0; i < n && off >= PROLOGUE && off + ENTRY <= end; i++) {
+	off = first;
+	for (i = 0; i < n && off < end && end - off >= ENTRY; i++) {
 		const unsigned char *e = b + off;
 		int32_t elen = s32_at(e), noff = s32_at(e + 4), vlen = s32_at(e + 8);
 		int32_t doff = s32_at(e + 16);
