@@ -83,6 +83,7 @@ static const struct {
 	[TK_CAP_PROC_JEMALLOC_PROF] = { "process.jemalloc_prof", "jemalloc profiling" },
 	[TK_CAP_PROC_BUILD_ID] = { "process.build_id", "build-id" },
 	[TK_CAP_PROC_FRAME_POINTERS] = { "process.frame_pointers", "frame pointers" },
+	[TK_CAP_PROC_JIT] = { "process.jit", "JIT runtime" },
 };
 
 const char *tk_cap__id_name(enum tk_cap_id id)
@@ -356,6 +357,7 @@ int tk_caps__snapshot_probe(const struct tk_caps_opts *opts, tk_probe_fn probe,
 			snap_process_unreadable(&s, caps, err);
 		else
 			snap_process(&s, caps);
+		snap_jit_runtime(&s, caps);
 		err = 0;
 	}
 	choose_backends(&s, caps);

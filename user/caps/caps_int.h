@@ -89,4 +89,7 @@ void snap_numa(struct snap *s, struct tk_caps *caps);
 void snap_process(struct snap *s, struct tk_caps *caps);
 void snap_process_unreadable(struct snap *s, struct tk_caps *caps, int err);
 
+/* caps_runtime.c: the target process's JIT runtime (process.jit) */
+void snap_jit_runtime(struct snap *s, struct tk_caps *caps);
+
 #endif /* __TK_CAPS_INT_H */
