@@ -53,6 +53,8 @@ struct sym_jit {
 	uint64_t dev, ino;		/* the file read */
 	uint64_t size;			/* its size then */
 	uint64_t off;			/* bytes of it parsed (whole lines) */
+	char head[64];			/* its first bytes, as read: the same file still? */
+	size_t head_len;
 	/* its jitdump, once its maps named one */
 	struct tk_jitdump *dump;
 	const char *dump_module;	/* "[jit-N.dump]", interned */
@@ -191,6 +193,17 @@ static int read_more(struct sym_jit *j, int fd, uint64_t size)
 	return err;
 }
 
+/* Whether @fd still begins with what the file read began with. */
+static bool same_head(const struct sym_jit *j, int fd)
+{
+	char now[sizeof(j->head)];
+
+	if (!j->head_len)
+		return true;
+	return pread(fd, now, j->head_len, 0) == (ssize_t)j->head_len &&
+	       !memcmp(now, j->head, j->head_len);
+}
+
 /* Read @p's perf map if it is new or grew since the last look. */
 static void refresh_map(struct tk_symbolizer *s, struct sym_proc *p, struct sym_jit *j)
 {
@@ -200,8 +213,13 @@ static void refresh_map(struct tk_symbolizer *s, struct sym_proc *p, struct sym_
 	fd = open_map(s, p, &st);
 	if (fd < 0)
 		return;
-	if (j->map && (st.st_dev != j->dev || st.st_ino != j->ino || (uint64_t)st.st_size < j->off)) {
-		/* another file, or one written anew: start over */
+	if (j->map && (st.st_dev != j->dev || st.st_ino != j->ino || (uint64_t)st.st_size < j->off ||
+		       !same_head(j, fd))) {
+		/*
+		 * another file, or one written anew: start over (a file left by an
+		 * earlier process of the same pid, truncated and written again by
+		 * this one, may already be longer than what was read of it)
+		 */
 		tk_perfmap__free(j->map);
 		j->map = NULL;
 	}
@@ -214,10 +232,16 @@ static void refresh_map(struct tk_symbolizer *s, struct sym_proc *p, struct sym_
 		j->dev = st.st_dev;
 		j->ino = st.st_ino;
 		j->off = 0;
+		j->head_len = 0;
 		s->st.jit_files++;
 	}
 	j->size = st.st_size;
 	read_more(j, fd, j->size);
+	if (!j->head_len) {
+		ssize_t n = pread(fd, j->head, sizeof(j->head), 0);
+
+		j->head_len = n > 0 ? n : 0;
+	}
 out:
 	close(fd);
 }
