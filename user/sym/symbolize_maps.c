@@ -60,7 +60,9 @@ static int describe_map(struct tk_symbolizer *s, uint32_t pid, uint64_t start, u
 	m->end = end;
 	m->offset = offset;
 	if (!path[0] || !strcmp(path, "//anon") || !strncmp(path, "[anon:", 6)) {
+		/* no file offset: frames are "[jit]+0xADDRESS", as a perf map names them */
 		m->jit = true;
+		m->offset = start;
 		path = "[jit]";
 	} else if (path[0] == '/' && path[1] == '/') {
 		return -ENOENT;	/* perf's other names: "//anon" is the only executable one */
