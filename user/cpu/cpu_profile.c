@@ -237,9 +237,9 @@ void tk_locs__report_jit(struct tk_profile *p, struct tk_symbolizer *s, uint64_t
 	tk_profile__set_loss(p, "jit_unnamed_frames", jit_unnamed);
 	tk_symbolizer__stats(s, &st);
 	if (st.jit_files || st.jitdump_files)
-		tk_profile__add_comment(p, "JIT code named from %" PRIu64 " perf maps (%" PRIu64
-					" names, %" PRIu64 " lines skipped) and %" PRIu64
-					" jitdumps (%" PRIu64 " names, %" PRIu64 " records skipped%s)",
+		tk_profile__add_comment(p, "JIT code's names: perf maps: %" PRIu64 " read, %" PRIu64
+					" names, %" PRIu64 " lines skipped; jitdumps: %" PRIu64
+					" read, %" PRIu64 " names, %" PRIu64 " records skipped%s",
 					st.jit_files, st.jit_entries, st.jit_bad_lines,
 					st.jitdump_files, st.jitdump_entries,
 					st.jitdump_bad_records, st.jitdump_broken ?
