@@ -22,7 +22,8 @@
  *   user's); and one in a user namespace where root is not mapped, with a
  *   /tmp of its own, is asked as its user — as root the trigger file would
  *   be of an unknown owner to it, ignored, and SIGQUIT would print a thread
- *   dump — and everything in its /tmp stays its user's.
+ *   dump — and everything in its /tmp stays its user's; and one that is pid 1
+ *   in namespaces of its own is asked by that pid, in its own /tmp.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -547,6 +548,35 @@ static void test_java_userns(void **state)
 	assert_true(chain_share("userns", pb, "leafHot", "handler") >= 0.95);
 }
 
+/*
+ * A JVM that is pid 1 in pid and mount namespaces of its own, with a /tmp
+ * of its own: asked by its pid there, in its /tmp (the host's has no
+ * /tmp/perf-1.map of it).
+ */
+static void test_java_pid_namespace(void **state)
+{
+	const char *log = path_in_tmp("pidns.log"), *err = path_in_tmp("pidns.err");
+	const char *pb = path_in_tmp("pidns.pb.gz");
+	char sock[128], map[128];
+	struct stat st;
+	pid_t pid, jpid;
+
+	need_java();
+	pid = start_java("unshare --pid --fork --mount --propagation private sh -c 'mount -t "
+			 "tmpfs none /tmp && mkdir /tmp/c && cp JitChain.class /tmp/c && cd "
+			 "/tmp/c && exec \"$0\" \"$@\"'", "", log, 8000);
+	jpid = java_pid(pid);
+	jvm_paths(jpid, sock, map, sizeof(sock));
+	assert_non_null(strstr(map, "/perf-1.map"));
+	usleep(500000);
+	capture_pid(jpid, pb, err);
+	assert_true(file_has(err, "'jcmd 1 Compiler.perfmap'"));
+	assert_int_equal(stat(map, &st), 0);
+	kill(jpid, SIGKILL);
+	stop_java(pid);
+	assert_true(chain_share("pid namespace", pb, "leafHot", "handler") >= 0.95);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -560,6 +590,7 @@ int main(void)
 		cmocka_unit_test(test_java_attach_disabled),
 		cmocka_unit_test(test_java_nobody),
 		cmocka_unit_test(test_java_userns),
+		cmocka_unit_test(test_java_pid_namespace),
 	};
 	int ret;
 
