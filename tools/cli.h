@@ -133,7 +133,7 @@ enum { CLI_OPT_FORMAT = 1000, CLI_OPT_JSON, CLI_OPT_TOP, CLI_OPT_UNWIND, CLI_OPT
 #define CLI_JIT_OPTIONS { "no-jit-ask", no_argument, NULL, CLI_OPT_NO_JIT_ASK }
 #define CLI_JIT_USAGE                                                                    \
 	"      --no-jit-ask     do not ask JVMs for their perf maps (by default a JVM\n"    \
-	"                       whose compiled code is sampled is asked, as 'jcmd PID\n"   \
+	"                       the capture samples is asked, as 'jcmd PID\n"             \
 	"                       Compiler.perfmap' asks, as its own user, and stderr\n"     \
 	"                       says so; never one that does not catch SIGQUIT or\n"       \
 	"                       has attach disabled)\n"

@@ -58,8 +58,8 @@ struct tk_cpu_opts {
 	 */
 	uint32_t off_cpu_stacks;
 	/*
-	 * Do not ask JVMs for their perf maps. By default (false) a JVM whose
-	 * compiled code is sampled is asked for /tmp/perf-PID.map as `jcmd PID
+	 * Do not ask JVMs for their perf maps. By default (false) every JVM the
+	 * session samples is asked for /tmp/perf-PID.map as `jcmd PID
 	 * Compiler.perfmap` asks (HotSpot's attach mechanism, by a child acting
 	 * as the JVM's user in its root; never a JVM that does not catch SIGQUIT
 	 * or has attach disabled), a second after it is seen and again as it
