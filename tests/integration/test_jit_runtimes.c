@@ -260,7 +260,10 @@ static void check_node(const char *backend, const char *how, const char *pb)
 
 static void node_perf_map(const char *backend)
 {
-	const char *pb = path_in_tmp("node.pb.gz");
+	char name[64], pb[700];
+
+	snprintf(name, sizeof(name), "node-%s.pb.gz", backend);
+	snprintf(pb, sizeof(pb), "%s", path_in_tmp(name));
 
 	need_node();
 	check_node(backend, "--perf-basic-prof", pb);
@@ -284,8 +287,12 @@ static void test_node_perf_map_perf(void **state)
  */
 static void node_jitdump(const char *backend)
 {
-	const char *pb = path_in_tmp("nodej.pb.gz"), *err = path_in_tmp("nodej.err");
-	char args[8192];
+	char args[8192], name[64], pb[700], err[700];
+
+	snprintf(name, sizeof(name), "nodej-%s.pb.gz", backend);
+	snprintf(pb, sizeof(pb), "%s", path_in_tmp(name));
+	snprintf(name, sizeof(name), "nodej-%s.err", backend);
+	snprintf(err, sizeof(err), "%s", path_in_tmp(name));
 
 	need_node();
 	snprintf(args, sizeof(args), "cpu --backend %s -F 499 --user-only -o %s -- sh -c 'cd %s "
@@ -361,8 +368,8 @@ static pid_t start_java(const char *prefix, const char *opt, const char *log, in
 
 	assert_true(pid >= 0);
 	if (!pid) {
-		snprintf(cmd, sizeof(cmd), "cd %s && exec %s java %s " JAVA_FLAGS
-			 " -cp . JitChain %d >%s 2>&1", classes, prefix ? prefix : "", opt, ms,
+		snprintf(cmd, sizeof(cmd), "cd %s && exec %s java " JAVA_FLAGS
+			 " %s -cp . JitChain %d >%s 2>&1", classes, prefix ? prefix : "", opt, ms,
 			 log);
 		execl("/bin/sh", "sh", "-c", cmd, (char *)NULL);
 		_exit(127);
@@ -577,6 +584,51 @@ static void test_java_pid_namespace(void **state)
 	assert_true(chain_share("pid namespace", pb, "leafHot", "handler") >= 0.95);
 }
 
+/* `tracekit caps -p PID` of a running JVM and node: the runtime, its version, what it lacks. */
+static void test_caps(void **state)
+{
+	const char *log = path_in_tmp("caps.log");
+	char args[1024], err[700], sock[128], map[128];
+	pid_t pid, jpid, npid;
+
+	need_java();
+	need_node();
+	/* a JVM without -XX:+PreserveFramePointer (after JAVA_FLAGS' own: the last counts) */
+	pid = start_java(NULL, "-XX:-PreserveFramePointer", log, 8000);
+	jpid = java_pid(pid);
+	usleep(800000);
+	snprintf(err, sizeof(err), "%s", path_in_tmp("caps.err"));
+	snprintf(args, sizeof(args), "caps -p %d", jpid);
+	assert_int_equal(tracekit(args, err), 0);
+	print_message("%s", strstr(out, "JIT runtime") ? strstr(out, "JIT runtime") : out);
+	assert_non_null(strstr(out, "JIT runtime: JVM 17"));
+	assert_non_null(strstr(out, "restart it with -XX:+PreserveFramePointer"));
+	/* it changes nothing: no attach listener was started, no perf map written */
+	assert_true(alive(pid));
+	jvm_paths(jpid, sock, map, sizeof(sock));
+	assert_int_equal(access(sock, F_OK), -1);
+	assert_int_equal(access(map, F_OK), -1);
+	stop_java(pid);
+
+	npid = fork();
+	assert_true(npid >= 0);
+	if (!npid) {
+		if (!freopen("/dev/null", "w", stdout))
+			_exit(127);
+		execlp("node", "node", "--perf-basic-prof", script, "5000", (char *)NULL);
+		_exit(127);
+	}
+	usleep(800000);
+	snprintf(args, sizeof(args), "caps --json -p %d", npid);
+	assert_int_equal(tracekit(args, err), 0);
+	assert_non_null(strstr(out, "\"process.jit\""));
+	assert_non_null(strstr(out, "\"value\": \"node v"));
+	assert_non_null(strstr(out, "--perf-basic-prof: named from its perf map"));
+	assert_non_null(strstr(out, "--interpreted-frames-native-stack"));
+	kill(npid, SIGKILL);
+	waitpid(npid, NULL, 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -591,6 +643,7 @@ int main(void)
 		cmocka_unit_test(test_java_nobody),
 		cmocka_unit_test(test_java_userns),
 		cmocka_unit_test(test_java_pid_namespace),
+		cmocka_unit_test(test_caps),
 	};
 	int ret;
 

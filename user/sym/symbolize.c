@@ -299,8 +299,16 @@ void tk_symbolizer__settle(struct tk_symbolizer *s)
 	struct proc_ent *pe;
 	size_t i = 0;
 
-	while ((pe = tk_hashmap__next(&s->procs, &i)))
+	while ((pe = tk_hashmap__next(&s->procs, &i))) {
 		tk_symbolizer__jvm_settle(s, pe->p);
+		/*
+		 * what was written since the last look (a runtime that buffers
+		 * writes the rest as it exits): a later record may rename code at
+		 * an address an earlier one named, so a name found is no proof
+		 */
+		if (pe->p->captured && (pe->p->jit_maps || pe->p->jitdump))
+			tk_symbolizer__jit_refresh(s, pe->p, true);
+	}
 }
 
 uint64_t tk_symbolizer__unwind_over_limit(const struct tk_symbolizer *s)

@@ -194,7 +194,8 @@ size_t tk_symbolizer__prune(struct tk_symbolizer *s, uint64_t mark);
 void tk_symbolizer__tick(struct tk_symbolizer *s);
 /*
  * Before symbolizing: wait for the JVMs being asked for their perf maps to
- * answer (TK_JVM_ASK_TIMEOUT_MS at most), so what they wrote names their code.
+ * answer (TK_JVM_ASK_TIMEOUT_MS at most), so what they wrote names their code,
+ * and read what every JIT process's perf map and jitdump hold by now.
  */
 void tk_symbolizer__settle(struct tk_symbolizer *s);
 
