@@ -69,7 +69,7 @@ struct trace {
 	char *f[MAX_FRAMES];	/* leaf first */
 };
 
-/* @name is function @fn of a runtime: "JS:*fn /x.js:1:2", "LazyCompile:~fn x", "long C.fn(long)". */
+/* @name is function @fn of a runtime: "JS:*fn /x.js:1:2", "LazyCompile:~fn x", "long C.fn(long)" */
 static bool is_fn(const char *name, const char *fn)
 {
 	size_t n = strlen(fn);
@@ -391,8 +391,8 @@ static pid_t java_pid(pid_t pid)
 		n = readlink(exe, target, sizeof(target) - 1);
 		if (n > 0 && (target[n] = '\0', strstr(target, "/java")))
 			return pid;
-		snprintf(cmd, sizeof(cmd), "pgrep -P %d -x java 2>/dev/null || pgrep -P \"$(pgrep -P %d)\" -x java 2>/dev/null",
-			 pid, pid);
+		snprintf(cmd, sizeof(cmd), "pgrep -P %d -x java 2>/dev/null || "
+			 "pgrep -P \"$(pgrep -P %d)\" -x java 2>/dev/null", pid, pid);
 		if (!tk_test_capture(cmd, out, sizeof(out)) && atoi(out) > 0)
 			return atoi(out);
 		usleep(20000);

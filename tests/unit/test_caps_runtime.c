@@ -91,7 +91,8 @@ static void make_proc(struct t *t, const char *maps, const char *cmd, size_t cmd
 
 #define NODE_MAPS                                                                          \
 	"55d000000000-55d000001000 r-xp 00001000 08:01 100 /usr/bin/node\n"                   \
-	"7f0000000000-7f0001000000 r-xp 00100000 08:01 101 /usr/lib/x86_64-linux-gnu/libnode.so.108\n" \
+	"7f0000000000-7f0001000000 r-xp 00100000 08:01 101 "                                 \
+	"/usr/lib/x86_64-linux-gnu/libnode.so.108\n"                                         \
 	"7f1000000000-7f1000100000 rwxp 00000000 00:00 0 \n"
 
 /* Debian's node: the release URL in libnode (in its root here), none in the executable. */
@@ -141,7 +142,8 @@ static void test_node(void **state)
 
 #define JVM_MAPS                                                                           \
 	"55d000000000-55d000001000 r-xp 00001000 08:01 200 /usr/lib/jvm/java-17/bin/java\n"   \
-	"7f0000000000-7f0001000000 r-xp 00100000 08:01 201 /usr/lib/jvm/java-17/lib/server/libjvm.so\n" \
+	"7f0000000000-7f0001000000 r-xp 00100000 08:01 201 "                                 \
+	"/usr/lib/jvm/java-17/lib/server/libjvm.so\n"                                        \
 	"7f1000000000-7f1000100000 rwxp 00000000 00:00 0 \n"
 
 static void test_jvm(void **state)

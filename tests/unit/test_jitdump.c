@@ -342,8 +342,8 @@ static void test_symbolizer_jitdump(void **state)
 				   major(st.st_dev), minor(st.st_dev),
 				   (unsigned long long)st.st_ino), 0);
 	assert_int_equal(fx_writef(fx, "proc/4242/status",
-				   "Name:\tnode\nUid:\t%u\t%u\t%u\t%u\nNSpid:\t4242\t17\n", uid, uid,
-				   uid, uid), 0);
+				   "Name:\tnode\nUid:\t%u\t%u\t%u\t%u\nNSpid:\t4242\t17\n", uid,
+				   uid, uid, uid), 0);
 	s = sym_new(fx->proc);
 	assert_int_equal(tk_symbolizer__capture(s, 4242, 0), 0);
 	assert_int_equal(tk_symbolizer__for_each_map(s, 4242, 0, count_jit, &n), 0);

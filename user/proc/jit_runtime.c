@@ -35,7 +35,8 @@ int tk_jit_runtime__node_version(const char *buf, size_t len, char *out, size_t 
 		const char *v = p + ul, *e = v;
 		size_t n;
 
-		while (e < end && e - v < 32 && (*e == 'v' || *e == '.' || (*e >= '0' && *e <= '9')))
+		while (e < end && e - v < 32 &&
+		       (*e == 'v' || *e == '.' || (*e >= '0' && *e <= '9')))
 			e++;
 		n = e - v;
 		if (e < end && *e == '/' && n >= 6 && v[0] == 'v' && n < out_sz) {
@@ -131,7 +132,8 @@ static void node_flags(const char *proc_root, uint32_t pid, struct tk_jit_runtim
 		for (k = 0; k < len && k < sizeof(arg) - 1; k++)
 			arg[k] = cmd[i + k] == '_' ? '-' : cmd[i + k];
 		arg[k] = '\0';
-		if (!strcmp(arg, "--perf-basic-prof") || !strcmp(arg, "--perf-basic-prof-only-functions"))
+		if (!strcmp(arg, "--perf-basic-prof") ||
+		    !strcmp(arg, "--perf-basic-prof-only-functions"))
 			rt->perf_basic_prof = true;
 		else if (!strcmp(arg, "--perf-prof"))
 			rt->perf_prof = true;

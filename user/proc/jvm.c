@@ -185,7 +185,8 @@ static void read_perf_data(const struct child_args *a, struct child_result *r)
 	tmp = open("/tmp", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (tmp < 0)
 		return;
-	while (n < HSPERF_DIRS_MAX && (len = syscall(SYS_getdents64, tmp, ents, sizeof(ents))) > 0) {
+	while (n < HSPERF_DIRS_MAX &&
+	       (len = syscall(SYS_getdents64, tmp, ents, sizeof(ents))) > 0) {
 		long off = 0;
 
 		while (off < len && n < HSPERF_DIRS_MAX) {
@@ -200,7 +201,8 @@ static void read_perf_data(const struct child_args *a, struct child_result *r)
 			if (strncmp(de->d_name, "hsperfdata_", 11))
 				continue;
 			n++;
-			dfd = openat(tmp, de->d_name, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+			dfd = openat(tmp, de->d_name,
+				     O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 			if (dfd < 0)
 				continue;
 			got = read_perf_file(a, dfd, buf, sizeof(buf));

@@ -45,7 +45,7 @@ struct tk_jitdump {
 	struct tk_perfmap *names;
 	uint32_t pid;			/* expected in the header; 0: any */
 	bool have_header;
-	uint64_t skip;			/* bytes of the current record (or header) still to skip */
+	uint64_t skip;			/* bytes of this record (or header) still to skip */
 	struct tk_jitdump_stats st;
 };
 

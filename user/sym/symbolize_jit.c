@@ -213,8 +213,8 @@ static void refresh_map(struct tk_symbolizer *s, struct sym_proc *p, struct sym_
 	fd = open_map(s, p, &st);
 	if (fd < 0)
 		return;
-	if (j->map && (st.st_dev != j->dev || st.st_ino != j->ino || (uint64_t)st.st_size < j->off ||
-		       !same_head(j, fd))) {
+	if (j->map && (st.st_dev != j->dev || st.st_ino != j->ino ||
+		       (uint64_t)st.st_size < j->off || !same_head(j, fd))) {
 		/*
 		 * another file, or one written anew: start over (a file left by an
 		 * earlier process of the same pid, truncated and written again by

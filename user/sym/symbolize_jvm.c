@@ -85,9 +85,9 @@ static void finish(struct tk_symbolizer *s, struct sym_proc *p, struct sym_jvm *
 					  NSEC_PER_SEC;
 		if (!v->told_ok) {
 			v->told_ok = true;
-			snprintf(msg, sizeof(msg), "tracekit: asked JVM %u (uid %u) for its perf map, "
-				 "as 'jcmd %u Compiler.perfmap' does, as its user (again as it "
-				 "compiles; --no-jit-ask: never)", p->pid, uid, nspid);
+			snprintf(msg, sizeof(msg), "tracekit: asked JVM %u (uid %u) for its perf "
+				 "map, as 'jcmd %u Compiler.perfmap' does, as its user (again as "
+				 "it compiles; --no-jit-ask: never)", p->pid, uid, nspid);
 			say(s, false, msg);
 		}
 		tk_symbolizer__jit_reread(s, p);
