@@ -50,6 +50,7 @@ struct child_result {
 struct child_args {
 	int root_fd;			/* O_PATH of PID/root */
 	int out_fd;			/* the pipe's write end */
+	int pidfd;			/* the JVM, checked to be the one inspected; -1: none */
 	pid_t pid;
 	uint32_t uid, gid;
 	bool ask, sigquit_caught;
@@ -112,20 +113,23 @@ static void sleep_ms(int ms)
 		;
 }
 
-/* Keep @a, @b and 0-2; close every other descriptor. */
-static void close_others(int a, int b)
+/* Keep @keep[0..@n) and 0-2; close every other descriptor. */
+static void close_others(const int *keep, int n)
 {
-	int lo = 3, hi = a > b ? a : b, mid = a > b ? b : a, fd;
+	int fd, hi = 2, i;
+	bool kept;
 
-	if (!syscall(SYS_close_range, hi + 1, ~0U, 0)) {
-		for (fd = lo; fd < hi; fd++)
-			if (fd != mid)
-				close(fd);
-		return;
-	}
-	for (fd = lo; fd < 65536; fd++)
-		if (fd != a && fd != b)
+	for (i = 0; i < n; i++)
+		if (keep[i] > hi)
+			hi = keep[i];
+	if (syscall(SYS_close_range, hi + 1, ~0U, 0))
+		hi = 65535;
+	for (fd = 3; fd <= hi; fd++) {
+		for (i = 0, kept = false; i < n; i++)
+			kept |= keep[i] == fd;
+		if (!kept)
 			close(fd);
+	}
 }
 
 /* No capabilities at all, and none to be had again. */
@@ -247,7 +251,9 @@ static void start_listener(const struct child_args *a, struct child_result *r)
 			  "user's is there): not signalled");
 	if (fd >= 0)
 		close(fd);
-	if (kill(a->pid, SIGQUIT)) {
+	/* through the pidfd when there is one: the very process inspected, never its pid's next */
+	if (a->pidfd >= 0 ? syscall(SYS_pidfd_send_signal, a->pidfd, SIGQUIT, NULL, 0) :
+	    kill(a->pid, SIGQUIT)) {
 		unlink(a->trigger);
 		child_end(a, r, -errno, "SIGQUIT could not be sent");
 	}
@@ -283,7 +289,7 @@ static void request(const struct child_args *a, struct child_result *r)
 	    cred.uid != a->uid)
 		child_end(a, r, -EACCES, "its attach socket is not the JVM's");
 	while (sent < sizeof(req) - 1) {
-		ssize_t n = write(s, req + sent, sizeof(req) - 1 - sent);
+		ssize_t n = send(s, req + sent, sizeof(req) - 1 - sent, MSG_NOSIGNAL);
 
 		if (n < 0 && errno == EINTR)
 			continue;
@@ -323,7 +329,7 @@ static __attribute__((noreturn)) void child_main(const struct child_args *a)
 	memset(&r, 0, sizeof(r));
 	r.attach = -1;
 	prctl(PR_SET_PDEATHSIG, SIGKILL);
-	close_others(a->root_fd, a->out_fd);
+	close_others((const int[]){ a->root_fd, a->out_fd, a->pidfd }, 3);
 	/* its root, then its user: nothing after this is done as root */
 	if (fchdir(a->root_fd) || chroot(".") || chdir("/"))
 		child_end(a, &r, -errno, "cannot enter its root");
@@ -395,6 +401,22 @@ static int preserve_fp(const char *args, size_t len, int was)
 	return was;
 }
 
+/* @pid's start time (clock ticks since boot, /proc/PID/stat's 22nd field), or 0. */
+static uint64_t start_time(const char *proc_root, uint32_t pid)
+{
+	char rel[64], text[1024], *p;
+	int field;
+
+	snprintf(rel, sizeof(rel), "%u/stat", pid);
+	if (tk_read_file(proc_root, rel, text, sizeof(text)) <= 0)
+		return 0;
+	/* after the command's ")", which may itself hold spaces and parentheses */
+	p = strrchr(text, ')');
+	for (field = 2; p && field < 22; field++)
+		p = strchr(p + 1, ' ');
+	return p ? strtoull(p + 1, NULL, 10) : 0;
+}
+
 /* /proc of @pid into @info; 0, -ESRCH, -EINVAL (not readable as expected). */
 static int read_proc(const char *proc_root, uint32_t pid, struct tk_jvm_info *info)
 {
@@ -409,6 +431,7 @@ static int read_proc(const char *proc_root, uint32_t pid, struct tk_jvm_info *in
 	snprintf(rel, sizeof(rel), "%u/status", pid);
 	if (tk_read_file(proc_root, rel, text, sizeof(text)) <= 0)
 		return -ESRCH;
+	info->start_time = start_time(proc_root, pid);
 	info->nspid = pid;
 	status_u32(text, "NSpid", 0, true, &info->nspid);
 	if (!status_u32(text, "Uid", 1, false, &info->uid) ||
@@ -429,7 +452,7 @@ static int spawn(const char *proc_root, const struct tk_jvm_info *info, bool ask
 		 int *fd, char *why, size_t why_sz)
 {
 	struct child_args a = { .pid = info->pid, .uid = info->uid, .gid = info->gid,
-				.ask = ask, .sigquit_caught = info->sigquit_caught };
+				.ask = ask, .sigquit_caught = info->sigquit_caught, .pidfd = -1 };
 	char rel[64], path[4096];
 	int p[2], err;
 	pid_t c;
@@ -448,9 +471,25 @@ static int spawn(const char *proc_root, const struct tk_jvm_info *info, bool ask
 		snprintf(why, why_sz, "cannot open /proc/%u/root: %s", info->pid, strerror(-err));
 		return err == -ENOENT ? -ESRCH : err;
 	}
+	/*
+	 * The process to signal, held by a pidfd (5.3+) taken after what was
+	 * read of it and checked to be the same start: a pid that a process of
+	 * the same user took since is never signalled
+	 */
+	if (ask) {
+		a.pidfd = syscall(SYS_pidfd_open, info->pid, 0);
+		if (a.pidfd >= 0 && start_time(proc_root, info->pid) != info->start_time) {
+			close(a.pidfd);
+			close(a.root_fd);
+			snprintf(why, why_sz, "process %u is gone", info->pid);
+			return -ESRCH;
+		}
+	}
 	if (pipe2(p, O_CLOEXEC)) {
 		err = -errno;
 		close(a.root_fd);
+		if (a.pidfd >= 0)
+			close(a.pidfd);
 		return err;
 	}
 	a.out_fd = p[1];
@@ -461,6 +500,8 @@ static int spawn(const char *proc_root, const struct tk_jvm_info *info, bool ask
 	}
 	err = c < 0 ? -errno : 0;
 	close(a.root_fd);
+	if (a.pidfd >= 0)
+		close(a.pidfd);
 	close(p[1]);
 	if (err) {
 		close(p[0]);

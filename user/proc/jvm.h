@@ -35,6 +35,7 @@
 /* A JVM as tk_jvm__inspect finds it. */
 struct tk_jvm_info {
 	uint32_t pid;			/* as we see it */
+	uint64_t start_time;		/* its start, in clock ticks since boot (PID/stat) */
 	uint32_t nspid;			/* as it sees itself (NSpid's last) */
 	uint32_t uid, gid;		/* its effective user and group */
 	bool sigquit_caught;		/* SigCgt has SIGQUIT: it can be asked */
