@@ -462,15 +462,19 @@ static void test_java_xrs(void **state)
 	stop_java(pid);
 }
 
-/* -XX:+DisableAttachMechanism: SIGQUIT would print a thread dump; not sent. */
-static void test_java_attach_disabled(void **state)
+/*
+ * -XX:+DisableAttachMechanism: SIGQUIT would print a thread dump; not sent.
+ * Said by its performance data, or, without any (-XX:-UsePerfData), by its
+ * command line.
+ */
+static void check_attach_disabled(const char *opts)
 {
 	const char *log = path_in_tmp("dis.log"), *err = path_in_tmp("dis.err");
 	char sock[128], map[128];
 	pid_t pid, jpid;
 
 	need_java();
-	pid = start_java(NULL, "-XX:+DisableAttachMechanism", log, 8000);
+	pid = start_java(NULL, opts, log, 8000);
 	jpid = java_pid(pid);
 	jvm_paths(jpid, sock, map, sizeof(sock));
 	usleep(500000);
@@ -481,6 +485,16 @@ static void test_java_attach_disabled(void **state)
 	assert_false(file_has(log, "Full thread dump"));
 	assert_int_equal(access(map, F_OK), -1);
 	stop_java(pid);
+}
+
+static void test_java_attach_disabled(void **state)
+{
+	check_attach_disabled("-XX:+DisableAttachMechanism");
+}
+
+static void test_java_attach_disabled_no_perf_data(void **state)
+{
+	check_attach_disabled("-XX:-UsePerfData -XX:+DisableAttachMechanism");
 }
 
 /* A JVM of uid 65534: asked as 65534, its perf map is 65534's, its code named. */
@@ -640,6 +654,7 @@ int main(void)
 		cmocka_unit_test(test_java_perf),
 		cmocka_unit_test(test_java_xrs),
 		cmocka_unit_test(test_java_attach_disabled),
+		cmocka_unit_test(test_java_attach_disabled_no_perf_data),
 		cmocka_unit_test(test_java_nobody),
 		cmocka_unit_test(test_java_userns),
 		cmocka_unit_test(test_java_pid_namespace),
@@ -650,6 +665,8 @@ int main(void)
 	if (!mkdtemp(tmpdir) || !realpath("tests/workloads/jit_chain.js", script))
 		return 1;
 	chmod(tmpdir, 0755);
+	if (getenv("TK_TEST_FILTER"))
+		cmocka_set_test_filter(getenv("TK_TEST_FILTER"));
 	ret = cmocka_run_group_tests(tests, NULL, NULL);
 	if (!getenv("TK_KEEP_TMP")) {
 		char cmd[600];

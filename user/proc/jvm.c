@@ -54,6 +54,7 @@ struct child_args {
 	pid_t pid;
 	uint32_t uid, gid;
 	bool ask, sigquit_caught;
+	bool attach_off;		/* its command line disables attach */
 	char nspid[16];
 	char sock[64];			/* /tmp/.java_pidN */
 	char trigger[64];		/* /tmp/.attach_pidN */
@@ -343,7 +344,7 @@ static __attribute__((noreturn)) void child_main(const struct child_args *a)
 	r.listener = is_listener(a);
 	if (!a->ask)
 		child_end(a, &r, 0, NULL);
-	if (r.attach == 0)
+	if (r.attach == 0 || a->attach_off)
 		child_end(a, &r, -EPERM, "attach is disabled in it (-XX:+DisableAttachMechanism): "
 			  "not signalled");
 	if (!r.listener)
@@ -383,18 +384,19 @@ static bool status_u32(const char *text, const char *name, int i, bool last, uin
 	return found;
 }
 
-/* -XX:[+-]PreserveFramePointer in @args (NUL- or space-separated, @len bytes): the last one. */
-static int preserve_fp(const char *args, size_t len, int was)
+/*
+ * -XX:[+-]@flag in @args (NUL- or space-separated, @len bytes): 1 or 0 for the
+ * last one, @was when there is none.
+ */
+static int xx_flag(const char *args, size_t len, const char *flag, int was)
 {
-	static const char flag[] = "PreserveFramePointer";
-	size_t i;
+	size_t i, fl = strlen(flag);
 
-	for (i = 0; i + 5 + sizeof(flag) - 1 <= len; i++) {
+	for (i = 0; i + 5 + fl <= len; i++) {
 		if (memcmp(args + i, "-XX:", 4) || (args[i + 4] != '+' && args[i + 4] != '-') ||
-		    memcmp(args + i + 5, flag, sizeof(flag) - 1))
+		    memcmp(args + i + 5, flag, fl))
 			continue;
-		if (i + 5 + sizeof(flag) - 1 < len && args[i + 5 + sizeof(flag) - 1] != ' ' &&
-		    args[i + 5 + sizeof(flag) - 1] != '\0')
+		if (i + 5 + fl < len && args[i + 5 + fl] != ' ' && args[i + 5 + fl] != '\0')
 			continue;
 		was = args[i + 4] == '+';
 	}
@@ -442,8 +444,12 @@ static int read_proc(const char *proc_root, uint32_t pid, struct tk_jvm_info *in
 	info->sigquit_caught = sigcgt & SIGQUIT_BIT;
 	snprintf(rel, sizeof(rel), "%u/cmdline", pid);
 	n = tk_read_file(proc_root, rel, cmd, sizeof(cmd));
-	if (n > 0)
-		info->preserve_fp = preserve_fp(cmd, n, -1);
+	if (n > 0) {
+		info->preserve_fp = xx_flag(cmd, n, "PreserveFramePointer", -1);
+		/* until its performance data says (it may have none: -XX:-UsePerfData) */
+		if (xx_flag(cmd, n, "DisableAttachMechanism", 0) == 1)
+			info->attach = 0;
+	}
 	return 0;
 }
 
@@ -452,7 +458,8 @@ static int spawn(const char *proc_root, const struct tk_jvm_info *info, bool ask
 		 int *fd, char *why, size_t why_sz)
 {
 	struct child_args a = { .pid = info->pid, .uid = info->uid, .gid = info->gid,
-				.ask = ask, .sigquit_caught = info->sigquit_caught, .pidfd = -1 };
+				.ask = ask, .sigquit_caught = info->sigquit_caught, .pidfd = -1,
+				.attach_off = info->attach == 0 };
 	char rel[64], path[4096];
 	int p[2], err;
 	pid_t c;
@@ -549,7 +556,8 @@ static void take(struct tk_jvm_info *info, const struct child_result *r)
 		info->attach = r->attach;
 		snprintf(info->version, sizeof(info->version), "%s", r->version);
 		snprintf(info->vm_args, sizeof(info->vm_args), "%s", r->vm_args);
-		info->preserve_fp = preserve_fp(r->vm_args, strlen(r->vm_args), info->preserve_fp);
+		info->preserve_fp = xx_flag(r->vm_args, strlen(r->vm_args), "PreserveFramePointer",
+					    info->preserve_fp);
 	}
 }
 
