@@ -283,6 +283,9 @@ int common_option(const char *cmd, int c, char **argv, const char *usage, struct
 		if (tk_unwind_mode__parse(optarg, &env.unwind))
 			return usage_error(cmd, "invalid --unwind '%s' (auto, cfi, fp)", optarg);
 		return CLI_CONTINUE;
+	case CLI_OPT_NO_JIT_ASK:
+		env.no_jit_ask = true;
+		return CLI_CONTINUE;
 	case CLI_OPT_UNWIND_MEM:
 		if (parse_long(optarg, 1, 4096, &v))
 			return usage_error(cmd, "invalid --unwind-mem '%s' (1 to 4096 MiB)", optarg);

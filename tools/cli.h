@@ -24,6 +24,7 @@ struct cli_env {
 	bool json;		/* errors as JSON on stdout */
 	enum tk_unwind_mode unwind;	/* --unwind (collectors that take user stacks) */
 	size_t unwind_mem;	/* --unwind-mem, in bytes; 0: the default */
+	bool no_jit_ask;	/* --no-jit-ask: JVMs are not asked for their perf maps */
 };
 
 extern struct cli_env env;
@@ -111,7 +112,8 @@ int cli_session(struct tk_session *s, const struct cli_run *run);
  * The options every collecting command (cpu, alloc, numa) shares, by these
  * codes in its struct option table (CLI_OUTPUT_OPTIONS).
  */
-enum { CLI_OPT_FORMAT = 1000, CLI_OPT_JSON, CLI_OPT_TOP, CLI_OPT_UNWIND, CLI_OPT_UNWIND_MEM };
+enum { CLI_OPT_FORMAT = 1000, CLI_OPT_JSON, CLI_OPT_TOP, CLI_OPT_UNWIND, CLI_OPT_UNWIND_MEM,
+       CLI_OPT_NO_JIT_ASK };
 #define CLI_OUTPUT_OPTIONS                                                         \
 	{ "output", required_argument, NULL, 'o' },                                \
 	{ "format", required_argument, NULL, CLI_OPT_FORMAT },                     \
@@ -127,6 +129,14 @@ enum { CLI_OPT_FORMAT = 1000, CLI_OPT_JSON, CLI_OPT_TOP, CLI_OPT_UNWIND, CLI_OPT
 	"      --unwind MODE    user stacks: auto (default: CFI from .eh_frame where\n"     \
 	"                       the kernel allows, else frame pointers), cfi, or fp\n"      \
 	"      --unwind-mem MIB memory for unwind tables (default 16, 1 to 4096)\n"
+/* Whether JVMs are asked for their perf maps (env.no_jit_ask): cpu, alloc, record. */
+#define CLI_JIT_OPTIONS { "no-jit-ask", no_argument, NULL, CLI_OPT_NO_JIT_ASK }
+#define CLI_JIT_USAGE                                                                    \
+	"      --no-jit-ask     do not ask JVMs for their perf maps (by default a JVM\n"    \
+	"                       the capture samples is asked, as 'jcmd PID\n"             \
+	"                       Compiler.perfmap' asks, as its own user, and stderr\n"     \
+	"                       says so; never one that does not catch SIGQUIT or\n"       \
+	"                       has attach disabled)\n"
 #define CLI_CONTINUE (-1)
 /*
  * Handle getopt_long's answer @c for command @cmd when it is a shared option

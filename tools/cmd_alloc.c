@@ -49,6 +49,10 @@ static const char usage_alloc[] =
 	"      --unwind MODE      user stacks: auto (default: CFI from .eh_frame where\n"
 	"                         the kernel allows, else frame pointers), cfi, or fp\n"
 	"      --unwind-mem MIB   memory for unwind tables (default 16, 1 to 4096)\n"
+	"      --no-jit-ask       do not ask JVMs for their perf maps (by default a\n"
+	"                         JVM is asked, as 'jcmd PID Compiler.perfmap' asks,\n"
+	"                         as its own user, and stderr says so; never one that\n"
+	"                         does not catch SIGQUIT or has attach disabled)\n"
 	"      --top N            stacks in the text summary (default 20)\n"
 	"  -v, --verbose          what is hooked, and libbpf's messages\n"
 	"  -h, --help             this help\n"
@@ -131,6 +135,7 @@ int cmd_alloc(int argc, char **argv)
 		{ "backend", required_argument, NULL, OPT_BACKEND },
 		{ "no-preload", no_argument, NULL, OPT_NO_PRELOAD },
 		CLI_UNWIND_OPTIONS,
+		CLI_JIT_OPTIONS,
 		CLI_OUTPUT_OPTIONS,
 		{},
 	};
@@ -212,6 +217,7 @@ int cmd_alloc(int argc, char **argv)
 		return err;
 	aopts.unwind = env.unwind;
 	aopts.unwind_mem = env.unwind_mem;
+	aopts.no_jit_ask = env.no_jit_ask;
 	if (optind < argc && aopts.pid)
 		return usage_error("alloc", "-p and a command exclude each other");
 	if (optind >= argc && !aopts.pid)

@@ -60,6 +60,7 @@ static const char usage_cpu[] =
 	"      --kernel-only    kernel stacks only\n"
 	"      --user-only      user stacks only\n"
 	CLI_UNWIND_USAGE
+	CLI_JIT_USAGE
 	"      --top N          functions in the text summary (default 20)\n"
 	"  -v, --verbose        show libbpf's messages\n"
 	"  -h, --help           this help\n"
@@ -91,6 +92,7 @@ int cmd_cpu(int argc, char **argv)
 		{ "kernel-only", no_argument, NULL, OPT_KONLY },
 		{ "user-only", no_argument, NULL, OPT_UONLY },
 		CLI_UNWIND_OPTIONS,
+		CLI_JIT_OPTIONS,
 		CLI_OUTPUT_OPTIONS,
 		{},
 	};
@@ -196,6 +198,7 @@ int cmd_cpu(int argc, char **argv)
 		return usage_error("cpu", "--kernel-only and --user-only exclude each other");
 	copts.unwind = env.unwind;
 	copts.unwind_mem = env.unwind_mem;
+	copts.no_jit_ask = env.no_jit_ask;
 	if ((min_given || view_given) && !copts.off_cpu)
 		return usage_error("cpu", "--off-cpu-min, --off-cpu-stacks and --view go with "
 				   "--off-cpu");

@@ -57,6 +57,7 @@ static const char usage_record[] =
 	"      --budget PCT     the slowdown allowed beyond CPU sampling, for the\n"
 	"                       allocation profiles (default 2 %%)\n"
 	"      --no-off-cpu     no off-CPU time\n"
+	CLI_JIT_USAGE
 	"  -v, --verbose        libbpf's messages\n"
 	"  -h, --help           this help\n"
 	"  -- CMD ARGS...       start CMD, record it (and its children's CPU) until\n"
@@ -131,7 +132,7 @@ static void open_cpu(struct rec *r, struct rec_coll *rc, const int *pids, int nr
 	struct tk_cpu_opts o = { .sz = TK_OPTS_SZ(tk_cpu_opts), .freq_hz = r->freq_hz,
 				 .cgroup = r->cgroup, .off_cpu = r->off_cpu,
 				 .follow_children = follow, .unwind = env.unwind,
-				 .unwind_mem = env.unwind_mem };
+				 .unwind_mem = env.unwind_mem, .no_jit_ask = env.no_jit_ask };
 	struct tk_session_opts so = { .sz = TK_OPTS_SZ(tk_session_opts), .log = cli_log,
 				      .caps = r->caps, .argv = cmd };
 	char why[512] = "";
@@ -164,7 +165,8 @@ static void open_cpu(struct rec *r, struct rec_coll *rc, const int *pids, int nr
 static void open_alloc_cmd(struct rec *r, struct rec_coll *rc)
 {
 	struct tk_alloc_opts o = { .sz = TK_OPTS_SZ(tk_alloc_opts),
-				   .unwind = env.unwind, .unwind_mem = env.unwind_mem };
+				   .unwind = env.unwind, .unwind_mem = env.unwind_mem,
+				   .no_jit_ask = env.no_jit_ask };
 	struct tk_session_opts so = { .sz = TK_OPTS_SZ(tk_session_opts), .log = cli_log,
 				      .caps = r->caps, .argv = r->argv };
 	char why[512] = "";
@@ -199,7 +201,8 @@ static void plan_alloc_cmd(struct rec_coll *rc)
 static void open_alloc_pid(struct rec *r, struct rec_coll *rc, int pid, bool first)
 {
 	struct tk_alloc_opts o = { .sz = TK_OPTS_SZ(tk_alloc_opts), .pid = pid,
-				   .unwind = env.unwind, .unwind_mem = env.unwind_mem };
+				   .unwind = env.unwind, .unwind_mem = env.unwind_mem,
+				   .no_jit_ask = env.no_jit_ask };
 	struct tk_session_opts so = { .sz = TK_OPTS_SZ(tk_session_opts), .log = cli_log,
 				      .caps = first ? r->caps : NULL };
 	char why[512] = "", comm[32];
@@ -385,6 +388,7 @@ int cmd_record(int argc, char **argv)
 		{ "freq", required_argument, NULL, 'F' },
 		{ "budget", required_argument, NULL, OPT_BUDGET },
 		{ "no-off-cpu", no_argument, NULL, OPT_NO_OFF_CPU },
+		CLI_JIT_OPTIONS,
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
 		{},

@@ -30,6 +30,7 @@ PKGS=(
 	libc6-dbg procps
 	libmicrohttpd-dev
 	chromium prometheus curl
+	nodejs openjdk-17-jdk-headless
 )
 # golang-go: `go tool pprof` reads back every pprof the tests write. redis-server,
 # redis-tools (redis-benchmark) and python3: real programs built without frame pointers
@@ -43,7 +44,10 @@ PKGS=(
 # /metrics is checked by promtool and scraped by a real Prometheus. Debian's prometheus
 # package starts a service on :9090 where an init system runs; the tests start their own
 # on a port of theirs and never use that one. curl: the tests' HTTP client (bad requests,
-# headers, a client that leaves mid-capture, a unix socket).
+# headers, a client that leaves mid-capture, a unix socket). nodejs and
+# openjdk-17-jdk-headless: real JITs (V8, HotSpot) whose stacks the JIT tests walk and name
+# (tests/integration/test_jit_runtimes.c, tools/bench-jit.sh): Debian's node 18 and JDK 17
+# (javac compiles the Java workload at test time; about 200 MB installed, no service).
 # The benchmarks' peers and measuring tools (libbpf-tools: bcc's offcputime, built by Debian).
 BENCH_PKGS=(linux-perf bpftrace time libbpf-tools)
 [[ ${1:-} == --bench ]] && PKGS+=("${BENCH_PKGS[@]}")

@@ -48,6 +48,8 @@ struct tk_alloc_opts {
 	 * resident memory grow, at about 1 %.
 	 */
 	bool growth_faults_only;
+	/* Do not ask JVMs for their perf maps (tk_cpu_opts.no_jit_ask says what and why). */
+	bool no_jit_ask;
 };
 
 struct tk_alloc_stats {

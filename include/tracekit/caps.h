@@ -80,6 +80,7 @@ enum tk_cap_id {
 	TK_CAP_PROC_BUILD_ID,
 	TK_CAP_PROC_FRAME_POINTERS,
 	TK_CAP_PROC_PYTHON,		/* its CPython: version, offsets, Python frames walked */
+	TK_CAP_PROC_JIT,		/* its JIT runtime (JVM, node): what whole stacks need */
 	TK_CAP__COUNT,
 };
 

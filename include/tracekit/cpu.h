@@ -57,6 +57,16 @@ struct tk_cpu_opts {
 	 * default (2000); TK_CPU_OFF_CPU_ALL: every switch-out.
 	 */
 	uint32_t off_cpu_stacks;
+	/*
+	 * Do not ask JVMs for their perf maps. By default (false) every JVM the
+	 * session samples is asked for /tmp/perf-PID.map as `jcmd PID
+	 * Compiler.perfmap` asks (HotSpot's attach mechanism, by a child acting
+	 * as the JVM's user in its root; never a JVM that does not catch SIGQUIT
+	 * or has attach disabled), a second after it is seen and again as it
+	 * compiles: without it every compiled Java frame is unnamed. Each JVM
+	 * asked is said through tk_session_opts.log.
+	 */
+	bool no_jit_ask;
 };
 #define TK_CPU_OFF_CPU_ALL UINT32_MAX
 #define TK_CPU_OFF_CPU_STACKS_DEFAULT 2000

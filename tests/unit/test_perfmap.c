@@ -200,7 +200,7 @@ static void test_symbolizer_jit(void **state)
 	/* appended: not read again within the second, then read from where it stopped */
 	assert_int_equal(fx_append(fx, "proc/4242/root/tmp/perf-17.map",
 				   "7f0000002000 40 jitted_later\n"), 0);
-	assert_int_equal(tk_symbolizer__user(s, 4242, 0, 0x7f0000002000, &f), -ESRCH);
+	assert_int_equal(tk_symbolizer__user(s, 4242, 0, 0x7f0000002000, &f), -ENOENT);
 	usleep(1100000);
 	assert_int_equal(tk_symbolizer__user(s, 4242, 0, 0x7f0000002000, &f), 0);
 	assert_string_equal(f.function, "jitted_later");
@@ -212,19 +212,69 @@ static void test_symbolizer_jit(void **state)
 	assert_int_equal(sst.jit_bad_lines, 1);
 	tk_symbolizer__free(s);
 
-	/* a symlink resolves inside the process's root (here to nothing), and a FIFO is no file */
+	/*
+	 * a symlink resolves inside the process's root (here to nothing), and a
+	 * FIFO is no file: the frame stays JIT code, unnamed
+	 */
 	assert_int_equal(fx_remove(fx, "proc/4242/root/tmp/perf-17.map"), 0);
 	assert_int_equal(fx_symlink(fx, "/dev/zero", "proc/4242/root/tmp/perf-17.map"), 0);
 	s = sym_new(fx->proc);
 	assert_int_equal(tk_symbolizer__capture(s, 4242, 0), 0);
-	assert_int_equal(tk_symbolizer__user(s, 4242, 0, 0x7f0000000810, &f), -ESRCH);
+	assert_int_equal(tk_symbolizer__user(s, 4242, 0, 0x7f0000000810, &f), -ENOENT);
+	assert_null(f.function);
+	assert_string_equal(f.module, "[jit]");
+	assert_true(f.jit);
 	tk_symbolizer__free(s);
 	assert_int_equal(fx_remove(fx, "proc/4242/root/tmp/perf-17.map"), 0);
 	assert_int_equal(fx_path(fx, "proc/4242/root/tmp/perf-17.map", path, sizeof(path)), 0);
 	assert_int_equal(mkfifo(path, 0600), 0);
 	s = sym_new(fx->proc);
 	assert_int_equal(tk_symbolizer__capture(s, 4242, 0), 0);
-	assert_int_equal(tk_symbolizer__user(s, 4242, 0, 0x7f0000000810, &f), -ESRCH);
+	assert_int_equal(tk_symbolizer__user(s, 4242, 0, 0x7f0000000810, &f), -ENOENT);
+	assert_null(f.function);
+	assert_true(f.jit);
+	tk_symbolizer__free(s);
+	fx_free(fx);
+}
+
+/*
+ * A perf map left by an earlier process of the same pid, read before this
+ * one truncated it and wrote its own, longer, in the same file (its inode):
+ * what was read of the old one is dropped, the new one read from its start.
+ */
+static void test_symbolizer_jit_rewritten(void **state)
+{
+	struct tk_symbolizer *s;
+	struct tk_sym_frame f;
+	struct fx *fx = fx_new();
+	unsigned int uid = getuid();
+	char path[PATH_MAX];
+	FILE *fp;
+
+	assert_non_null(fx);
+	assert_int_equal(fx_write(fx, "proc/4242/maps",
+				  "7f0000000000-7f0000100000 r-xp 00000000 00:00 0 \n"), 0);
+	assert_int_equal(fx_writef(fx, "proc/4242/status",
+				   "Name:\tnode\nUid:\t%u\t%u\t%u\t%u\nNSpid:\t4242\n", uid, uid,
+				   uid, uid), 0);
+	assert_int_equal(fx_write(fx, "proc/4242/root/tmp/perf-4242.map",
+				  "7f0000000800 100 stale_name\n"), 0);
+	s = sym_new(fx->proc);
+	assert_int_equal(tk_symbolizer__capture(s, 4242, 0), 0);
+	assert_int_equal(tk_symbolizer__user(s, 4242, 0, 0x7f0000000810, &f), 0);
+	assert_string_equal(f.function, "stale_name");
+	/* truncated and written again, in place */
+	assert_int_equal(fx_path(fx, "proc/4242/root/tmp/perf-4242.map", path, sizeof(path)), 0);
+	fp = fopen(path, "r+");
+	assert_non_null(fp);
+	assert_int_equal(ftruncate(fileno(fp), 0), 0);
+	fputs("7f0000000800 100 fresh_name\n7f0000001000 100 fresh_other\n", fp);
+	fclose(fp);
+	usleep(1100000);
+	assert_int_equal(tk_symbolizer__user(s, 4242, 0, 0x7f0000001010, &f), 0);
+	assert_string_equal(f.function, "fresh_other");
+	assert_int_equal(tk_symbolizer__user(s, 4242, 0, 0x7f0000000810, &f), 0);
+	assert_string_equal(f.function, "fresh_name");
 	tk_symbolizer__free(s);
 	fx_free(fx);
 }
@@ -276,6 +326,7 @@ int main(void)
 		cmocka_unit_test(test_feed_pieces),
 		cmocka_unit_test(test_garbage),
 		cmocka_unit_test(test_symbolizer_jit),
+		cmocka_unit_test(test_symbolizer_jit_rewritten),
 		cmocka_unit_test(test_recapture_dlopen),
 	};
 

@@ -668,9 +668,12 @@ static void test_add_mapping(void **state)
 		assert_int_equal(f.map_offset, m.offset + (f.map_start - m.start));
 		assert_int_equal(f.map_limit, m.end);
 	}
-	/* anonymous memory is not recorded */
+	/* anonymous executable memory is JIT code: a mapping, no names of a file */
 	assert_int_equal(tk_symbolizer__add_mapping(s, c.pid, 0, 0x1000, 0x2000, 0, "//anon"), 0);
-	assert_int_equal(tk_symbolizer__user(s, c.pid, 0, 0x1800, &f), -ESRCH);
+	assert_int_equal(tk_symbolizer__user(s, c.pid, 0, 0x1800, &f), -ENOENT);
+	assert_string_equal(f.module, "[jit]");
+	assert_true(f.jit);
+	assert_null(f.function);
 	assert_int_equal(tk_symbolizer__add_mapping(s, c.pid, 0, 0x2000, 0x1000, 0, path), -EINVAL);
 	tk_symbolizer__free(s);
 }
@@ -832,9 +835,10 @@ static void test_fixture_maps(void **state)
 	assert_int_equal(f.module_offset, hot - vaddr + off);
 	assert_int_equal(tk_symbolizer__user(s, 4242, 0, other + 0x100000 + hot - vaddr, &f),
 			 -ENOENT);
-	/* JIT code in anonymous memory: unknown */
-	assert_int_equal(tk_symbolizer__user(s, 4242, 0, 0x7f0000000800, &f), -ESRCH);
-	assert_null(f.module);
+	/* JIT code in anonymous memory: a mapping of JIT code, unnamed */
+	assert_int_equal(tk_symbolizer__user(s, 4242, 0, 0x7f0000000800, &f), -ENOENT);
+	assert_string_equal(f.module, "[jit]");
+	assert_true(f.jit);
 	/* the vsyscall page: a module, no function */
 	assert_int_equal(tk_symbolizer__user(s, 4242, 0, 0xffffffffff600400, &f), -ENOENT);
 	assert_string_equal(f.module, "[vsyscall]");
@@ -960,7 +964,7 @@ static void test_profile_build(void **state)
 					false), 0);
 	p = tk_profile__new_cpu("test", 100);
 	assert_non_null(p);
-	assert_int_equal(tk_cpu_profile__build(t, s, p, &unsym), 0);
+	assert_int_equal(tk_cpu_profile__build(t, s, p, &unsym, NULL), 0);
 	assert_int_equal(p->nr_samples, 3);
 	/* "[kernel]+0x0" twice; the stripped frame and two unknown ones */
 	assert_int_equal(unsym, 5);

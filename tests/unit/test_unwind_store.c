@@ -40,6 +40,13 @@ static size_t add(uint64_t start, uint64_t size, const char *name, bool main_exe
 	return nr++;
 }
 
+/*
+ * A JIT's code areas (large) among many libraries past UNW_MAX_MAPS: they go
+ * before any file, whose CFI would be lost for them (JIT code goes by the
+ * frame pointer in the entry or not).
+ */
+static void test_pick_jit_last(void **state);
+
 static bool kept(const char *name)
 {
 	size_t i;
@@ -316,12 +323,38 @@ static void test_row_search_largest_table(void **state)
 	munmap(rows, n * sizeof(*rows));
 }
 
+static void test_pick_jit_last(void **state)
+{
+	uint64_t at = 0x7f0000000000ULL;
+	char name[64];
+	size_t j;
+	int i;
+
+	nr = 0;
+	for (i = 0; i < 130; i++) {
+		snprintf(name, sizeof(name), "/opt/plugins/p%03d.so", i);
+		add(at, 0x1000, name, false);
+		at += 0x20000;
+	}
+	for (i = 0; i < 10; i++) {
+		j = add(at, 0x4000000, "[jit]", false);
+		maps[j].jit = true;
+		at += 0x8000000;
+	}
+	assert_int_equal(tk_unw__pick_maps(maps, nr, keep), UNW_MAX_MAPS);
+	for (j = 0; j < nr; j++)
+		if (maps[j].jit && keep[j])
+			fail_msg("a JIT area kept before a file");
+	assert_true(kept("/opt/plugins/p000.so"));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_pick_all_when_they_fit),
 		cmocka_unit_test(test_pick_overflow_keeps_what_matters),
 		cmocka_unit_test(test_pick_by_name_anywhere),
+		cmocka_unit_test(test_pick_jit_last),
 		cmocka_unit_test(test_misses_pruned_when_handled),
 		cmocka_unit_test(test_misses_rate_limited),
 		cmocka_unit_test(test_misses_full_gone_dropped_forgotten),

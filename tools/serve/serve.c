@@ -80,6 +80,9 @@ static const char usage_serve[] =
 	"      --max-hz N       the highest hz a request may ask (default 1000)\n"
 	"      --allow-off-cpu  let requests ask off_cpu=1 (a cost on every context\n"
 	"                       switch; refused by default)\n"
+	"      --no-jit-ask     captures do not ask JVMs for their perf maps (by\n"
+	"                       default a JVM sampled is asked, as its own user, as\n"
+	"                       'jcmd PID Compiler.perfmap' asks; see tracekit cpu)\n"
 	"      --alloc-budget PCT  a heap profile is sampled only while its measured\n"
 	"                       cost stays within PCT %% of a CPU (default 2), else\n"
 	"                       growth (page faults); it is ended early past it\n"
@@ -387,6 +390,7 @@ int cmd_serve(int argc, char **argv)
 		{ "max-seconds", required_argument, NULL, OPT_MAX_SECONDS },
 		{ "max-hz", required_argument, NULL, OPT_MAX_HZ },
 		{ "allow-off-cpu", no_argument, NULL, OPT_OFF_CPU },
+		CLI_JIT_OPTIONS,
 		{ "alloc-budget", required_argument, NULL, OPT_BUDGET },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },

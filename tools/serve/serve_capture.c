@@ -165,7 +165,7 @@ static struct tk_session *open_capture(int slot, const struct tk_capture_args *a
 		struct tk_cpu_opts o = { .sz = TK_OPTS_SZ(tk_cpu_opts),
 					 .freq_hz = a->freq_hz ? a->freq_hz : 99,
 					 .cgroup = a->cgroup[0] ? a->cgroup : NULL,
-					 .off_cpu = a->off_cpu };
+					 .off_cpu = a->off_cpu, .no_jit_ask = env.no_jit_ask };
 
 		for (i = 0; i < a->nr_pids; i++)
 			o.pids[o.nr_pids++] = a->pids[i];
@@ -173,7 +173,8 @@ static struct tk_session *open_capture(int slot, const struct tk_capture_args *a
 	}
 	struct tk_alloc_opts o = { .sz = TK_OPTS_SZ(tk_alloc_opts), .pid = a->pids[0],
 				   .mode = a->growth ? TK_ALLOC_MODE_GROWTH
-						     : TK_ALLOC_MODE_SAMPLED };
+						     : TK_ALLOC_MODE_SAMPLED,
+				   .no_jit_ask = env.no_jit_ask };
 
 	so.caps = NULL;		/* the snapshot's process entries are the target's */
 	if (tk_caps__backend(srv.caps, TK_COLLECT_ALLOC, NULL) == TK_BACKEND_BPF)

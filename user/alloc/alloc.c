@@ -509,10 +509,18 @@ int tk_alloc__start(struct tk_alloc *a, char *why, size_t why_sz)
 	return 0;
 }
 
+void tk_alloc__set_jit_ask(struct tk_alloc *a, bool on, tk_sym_note_fn note, void *ctx)
+{
+	tk_symbolizer__set_jit_ask(a->sym, on, note, ctx);
+}
+
 int tk_alloc__poll(struct tk_alloc *a, int timeout_ms)
 {
 	int err = a->be->poll(a, timeout_ms);
 
+	/* JIT code named while its process lives */
+	if (a->sym)
+		tk_symbolizer__tick(a->sym);
 	return err == -EINTR ? 0 : err;
 }
 
@@ -654,6 +662,7 @@ static int build_profile(struct tk_alloc *a, uint64_t min_age_ns, struct tk_prof
 	a->losses[TK_ALOSS_RELEASED_EXIT_BYTES] = to_i64(a->released[1].bytes);
 	for (l = 0; l < TK_ALOSS__COUNT; l++)
 		tk_profile__set_loss(p, loss_names[l], a->losses[l]);
+	tk_locs__report_jit(p, a->sym, tk_locs__jit_unnamed(fr));
 	if (a->be && !strcmp(a->be->name, "bpf")) {
 		tk_unw__report(p, a->unwind, a->unwinding ? &a->unw_info : NULL);
 		tk_unw_table__report(p, tk_symbolizer__unwind_over_limit(a->sym));

@@ -114,6 +114,8 @@ int tk_alloc__open(const struct tk_alloc_opts *opts, const struct tk_caps *caps,
 int tk_alloc__start(struct tk_alloc *a, char *why, size_t why_sz);
 /* Process what has arrived; waits at most @timeout_ms. Returns 0 or -errno. */
 int tk_alloc__poll(struct tk_alloc *a, int timeout_ms);
+/* Ask JVMs for their perf maps (tk_symbolizer__set_jit_ask), or not. */
+void tk_alloc__set_jit_ask(struct tk_alloc *a, bool on, tk_sym_note_fn note, void *ctx);
 void tk_alloc__stats(const struct tk_alloc *a, struct tk_alloc_stats *st);
 /* "bpf", "jemalloc" */
 const char *tk_alloc__backend(const struct tk_alloc *a);

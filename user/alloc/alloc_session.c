@@ -26,6 +26,8 @@ static int alloc_open(struct tk_session *s, enum tk_backend b, char *why, size_t
 	err = tk_alloc__open(&o, s->caps, &a, why, why_sz);
 	if (err)
 		return err;
+	/* a JVM's compiled code is named once it is asked for its perf map */
+	tk_alloc__set_jit_ask(a, !o.no_jit_ask, tk_session__note, s);
 	s->coll = a;
 	return 0;
 }

@@ -31,6 +31,7 @@
 #include "alloc/jeprof.h"
 #include "proc/mapfile.h"
 #include "proc/maps.h"
+#include "profile/profile_locs.h"
 
 struct stack_priv {
 	struct tk_jeprof_stack pub;	/* pub.addrs set once parsing is done */
@@ -680,6 +681,7 @@ struct convert {
 	int errs[TK_JEPROF_MAX_FRAMES];
 	uint64_t locs[TK_JEPROF_MAX_FRAMES];
 	uint64_t unsymbolized;
+	uint64_t jit_unnamed;
 };
 
 static int convert_stack(struct convert *c, const struct tk_jeprof_stack *st)
@@ -715,6 +717,8 @@ static int convert_stack(struct convert *c, const struct tk_jeprof_stack *st)
 			return err;
 		if (c->errs[i])
 			c->unsymbolized++;
+		if (c->errs[i] && c->frames[i].jit)
+			c->jit_unnamed++;
 	}
 	return tk_profile__add_sample(c->p, c->locs, n - cut, values, c->pid, 0, c->comm);
 }
@@ -770,6 +774,7 @@ int tk_jeprof__to_profile(const struct tk_jeprof *d, struct tk_symbolizer *s, ui
 		goto out;
 	p->period = d->period > INT64_MAX ? INT64_MAX : (int64_t)d->period;
 	tk_profile__set_loss(p, "unsymbolized_frames", c->unsymbolized);
+	tk_locs__report_jit(p, s, c->jit_unnamed);
 	/* comments are notes: a full comment list is no failure */
 	if (tk_profile__add_comment(p, "jemalloc heap profile: one sample per %llu bytes",
 				    (unsigned long long)d->period) == -ENOMEM ||

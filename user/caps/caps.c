@@ -84,6 +84,7 @@ static const struct {
 	[TK_CAP_PROC_BUILD_ID] = { "process.build_id", "build-id" },
 	[TK_CAP_PROC_FRAME_POINTERS] = { "process.frame_pointers", "frame pointers" },
 	[TK_CAP_PROC_PYTHON] = { "process.python", "Python runtime" },
+	[TK_CAP_PROC_JIT] = { "process.jit", "JIT runtime" },
 };
 
 const char *tk_cap__id_name(enum tk_cap_id id)
@@ -359,6 +360,7 @@ int tk_caps__snapshot_probe(const struct tk_caps_opts *opts, tk_probe_fn probe,
 			snap_process(&s, caps);
 		if (!err)
 			snap_python_runtime(&s, caps);
+		snap_jit_runtime(&s, caps);
 		err = 0;
 	}
 	choose_backends(&s, caps);

@@ -91,5 +91,7 @@ void snap_process_unreadable(struct snap *s, struct tk_caps *caps, int err);
 
 /* caps_python.c: the target process's CPython (process.python) */
 void snap_python_runtime(struct snap *s, struct tk_caps *caps);
+/* caps_runtime.c: the target process's JIT runtime (process.jit) */
+void snap_jit_runtime(struct snap *s, struct tk_caps *caps);
 
 #endif /* __TK_CAPS_INT_H */

@@ -656,3 +656,10 @@ int tk_session__command_stopped(const struct tk_session *s)
 {
 	return s ? s->cmd_stop_sig : 0;
 }
+
+void tk_session__note(void *ctx, bool warn, const char *msg)
+{
+	struct tk_session *s = ctx;
+
+	tk_log__msg(&s->log, warn ? TK_LOG_WARN : TK_LOG_INFO, "%s\n", msg);
+}

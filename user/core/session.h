@@ -109,5 +109,11 @@ void *tk_session__refuse(void *copts, int err, char *why, size_t why_sz, const c
 	__attribute__((format(printf, 5, 6)));
 /* 0 when @dir is a cgroup v2 directory; else a negative errno and @why. */
 int tk_session__check_cgroup(const char *dir, char *why, size_t why_sz);
+/*
+ * What a collector did on the user's behalf, for people: @ctx is the session;
+ * said through its log (tk_session_opts.log) as information, or as a
+ * warning when @warn. The symbolizer's tk_sym_note_fn.
+ */
+void tk_session__note(void *ctx, bool warn, const char *msg);
 
 #endif /* __TK_CORE_SESSION_H */

@@ -16,6 +16,7 @@
 #include "core/internal.h"
 #include "core/opts.h"
 #include "cpu/perf_ring.h"
+#include "profile/profile_locs.h"
 
 static const char *const loss_names[TK_LOSS__COUNT] = {
 	[TK_LOSS_RINGBUF] = "ringbuf_reserve_failed",
@@ -111,6 +112,9 @@ int tk_cpu__poll(struct tk_cpu *c, int timeout_ms)
 {
 	int err = c->be->poll(c, timeout_ms);
 
+	/* JIT code named while its process lives */
+	if (!c->opts.kernel_only)
+		tk_symbolizer__tick(c->sym);
 	return err == -EINTR ? 0 : err;
 }
 
@@ -136,7 +140,7 @@ static int build(struct tk_cpu *c, const struct tk_stacks *t, uint64_t *losses, 
 		 int64_t start_real_ns, int64_t start_mono_ns, int64_t end_mono_ns, bool whole,
 		 struct tk_profile **out)
 {
-	uint64_t unsymbolized = 0;
+	uint64_t unsymbolized = 0, jit_unnamed = 0;
 	/* the counts this profile's span began with: 0 for the whole run */
 	uint64_t from_records = whole ? 0 : c->rot_records;
 	uint64_t from_switches = whole ? 0 : c->rot_off_switches;
@@ -166,7 +170,7 @@ static int build(struct tk_cpu *c, const struct tk_stacks *t, uint64_t *losses, 
 					      "(pprof's \"File:\" names the first mapping)");
 	err = err == -ENOSPC ? 0 : err;
 	if (!err)
-		err = tk_cpu_profile__build(t, c->sym, p, &unsymbolized);
+		err = tk_cpu_profile__build(t, c->sym, p, &unsymbolized, &jit_unnamed);
 	if (err) {
 		tk_profile__free(p);
 		return err;
@@ -180,6 +184,8 @@ static int build(struct tk_cpu *c, const struct tk_stacks *t, uint64_t *losses, 
 		tk_profile__add_comment(p, "%s", tk_cpu_perf__note(c));
 	for (i = 0; i < TK_LOSS__COUNT; i++)
 		tk_profile__set_loss(p, tk_cpu_loss__name(i), losses[i]);
+	if (!c->opts.kernel_only)
+		tk_locs__report_jit(p, c->sym, jit_unnamed);
 	if (!c->opts.kernel_only) {
 		tk_unw__report(p, unw, c->unwinding ? &c->unw_info : NULL);
 		tk_unw_table__report(p, tk_symbolizer__unwind_over_limit(c->sym));

@@ -147,7 +147,7 @@ int tk_online_cpus(int *cpus, int max);
  * *@unsymbolized. Returns 0 or a negative errno.
  */
 int tk_cpu_profile__build(const struct tk_stacks *t, struct tk_symbolizer *s, struct tk_profile *p,
-			  uint64_t *unsymbolized);
+			  uint64_t *unsymbolized, uint64_t *jit_unnamed);
 /* The thread_state label of an off-CPU kind ("sleeping"), or NULL for samples. */
 const char *tk_cpu_profile__state(enum tk_stack_kind kind);
 /*

@@ -28,6 +28,7 @@
 #define F_KERNEL 2u
 #define F_RETURN 4u		/* not the leaf: a return address */
 #define F_UNSYM 8u		/* left as module+offset or unknown */
+#define F_JIT 16u		/* and in JIT code: no perf map or jitdump names it */
 #define F_KEY (F_KERNEL | F_RETURN)
 
 struct loc_slot {
@@ -42,6 +43,7 @@ struct tk_locs {
 	struct tk_symbolizer *s;
 	struct tk_profile *p;
 	uint64_t unsymbolized;
+	uint64_t jit_unnamed;		/* of those, frames of JIT code */
 	uint64_t *locs;
 	uint64_t short_loc;		/* the frame of off-CPU waits under the minimum */
 	struct tk_hashmap cache;	/* struct loc_slot by (pid, gen, addr, flags & F_KEY) */
@@ -169,7 +171,7 @@ static int python_location(struct tk_locs *b, uint32_t pid, uint64_t rec, uint64
 }
 
 static int user_location(struct tk_locs *b, uint32_t pid, uint32_t gen, uint64_t addr,
-			 bool ret, uint64_t *loc, bool *unsym)
+			 bool ret, uint64_t *loc, bool *unsym, bool *jit)
 {
 	uint64_t look = ret && addr ? addr - 1 : addr;
 	struct tk_sym_frame f;
@@ -185,6 +187,7 @@ static int user_location(struct tk_locs *b, uint32_t pid, uint32_t gen, uint64_t
 		err = 0;
 	}
 	*unsym = err != 0;
+	*jit = f.jit;
 	return tk_cpu_profile__user_location(b->p, &f, err, addr, look, loc);
 }
 
@@ -193,7 +196,7 @@ static int frame_location(struct tk_locs *b, uint32_t pid, uint32_t gen, uint64_
 {
 	struct loc_slot k, *slot;
 	uint64_t h;
-	bool unsym, found;
+	bool unsym, found, jit = false;
 	int err;
 
 	if (flags & F_KERNEL)
@@ -207,18 +210,21 @@ static int frame_location(struct tk_locs *b, uint32_t pid, uint32_t gen, uint64_
 		if (flags & F_KERNEL)
 			err = kernel_location(b, addr, flags & F_RETURN, loc, &unsym);
 		else
-			err = user_location(b, pid, gen, addr, flags & F_RETURN, loc, &unsym);
+			err = user_location(b, pid, gen, addr, flags & F_RETURN, loc, &unsym,
+					    &jit);
 		if (err) {
 			tk_hashmap__del(&b->cache, slot);
 			return err;
 		}
 		*slot = k;
-		slot->flags = flags | F_USED | (unsym ? F_UNSYM : 0);
+		slot->flags = flags | F_USED | (unsym ? F_UNSYM : 0) | (unsym && jit ? F_JIT : 0);
 		slot->loc = *loc;
 	}
 	*loc = slot->loc;
 	if (slot->flags & F_UNSYM)
 		b->unsymbolized++;
+	if (slot->flags & F_JIT)
+		b->jit_unnamed++;
 	return 0;
 }
 
@@ -228,6 +234,7 @@ struct tk_locs *tk_locs__new(struct tk_symbolizer *s, struct tk_profile *p)
 
 	if (!b)
 		return NULL;
+	tk_symbolizer__settle(s);
 	b->s = s;
 	b->p = p;
 	b->cache = (struct tk_hashmap)LOC_CACHE_INIT;
@@ -248,6 +255,38 @@ int tk_locs__kernel(struct tk_locs *b, uint64_t addr, bool ret, uint64_t *loc)
 uint64_t tk_locs__unsymbolized(const struct tk_locs *b)
 {
 	return b->unsymbolized;
+}
+
+uint64_t tk_locs__jit_unnamed(const struct tk_locs *b)
+{
+	return b->jit_unnamed;
+}
+
+void tk_locs__report_jit(struct tk_profile *p, struct tk_symbolizer *s, uint64_t jit_unnamed)
+{
+	struct tk_symbolizer_stats st;
+
+	tk_profile__set_loss(p, "jit_unnamed_frames", jit_unnamed);
+	tk_symbolizer__stats(s, &st);
+	if (st.jit_files || st.jitdump_files)
+		tk_profile__add_comment(p, "JIT code's names: perf maps: %" PRIu64 " read, %" PRIu64
+					" names, %" PRIu64 " lines skipped; jitdumps: %" PRIu64
+					" read, %" PRIu64 " names, %" PRIu64 " records skipped%s",
+					st.jit_files, st.jit_entries, st.jit_bad_lines,
+					st.jitdump_files, st.jitdump_entries,
+					st.jitdump_bad_records, st.jitdump_broken ?
+					", some read only up to garbage" : "");
+	if (st.jvm_asked || st.jvm_ask_failed)
+		tk_profile__add_comment(p, "JVMs asked for their perf maps (as 'jcmd PID "
+					"Compiler.perfmap', as their users): %" PRIu64 " wrote them, %"
+					PRIu64 " not asked or failed%s%s", st.jvm_asked,
+					st.jvm_ask_failed, st.jvm_ask_failed ? "; the last: " : "",
+					st.jvm_ask_failed ? st.jvm_failure : "");
+	if (jit_unnamed)
+		tk_profile__add_comment(p, "%" PRIu64 " frames of JIT code were not named "
+					"(jit_unnamed_frames): no perf map or jitdump covers them "
+					"(node: --perf-basic-prof or --perf-prof; a JVM: tracekit "
+					"asks it unless --no-jit-ask)", jit_unnamed);
 }
 
 void tk_locs__free(struct tk_locs *b)
@@ -343,11 +382,12 @@ static int build_entry(const struct tk_stack_entry *e, void *ctx)
 }
 
 int tk_cpu_profile__build(const struct tk_stacks *t, struct tk_symbolizer *s, struct tk_profile *p,
-			  uint64_t *unsymbolized)
+			  uint64_t *unsymbolized, uint64_t *jit_unnamed)
 {
 	struct tk_locs b = { .s = s, .p = p, .cache = LOC_CACHE_INIT };
 	int err;
 
+	tk_symbolizer__settle(s);
 	b.locs = malloc(2 * TK_MAX_FRAMES * sizeof(*b.locs));
 	if (!b.locs)
 		return -ENOMEM;
@@ -356,5 +396,7 @@ int tk_cpu_profile__build(const struct tk_stacks *t, struct tk_symbolizer *s, st
 	tk_hashmap__free(&b.cache);
 	if (unsymbolized)
 		*unsymbolized = b.unsymbolized;
+	if (jit_unnamed)
+		*jit_unnamed = b.jit_unnamed;
 	return err;
 }

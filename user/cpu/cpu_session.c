@@ -24,6 +24,8 @@ static int cpu_open(struct tk_session *s, enum tk_backend b, char *why, size_t w
 	err = tk_cpu__open(&o, s->caps, &c, why, why_sz);
 	if (err)
 		return err;
+	/* a JVM's compiled code is named once it is asked for its perf map */
+	tk_symbolizer__set_jit_ask(c->sym, !o.no_jit_ask && !o.kernel_only, tk_session__note, s);
 	s->coll = c;
 	return 0;
 }

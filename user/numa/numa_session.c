@@ -210,7 +210,12 @@ int tk_numa__start(struct tk_numa *n, char *why, size_t why_sz)
 
 int tk_numa__poll(struct tk_numa *n, int timeout_ms)
 {
-	return n->be->poll(n, timeout_ms);
+	int err = n->be->poll(n, timeout_ms);
+
+	/* JIT code named while its process lives */
+	if (n->sym)
+		tk_symbolizer__tick(n->sym);
+	return err;
 }
 
 int tk_numa__collect(struct tk_numa *n, struct tk_numa_report *interval,

@@ -311,6 +311,7 @@ int tk_numa_bpf__stacks(struct tk_numa *n, struct tk_profile **out)
 			tk_profile__add_comment(p, "%s", st->kernel_note);
 	}
 	tk_profile__set_loss(p, "unsymbolized_frames", tk_locs__unsymbolized(fr));
+	tk_locs__report_jit(p, n->sym, tk_locs__jit_unnamed(fr));
 	tk_profile__add_comment(p, "tracekit numa: pages migrated (mm_migrate_pages succeeded) "
 				   "by the user stack of the task that caused it");
 	*out = p;

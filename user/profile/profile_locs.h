@@ -23,6 +23,13 @@ int tk_locs__user(struct tk_locs *b, uint32_t pid, uint32_t gen, uint64_t addr, 
 int tk_locs__kernel(struct tk_locs *b, uint64_t addr, bool ret, uint64_t *loc);
 /* Frames looked up so far that were left unnamed (each use counts). */
 uint64_t tk_locs__unsymbolized(const struct tk_locs *b);
+/* Of those, frames of JIT code that no perf map or jitdump named ("jit_unnamed_frames"). */
+uint64_t tk_locs__jit_unnamed(const struct tk_locs *b);
 void tk_locs__free(struct tk_locs *b);
+/*
+ * Write into @p what JIT code came to: the loss counter "jit_unnamed_frames"
+ * (@jit_unnamed, always, 0 too) and notes of the perf maps and jitdumps @s read.
+ */
+void tk_locs__report_jit(struct tk_profile *p, struct tk_symbolizer *s, uint64_t jit_unnamed);
 
 #endif /* __TK_PROFILE_LOCS_H */

@@ -95,9 +95,7 @@ static int add_line(struct tk_perfmap *m, const char *line, size_t len)
 {
 	const char *p = line, *end = line + len, *name;
 	uint64_t start, size;
-	size_t nlen, i;
-	char *dst;
-	int err;
+	size_t nlen;
 
 	m->st.lines++;
 	while (end > p && (end[-1] == '\r' || end[-1] == ' ' || end[-1] == '\t'))
@@ -115,6 +113,23 @@ static int add_line(struct tk_perfmap *m, const char *line, size_t len)
 	/* no room for nothing, nor code that wraps past the top of the address space */
 	if (!size || !nlen || start + size < start)
 		goto bad;
+	return tk_perfmap__add(m, start, size, name, nlen);
+bad:
+	m->st.bad++;
+	return 0;
+}
+
+int tk_perfmap__add(struct tk_perfmap *m, uint64_t start, uint64_t size, const char *name,
+		    size_t nlen)
+{
+	char *dst;
+	size_t i;
+	int err;
+
+	if (!size || !nlen || start + size < start || nlen >= TK_PERFMAP_MAX_LINE) {
+		m->st.bad++;
+		return 0;
+	}
 	if (m->nr >= TK_PERFMAP_MAX_ENTRIES || m->names_len + nlen + 1 > NAMES_MAX) {
 		m->st.over_limit++;
 		return 0;
@@ -132,9 +147,6 @@ static int add_line(struct tk_perfmap *m, const char *line, size_t len)
 	m->ents[m->nr++] = (struct pm_ent){ start, size, (uint32_t)m->names_len };
 	m->names_len += nlen + 1;
 	m->dirty = true;
-	return 0;
-bad:
-	m->st.bad++;
 	return 0;
 }
 

@@ -13,6 +13,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "core/hash.h"
 #include "core/hashmap.h"
@@ -87,6 +88,7 @@ void tk_symbolizer__free(struct tk_symbolizer *s)
 		return;
 	while ((pe = tk_hashmap__next(&s->procs, &i))) {
 		tk_symbolizer__free_jit(pe->p);
+		tk_symbolizer__free_jvm(pe->p);
 		free(pe->p->maps);
 		free(pe->p);
 	}
@@ -191,11 +193,11 @@ int tk_symbolizer__user(struct tk_symbolizer *s, uint32_t pid, uint32_t gen, uin
 	s->last = p;
 	m = map_of(p, addr);
 	/*
-	 * In no mapping of a file: JIT code, named by the process's perf map;
-	 * or a library loaded since the capture, found by reading its maps
-	 * again while it lives.
+	 * In no mapping of a file: JIT code, named by the process's perf map or
+	 * jitdump; or a library loaded since the capture, found by reading its
+	 * maps again while it lives.
 	 */
-	if (!m && !tk_symbolizer__jit(s, p, addr, out))
+	if ((!m || m->jit) && !tk_symbolizer__jit(s, p, addr, out))
 		return 0;
 	if (!m && !tk_symbolizer__recapture(s, p))
 		m = map_of(p, addr);
@@ -206,6 +208,7 @@ int tk_symbolizer__user(struct tk_symbolizer *s, uint32_t pid, uint32_t gen, uin
 	out->map_limit = m->end;
 	out->map_offset = m->offset;
 	out->module_offset = addr - m->start + m->offset;
+	out->jit = m->jit;
 	if (!m->idx)
 		return -ENOENT;
 	out->build_id = m->idx->build_id;
@@ -232,6 +235,7 @@ int tk_symbolizer__for_each_map(struct tk_symbolizer *s, uint32_t pid, uint32_t 
 			.offset = m->offset,
 			.module = m->module,
 			.main_exe = p->exe && m->module && !strcmp(p->exe, m->module),
+			.jit = m->jit,
 		};
 
 		if (m->idx) {
@@ -275,10 +279,49 @@ void tk_symbolizer__stats(const struct tk_symbolizer *s, struct tk_symbolizer_st
 	size_t i = 0;
 
 	*st = s->st;
+	st->jvm_failure = s->jvm_failure;
 	st->procs_held = 0;
 	while ((pe = tk_hashmap__next(&s->procs, &i))) {
 		tk_symbolizer__jit_stats(pe->p, st);
 		st->procs_held++;
+	}
+}
+
+void tk_symbolizer__tick(struct tk_symbolizer *s)
+{
+	struct timespec ts;
+	struct proc_ent *pe;
+	int64_t now;
+	size_t i = 0;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	now = (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+	if (now < s->tick_due_ns)
+		return;
+	s->tick_due_ns = now + 1000000000;
+	while ((pe = tk_hashmap__next(&s->procs, &i))) {
+		if (!pe->p->captured)
+			continue;
+		tk_symbolizer__jvm_tick(s, pe->p);
+		if (pe->p->jit_maps || pe->p->jitdump)
+			tk_symbolizer__jit_refresh(s, pe->p, false);
+	}
+}
+
+void tk_symbolizer__settle(struct tk_symbolizer *s)
+{
+	struct proc_ent *pe;
+	size_t i = 0;
+
+	while ((pe = tk_hashmap__next(&s->procs, &i))) {
+		tk_symbolizer__jvm_settle(s, pe->p);
+		/*
+		 * what was written since the last look (a runtime that buffers
+		 * writes the rest as it exits): a later record may rename code at
+		 * an address an earlier one named, so a name found is no proof
+		 */
+		if (pe->p->captured && (pe->p->jit_maps || pe->p->jitdump))
+			tk_symbolizer__jit_refresh(s, pe->p, true);
 	}
 }
 
@@ -321,6 +364,7 @@ static bool drop_proc(struct tk_symbolizer *s, uint32_t pid, uint32_t gen)
 		s->last = NULL;
 	tk_symbolizer__jit_stats(p, &s->st);
 	tk_symbolizer__free_jit(p);
+	tk_symbolizer__free_jvm(p);
 	free(p->maps);
 	free(p);
 	return true;

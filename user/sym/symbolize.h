@@ -30,6 +30,16 @@ struct tk_symbolizer_opts {
 };
 
 int tk_symbolizer__new(const struct tk_symbolizer_opts *opts, struct tk_symbolizer **out);
+
+/* A message for people (what was done to a process on the user's behalf); @warn: a failure. */
+typedef void (*tk_sym_note_fn)(void *ctx, bool warn, const char *msg);
+/*
+ * Ask JVMs for their perf maps (proc/jvm.h: HotSpot's attach mechanism, as
+ * `jcmd PID Compiler.perfmap`, done as the JVM's user in its root), or not
+ * (the default): each JVM asked, or not asked and why, is said once to @note.
+ */
+void tk_symbolizer__set_jit_ask(struct tk_symbolizer *s, bool on, tk_sym_note_fn note,
+				void *ctx);
 void tk_symbolizer__free(struct tk_symbolizer *s);
 
 /*
@@ -86,13 +96,17 @@ struct tk_sym_frame {
 	uint64_t map_limit;
 	uint64_t map_offset;	/* its file offset */
 	uint64_t module_offset;	/* file offset of the address: "module+0xOFF" */
+	bool jit;		/* JIT code: in an executable mapping of no file, or named
+				   from a perf map or jitdump */
 };
 
 /*
  * Resolve a user address of (@pid, @gen). Returns 0 with a function name
- * (from a perf map: module "[perf-N.map]", map_start/map_limit what the file
- * spans), -ENOENT when the mapping is known but no symbol covers the address
- * (module and offsets are filled), -ESRCH when no mapping holds it (all NULL/0).
+ * (from a perf map: module "[perf-N.map]", from a jitdump "[jit-N.dump]",
+ * map_start/map_limit what the file spans), -ENOENT when the mapping is known
+ * but no symbol covers the address (module and offsets are filled; JIT code
+ * no file names is module "[jit]"), -ESRCH when no mapping holds it (all
+ * NULL/0).
  * Strings stay valid until tk_symbolizer__free.
  */
 int tk_symbolizer__user(struct tk_symbolizer *s, uint32_t pid, uint32_t gen, uint64_t addr,
@@ -109,6 +123,7 @@ struct tk_sym_map_info {
 	uint64_t offset;		/* file offset of start */
 	const char *module;
 	bool main_exe;			/* the process's own executable (PID/exe) */
+	bool jit;			/* code of no file (JIT): no table, by frame pointer */
 	bool have_vaddr;		/* the file's segments say where start is: */
 	uint64_t vaddr;			/* the ELF virtual address at start */
 	const struct tk_unw_table *unw;	/* NULL: none (not asked for, or the file unreadable) */
@@ -139,6 +154,13 @@ struct tk_symbolizer_stats {
 	uint64_t jit_entries;		/* their names in use */
 	uint64_t jit_bad_lines;		/* their lines skipped: garbage, too long, too many */
 	uint64_t jit_overlapping;	/* their entries dropped for a later one overlapping */
+	uint64_t jitdump_files;		/* jitdump files read */
+	uint64_t jitdump_entries;	/* their names in use */
+	uint64_t jitdump_bad_records;	/* their records skipped */
+	uint64_t jitdump_broken;	/* files whose reading stopped at garbage */
+	uint64_t jvm_asked;		/* JVMs that wrote their perf map when asked */
+	uint64_t jvm_ask_failed;	/* JVMs not asked (not to be signalled) or that failed */
+	const char *jvm_failure;	/* the last of those and why ("" when none) */
 	uint64_t procs_held;		/* (pid, gen) pairs held now */
 	uint64_t procs_pruned;		/* ended ones dropped (tk_symbolizer__prune) */
 };
@@ -162,6 +184,20 @@ int tk_symbolizer__retire(struct tk_symbolizer *s, uint32_t pid, uint32_t gen);
 uint64_t tk_symbolizer__retired(const struct tk_symbolizer *s);
 /* Drop every process queued before @mark; returns how many were held and went. */
 size_t tk_symbolizer__prune(struct tk_symbolizer *s, uint64_t mark);
+
+/*
+ * Work done while processes live, called from a collector's poll (cheap: at
+ * most once a second it looks at the processes with JIT code): their perf
+ * maps and jitdumps are read as they grow, so a process that ends before the
+ * capture still has its JIT code named.
+ */
+void tk_symbolizer__tick(struct tk_symbolizer *s);
+/*
+ * Before symbolizing: wait for the JVMs being asked for their perf maps to
+ * answer (TK_JVM_ASK_TIMEOUT_MS at most), so what they wrote names their code,
+ * and read what every JIT process's perf map and jitdump hold by now.
+ */
+void tk_symbolizer__settle(struct tk_symbolizer *s);
 
 /*
  * 0 when kernel frames can be named; -EPERM when kallsyms shows every address
@@ -221,6 +257,15 @@ struct tk_perfmap *tk_perfmap__new(void);
  * or -ENOMEM; bad lines are counted, never an error.
  */
 int tk_perfmap__feed(struct tk_perfmap *m, const char *text, size_t len, bool eof, size_t *used);
+/*
+ * One entry from elsewhere (a jitdump's record): [@start, @start + @size)
+ * named by the @nlen bytes at @name (no NUL needed; control characters
+ * become '?'). Bad entries (size 0, wrapping, no name, a name of
+ * TK_PERFMAP_MAX_LINE bytes or more) are counted, never an error. 0 or
+ * -ENOMEM.
+ */
+int tk_perfmap__add(struct tk_perfmap *m, uint64_t start, uint64_t size, const char *name,
+		    size_t nlen);
 /* A new map of all of @text. 0 or -ENOMEM. */
 int tk_perfmap__parse(const char *text, size_t len, struct tk_perfmap **out);
 /* The name of the entry holding @addr (its start and size), or NULL. */
@@ -231,5 +276,53 @@ void tk_perfmap__span(struct tk_perfmap *m, uint64_t *lo, uint64_t *hi);
 /* The counters as of the last lookup (entries: the table it used). */
 void tk_perfmap__stats(const struct tk_perfmap *m, struct tk_perfmap_stats *st);
 void tk_perfmap__free(struct tk_perfmap *m);
+
+/* ---- jitdump files (jitdump.c): JIT code's names; tests and fuzzing use these too ---- */
+
+/*
+ * The binary format perf's jitdump specification defines (linux
+ * tools/perf/Documentation/jitdump-specification.txt): V8's --perf-prof writes
+ * jit-PID.dump in its working directory, Python 3.13's -X perf_jit in /tmp;
+ * both map it executable, which is how it is found (in PID/maps). A
+ * JIT_CODE_LOAD record names [code_addr, code_addr + code_size); a
+ * JIT_CODE_MOVE moves a name; the other records are skipped. Outside input:
+ * every size is checked against the record's and the file's, a record's fixed
+ * part and name are at most TK_JITDUMP_MAX_HEAD bytes, a record at most
+ * TK_JITDUMP_MAX_RECORD; a record that does not parse is skipped and counted,
+ * one whose size cannot be trusted ends the reading (nothing after it can be
+ * found), and so does a header that is not a jitdump's.
+ */
+struct tk_jitdump;
+
+#define TK_JITDUMP_MAX_HEAD 4096		/* a record's fixed part and name */
+#define TK_JITDUMP_MAX_RECORD (256u << 20)	/* one record, its code included */
+
+struct tk_jitdump_stats {
+	uint64_t records;	/* records read */
+	uint64_t loads;		/* JIT_CODE_LOAD records */
+	uint64_t moves;		/* JIT_CODE_MOVE records */
+	uint64_t bad;		/* records skipped: a name without its NUL, sizes that do not
+				   fit, a move of nothing known; entries the names table refused */
+	uint64_t entries;	/* names in the lookup table */
+	uint64_t overlapping;	/* dropped: a later record overlaps them */
+	bool broken;		/* reading stopped: not a jitdump, another pid, or a record size
+				   that cannot be trusted */
+};
+
+/* A reader expecting a header of pid @pid (0: any). NULL: no memory. */
+struct tk_jitdump *tk_jitdump__new(uint32_t pid);
+/*
+ * Parse what follows the bytes fed so far: @len bytes at @buf. *@used gets the
+ * bytes consumed; the rest is a record not whole yet, to be fed again with
+ * what follows it (a record's code need not be: it is skipped as it comes).
+ * Returns 0 or -ENOMEM; garbage is counted (stats), never an error.
+ */
+int tk_jitdump__feed(struct tk_jitdump *d, const void *buf, size_t len, size_t *used);
+/* The name of the code holding @addr (its start and size may be NULL), or NULL. */
+const char *tk_jitdump__find(struct tk_jitdump *d, uint64_t addr, uint64_t *start,
+			     uint64_t *size);
+void tk_jitdump__span(struct tk_jitdump *d, uint64_t *lo, uint64_t *hi);
+void tk_jitdump__stats(const struct tk_jitdump *d, struct tk_jitdump_stats *st);
+void tk_jitdump__free(struct tk_jitdump *d);
 
 #endif /* __TK_SYMBOLIZE_H */

@@ -10,11 +10,21 @@
  * writes it as the process exits: a process whose root was ours gets its
  * file from our /tmp once PID/root is gone.
  *
- * The file is outside input, and so is where it points: it is opened as
- * another user's file is (core/untrusted.h): inside the process's root, no
+ * A jitdump file (jitdump.c: V8's --perf-prof, Python 3.13's -X perf_jit) is
+ * found in the process's maps, since both runtimes map it executable; it is
+ * read the same way, and its names are looked up after the perf map's.
+ *
+ * JIT code is also named while the process lives, not only when a sample is
+ * symbolized (tk_symbolizer__tick, from the collectors' polls): a command
+ * that exits before the capture ends, in a mount namespace of its own, would
+ * otherwise leave only a /tmp no one can reach any more.
+ *
+ * The files are outside input, and so is where they point: they are opened
+ * as another user's file is (core/untrusted.h): inside the process's root, no
  * symlink followed, no mount over it, checked before it is opened (a
  * regular file, owned by root or by the process's user as perf asks, without
- * another name when root's), so a FIFO or a device there is never opened.
+ * another name when root's), so a FIFO or a device there is never opened;
+ * a jitdump must also be the very file the maps line names (device, inode).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -25,6 +35,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <sys/sysmacros.h>
+
 #include "core/fsutil.h"
 #include "core/untrusted.h"
 #include "sym/symbolize_state.h"
@@ -32,6 +44,7 @@
 #define NSEC_PER_SEC 1000000000LL
 #define READ_CHUNK (1u << 20)		/* bigger than a line (TK_PERFMAP_MAX_LINE) */
 #define READ_MAX (512ull << 20)		/* bytes read of one file, in all */
+#define MISS_REFRESH_NS (NSEC_PER_SEC / 10)	/* a name not found: the files looked at again */
 
 struct sym_jit {
 	struct tk_perfmap *map;		/* NULL: no file seen yet */
@@ -40,6 +53,14 @@ struct sym_jit {
 	uint64_t dev, ino;		/* the file read */
 	uint64_t size;			/* its size then */
 	uint64_t off;			/* bytes of it parsed (whole lines) */
+	char head[64];			/* its first bytes, as read: the same file still? */
+	size_t head_len;
+	/* its jitdump, once its maps named one */
+	struct tk_jitdump *dump;
+	const char *dump_module;	/* "[jit-N.dump]", interned */
+	const char *dump_path;		/* the one being read */
+	uint64_t dump_size;
+	uint64_t dump_off;		/* bytes of it parsed (whole records, skips) */
 };
 
 static int64_t now_ns(void)
@@ -172,21 +193,33 @@ static int read_more(struct sym_jit *j, int fd, uint64_t size)
 	return err;
 }
 
-/* Read @p's file if it is new or grew since the last look, at most once a second. */
-static void refresh(struct tk_symbolizer *s, struct sym_proc *p, struct sym_jit *j)
+/* Whether @fd still begins with what the file read began with. */
+static bool same_head(const struct sym_jit *j, int fd)
 {
-	int64_t now = now_ns();
+	char now[sizeof(j->head)];
+
+	if (!j->head_len)
+		return true;
+	return pread(fd, now, j->head_len, 0) == (ssize_t)j->head_len &&
+	       !memcmp(now, j->head, j->head_len);
+}
+
+/* Read @p's perf map if it is new or grew since the last look. */
+static void refresh_map(struct tk_symbolizer *s, struct sym_proc *p, struct sym_jit *j)
+{
 	struct stat st;
 	int fd;
 
-	if (j->checked_ns && now - j->checked_ns < NSEC_PER_SEC)
-		return;
-	j->checked_ns = now;
 	fd = open_map(s, p, &st);
 	if (fd < 0)
 		return;
-	if (j->map && (st.st_dev != j->dev || st.st_ino != j->ino || (uint64_t)st.st_size < j->off)) {
-		/* another file, or one written anew: start over */
+	if (j->map && (st.st_dev != j->dev || st.st_ino != j->ino ||
+		       (uint64_t)st.st_size < j->off || !same_head(j, fd))) {
+		/*
+		 * another file, or one written anew: start over (a file left by an
+		 * earlier process of the same pid, truncated and written again by
+		 * this one, may already be longer than what was read of it)
+		 */
 		tk_perfmap__free(j->map);
 		j->map = NULL;
 	}
@@ -199,61 +232,233 @@ static void refresh(struct tk_symbolizer *s, struct sym_proc *p, struct sym_jit 
 		j->dev = st.st_dev;
 		j->ino = st.st_ino;
 		j->off = 0;
+		j->head_len = 0;
 		s->st.jit_files++;
 	}
 	j->size = st.st_size;
 	read_more(j, fd, j->size);
+	if (!j->head_len) {
+		ssize_t n = pread(fd, j->head, sizeof(j->head), 0);
+
+		j->head_len = n > 0 ? n : 0;
+	}
 out:
 	close(fd);
+}
+
+/*
+ * @p's jitdump @path, the very file its maps named (@id), inside its root
+ * (or ours, once it is gone, when its root was ours); -errno.
+ */
+static int open_dump(struct tk_symbolizer *s, const struct sym_proc *p, const char *path,
+		     const struct tk_file_id *id, struct stat *st)
+{
+	char rel[64], root[PATH_MAX];
+	int dirfd, fd;
+
+	snprintf(rel, sizeof(rel), "%u/root", p->pid);
+	if (tk_path_join(root, sizeof(root), s->proc_root, rel))
+		return -ENAMETOOLONG;
+	dirfd = open(root, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (dirfd < 0 && p->own_root)
+		dirfd = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (dirfd < 0)
+		return -ESRCH;
+	while (*path == '/')
+		path++;	/* inside the root */
+	fd = open_in_root(dirfd, p, path, st);
+	close(dirfd);
+	if (fd >= 0 && id->ino && (major(st->st_dev) != id->dev_major ||
+				   minor(st->st_dev) != id->dev_minor || st->st_ino != id->ino)) {
+		close(fd);
+		return -ESTALE;	/* not the file it maps: another put in its place */
+	}
+	return fd;
+}
+
+/* Parse what @p's jitdump holds past what was parsed. */
+static void refresh_dump(struct tk_symbolizer *s, struct sym_proc *p, struct sym_jit *j)
+{
+	struct stat st;
+	unsigned char *buf;
+	int fd;
+
+	if (!p->jitdump)
+		return;
+	if (j->dump && j->dump_path != p->jitdump) {
+		/* another one: its names from now on */
+		tk_jitdump__free(j->dump);
+		j->dump = NULL;
+	}
+	fd = open_dump(s, p, p->jitdump, &p->jitdump_id, &st);
+	if (fd < 0)
+		return;
+	if (!j->dump) {
+		char mod[PATH_MAX + 2];
+
+		j->dump = tk_jitdump__new(p->nspid);
+		snprintf(mod, sizeof(mod), "[%s]", tk_path_basename(p->jitdump));
+		j->dump_module = tk_strset__intern(&s->strings, mod);
+		if (!j->dump || !j->dump_module) {
+			tk_jitdump__free(j->dump);
+			j->dump = NULL;
+			goto out;
+		}
+		j->dump_path = p->jitdump;
+		j->dump_off = j->dump_size = 0;
+		s->st.jitdump_files++;
+	}
+	if ((uint64_t)st.st_size == j->dump_size)
+		goto out;
+	j->dump_size = st.st_size;
+	buf = malloc(READ_CHUNK);
+	if (!buf)
+		goto out;
+	while (j->dump_off < j->dump_size && j->dump_off < READ_MAX) {
+		uint64_t left = j->dump_size - j->dump_off;
+		ssize_t n = pread(fd, buf, left < READ_CHUNK ? left : READ_CHUNK, j->dump_off);
+		size_t used;
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0 || tk_jitdump__feed(j->dump, buf, n, &used))
+			break;
+		j->dump_off += used;
+		if (!used)
+			break;	/* a record not whole yet */
+	}
+	free(buf);
+out:
+	close(fd);
+}
+
+/* @p's JIT state, made at the first need; NULL when its namespaces cannot be learnt. */
+static struct sym_jit *jit_of(struct tk_symbolizer *s, struct sym_proc *p)
+{
+	struct sym_jit *j = p->jit;
+	char mod[48];
+
+	if (j)
+		return j;
+	tk_symbolizer__learn_ns(s, p);
+	if (!p->ns_known)
+		return NULL;
+	j = calloc(1, sizeof(*j));
+	if (!j)
+		return NULL;
+	snprintf(mod, sizeof(mod), "[perf-%u.map]", p->nspid);
+	j->module = tk_strset__intern(&s->strings, mod);
+	if (!j->module) {
+		free(j);
+		return NULL;
+	}
+	p->jit = j;
+	return j;
+}
+
+/* Read @p's perf map and jitdump if new or grown, at most once a second (or now: @force). */
+static void refresh(struct tk_symbolizer *s, struct sym_proc *p, struct sym_jit *j, bool force)
+{
+	int64_t now = now_ns();
+
+	if (!force && j->checked_ns && now - j->checked_ns < NSEC_PER_SEC)
+		return;
+	j->checked_ns = now;
+	refresh_map(s, p, j);
+	refresh_dump(s, p, j);
 }
 
 int tk_symbolizer__jit(struct tk_symbolizer *s, struct sym_proc *p, uint64_t addr,
 		       struct tk_sym_frame *out)
 {
-	struct sym_jit *j = p->jit;
+	struct sym_jit *j = jit_of(s, p);
+	const char *name = NULL;
 	uint64_t start, size;
-	const char *name;
-	char mod[48];
 
-	if (!j) {
-		tk_symbolizer__learn_ns(s, p);
-		if (!p->ns_known)
-			return -ESRCH;
-		j = calloc(1, sizeof(*j));
-		if (!j)
-			return -ESRCH;
-		snprintf(mod, sizeof(mod), "[perf-%u.map]", p->nspid);
-		j->module = tk_strset__intern(&s->strings, mod);
-		if (!j->module) {
-			free(j);
-			return -ESRCH;
-		}
-		p->jit = j;
-	}
-	refresh(s, p, j);
-	if (!j->map)
+	if (!j)
 		return -ESRCH;
-	name = tk_perfmap__find(j->map, addr, &start, &size);
+	refresh(s, p, j, false);
+	memset(out, 0, sizeof(*out));
+	name = j->map ? tk_perfmap__find(j->map, addr, &start, &size) : NULL;
+	if (!name && !(j->dump && tk_jitdump__find(j->dump, addr, NULL, NULL)) &&
+	    now_ns() - j->checked_ns >= MISS_REFRESH_NS) {
+		/* written since the last look (a runtime that buffers, flushed as it exits) */
+		refresh(s, p, j, true);
+		name = j->map ? tk_perfmap__find(j->map, addr, &start, &size) : NULL;
+	}
+	/* a JVM's code no map names yet: ask it for its map now, while it lives */
+	if (!name && p->jvm && tk_symbolizer__jvm_ask_now(s, p) && j->map)
+		name = tk_perfmap__find(j->map, addr, &start, &size);
+	if (name) {
+		out->module = j->module;
+		tk_perfmap__span(j->map, &out->map_start, &out->map_limit);
+	} else if (j->dump && (name = tk_jitdump__find(j->dump, addr, &start, &size))) {
+		out->module = j->dump_module;
+		tk_jitdump__span(j->dump, &out->map_start, &out->map_limit);
+	}
 	if (!name)
 		return -ESRCH;
-	memset(out, 0, sizeof(*out));
 	out->function = name;
-	out->module = j->module;
-	tk_perfmap__span(j->map, &out->map_start, &out->map_limit);
+	out->jit = true;
 	out->module_offset = addr - out->map_start;
 	return 0;
 }
 
+void tk_symbolizer__jit_reread(struct tk_symbolizer *s, struct sym_proc *p)
+{
+	struct sym_jit *j = jit_of(s, p);
+
+	if (!j)
+		return;
+	/* written anew where it was (a JVM truncates and writes it): parsed from its start */
+	tk_perfmap__free(j->map);
+	j->map = NULL;
+	refresh(s, p, j, true);
+}
+
+void tk_symbolizer__jit_refresh(struct tk_symbolizer *s, struct sym_proc *p, bool force)
+{
+	struct sym_jit *j;
+
+	if (!p->jit_maps && !p->jitdump)
+		return;
+	j = jit_of(s, p);
+	if (j)
+		refresh(s, p, j, force);
+}
+
+int tk_symbolizer__jit_file(const char *path)
+{
+	const char *base = tk_path_basename(path);
+	size_t n;
+
+	if (!strcmp(base, "libjvm.so"))
+		return TK_JIT_FILE_JVM;
+	if (strncmp(base, "jit-", 4))
+		return 0;
+	n = strspn(base + 4, "0123456789");
+	return n && n <= 10 && !strcmp(base + 4 + n, ".dump") ? TK_JIT_FILE_JITDUMP : 0;
+}
+
 void tk_symbolizer__jit_stats(const struct sym_proc *p, struct tk_symbolizer_stats *st)
 {
+	struct tk_jitdump_stats ds;
 	struct tk_perfmap_stats ps;
 
-	if (!p->jit || !p->jit->map)
+	if (!p->jit)
 		return;
-	tk_perfmap__stats(p->jit->map, &ps);
-	st->jit_entries += ps.entries;
-	st->jit_bad_lines += ps.bad + ps.over_limit;
-	st->jit_overlapping += ps.overlapping;
+	if (p->jit->map) {
+		tk_perfmap__stats(p->jit->map, &ps);
+		st->jit_entries += ps.entries;
+		st->jit_bad_lines += ps.bad + ps.over_limit;
+		st->jit_overlapping += ps.overlapping;
+	}
+	if (p->jit->dump) {
+		tk_jitdump__stats(p->jit->dump, &ds);
+		st->jitdump_entries += ds.entries;
+		st->jitdump_bad_records += ds.bad;
+		st->jitdump_broken += ds.broken;
+	}
 }
 
 void tk_symbolizer__free_jit(struct sym_proc *p)
@@ -261,6 +466,7 @@ void tk_symbolizer__free_jit(struct sym_proc *p)
 	if (!p->jit)
 		return;
 	tk_perfmap__free(p->jit->map);
+	tk_jitdump__free(p->jit->dump);
 	free(p->jit);
 	p->jit = NULL;
 }

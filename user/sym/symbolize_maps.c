@@ -46,7 +46,11 @@ static int map_list_add(struct map_list *l, const struct sym_map *m)
 	return 0;
 }
 
-/* What a mapping named @path is: a file, [vdso], [vsyscall], or nothing we can name. */
+/*
+ * What a mapping named @path is: a file, [vdso], [vsyscall], code of no file
+ * (anonymous, "[anon:NAME]", perf's "//anon": JIT code, "[jit]"), or nothing
+ * we can name.
+ */
 static int describe_map(struct tk_symbolizer *s, uint32_t pid, uint64_t start, uint64_t end,
 			uint64_t offset, const char *path, const struct tk_file_id *id,
 			struct sym_map *m)
@@ -55,22 +59,37 @@ static int describe_map(struct tk_symbolizer *s, uint32_t pid, uint64_t start, u
 	m->start = start;
 	m->end = end;
 	m->offset = offset;
-	if (path[0] == '/' && path[1] == '/')
-		return -ENOENT;	/* perf's "//anon" */
-	if (path[0] == '/')
+	if (!path[0] || !strcmp(path, "//anon") || !strncmp(path, "[anon:", 6)) {
+		/* no file offset: frames are "[jit]+0xADDRESS", as a perf map names them */
+		m->jit = true;
+		m->offset = start;
+		path = "[jit]";
+	} else if (path[0] == '/' && path[1] == '/') {
+		return -ENOENT;	/* perf's other names: "//anon" is the only executable one */
+	} else if (path[0] == '/') {
 		m->idx = tk_symbolizer__index_mapping(s, pid, start, end, path, id);
-	else if (!strcmp(path, "[vdso]"))
+	} else if (!strcmp(path, "[vdso]")) {
 		m->idx = tk_symbolizer__index_vdso(s, pid, start, end);
-	else if (strcmp(path, "[vsyscall]"))
-		return -ENOENT;	/* anonymous: JIT code and the like stay unknown */
+	} else if (strcmp(path, "[vsyscall]")) {
+		return -ENOENT;	/* [uprobes], an executable [heap] or [stack]: not named */
+	}
 	m->module = tk_strset__intern(&s->strings, path);
 	return m->module ? 0 : -ENOMEM;
 }
+
+/* What a capture learns of a process's JIT code besides its mappings. */
+struct jit_seen {
+	const char *jitdump;		/* a jit-N.dump path it maps, or NULL */
+	struct tk_file_id jitdump_id;
+	bool jvm;
+	uint32_t jit_maps;
+};
 
 struct capture_ctx {
 	struct tk_symbolizer *s;
 	uint32_t pid;
 	struct map_list list;
+	struct jit_seen jit;
 };
 
 static int capture_map(const struct tk_map *m, void *ctx)
@@ -84,10 +103,42 @@ static int capture_map(const struct tk_map *m, void *ctx)
 		return 0;
 	if (m->path[0] == '/' && !tk_map__is_file(m))
 		return 0;
+	if (m->path[0] == '/') {
+		int what = tk_symbolizer__jit_file(m->path);
+
+		c->jit.jvm |= what == TK_JIT_FILE_JVM;
+		if (what == TK_JIT_FILE_JITDUMP) {
+			/* names of JIT code, not code: read by symbolize_jit.c */
+			c->jit.jitdump = tk_strset__intern(&c->s->strings, m->path);
+			c->jit.jitdump_id = id;
+			return c->jit.jitdump ? 0 : -ENOMEM;
+		}
+	}
 	err = describe_map(c->s, c->pid, m->start, m->end, m->offset, m->path, &id, &sm);
 	if (err == -ENOENT)
 		return 0;
-	return err ? err : map_list_add(&c->list, &sm);
+	if (err)
+		return err;
+	c->jit.jit_maps += sm.jit;
+	/* one JIT area, however many mappings its permissions cut it into */
+	if (sm.jit && c->list.nr && c->list.maps[c->list.nr - 1].jit &&
+	    c->list.maps[c->list.nr - 1].end == sm.start) {
+		c->list.maps[c->list.nr - 1].end = sm.end;
+		return 0;
+	}
+	return map_list_add(&c->list, &sm);
+}
+
+/* What @j saw, into @p. */
+static void note_jit(struct sym_proc *p, const struct jit_seen *j)
+{
+	if (j->jitdump) {
+		p->jitdump = j->jitdump;
+		p->jitdump_id = j->jitdump_id;
+	}
+	p->jvm |= j->jvm;
+	if (j->jit_maps > p->jit_maps)
+		p->jit_maps = j->jit_maps;
 }
 
 static int cmp_map(const void *a, const void *b)
@@ -154,8 +205,12 @@ static void learn_exe(struct tk_symbolizer *s, struct sym_proc *p)
 	p->exe = tk_strset__intern(&s->strings, exe);
 }
 
-/* PID/maps now: its executable mappings sorted by start, each with its file's index. */
-static int read_maps(struct tk_symbolizer *s, uint32_t pid, struct map_list *out)
+/*
+ * PID/maps now: its executable mappings sorted by start, each with its file's
+ * index; what it says of JIT code into @jit.
+ */
+static int read_maps(struct tk_symbolizer *s, uint32_t pid, struct map_list *out,
+		     struct jit_seen *jit)
 {
 	struct capture_ctx c = { .s = s, .pid = pid };
 	char rel[32], *text;
@@ -185,6 +240,7 @@ static int read_maps(struct tk_symbolizer *s, uint32_t pid, struct map_list *out
 		}
 	}
 	*out = c.list;
+	*jit = c.jit;
 	return 0;
 }
 
@@ -218,10 +274,11 @@ static int keep_known(const struct sym_proc *p, struct map_list *l)
 int tk_symbolizer__capture(struct tk_symbolizer *s, uint32_t pid, uint32_t gen)
 {
 	struct map_list l = { 0 };
+	struct jit_seen jit;
 	struct sym_proc *p;
 	int err;
 
-	err = read_maps(s, pid, &l);
+	err = read_maps(s, pid, &l, &jit);
 	if (err) {
 		if (err == -ESRCH)
 			s->st.capture_failed++;
@@ -259,6 +316,7 @@ int tk_symbolizer__capture(struct tk_symbolizer *s, uint32_t pid, uint32_t gen)
 	if (!p->captured)
 		s->st.processes++;
 	p->captured = true;
+	note_jit(p, &jit);
 	learn_exe(s, p);
 	tk_symbolizer__learn_ns(s, p);
 	return 0;
@@ -368,6 +426,7 @@ static bool same_image(const struct sym_proc *p, const struct map_list *l)
 int tk_symbolizer__recapture(struct tk_symbolizer *s, struct sym_proc *p)
 {
 	struct map_list l = { 0 };
+	struct jit_seen jit;
 	struct timespec ts;
 	int64_t now;
 	size_t i, added = 0;
@@ -384,7 +443,7 @@ int tk_symbolizer__recapture(struct tk_symbolizer *s, struct sym_proc *p)
 	/* a later generation of the pid is the one living now */
 	if (p->gen < UINT32_MAX && tk_symbolizer__has(s, p->pid, p->gen + 1))
 		return -ESRCH;
-	err = read_maps(s, p->pid, &l);
+	err = read_maps(s, p->pid, &l, &jit);
 	if (err)
 		return err;
 	s->st.recaptures++;
@@ -392,9 +451,11 @@ int tk_symbolizer__recapture(struct tk_symbolizer *s, struct sym_proc *p)
 		free(l.maps);
 		return -ESRCH;
 	}
+	note_jit(p, &jit);
 	/* what is already known stays: an address seen earlier may be of a library closed since */
 	for (i = 0; i < l.nr && !err; i++) {
-		if (overlaps(p, l.maps[i].start, l.maps[i].end))
+		/* a JIT area grows: the newer one replaces what it overlaps */
+		if (!l.maps[i].jit && overlaps(p, l.maps[i].start, l.maps[i].end))
 			continue;
 		err = insert_map(p, &l.maps[i]);
 		added += !err;
@@ -489,9 +550,25 @@ static int add_mapping(struct tk_symbolizer *s, uint32_t pid, uint32_t gen, uint
 		id = *given;	/* the kernel's: the file is found only if it is that one */
 		idp = &id;
 	}
+	if (!named && clean[0] == '/') {
+		int what = tk_symbolizer__jit_file(clean);
+
+		p->jvm |= what == TK_JIT_FILE_JVM;
+		if (what == TK_JIT_FILE_JITDUMP) {
+			struct jit_seen j = { .jitdump = tk_strset__intern(&s->strings, clean) };
+
+			if (!j.jitdump)
+				return -ENOMEM;
+			if (idp)
+				j.jitdump_id = *idp;
+			note_jit(p, &j);
+			return 0;
+		}
+	}
 	err = describe_map(s, pid, start, end, pgoff, clean, idp, &m);
 	if (err)
 		return err == -ENOENT ? 0 : err;
+	p->jit_maps += m.jit;
 	learn_exe(s, p);
 	return insert_map(p, &m);
 }

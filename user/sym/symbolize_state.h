@@ -26,6 +26,7 @@ struct sym_map {
 	uint64_t offset;
 	const char *module;		/* interned */
 	struct tk_elf_index *idx;	/* NULL: nothing to read names from */
+	bool jit;			/* executable and of no file: JIT code ("[jit]") */
 };
 
 struct sym_jit;
@@ -45,6 +46,12 @@ struct sym_proc {
 	uint32_t nspid;			/* its pid in its own namespace */
 	uint32_t uid[2];		/* real and effective: who may own the file (and root) */
 	struct sym_jit *jit;		/* its perf map, once looked for; NULL: not yet */
+	/* JIT code: what names it, learnt from its mappings (symbolize_jit.c) */
+	uint32_t jit_maps;		/* executable mappings of no file */
+	const char *jitdump;		/* a jit-N.dump it maps (interned), or NULL */
+	struct tk_file_id jitdump_id;	/* that file's identity, as its maps line gave it */
+	bool jvm;			/* it maps libjvm.so: its perf map can be asked for */
+	struct sym_jvm *jvm_ask;	/* asking it (symbolize_jvm.c); NULL: not yet */
 };
 
 struct file_key {
@@ -90,6 +97,11 @@ struct tk_symbolizer {
 	int ksyms_err;
 	bool ksyms_tried;
 	bool unwind;			/* build unwind rows with each index */
+	int64_t tick_due_ns;		/* tk_symbolizer__tick's next look (CLOCK_MONOTONIC) */
+	bool jit_ask;			/* ask JVMs for their perf maps (symbolize_jvm.c) */
+	tk_sym_note_fn note;		/* where what is done to a JVM is said; NULL: nowhere */
+	void *note_ctx;
+	char jvm_failure[256];		/* the last JVM not asked, or that failed, and why */
 	struct tk_symbolizer_stats st;
 	/* ended processes, dropped by tk_symbolizer__prune: queue[i] is retirement base + i */
 	struct proc_key_q { uint32_t pid, gen; } *retired;
@@ -133,8 +145,33 @@ void tk_symbolizer__learn_ns(struct tk_symbolizer *s, struct sym_proc *p);
  */
 int tk_symbolizer__jit(struct tk_symbolizer *s, struct sym_proc *p, uint64_t addr,
 		       struct tk_sym_frame *out);
+/* What a mapped file is to JIT code: a jitdump (names, no code), a JVM's library, neither (0). */
+enum { TK_JIT_FILE_JITDUMP = 1, TK_JIT_FILE_JVM };
+int tk_symbolizer__jit_file(const char *path);
+/*
+ * Read @p's perf map and jitdump again if they grew, at most once a second
+ * unless @force; nothing for a process with no JIT code.
+ */
+void tk_symbolizer__jit_refresh(struct tk_symbolizer *s, struct sym_proc *p, bool force);
 /* Add @p's perf map counters to @st. */
 void tk_symbolizer__jit_stats(const struct sym_proc *p, struct tk_symbolizer_stats *st);
 void tk_symbolizer__free_jit(struct sym_proc *p);
+/* Read @p's perf map from its start now: the JVM just wrote it anew. */
+void tk_symbolizer__jit_reread(struct tk_symbolizer *s, struct sym_proc *p);
+
+/*
+ * symbolize_jvm.c: asking a JVM for its perf map (proc/jvm.h). The tick asks
+ * each JVM a second after it is first seen, then after 2, 4, 8, 16 and every
+ * 30 seconds, without waiting (the child's answer is taken at a later tick);
+ * a lookup that finds a JVM's code unnamed asks at once and waits (at most
+ * once a second). A JVM that must not be signalled, or refused, is not asked
+ * again. Each is said once through the symbolizer's note function.
+ */
+void tk_symbolizer__jvm_tick(struct tk_symbolizer *s, struct sym_proc *p);
+/* True when @p's JVM was asked now and wrote its perf map (read it again). */
+bool tk_symbolizer__jvm_ask_now(struct tk_symbolizer *s, struct sym_proc *p);
+/* Wait for an ask in flight to end (its deadline at most), and take its answer. */
+void tk_symbolizer__jvm_settle(struct tk_symbolizer *s, struct sym_proc *p);
+void tk_symbolizer__free_jvm(struct sym_proc *p);
 
 #endif /* __TK_SYMBOLIZE_STATE_H */

@@ -169,13 +169,19 @@ static bool has_prefix_in(const char *name, const char *const *list, size_t nr)
 	return false;
 }
 
-/* 0: every stack passes through it; 1: a runtime's; 2: the rest. */
+/* 0: every stack passes through it; 1: a runtime's; 2: the rest; 3: JIT code. */
 static int map_rank(const struct tk_sym_map_info *mi)
 {
 	const char *base;
 
 	if (mi->main_exe)
 		return 0;
+	/*
+	 * JIT code has no table: in the entry or left out it goes by the frame
+	 * pointer all the same; a file's CFI left out for it would be lost
+	 */
+	if (mi->jit)
+		return 3;
 	if (!mi->module)
 		return 2;
 	if (!strcmp(mi->module, "[vdso]"))
