@@ -33,6 +33,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <signal.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -441,7 +442,7 @@ static void check_interp(const struct interp *in)
 	}
 	place(in, spath, sizeof(spath), dump, sizeof(dump), dump_host, sizeof(dump_host));
 	{
-		char *args[] = { "cpu", "--backend", "bpf", "--off-cpu", "-F", "499",
+		char *args[] = { "cpu", "--backend", "bpf", "--off-cpu", "-F", "999",
 				 "-o", (char *)folded, "-o", (char *)pb, "--",
 				 in->root ? "chroot" : (char *)in->exe,
 				 in->root ? (char *)in->root : spath,
@@ -763,6 +764,98 @@ static void test_alloc_python(void **state)
 	assert_true(leak >= 0.5);
 }
 
+/* alloc -- CMD: the in-process sampler's markers, whose stacks the kernel walks. */
+static void test_alloc_python_command(void **state)
+{
+	const char *pb = path_in_tmp("allocc.pb.gz");
+	double hold;
+
+	NEED_ROOT();
+	NEED_DEP(!access(HOST_PY, X_OK), "%s\n", HOST_PY);
+	{
+		char *args[] = { "alloc", "-o", (char *)pb, "--", HOST_PY, script, "alloc", "2",
+				 NULL };
+
+		assert_int_equal(run(args), 0);
+	}
+	{
+		char cmd[1024];
+
+		/* the plan the profile states: the sampler's markers, not uprobes on malloc */
+		snprintf(cmd, sizeof(cmd), "HOME=${HOME:-/tmp} go tool pprof -raw %s 2>/dev/null | "
+			 "grep -c 'in-process sampler'", pb);
+		assert_int_equal(tk_test_capture(cmd, out, sizeof(out)), 0);
+		assert_true(atoi(out) >= 1);
+	}
+	hold = share_of(pb, "alloc_space", "hold_memory");
+	print_message("alloc -- python: %.1f %% of the bytes sampled under hold_memory\n",
+		      100 * hold);
+	assert_true(hold >= 0.5);
+}
+
+static uint64_t vmstat_of(const char *name)
+{
+	char line[256];
+	uint64_t v = 0;
+	size_t n = strlen(name);
+	FILE *f = fopen("/proc/vmstat", "r");
+
+	assert_non_null(f);
+	while (fgets(line, sizeof(line), f))
+		if (!strncmp(line, name, n) && line[n] == ' ')
+			v = strtoull(line + n + 1, NULL, 10);
+	fclose(f);
+	return v;
+}
+
+/*
+ * numa --stacks: the pages a Python function's compaction migrated (it writes
+ * /proc/sys/vm/compact_memory, the kernel compacts in its context) are under
+ * that function. How many pages move is the kernel's business: none moved on
+ * the whole machine is a skip, pages moved and none under compact_here a
+ * failure.
+ */
+static void test_numa_python(void **state)
+{
+	const char *pb = path_in_tmp("numa.pb.gz");
+	char *argv[] = { HOST_PY, script, "compact", "4", NULL };
+	uint64_t before, after;
+	char spid[16];
+	double under;
+	pid_t pid;
+
+	NEED_ROOT();
+	NEED_DEP(!access(HOST_PY, X_OK), "%s\n", HOST_PY);
+	if (access("/proc/sys/vm/compact_memory", W_OK)) {
+		print_message("skip: no /proc/sys/vm/compact_memory\n");
+		skip();
+	}
+	before = vmstat_of("pgmigrate_success");
+	pid = start_py(argv);
+	assert_true(pid > 0);
+	usleep(300000);
+	snprintf(spid, sizeof(spid), "%d", pid);
+	{
+		char *args[] = { "numa", "--backend", "bpf", "--stacks", "-p", spid, "-d", "3",
+				 "-o", (char *)pb, NULL };
+
+		assert_int_equal(run(args), 0);
+	}
+	after = vmstat_of("pgmigrate_success");
+	kill(pid, SIGKILL);
+	waitpid(pid, NULL, 0);
+	read_traces(pb, "pages");
+	if (!nr_traces && after == before) {
+		print_message("skip: compaction moved no page anywhere\n");
+		skip();
+	}
+	under = share_of(pb, "pages", "compact_here");
+	print_message("numa --stacks: pgmigrate_success +%llu; %.1f %% of the pages traced under "
+		      "compact_here\n", (unsigned long long)(after - before), 100 * under);
+	assert_true(nr_traces > 0);
+	assert_true(under >= 0.95);
+}
+
 /* A process that exits during the capture keeps the names of its Python frames. */
 static void test_exit_during_capture(void **state)
 {
@@ -882,6 +975,8 @@ int main(void)
 		cmocka_unit_test(test_pyenv),
 		cmocka_unit_test(test_trampolines),
 		cmocka_unit_test(test_alloc_python),
+		cmocka_unit_test(test_alloc_python_command),
+		cmocka_unit_test(test_numa_python),
 		cmocka_unit_test(test_exit_during_capture),
 		cmocka_unit_test(test_perf_backend_says_so),
 		cmocka_unit_test(test_caps_names_python),

@@ -273,8 +273,14 @@ static int load_as(struct tk_numa *n, struct nt_state *st, enum mp_mode mp, enum
 	return 0;
 }
 
+/*
+ * One attempt: what an earlier one noted of the unwinder is not this one's (a
+ * load refused for its fentry probes, with or without the unwinder, noted it
+ * "refused" and was then loaded without fentry, with the unwinder).
+ */
 static int load(struct tk_numa *n, struct nt_state *st, enum mp_mode mp, enum mp_mode fm)
 {
+	st->unwind_note[0] = '\0';
 	return load_as(n, st, mp, fm, n->opts.unwind);
 }
 
@@ -496,6 +502,18 @@ static int bpf_start(struct tk_numa *n, char *why, size_t why_sz)
 				 strerror(-err));
 			return err;
 		}
+	}
+	/*
+	 * --stacks -p: those processes' entries now, so the unwinder knows them at
+	 * their first migration (else it goes by the frame pointer until the event
+	 * it sends is read: the first compaction of a Python program stopped at libc's
+	 * write, 160 of 800 pages). A capture that fails is left to that event.
+	 */
+	for (i = 0; n->opts.stacks && n->sym && st->unw && i < n->opts.nr_pids; i++) {
+		__u32 pid = n->opts.pids[i];
+
+		if (!tk_symbolizer__has(n->sym, pid, 0) && !tk_symbolizer__capture(n->sym, pid, 0))
+			tk_unw_bpf__update(st->unw, n->sym, pid, 0);
 	}
 	if (n->opts.cgroup) {
 		__u32 zero = 0;

@@ -13,6 +13,8 @@ usage: pywork.py MODE SECONDS [DUMP]
   alloc  hold_memory keeps allocating 64 KiB bytearrays and holds the last 256 (64 MiB),
          leak_memory keeps every 4 KiB one it makes (growth).
   exit   mix's main thread for SECONDS, then the process exits.
+  compact  compact_here, for SECONDS: fragments memory and writes
+         /proc/sys/vm/compact_memory (root): migrations (compaction) with a Python stack.
   work   fixed work: drive_a and drive_b, SECONDS * 100 times each, in the main thread alone
          (for timing: the same work traced and untraced).
 """
@@ -100,16 +102,30 @@ def holder(lock, stop):
         time.sleep(0.0005)
 
 
-def dump(path, threads):
-    """One line per thread: NAME NATIVE_ID, then its frames outermost first, FUNCTION:LINE."""
+def dump(path, threads, at):
+    """One line per thread: NAME NATIVE_ID, then its frames outermost first, FUNCTION:LINE.
+
+    Taken when the waiter's innermost frame is wait_on_lock at line AT (its acquire), in one
+    go: the stacks are read and checked while this thread holds the GIL, so no thread moves
+    between the check and what is written (a check before a separate read raced: the waiter
+    was at its release by then)."""
     import os
     import traceback
-    frames = sys._current_frames()
+    deadline = time.time() + 5
+    while True:
+        frames = sys._current_frames()
+        stacks = {name: traceback.extract_stack(frames[t.ident])
+                  for name, t in threads.items() if t.ident in frames}
+        w = stacks.get("waiter")
+        if (w and w[-1].name == "wait_on_lock" and w[-1].lineno == at) or \
+                time.time() >= deadline:
+            break
+        time.sleep(0.001)
     with open(path + ".tmp", "w") as f:
         for name, t in sorted(threads.items()):
-            st = traceback.extract_stack(frames[t.ident])
             f.write("%s %d %s\n" % (name, t.native_id,
-                                     " ".join("%s:%d" % (x.name, x.lineno) for x in st)))
+                                     " ".join("%s:%d" % (x.name, x.lineno)
+                                              for x in stacks.get(name, ()))))
     os.rename(path + ".tmp", path)
 
 
@@ -136,14 +152,7 @@ def mix(seconds, dump_path):
 def run_main(seconds, dump_path, threads):
     if dump_path:
         # the waiter sits in lock.acquire() nearly all the time: take its stack there
-        at = wait_on_lock.__code__.co_firstlineno + 2
-        deadline = time.time() + 5
-        while time.time() < deadline:
-            st = sys._current_frames().get(threads["waiter"].ident)
-            if st is not None and st.f_code.co_name == "wait_on_lock" and st.f_lineno == at:
-                break
-            time.sleep(0.001)
-        dump(dump_path, threads)
+        dump(dump_path, threads, wait_on_lock.__code__.co_firstlineno + 2)
     end = time.time() + seconds
     while time.time() < end:
         drive_a()
@@ -168,6 +177,24 @@ def leak_memory(seconds):
             time.sleep(0.001)
 
 
+def compact_here(seconds):
+    """Fragments physical memory (touches 64 MiB of its own, gives every other page back),
+    then asks the kernel to compact it (as root): the pages compaction migrates, in this
+    thread's context, are this function's."""
+    import mmap
+    end = time.time() + seconds
+    while time.time() < end:
+        m = mmap.mmap(-1, 64 << 20)
+        for off in range(0, len(m), 4096):
+            m[off] = 1
+        for off in range(0, len(m), 8192):
+            m.madvise(mmap.MADV_DONTNEED, off, 4096)
+        with open("/proc/sys/vm/compact_memory", "w") as f:
+            f.write("1")
+        m.close()
+        time.sleep(0.1)
+
+
 def main():
     mode, seconds = sys.argv[1], float(sys.argv[2])
     dump_path = sys.argv[3] if len(sys.argv) > 3 else None
@@ -182,6 +209,8 @@ def main():
         t.start()
         hold_memory(seconds)
         t.join()
+    elif mode == "compact":
+        compact_here(seconds)
     else:
         sys.exit("unknown mode " + mode)
 
