@@ -849,6 +849,15 @@ static void test_numa_python(void **state)
 		print_message("skip: compaction moved no page anywhere\n");
 		skip();
 	}
+	{
+		char cmd[1024];
+
+		/* walked by the CFI unwinder; nothing blamed on it (a refused fentry load was) */
+		snprintf(cmd, sizeof(cmd), "HOME=${HOME:-/tmp} go tool pprof -raw %s 2>/dev/null | "
+			 "grep -c 'refused the CFI unwinder'", pb);
+		tk_test_capture(cmd, out, sizeof(out));
+		assert_int_equal(atoi(out), 0);
+	}
 	under = share_of(pb, "pages", "compact_here");
 	print_message("numa --stacks: pgmigrate_success +%llu; %.1f %% of the pages traced under "
 		      "compact_here\n", (unsigned long long)(after - before), 100 * under);
