@@ -156,7 +156,7 @@ check_unwind() {
 # mix on Debian's python3.11: leaf_hot and leaf_cold 3:1 under drive_a/drive_b → handler, and
 # leaf_hot's samples whole from _start through Py_BytesMain and the interpreter loop.
 check_python() {
-	local name=$1 folded=$2 rc=$3 err=$4 hot cold whole pct
+	local name=$1 folded=$2 rc=$3 err=$4 txt=${5:-} hot cold whole pct cut
 	T=$name
 	if [[ $rc != 0 ]]; then
 		fail "$name: tracekit cpu exits 0" "$(why_rc "$rc" "$err")"
@@ -174,8 +174,12 @@ check_python() {
 	pct=$((100 * hot / (hot + cold)))
 	expect "$name: leaf_hot $pct % of the two leaves ($hot/$((hot + cold)), want 75 ± 8)" \
 		'((pct >= 67 && pct <= 83))' "top: $(sort -t' ' -k2 -n -r "$folded" | head -n3 | tr '\n' '|')"
+	# on failure: the heaviest leaf_hot stacks that are not whole, and the run's losses
+	cut=$(grep ';handler;leaf_hot' "$folded" | grep -v ';_start;' | sort -t' ' -k2 -n -r |
+		head -n3 | tr '\n' '|')
 	expect "$name: $whole of $hot leaf_hot samples whole to _start (want >= 97 %)" \
-		'((whole * 100 >= hot * 97))' "top: $(sort -t' ' -k2 -n -r "$folded" | head -n3 | tr '\n' '|')"
+		'((whole * 100 >= hot * 97))' "not whole: $cut" \
+		"$([[ -n $txt ]] && grep -E -o '(python|unwind)_[a-z_]+=[1-9][0-9]*' "$txt" | tr '\n' ' ')"
 }
 
 # Whether kernel release $1 (uname -r) is at least $2.$3.
