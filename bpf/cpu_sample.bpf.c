@@ -49,6 +49,7 @@ const volatile bool seed_by_tids = false;	/* scope: the tids in seed_tids (a cgr
 const volatile __u32 seed_task_regs = 0;	/* 1: bpf_task_pt_regs; 2: task->stack; 0: none */
 const volatile __u32 seed_stack_off = 0;	/* task_struct.stack */
 const volatile __u32 seed_thread_size = 0;	/* THREAD_SIZE */
+const volatile __u32 seed_state_off = 0;	/* __state (5.14+) or state */
 const volatile __u32 task_tgid_off = 0;
 const volatile __u32 task_on_cpu_off = 0;
 const volatile __u32 task_flags_off = 0;
@@ -744,7 +745,9 @@ int off_seed(struct bpf_iter__task *ctx)
 
 	if (!t)
 		return 0;
-	task = (__u64)t;
+	/* its address as a number (a map key, a record field), not a pointer the verifier guards */
+	if (bpf_probe_read_kernel(&task, sizeof(task), &ctx->task) || !task)
+		return 0;
 	tid = task_u32(task, task_pid_off);
 	tgid = task_u32(task, task_tgid_off);
 	if (!tid || tgid == self_tgid || (filter_pids && !bpf_map_lookup_elem(&pids, &tgid)) ||
@@ -758,7 +761,7 @@ int off_seed(struct bpf_iter__task *ctx)
 	sum = task_u64(task, task_sum_exec_off);
 	if (task_u32(task, task_on_cpu_off))
 		return 0;
-	state = task_u32(task, task_state_off & 0xffff);
+	state = task_u32(task, seed_state_off);
 	if (state & 0x0080)	/* TASK_DEAD */
 		return 0;
 	key = seed_key_tid ? tid : task;

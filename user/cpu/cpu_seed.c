@@ -151,6 +151,7 @@ void tk_cpu_seed__prepare(struct tk_cpu *c, struct cpu_sample_bpf *skel, bool ke
 	static const char *const names[] = {
 		"pid", "tgid", "on_cpu", "flags", "mm", "comm", "stack",
 		"sched_info.last_arrival", "se.sum_exec_runtime", "se.prev_sum_exec_runtime",
+		"__state", "state",
 	};
 	int off[sizeof(names) / sizeof(names[0])], err, i;
 	size_t nr = 0;
@@ -158,9 +159,11 @@ void tk_cpu_seed__prepare(struct tk_cpu *c, struct cpu_sample_bpf *skel, bool ke
 	if (c->seed_why[0] || getenv("TK_TEST_NO_OFF_SEED"))	/* refused before; tests */
 		goto not_seen;
 	err = tk_kfeat__member_offsets("task_struct", names, off, sizeof(names) / sizeof(names[0]));
-	for (i = 0; !err && i < 9; i++)
+	for (i = 0; !err && i < 10; i++)
 		if (off[i] < 0 && i != 6 && i != 7)	/* stack and last_arrival: optional */
 			err = off[i];
+	if (!err && off[10] < 0 && off[11] < 0)	/* __state (5.14+), state before */
+		err = off[11];
 	if (err) {
 		snprintf(c->seed_why, sizeof(c->seed_why), "task_struct's fields are not in the "
 			 "kernel's BTF (%s)", strerror(-err));
@@ -188,7 +191,8 @@ void tk_cpu_seed__prepare(struct tk_cpu *c, struct cpu_sample_bpf *skel, bool ke
 	skel->rodata->task_comm_off = off[5];
 	skel->rodata->task_arrival_off = off[7] > 0 ? off[7] : 0;
 	skel->rodata->task_sum_exec_off = off[8];
-	skel->rodata->task_prev_sum_off = off[9] > 0 ? off[9] : off[8];
+	skel->rodata->task_prev_sum_off = off[9];
+	skel->rodata->seed_state_off = off[10] >= 0 ? off[10] : off[11];
 	/* user registers: as the unwinder finds them (unwind_bpf.c), whatever its mode */
 	if (!getenv("TK_UNWIND_TASK_STACK") &&
 	    libbpf_probe_bpf_helper(BPF_PROG_TYPE_TRACING, BPF_FUNC_task_pt_regs, NULL) == 1) {
