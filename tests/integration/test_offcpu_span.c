@@ -5,7 +5,8 @@
  * under the stack they are blocked in. cpu_offcpu_span's two blocked
  * threads (read() on a pipe nobody writes, holding a mutex; the mutex) with
  * `cpu --off-cpu -d 3 -p PID`: 3.0 s ± 5 % each under blocked_read and
- * blocked_lock, read back with go tool pprof, labelled off_cpu_began
+ * blocked_lock, read back with go tool pprof (and a third, in D state,
+ * labelled uninterruptible under blocked_d), labelled off_cpu_began
  * before_capture with how long before it they blocked; the same through the
  * raw_tp path, --cgroup, record and serve; Debian's redis-server's bio_*
  * threads with waits equal to the window. The perf backend says it does not
@@ -37,6 +38,7 @@ static char out[1 << 20];
 struct span {
 	pid_t pid;
 	int reader, locker;	/* the blocked threads' tids */
+	int dstate;		/* with "d": the one in D state; else 0 */
 	struct timespec ready;	/* when it said both were blocked */
 };
 
@@ -44,7 +46,7 @@ struct span {
  * Start cpu_offcpu_span for @secs seconds (in cgroup @procs, a cgroup.procs
  * file, unless NULL) and wait for its "ready" line.
  */
-static void span_start(struct span *s, int secs, const char *procs)
+static void span_start(struct span *s, int secs, const char *procs, bool d)
 {
 	char line[256], arg[16];
 	int fds[2];
@@ -66,7 +68,8 @@ static void span_start(struct span *s, int secs, const char *procs)
 		}
 		dup2(fds[1], 1);
 		close(fds[0]);
-		execl(tk_test_workload("cpu_offcpu_span"), "cpu_offcpu_span", arg, (char *)NULL);
+		execl(tk_test_workload("cpu_offcpu_span"), "cpu_offcpu_span", arg, d ? "d" : NULL,
+		      (char *)NULL);
 		_exit(126);
 	}
 	close(fds[1]);
@@ -75,8 +78,9 @@ static void span_start(struct span *s, int secs, const char *procs)
 	if (!fgets(line, sizeof(line), f))
 		fail_msg("cpu_offcpu_span said nothing");
 	fclose(f);
-	assert_int_equal(sscanf(line, "ready pid=%*d reader=%d locker=%d", &s->reader, &s->locker),
-			 2);
+	s->dstate = 0;
+	assert_int_equal(sscanf(line, "ready pid=%*d reader=%d locker=%d dstate=%d", &s->reader,
+				&s->locker, &s->dstate), d ? 3 : 2);
 	clock_gettime(CLOCK_MONOTONIC, &s->ready);
 }
 
@@ -209,7 +213,7 @@ static void check_blocked(const struct span *s, const char *json, const char *pb
 	int seen = 0;
 
 	for (pos = text; next_entry(&pos, &e);) {
-		if (e.tid != s->reader && e.tid != s->locker)
+		if (e.tid != s->reader && e.tid != s->locker && (!s->dstate || e.tid != s->dstate))
 			continue;
 		if (!e.off_ns)
 			continue;
@@ -217,11 +221,11 @@ static void check_blocked(const struct span *s, const char *json, const char *pb
 			      e.before ? "began before the capture" : "", e.before_ns / 1e9,
 			      e.off_ns / 1e9);
 		assert_true(e.before);
-		assert_string_equal(e.state, "sleeping");
+		assert_string_equal(e.state, e.tid == s->dstate ? "uninterruptible" : "sleeping");
 		assert_true(e.before_ns / 1e9 > before_s);
 		seen++;
 	}
-	assert_int_equal(seen, 2);
+	assert_int_equal(seen, s->dstate ? 3 : 2);
 	/*
 	 * only the busy thread, when it was preempted at the start, can run while
 	 * its entry is made or before its stack is read (the blocked threads'
@@ -250,6 +254,12 @@ static void check_blocked(const struct span *s, const char *json, const char *pb
 	assert_true(ms_lock > secs * 1000 * 0.95 && ms_lock <= hi);
 	/* not the other's stack */
 	assert_true(pprof_ms(pb, s->reader, "blocked_lock") == 0);
+	if (s->dstate) {
+		double ms_d = pprof_ms(pb, s->dstate, "blocked_d");
+
+		print_message("pprof: D thread %.1f ms under blocked_d\n", ms_d);
+		assert_true(ms_d > secs * 1000 * 0.95 && ms_d <= hi);
+	}
 }
 
 static void check_cpu(const char *backend, const char *env)
@@ -263,7 +273,7 @@ static void check_cpu(const char *backend, const char *env)
 
 	NEED_ROOT();
 	NEED_DEP(system("command -v go >/dev/null 2>&1") == 0, "go (for go tool pprof)\n");
-	span_start(&s, 30, NULL);
+	span_start(&s, 30, NULL, true);
 	snprintf(pidbuf, sizeof(pidbuf), "%d", s.pid);
 	if (env)
 		putenv((char *)env);
@@ -299,7 +309,7 @@ static void test_span_perf(void **state)
 	char *text;
 
 	NEED_ROOT();
-	span_start(&s, 30, NULL);
+	span_start(&s, 30, NULL, false);
 	snprintf(pidbuf, sizeof(pidbuf), "%d", s.pid);
 	assert_int_equal(tk_test_run_tracekit(out, sizeof(out), false, args), 0);
 	span_end(&s);
@@ -355,7 +365,7 @@ static void test_span_cgroup_bpf(void **state)
 	snprintf(procs, sizeof(procs), "%s/cgroup.procs", sub);
 	assert_int_equal(mkdir(dir, 0755), 0);
 	assert_int_equal(mkdir(sub, 0755), 0);
-	span_start(&s, 30, procs);
+	span_start(&s, 30, procs, false);
 	before_s = since_s(&s.ready);
 	assert_int_equal(tk_test_run_tracekit(out, sizeof(out), false, args), 0);
 	span_end(&s);
@@ -380,7 +390,7 @@ static void test_span_record(void **state)
 	NEED_ROOT();
 	NEED_DEP(system("command -v go >/dev/null 2>&1") == 0, "go (for go tool pprof)\n");
 	snprintf(dir, sizeof(dir), "%s/bundle", tmpdir);
-	span_start(&s, 60, NULL);
+	span_start(&s, 60, NULL, false);
 	snprintf(pidbuf, sizeof(pidbuf), "%d", s.pid);
 	before_s = since_s(&s.ready);
 	assert_int_equal(tk_test_run_tracekit(out, sizeof(out), false, args), 0);
@@ -405,7 +415,7 @@ static void test_span_serve(void **state)
 	NEED_ROOT();
 	NEED_DEP(system("command -v go >/dev/null 2>&1") == 0 &&
 		 system("command -v curl >/dev/null 2>&1") == 0, "go, curl\n");
-	span_start(&s, 60, NULL);
+	span_start(&s, 60, NULL, false);
 	srv = fork();
 	assert_true(srv >= 0);
 	if (srv == 0) {

@@ -3,25 +3,34 @@
  * Waits that span the capture, with a known answer: before it prints
  * "ready", one thread takes a mutex and blocks in read() on a pipe nobody
  * writes (in blocked_read()), another blocks on that mutex (in
- * blocked_lock()); neither runs again. The main thread spins in on_spin()
- * for SECONDS, then the process exits.
+ * blocked_lock()); neither runs again. With "d", a third blocks in D state
+ * (uninterruptible, killable) in blocked_d(): process_vm_readv() of a page
+ * of its own registered with a userfaultfd nobody serves. The main thread
+ * spins in on_spin() for SECONDS, then the process exits.
  *
- *   cpu_offcpu_span SECONDS
+ *   cpu_offcpu_span SECONDS [d]
  *
- * Prints "ready pid=P reader=T1 locker=T2" once both are blocked (their
- * /proc state is S). Exits 0; 2 on a usage error, 1 when a thread never blocks.
+ * Prints "ready pid=P reader=T1 locker=T2 [dstate=T3]" once they are blocked
+ * (their /proc state is S, D). Exits 0; 2 on a usage error, 1 when a thread
+ * never blocks (or, with "d", no userfaultfd: run as root).
  */
+#include <fcntl.h>
+#include <linux/userfaultfd.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
 #include <sys/syscall.h>
+#include <sys/uio.h>
 #include <time.h>
 #include <unistd.h>
 
 static pthread_mutex_t mtx = PTHREAD_MUTEX_INITIALIZER;
 static int pipefd[2];
-static volatile int tids[2];
+static volatile int tids[3];
+static void *uffd_page;
 static volatile unsigned long sink;
 
 __attribute__((noinline)) void blocked_read(void)
@@ -54,6 +63,39 @@ static void *locker(void *arg)
 	tids[1] = syscall(SYS_gettid);
 	blocked_lock();
 	return NULL;
+}
+
+__attribute__((noinline)) void blocked_d(void)
+{
+	char buf[8];
+	struct iovec l = { buf, sizeof(buf) }, r = { uffd_page, sizeof(buf) };
+
+	/* the kernel's own fault on the page waits for an answer that never comes */
+	process_vm_readv(getpid(), &l, 1, &r, 1, 0);
+}
+
+static void *dthread(void *arg)
+{
+	tids[2] = syscall(SYS_gettid);
+	blocked_d();
+	return NULL;
+}
+
+/* A page whose first touch waits for a userfaultfd nobody reads; 0 or -1. */
+static int uffd_setup(void)
+{
+	struct uffdio_api api = { .api = UFFD_API };
+	struct uffdio_register reg = { .mode = UFFDIO_REGISTER_MODE_MISSING };
+	int fd = syscall(SYS_userfaultfd, O_CLOEXEC);
+
+	if (fd < 0 || ioctl(fd, UFFDIO_API, &api))
+		return -1;
+	uffd_page = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (uffd_page == MAP_FAILED)
+		return -1;
+	reg.range.start = (unsigned long)uffd_page;
+	reg.range.len = 4096;
+	return ioctl(fd, UFFDIO_REGISTER, &reg) ? -1 : 0;
 }
 
 __attribute__((noinline)) void on_spin(double until)
@@ -89,15 +131,19 @@ static char state_of(int tid)
 
 int main(int argc, char **argv)
 {
-	pthread_t a, b;
+	pthread_t a, b, c;
 	struct timespec ts;
 	double secs;
-	int i;
+	int i, d;
 
-	if (argc != 2 || (secs = atof(argv[1])) <= 0) {
-		fprintf(stderr, "usage: cpu_offcpu_span SECONDS\n");
+	if (argc < 2 || argc > 3 || (secs = atof(argv[1])) <= 0 ||
+	    (argc == 3 && strcmp(argv[2], "d"))) {
+		fprintf(stderr, "usage: cpu_offcpu_span SECONDS [d]\n");
 		return 2;
 	}
+	d = argc == 3;
+	if (d && (uffd_setup() || pthread_create(&c, NULL, dthread, NULL)))
+		return 1;
 	if (pipe(pipefd) || pthread_create(&a, NULL, reader, NULL))
 		return 1;
 	while (!tids[0])
@@ -105,7 +151,8 @@ int main(int argc, char **argv)
 	if (pthread_create(&b, NULL, locker, NULL))
 		return 1;
 	for (i = 0; i < 2000; i++) {
-		if (tids[1] && state_of(tids[0]) == 'S' && state_of(tids[1]) == 'S')
+		if (tids[1] && state_of(tids[0]) == 'S' && state_of(tids[1]) == 'S' &&
+		    (!d || (tids[2] && state_of(tids[2]) == 'D')))
 			break;
 		usleep(1000);
 	}
@@ -113,7 +160,11 @@ int main(int argc, char **argv)
 		return 1;
 	/* settled: both have switched out for good */
 	usleep(50000);
-	printf("ready pid=%d reader=%d locker=%d\n", getpid(), tids[0], tids[1]);
+	if (d)
+		printf("ready pid=%d reader=%d locker=%d dstate=%d\n", getpid(), tids[0], tids[1],
+		       tids[2]);
+	else
+		printf("ready pid=%d reader=%d locker=%d\n", getpid(), tids[0], tids[1]);
 	fflush(stdout);
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	on_spin(ts.tv_sec + ts.tv_nsec / 1e9 + secs);
