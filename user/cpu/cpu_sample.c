@@ -1009,13 +1009,16 @@ int tk_cpu_bpf__probe_load(char *msg, size_t msg_sz)
 		goto out;
 	}
 	follow = tk_cpu_follow__attach(bpf_map__fd(st.skel->maps.pids));
-	snprintf(msg, msg_sz, "user stacks by %s; a command's children %s%s; %s%s",
+	snprintf(msg, msg_sz, "user stacks by %s; a command's children %s%s; %s%s%s%s",
 		 st.unw ? "CFI rows in the kernel" : "frame pointer",
 		 follow ? "followed" : "not followable (--backend auto then takes perf)",
 		 c->kernel_note[0] ? "; maps preallocated (smaller)" : "",
 		 off_why[0] ? "no off-CPU time by BPF (--off-cpu takes the perf backend): " :
 		 st.off_raw_why[0] ? "off-CPU time (--off-cpu) by sched_switch (raw_tp; tp_btf "
-		 "refused)" : "off-CPU time (--off-cpu) by sched_switch (tp_btf)", off_why);
+		 "refused)" : "off-CPU time (--off-cpu) by sched_switch (tp_btf)", off_why,
+		 off_why[0] ? "" : c->seed_why[0] ? ", waits begun before the capture not seen: " :
+		 ", waits begun before the capture by a task iterator",
+		 off_why[0] ? "" : c->seed_why);
 out:
 	if (follow)
 		tk_cpu_follow__destroy(follow);
