@@ -321,6 +321,38 @@ static void test_span_perf(void **state)
 	free(text);
 }
 
+/*
+ * A kernel that refuses the task iterator: the capture runs without it, and
+ * the profile says which waits it does not see and why
+ */
+static void test_span_refused_bpf(void **state)
+{
+	const char *json = path_in_tmp("refused.json");
+	char pidbuf[16];
+	char *args[] = { "cpu", "--backend", "bpf", "--off-cpu", "-d", "1", "-p", pidbuf, "-o",
+			 (char *)json, NULL };
+	struct span s;
+	struct entry e;
+	const char *pos;
+	char *text;
+
+	NEED_ROOT();
+	span_start(&s, 30, NULL, false);
+	snprintf(pidbuf, sizeof(pidbuf), "%d", s.pid);
+	setenv("TK_TEST_OFF_SEED_REFUSED", "1", 1);
+	assert_int_equal(tk_test_run_tracekit(out, sizeof(out), false, args), 0);
+	unsetenv("TK_TEST_OFF_SEED_REFUSED");
+	span_end(&s);
+	text = slurp(json);
+	assert_non_null(strstr(text, "waits that began before the capture and did not end in it "
+				     "are not seen: this kernel refused the task iterator"));
+	/* the rest of off-CPU time is there: the busy thread's preemptions */
+	assert_non_null(strstr(text, "off-CPU time: sched_switch (tp_btf)"));
+	for (pos = text; next_entry(&pos, &e);)
+		assert_false(e.tid == s.reader && e.off_ns > 0);
+	free(text);
+}
+
 static const char *cgroup2_mount(void)
 {
 	static char mnt[512];
@@ -544,6 +576,7 @@ int main(void)
 		cmocka_unit_test(test_span_bpf),
 		cmocka_unit_test(test_span_raw_tp_bpf),
 		cmocka_unit_test(test_span_perf),
+		cmocka_unit_test(test_span_refused_bpf),
 		cmocka_unit_test(test_span_cgroup_bpf),
 		cmocka_unit_test(test_span_record),
 		cmocka_unit_test(test_span_serve),

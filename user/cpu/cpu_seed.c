@@ -156,7 +156,7 @@ void tk_cpu_seed__prepare(struct tk_cpu *c, struct cpu_sample_bpf *skel, bool ke
 	int off[sizeof(names) / sizeof(names[0])], err, i;
 	size_t nr = 0;
 
-	if (c->seed_why[0] || getenv("TK_TEST_NO_OFF_SEED"))	/* refused before; tests */
+	if (c->seed_why[0])	/* refused at a load before this one */
 		goto not_seen;
 	err = tk_kfeat__member_offsets("task_struct", names, off, sizeof(names) / sizeof(names[0]));
 	for (i = 0; !err && i < 10; i++)
@@ -209,8 +209,6 @@ void tk_cpu_seed__prepare(struct tk_cpu *c, struct cpu_sample_bpf *skel, bool ke
 	bpf_program__set_autoload(skel->progs.off_seed, true);
 	return;
 not_seen:
-	if (!c->seed_why[0])
-		snprintf(c->seed_why, sizeof(c->seed_why), "TK_TEST_NO_OFF_SEED");
 	bpf_map__set_max_entries(skel->maps.seed_tids, 1);
 }
 
