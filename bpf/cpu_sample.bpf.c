@@ -805,10 +805,27 @@ int off_seed(struct bpf_iter__task *ctx)
 	v.ts = bpf_ktime_get_ns();
 	slot = off_slot(key);
 	if (bpf_map_update_elem(&offstart, &key, &v, BPF_NOEXIST)) {
-		/* it switched out since the attach (its own entry is better), or no room */
-		if (!bpf_map_lookup_elem(&offstart, &key))
+		struct cpu_off_start *e = bpf_map_lookup_elem(&offstart, &key);
+
+		/* no room */
+		if (!e) {
 			count(CPU_CNT_OFF_START_FULL);
-		return 0;
+			return 0;
+		}
+		/* it switched out since the attach: its own entry is better */
+		if (!(e->key.state & CPU_OFF_BEFORE) || e->key.tid != tid)
+			return 0;
+		/*
+		 * This task's seed, made by a run whose record did not fit the
+		 * seq buffer: the iterator runs the program again for it at the
+		 * next read. The record again, the entry as it is.
+		 */
+		v.ts = e->ts;
+		v.key.gen = e->key.gen;
+		v.key.epoch = e->key.epoch;
+		v.key.state = e->key.state;
+		v.key.ustack = e->key.ustack;
+		goto record;
 	}
 	__sync_fetch_and_add(&off_pending[slot], 1);
 	/*
@@ -827,6 +844,7 @@ int off_seed(struct bpf_iter__task *ctx)
 		return 0;
 	}
 	count(CPU_CNT_OFF_SEEDED);
+record:
 	r.key = key;
 	r.ts = v.ts;
 	r.last_arrival = arrival;

@@ -46,9 +46,9 @@ struct span {
  * Start cpu_offcpu_span for @secs seconds (in cgroup @procs, a cgroup.procs
  * file, unless NULL) and wait for its "ready" line.
  */
-static void span_start(struct span *s, int secs, const char *procs, bool d)
+static void span_start_n(struct span *s, int secs, const char *procs, bool d, int n)
 {
-	char line[256], arg[16];
+	char line[256], arg[16], narg[16];
 	int fds[2];
 	FILE *f;
 
@@ -68,7 +68,11 @@ static void span_start(struct span *s, int secs, const char *procs, bool d)
 		}
 		dup2(fds[1], 1);
 		close(fds[0]);
-		execl(tk_test_workload("cpu_offcpu_span"), "cpu_offcpu_span", arg, d ? "d" : NULL,
+		snprintf(narg, sizeof(narg), "%d", n);
+		if (d)
+			execl(tk_test_workload("cpu_offcpu_span"), "cpu_offcpu_span", arg, "d",
+			      n ? narg : NULL, (char *)NULL);
+		execl(tk_test_workload("cpu_offcpu_span"), "cpu_offcpu_span", arg, n ? narg : NULL,
 		      (char *)NULL);
 		_exit(126);
 	}
@@ -82,6 +86,11 @@ static void span_start(struct span *s, int secs, const char *procs, bool d)
 	assert_int_equal(sscanf(line, "ready pid=%*d reader=%d locker=%d dstate=%d", &s->reader,
 				&s->locker, &s->dstate), d ? 3 : 2);
 	clock_gettime(CLOCK_MONOTONIC, &s->ready);
+}
+
+static void span_start(struct span *s, int secs, const char *procs, bool d)
+{
+	span_start_n(s, secs, procs, d, 0);
 }
 
 static void span_end(struct span *s)
@@ -353,6 +362,56 @@ static void test_span_refused_bpf(void **state)
 	free(text);
 }
 
+/*
+ * A thousand blocked threads more (on a condition variable nobody signals):
+ * every one seeded, each with the window's wait and its user stack, though
+ * their records fill the iterator's seq buffer several times over (a record
+ * that does not fit is dropped and the program run again for its task)
+ */
+static void test_span_many_bpf(void **state)
+{
+	const char *json = path_in_tmp("many.json");
+	char pidbuf[16];
+	char *args[] = { "cpu", "--backend", "bpf", "--off-cpu", "-d", "2", "-p", pidbuf, "-o",
+			 (char *)json, NULL };
+	int nthreads = 0, nouser = 0, far = 0;
+	long last = -1;
+	struct span s;
+	struct entry e;
+	const char *pos;
+	char *text;
+
+	NEED_ROOT();
+	span_start_n(&s, 30, NULL, false, 1000);
+	snprintf(pidbuf, sizeof(pidbuf), "%d", s.pid);
+	assert_int_equal(tk_test_run_tracekit(out, sizeof(out), false, args), 0);
+	span_end(&s);
+	text = slurp(json);
+	/* each cond thread's one entry: its whole wait, under blocked_cond */
+	for (pos = text; next_entry(&pos, &e);) {
+		const char *end = strstr(pos, "]}"), *fn;
+
+		if (!e.before || e.tid == s.pid || e.tid == last)
+			continue;
+		fn = strstr(pos, "\"name\":\"blocked_");
+		nthreads++;
+		last = e.tid;
+		if (!fn || fn > end)
+			nouser++;
+		if (!NEAR(e.off_ns, 2e9))
+			far++;
+	}
+	print_message("%d threads seeded, %d without their user frames, %d not near 2 s; "
+		      "stacks_missing_at_drain %ld\n", nthreads, nouser, far,
+		      json_num(text, "stacks_missing_at_drain"));
+	assert_int_equal(nthreads, 1002);
+	assert_int_equal(nouser, 0);
+	assert_int_equal(far, 0);
+	assert_int_equal(json_num(text, "stacks_missing_at_drain"), 0);
+	assert_int_equal(json_num(text, "off_cpu_seed_stack_unread"), 0);
+	free(text);
+}
+
 static const char *cgroup2_mount(void)
 {
 	static char mnt[512];
@@ -577,11 +636,15 @@ int main(void)
 		cmocka_unit_test(test_span_raw_tp_bpf),
 		cmocka_unit_test(test_span_perf),
 		cmocka_unit_test(test_span_refused_bpf),
+		cmocka_unit_test(test_span_many_bpf),
 		cmocka_unit_test(test_span_cgroup_bpf),
 		cmocka_unit_test(test_span_record),
 		cmocka_unit_test(test_span_serve),
 		cmocka_unit_test(test_redis_bio),
 	};
 
+	/* TK_TEST_FILTER="*bpf*" runs a subset (cmocka's glob) */
+	if (getenv("TK_TEST_FILTER"))
+		cmocka_set_test_filter(getenv("TK_TEST_FILTER"));
 	return cmocka_run_group_tests(tests, setup, teardown);
 }

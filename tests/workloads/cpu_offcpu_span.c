@@ -8,8 +8,10 @@
  * of its own registered with a userfaultfd nobody serves. The main thread
  * spins in on_spin() for SECONDS, then the process exits.
  *
- *   cpu_offcpu_span SECONDS [d]
+ *   cpu_offcpu_span SECONDS [d] [N]
  *
+ * N: N more threads, each waiting in blocked_cond() on a condition variable
+ * nobody signals (the benchmark's many blocked threads).
  * Prints "ready pid=P reader=T1 locker=T2 [dstate=T3]" once they are blocked
  * (their /proc state is S, D). Exits 0; 2 on a usage error, 1 when a thread
  * never blocks (or, with "d", no userfaultfd: run as root).
@@ -31,6 +33,9 @@ static pthread_mutex_t mtx = PTHREAD_MUTEX_INITIALIZER;
 static int pipefd[2];
 static volatile int tids[3];
 static void *uffd_page;
+static pthread_cond_t never = PTHREAD_COND_INITIALIZER;
+static pthread_mutex_t never_mtx = PTHREAD_MUTEX_INITIALIZER;
+static volatile int waiting;
 static volatile unsigned long sink;
 
 __attribute__((noinline)) void blocked_read(void)
@@ -62,6 +67,20 @@ static void *locker(void *arg)
 {
 	tids[1] = syscall(SYS_gettid);
 	blocked_lock();
+	return NULL;
+}
+
+__attribute__((noinline)) void blocked_cond(void)
+{
+	pthread_mutex_lock(&never_mtx);
+	waiting++;
+	for (;;)
+		pthread_cond_wait(&never, &never_mtx);
+}
+
+static void *condthread(void *arg)
+{
+	blocked_cond();
 	return NULL;
 }
 
@@ -134,14 +153,32 @@ int main(int argc, char **argv)
 	pthread_t a, b, c;
 	struct timespec ts;
 	double secs;
-	int i, d;
+	int i, d = 0, n = 0, ai;
 
-	if (argc < 2 || argc > 3 || (secs = atof(argv[1])) <= 0 ||
-	    (argc == 3 && strcmp(argv[2], "d"))) {
-		fprintf(stderr, "usage: cpu_offcpu_span SECONDS [d]\n");
+	if (argc < 2 || argc > 4 || (secs = atof(argv[1])) <= 0) {
+		fprintf(stderr, "usage: cpu_offcpu_span SECONDS [d] [N]\n");
 		return 2;
 	}
-	d = argc == 3;
+	for (ai = 2; ai < argc; ai++) {
+		if (!strcmp(argv[ai], "d") && !d) {
+			d = 1;
+		} else if ((n = atoi(argv[ai])) > 0 && n <= 100000) {
+			continue;
+		} else {
+			fprintf(stderr, "usage: cpu_offcpu_span SECONDS [d] [N]\n");
+			return 2;
+		}
+	}
+	for (i = 0; i < n; i++) {
+		pthread_t t;
+		pthread_attr_t at;
+
+		pthread_attr_init(&at);
+		pthread_attr_setstacksize(&at, 64 * 1024);
+		if (pthread_create(&t, &at, condthread, NULL))
+			return 1;
+		pthread_attr_destroy(&at);
+	}
 	if (d && (uffd_setup() || pthread_create(&c, NULL, dthread, NULL)))
 		return 1;
 	if (pipe(pipefd) || pthread_create(&a, NULL, reader, NULL))
@@ -152,6 +189,7 @@ int main(int argc, char **argv)
 		return 1;
 	for (i = 0; i < 2000; i++) {
 		if (tids[1] && state_of(tids[0]) == 'S' && state_of(tids[1]) == 'S' &&
+		    __atomic_load_n(&waiting, __ATOMIC_SEQ_CST) == n &&
 		    (!d || (tids[2] && state_of(tids[2]) == 'D')))
 			break;
 		usleep(1000);
