@@ -162,7 +162,8 @@ int main(int argc, char **argv)
 	for (ai = 2; ai < argc; ai++) {
 		if (!strcmp(argv[ai], "d") && !d) {
 			d = 1;
-		} else if ((n = atoi(argv[ai])) > 0 && n <= 100000) {
+		} else if (argv[ai][0] >= '0' && argv[ai][0] <= '9' &&
+			   (n = atoi(argv[ai])) >= 0 && n <= 100000) {
 			continue;
 		} else {
 			fprintf(stderr, "usage: cpu_offcpu_span SECONDS [d] [N]\n");
