@@ -313,6 +313,15 @@ static bool seed_stack(struct walker *w, const struct cpu_seed *r)
 	return ok && w->st->nr;
 }
 
+static int seed_cmp(const void *a, const void *b)
+{
+	const struct tk_cpu_seed_thread *x = a, *y = b;
+
+	if (x->tid != y->tid)
+		return x->tid < y->tid ? -1 : 1;
+	return x->pid < y->pid ? -1 : x->pid > y->pid;
+}
+
 void tk_cpu_seed__run(struct tk_cpu *c, struct cpu_sample_bpf *skel, struct tk_unw_bpf *unw,
 		      struct ring_buffer *rb)
 {
@@ -364,6 +373,7 @@ void tk_cpu_seed__run(struct tk_cpu *c, struct cpu_sample_bpf *skel, struct tk_u
 		if (r.ustack != CPU_NO_STACK && !seed_stack(&w, &r))
 			c->seed_unread++;
 	}
+	qsort(c->seeds, c->nr_seeds, sizeof(*c->seeds), seed_cmp);
 	c->seed_ms = (tk_now_ns(CLOCK_MONOTONIC) - t0) / 1000000;
 out:
 	free(out);
@@ -375,13 +385,11 @@ out:
 const struct tk_cpu_seed_thread *tk_cpu_seed__find(const struct tk_cpu *c, uint32_t pid,
 						   uint32_t tid)
 {
-	size_t i;
+	struct tk_cpu_seed_thread key = { .pid = pid, .tid = tid };
 
-	/* a few threads (the scope's blocked ones); looked up once per seeded profile sample */
-	for (i = 0; i < c->nr_seeds; i++)
-		if (c->seeds[i].tid == tid && c->seeds[i].pid == pid)
-			return &c->seeds[i];
-	return NULL;
+	if (!c->nr_seeds)
+		return NULL;
+	return bsearch(&key, c->seeds, c->nr_seeds, sizeof(*c->seeds), seed_cmp);
 }
 
 void tk_cpu_seed__free(struct tk_cpu *c)
