@@ -692,12 +692,21 @@ static __always_inline __u32 task_u32(__u64 task, __u32 off)
 	return v;
 }
 
-/* Has @task run since (@arrival, @switches) were read: on a CPU, or switched since? */
-static __always_inline bool seed_moved(__u64 task, __u64 arrival, __u64 switches)
+/* task_struct.on_cpu: an int before 7.x, a u8 since; 0 or 1, so its first byte says (x86: LE) */
+static __always_inline bool task_on_cpu(__u64 task)
 {
-	return task_u32(task, task_on_cpu_off) ||
+	__u8 v = 0;
+
+	bpf_probe_read_kernel(&v, sizeof(v), (const void *)(task + task_on_cpu_off));
+	return v;
+}
+
+/* Has @task run since (@arrival, @sum) were read: on a CPU, or run since? */
+static __always_inline bool seed_moved(__u64 task, __u64 arrival, __u64 sum)
+{
+	return task_on_cpu(task) ||
 	       (task_arrival_off && task_u64(task, task_arrival_off) != arrival) ||
-	       task_u64(task, task_sum_exec_off) != switches;
+	       task_u64(task, task_sum_exec_off) != sum;
 }
 
 /* The user registers of @t, a task in the kernel (its entry's pt_regs) */
@@ -759,7 +768,7 @@ int off_seed(struct bpf_iter__task *ctx)
 		return 0;
 	arrival = task_arrival_off ? task_u64(task, task_arrival_off) : 0;
 	sum = task_u64(task, task_sum_exec_off);
-	if (task_u32(task, task_on_cpu_off))
+	if (task_on_cpu(task))
 		return 0;
 	state = task_u32(task, seed_state_off);
 	if (state & 0x0080)	/* TASK_DEAD */
