@@ -279,17 +279,20 @@ static void check_cpu(const char *backend, const char *env)
 			 "-o", (char *)json, "-o", (char *)pb, NULL };
 	struct span s;
 	double before_s;
+	char name[64];
 
 	NEED_ROOT();
 	NEED_DEP(system("command -v go >/dev/null 2>&1") == 0, "go (for go tool pprof)\n");
 	span_start(&s, 30, NULL, true);
 	snprintf(pidbuf, sizeof(pidbuf), "%d", s.pid);
-	if (env)
-		putenv((char *)env);
+	if (env) {
+		snprintf(name, sizeof(name), "%.*s", (int)strcspn(env, "="), env);
+		setenv(name, env + strlen(name) + 1, 1);
+	}
 	before_s = since_s(&s.ready);
 	assert_int_equal(tk_test_run_tracekit(out, sizeof(out), false, args), 0);
 	if (env)
-		unsetenv("TK_TEST_OFF_RAW_TP");
+		unsetenv(name);
 	span_end(&s);
 	check_blocked(&s, json, pb, 3.0, before_s);
 }
@@ -303,6 +306,12 @@ static void test_span_bpf(void **state)
 static void test_span_raw_tp_bpf(void **state)
 {
 	check_cpu("bpf", "TK_TEST_OFF_RAW_TP=1");
+}
+
+/* user registers from task->stack, as kernels before 5.15 (no bpf_task_pt_regs) give them */
+static void test_span_task_stack_bpf(void **state)
+{
+	check_cpu("bpf", "TK_UNWIND_TASK_STACK=1");
 }
 
 /* perf sees no wait that does not end in the capture, and says so */
@@ -634,6 +643,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_span_bpf),
 		cmocka_unit_test(test_span_raw_tp_bpf),
+		cmocka_unit_test(test_span_task_stack_bpf),
 		cmocka_unit_test(test_span_perf),
 		cmocka_unit_test(test_span_refused_bpf),
 		cmocka_unit_test(test_span_many_bpf),

@@ -193,9 +193,15 @@ void tk_cpu_seed__prepare(struct tk_cpu *c, struct cpu_sample_bpf *skel, bool ke
 	skel->rodata->task_sum_exec_off = off[8];
 	skel->rodata->task_prev_sum_off = off[9];
 	skel->rodata->seed_state_off = off[10] >= 0 ? off[10] : off[11];
-	/* user registers: as the unwinder finds them (unwind_bpf.c), whatever its mode */
+	/*
+	 * user registers: as the unwinder finds them (unwind_bpf.c), whatever its
+	 * mode. The helper is every tracing program's (5.15+); libbpf cannot probe
+	 * it for an iterator (a tracing program needs a target: -EOPNOTSUPP), so it
+	 * is probed as the sampler's. The offset below is wrong under FRED (6.9+),
+	 * where the helper is always there.
+	 */
 	if (!getenv("TK_UNWIND_TASK_STACK") &&
-	    libbpf_probe_bpf_helper(BPF_PROG_TYPE_TRACING, BPF_FUNC_task_pt_regs, NULL) == 1) {
+	    libbpf_probe_bpf_helper(BPF_PROG_TYPE_PERF_EVENT, BPF_FUNC_task_pt_regs, NULL) == 1) {
 		skel->rodata->seed_task_regs = 1;
 	} else if (off[6] > 0) {
 		skel->rodata->seed_task_regs = 2;
