@@ -115,6 +115,20 @@ static void test_cgroup_tids(void **state)
 	assert_int_equal(system(cmd), 0);
 }
 
+/* The parser alone: 32-bit ids, nothing read past the length given */
+static void test_parse_tids(void **state)
+{
+	const char text[] = "4294967295\n4294967296\n99999999999999999999999\n12 13\t\n0\n7x8\n55";
+	uint32_t *tids = NULL, want[] = { 4294967295u, 12, 13, 7, 8, 5 };
+	size_t nr = 0, cap = 0;
+
+	/* the last number cut by the length: "5" of "55" */
+	assert_int_equal(tk_cpu_seed__parse_tids(text, sizeof(text) - 2, &tids, &nr, &cap), 0);
+	assert_int_equal(nr, 6);
+	assert_memory_equal(tids, want, sizeof(want));
+	free(tids);
+}
+
 /*
  * The image holds what the mapping has from sp on (a short one where the
  * mapping ends); reads inside it come from it, further ones from memory,
@@ -208,6 +222,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_before_ns),
+		cmocka_unit_test(test_parse_tids),
 		cmocka_unit_test(test_cgroup_tids),
 		cmocka_unit_test(test_seed_image),
 		cmocka_unit_test(test_member_paths),

@@ -50,9 +50,37 @@ int64_t tk_cpu_seed__before_ns(uint64_t now, uint64_t arrival, uint64_t sum, uin
 
 #define CGROUP_DEPTH_MAX 32
 
+int tk_cpu_seed__parse_tids(const char *text, size_t len, uint32_t **tids, size_t *nr,
+			    size_t *cap)
+{
+	const char *p = text, *end = text + len;
+
+	while (p < end) {
+		uint64_t v = 0;
+		const char *q = p;
+
+		/* digits only (strtoul would take signs and spaces, and read past @len) */
+		while (q < end && *q >= '0' && *q <= '9' && v <= UINT32_MAX)
+			v = v * 10 + (uint64_t)(*q++ - '0');
+		if (q == p) {
+			p++;
+			continue;
+		}
+		while (q < end && *q >= '0' && *q <= '9')	/* the rest of a number too long */
+			q++;
+		p = q;
+		if (!v || v > UINT32_MAX)
+			continue;
+		if (tk_grow((void **)tids, cap, *nr + 1, sizeof(**tids), 256))
+			return -ENOMEM;
+		(*tids)[(*nr)++] = (uint32_t)v;
+	}
+	return 0;
+}
+
 static int cgroup_walk(const char *dir, uint32_t **tids, size_t *nr, size_t *cap, int depth)
 {
-	char *text = NULL, *p, *end, sub[4096];
+	char *text = NULL, sub[4096];
 	size_t len = 0;
 	struct dirent *de;
 	int err;
@@ -61,22 +89,10 @@ static int cgroup_walk(const char *dir, uint32_t **tids, size_t *nr, size_t *cap
 	err = tk_read_file_alloc(dir, "cgroup.threads", 64 << 20, &text, &len);
 	if (err)
 		return err;
-	for (p = text; p < text + len; p = end) {
-		unsigned long v = strtoul(p, &end, 10);
-
-		if (end == p) {
-			end = p + 1;
-			continue;
-		}
-		if (!v || v > UINT32_MAX)
-			continue;
-		if (tk_grow((void **)tids, cap, *nr + 1, sizeof(**tids), 256)) {
-			free(text);
-			return -ENOMEM;
-		}
-		(*tids)[(*nr)++] = (uint32_t)v;
-	}
+	err = tk_cpu_seed__parse_tids(text, len, tids, nr, cap);
 	free(text);
+	if (err)
+		return err;
 	if (depth >= CGROUP_DEPTH_MAX)
 		return 0;
 	d = opendir(dir);

@@ -35,6 +35,13 @@ struct tk_cpu_seed_thread {
 int64_t tk_cpu_seed__before_ns(uint64_t now, uint64_t arrival, uint64_t sum, uint64_t prev_sum);
 
 /*
+ * The thread ids in @len bytes of @text (a cgroup.threads file: decimal
+ * numbers; anything else, 0 and numbers past 2^32 - 1 skipped), appended to
+ * *@tids. 0 or -ENOMEM.
+ */
+int tk_cpu_seed__parse_tids(const char *text, size_t len, uint32_t **tids, size_t *nr,
+			    size_t *cap);
+/*
  * The threads of cgroup v2 directory @dir and every cgroup below it (their
  * cgroup.threads), appended to *@tids (*@nr of them, *@cap allocated).
  * Returns 0 or a negative errno (-ENOENT: @dir has no cgroup.threads).
