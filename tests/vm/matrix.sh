@@ -23,6 +23,10 @@
 #           sched_switch samples, from a tracefs of its own where none is mounted); without
 #           kernel BTF (nobtf-off-cpu) the perf backend takes it, and the run says why bpf
 #           was not used
+#   off-cpu-span (guests) `tracekit cpu --off-cpu -d 2 -p` on cpu_offcpu_span: its two
+#           threads blocked before the capture (read, a mutex) carry 2 s ± 5 % each under
+#           blocked_read and blocked_lock, labelled off_cpu_began (the task iterator seeds
+#           them); a kernel that refuses the iterator fails here, saying why
 #   alloc   `tracekit alloc` full (the leak exactly), sampled (within 5 %), growth
 #           (the leak's page faults) on alloc_leak; the uprobes must be sessions on a
 #           kernel of 6.13 or later (by uname -r) and entry/return pairs before
@@ -156,6 +160,7 @@ skip_all() {
 
 # ---- the guests ---------------------------------------------------------------------
 guest_files=() NUMA_SKIP="" MOVE_SKIP="" CPU_SKIP="" BAL_SKIP="" UNW_SKIP="" OFF_SKIP="" PY_SKIP=""
+SPAN_SKIP=""
 # Debian bookworm's CPython 3.11 (this host's) for the guests: the interpreter, the libraries
 # it links (at their paths: the guest's only dynamic program), and the stdlib modules
 # tests/workloads/py/pywork.py imports, zipped where python3.11 looks (/usr/lib/python311.zip).
@@ -210,6 +215,11 @@ plan_guests() {
 	else
 		OFF_SKIP="no $W/cpu_offcpu_static (make)"
 	fi
+	if [[ -x $W/cpu_offcpu_span_static ]]; then
+		guest_files+=("$W/cpu_offcpu_span_static:/bin/cpu_offcpu_span_static")
+	else
+		SPAN_SKIP="no $W/cpu_offcpu_span_static (make)"
+	fi
 	if [[ -x $W/unw_chain_static ]]; then
 		guest_files+=("$W/unw_chain_static:/bin/unw_chain_static")
 	else
@@ -239,6 +249,7 @@ write_payload() {
 	{
 		echo "NUMA_SKIP='$NUMA_SKIP' MOVE_SKIP='$MOVE_SKIP' CPU_SKIP='$CPU_SKIP' BAL_SKIP='$BAL_SKIP'"
 		echo "UNW_SKIP='$UNW_SKIP' OFF_SKIP='$OFF_SKIP' PY_SKIP='$PY_SKIP' NOBTF=$2"
+		echo "SPAN_SKIP='$SPAN_SKIP'"
 		cat <<'EOF'
 tk_run caps tracekit caps --json
 # what this kernel has, for the checks to compare caps with: the misplaced-page function,
@@ -279,6 +290,18 @@ if [ -z "$OFF_SKIP" ]; then
 	tk_run offcpu_perf.folded cat /tmp/offcpu_perf.folded
 	tk_run offcpu_perf.note grep -o 'off-CPU time: [^,"]*' /tmp/offcpu_perf.json
 	rm -f /tmp/offcpu_perf.folded /tmp/offcpu_perf.json
+fi
+
+# waits that span the capture: two threads blocked before it (read, a mutex), -p
+if [ -z "$SPAN_SKIP" ]; then
+	/bin/cpu_offcpu_span_static 60 >/tmp/span.out &
+	span=$!
+	i=0
+	while [ $i -lt 60 ] && ! grep -q ready /tmp/span.out; do sleep 1; i=$((i + 1)); done
+	tk_run offspan tracekit cpu --off-cpu -d 2 -p $span -o /tmp/offspan.json
+	tk_run offspan.json cat /tmp/offspan.json
+	kill -9 $span
+	rm -f /tmp/span.out /tmp/offspan.json
 fi
 
 # Python frames in the kernel: Debian's 3.11, the 3:1 split with its whole chain. With NUMA
@@ -613,6 +636,11 @@ check_guest() {
 			"$d/offcpu.note.out"
 		check_offcpu off-cpu-perf "$d/offcpu_perf.folded.out" "$(rc_of "$d/offcpu_perf.rc")" \
 			"$d/offcpu_perf.stderr.out" "$d/offcpu_perf.note.out"
+	fi
+	if [[ -n $SPAN_SKIP ]]; then
+		T=off-cpu-span skip off-cpu-span "$SPAN_SKIP"
+	else
+		check_offspan "$d/offspan.json.out" "$(rc_of "$d/offspan.rc")" "$d/offspan.stderr.out"
 	fi
 	check_alloc "$d" "${release:-0}"
 	check_record "$(rc_of "$d/record.rc")" "$d/record.stderr.out" "$d/record.manifest.out" \

@@ -120,6 +120,31 @@ check_offcpu() {
 		'((pct >= 67 && pct <= 83))' "folded: $(tr '\n' '|' <"$folded" | head -c 800)"
 }
 
+# waits that span the capture: $1 the JSON profile of cpu --off-cpu -d 2 -p cpu_offcpu_span,
+# $2 rc, $3 stderr. Each blocked thread's wait, begun before the capture, is the window's:
+# at least 2 s - 5 %, at most the profile's duration (from before the load to after the stop).
+check_offspan() {
+	local json=$1 rc=$2 err=$3 fn ns why dur
+	T=off-cpu-span
+	if [[ $rc != 0 ]]; then
+		fail "off-cpu-span: tracekit cpu --off-cpu -p exits 0" "$(why_rc "$rc" "$err")"
+		return
+	fi
+	why=$(jq -r '[.comments[] | select(test("off-CPU time: .*(were off the CPU|not seen)"))][0]
+		// "no note"' "$json" 2>/dev/null)
+	# the capture's own length (its duration) bounds them: TCG stops slowly after the 2 s
+	dur=$(jq '.duration_nanos // 0' "$json" 2>/dev/null)
+	dur=${dur:-0}
+	for fn in blocked_read blocked_lock; do
+		ns=$(jq --arg fn "$fn" '[.stacks[] | select(.off_cpu_began == "before_capture")
+			| select(any(.frames[]; .name == $fn)) | .values[2]] | add // 0 | floor' \
+			"$json" 2>/dev/null)
+		ns=${ns:-0}
+		expect "off-cpu-span: $fn waited $ns ns from before the capture (want 1.9 s to the $dur ns of the capture)" \
+			'((ns >= 1900000000 && ns <= dur))' "$why"
+	done
+}
+
 # tracekit record over a command: $1 rc, $2 stderr, $3 the manifest, $4 the allocation summary.
 # Every collector is recorded, and the allocation profile names alloc_leak's leak_site.
 check_record() {
