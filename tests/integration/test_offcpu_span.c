@@ -388,6 +388,7 @@ static void test_span_many_bpf(void **state)
 	struct span s;
 	struct entry e;
 	const char *pos;
+	double dur;
 	char *text;
 
 	NEED_ROOT();
@@ -396,7 +397,13 @@ static void test_span_many_bpf(void **state)
 	assert_int_equal(tk_test_run_tracekit(out, sizeof(out), false, args), 0);
 	span_end(&s);
 	text = slurp(json);
-	/* each cond thread's one entry: its whole wait, under blocked_cond */
+	/*
+	 * each cond thread's one entry: its whole wait, under blocked_cond: from
+	 * 2 s (the window; less 5 %) to the capture's own duration, which a loaded
+	 * machine stretches past it (100 of 1002 were not within 5 % of 2 s at a
+	 * load of 9)
+	 */
+	dur = json_num(text, "duration_nanos");
 	for (pos = text; next_entry(&pos, &e);) {
 		const char *end = strstr(pos, "]}"), *fn;
 
@@ -407,12 +414,13 @@ static void test_span_many_bpf(void **state)
 		last = e.tid;
 		if (!fn || fn > end)
 			nouser++;
-		if (!NEAR(e.off_ns, 2e9))
+		if (e.off_ns < 0.95 * 2e9 || e.off_ns > dur)
 			far++;
 	}
-	print_message("%d threads seeded, %d without their user frames, %d not near 2 s; "
-		      "stacks_missing_at_drain %ld\n", nthreads, nouser, far,
-		      json_num(text, "stacks_missing_at_drain"));
+	print_message("%d threads seeded, %d without their user frames, %d not within "
+		      "1.9 s and the capture's %.3f s; stacks_missing_at_drain %ld\n", nthreads, nouser, far,
+		      dur / 1e9, json_num(text, "stacks_missing_at_drain"));
+	assert_true(dur >= 2e9);
 	assert_int_equal(nthreads, 1002);
 	assert_int_equal(nouser, 0);
 	assert_int_equal(far, 0);
