@@ -120,6 +120,7 @@ static bool in_order(const char *line, const char *a, const char *b, const char 
 struct folded_counts {
 	unsigned long total, hot, cold, hot_chain, hot_a, hot_b, cold_a, cold_b;
 	unsigned long method, bare_method, keyfn, keyfn_under_c;
+	int nr_cut;
 };
 
 /* the part of @line between frames @a and @b (a before b), or NULL */
@@ -162,6 +163,8 @@ static void read_folded(const char *file, struct folded_counts *c)
 			    (in_order(line, ";drive_a;", ";handler;", ";leaf_hot") ||
 			     in_order(line, ";drive_b;", ";handler;", ";leaf_hot")))
 				c->hot_chain += n;
+			else if (c->nr_cut++ < 3)	/* for a failure's message */
+				print_message("  not whole (%lu): %.600s\n", n, line);
 			c->hot_a += has_frame(line, "drive_a") ? n : 0;
 			c->hot_b += has_frame(line, "drive_b") ? n : 0;
 		}

@@ -417,23 +417,24 @@ static int pmem(int fd, uint64_t addr, void *buf, size_t len)
  * key slot: the key, glibc's layout and the offsets agree. A slot still
  * empty (a thread started, not yet bound) or holding another thread state
  * of the list (before 3.11 a new thread's state carries its creator's
- * thread_id until the thread takes it up) is no disagreement; anything
- * else is.
+ * thread_id until the thread takes it up) is no disagreement. The list is
+ * read while the process runs: a thread that exits meanwhile (its state or
+ * its pthread unreadable) is left out, and a slot holding a state the list
+ * did not have yet (linked after it was read) is read again: only a
+ * disagreement that holds over CHECK_TRIES reads is one (one in four runs
+ * of a program starting four threads was refused for good before).
  */
-static int check_threads(int fd, const struct py_image *im, uint64_t runtime, uint32_t key,
-			 struct tk_py_info *info, char *why, size_t why_sz)
+#define CHECK_TRIES 5
+
+static int check_threads_once(int fd, const struct py_image *im, uint64_t runtime,
+			      uint32_t key, uint64_t *all, struct tk_py_info *info)
 {
-	uint64_t interp, ts, tid, slot, *all;
+	uint64_t interp, ts, tid, slot;
 	int n = 0, found = 0, i, j, err = 0;
 
 	if (pmem(fd, runtime + im->off.rt_interp_head, &interp, 8) || !interp ||
-	    pmem(fd, interp + im->off.interp_threads, &ts, 8)) {
-		snprintf(why, why_sz, "the interpreter's thread list is unreadable");
+	    pmem(fd, interp + im->off.interp_threads, &ts, 8))
 		return -EAGAIN;
-	}
-	all = malloc(MAX_THREADS * sizeof(*all));
-	if (!all)
-		return -ENOMEM;
 	for (; ts && n < MAX_THREADS; n++) {
 		all[n] = ts;
 		if (pmem(fd, ts + im->off.ts_next, &ts, 8))
@@ -441,10 +442,8 @@ static int check_threads(int fd, const struct py_image *im, uint64_t runtime, ui
 	}
 	for (i = 0; i < n && !err; i++) {
 		if (pmem(fd, all[i] + im->off.ts_thread_id, &tid, 8) ||
-		    pmem(fd, tid + GLIBC_TSD_OFF + GLIBC_TSD_STRIDE * key, &slot, 8)) {
-			err = -ENOTSUP;
-			break;
-		}
+		    pmem(fd, tid + GLIBC_TSD_OFF + GLIBC_TSD_STRIDE * key, &slot, 8))
+			continue;	/* exiting */
 		if (slot == all[i]) {
 			found++;
 			continue;
@@ -454,19 +453,37 @@ static int check_threads(int fd, const struct py_image *im, uint64_t runtime, ui
 		if (slot && j == n)
 			err = -ENOTSUP;
 	}
-	free(all);
 	info->threads = n;
 	info->threads_found = found;
-	if (err) {
+	if (!err && !found)
+		err = -EAGAIN;
+	return err;
+}
+
+static int check_threads(int fd, const struct py_image *im, uint64_t runtime, uint32_t key,
+			 struct tk_py_info *info, char *why, size_t why_sz)
+{
+	uint64_t *all = malloc(MAX_THREADS * sizeof(*all));
+	int err = -ENOTSUP, t;
+
+	if (!all)
+		return -ENOMEM;
+	for (t = 0; t < CHECK_TRIES; t++) {
+		if (t)
+			usleep(2000);
+		err = check_threads_once(fd, im, runtime, key, all, info);
+		if (err != -ENOTSUP)
+			break;
+	}
+	free(all);
+	if (err == -ENOTSUP)
 		snprintf(why, why_sz, "a thread state is not found through its thread's key slot "
 			 "(not glibc, or a layout tracekit does not know)");
-		return err;
-	}
-	if (!found) {
+	else if (err == -EAGAIN && !info->threads)
+		snprintf(why, why_sz, "the interpreter's thread list is unreadable");
+	else if (err == -EAGAIN)
 		snprintf(why, why_sz, "no thread state bound to its thread yet");
-		return -EAGAIN;
-	}
-	return 0;
+	return err;
 }
 
 struct find {
