@@ -155,6 +155,13 @@ int main(int argc, char **argv)
 	double secs;
 	int i, d = 0, n = 0, ai;
 
+	if (argc > 1 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"))) {
+		printf("usage: cpu_offcpu_span SECONDS [d] [N]: a thread blocked in read() on a "
+		       "pipe nobody writes (holding a mutex), one blocked on that mutex, with d "
+		       "one in D state, N more on a condition variable, and a busy main thread; "
+		       "prints ready and the tids once they block\n");
+		return 0;
+	}
 	if (argc < 2 || argc > 4 || (secs = atof(argv[1])) <= 0) {
 		fprintf(stderr, "usage: cpu_offcpu_span SECONDS [d] [N]\n");
 		return 2;

@@ -90,6 +90,12 @@ static bool svarint(const uint8_t *tab, size_t len, size_t *i, int64_t *v)
 	return true;
 }
 
+/* A line delta bounded so that adding it to a line in int32 range cannot overflow. */
+static int64_t delta(int64_t d)
+{
+	return d > (1LL << 32) ? (1LL << 32) : d < -(1LL << 32) ? -(1LL << 32) : d;
+}
+
 static int line_311(const uint8_t *tab, size_t len, int first, uint64_t unit, int *line)
 {
 	uint64_t at = 0, skip;
@@ -109,11 +115,11 @@ static int line_311(const uint8_t *tab, size_t len, int first, uint64_t unit, in
 			if (!svarint(tab, len, &i, &d) || !varint(tab, len, &i, &skip) ||
 			    !varint(tab, len, &i, &skip) || !varint(tab, len, &i, &skip))
 				return -ENOENT;
-			l += d;
+			l += delta(d);
 		} else if (code == 13) {
 			if (!svarint(tab, len, &i, &d))
 				return -ENOENT;
-			l += d;
+			l += delta(d);
 		} else if (code >= 10) {
 			l += code - 10;
 			i += 2;
