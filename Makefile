@@ -15,7 +15,7 @@
 # the skeletons, which are generated headers).
 
 BPF_APPS := core_probe cpu_sample cpu_follow alloc_trace alloc_trace_sess alloc_trace_kctx numa_trace \
-	unwind_check
+	unwind_check stacks_iter
 
 CC ?= gcc
 CLANG ?= clang

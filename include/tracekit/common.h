@@ -38,6 +38,7 @@ enum tk_backend {
 	TK_BACKEND_PERF,
 	TK_BACKEND_JEMALLOC,
 	TK_BACKEND_VMSTAT,
+	TK_BACKEND_PROC,	/* stacks: /proc/PID/task/TID files and /proc/PID/mem */
 };
 
 enum tk_collector {
@@ -58,7 +59,7 @@ enum tk_unwind_mode {
 int tk_unwind_mode__parse(const char *s, enum tk_unwind_mode *mode);
 const char *tk_unwind_mode__name(enum tk_unwind_mode mode);
 
-/* "bpf", "perf", "jemalloc", "vmstat" ("none" for TK_BACKEND_NONE) */
+/* "bpf", "perf", "jemalloc", "vmstat", "proc" ("none" for TK_BACKEND_NONE) */
 const char *tk_backend__name(enum tk_backend b);
 /* "cpu", "alloc", "numa" */
 const char *tk_collector__name(enum tk_collector c);

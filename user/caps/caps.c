@@ -112,7 +112,8 @@ const char *tk_status__name(enum tk_status s)
 
 const char *tk_backend__name(enum tk_backend b)
 {
-	static const char *const names[] = { "none", "bpf", "perf", "jemalloc", "vmstat" };
+	static const char *const names[] = { "none", "bpf", "perf", "jemalloc", "vmstat",
+						"proc" };
 
 	return b < sizeof(names) / sizeof(names[0]) ? names[b] : "unknown";
 }
