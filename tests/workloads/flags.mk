@@ -123,3 +123,4 @@ $(BUILD)/workloads/unw_manylibs: | $(BUILD)/workloads/libunwtiny.so
 # unw_deep: two threads' stacks past the depth limit, through functions of their own
 WORKLOAD_CFLAGS_unw_deep := $(UNW_WL_FLAGS)
 WORKLOAD_LIBS_unw_deep := -lpthread
+WORKLOAD_LIBS_stacks_shape := -lpthread
