@@ -646,6 +646,27 @@ static void test_fallback_under_seccomp(void **state)
 	stop_shape(&s);
 }
 
+/*
+ * The embedder's example (docs/examples/stacks_self.c, public headers only), run as
+ * uid 65534: its own late request's thread, the mutex and its holder (the thread
+ * taking the snapshot), with no privileges.
+ */
+static void test_example(void **state)
+{
+	char cmd[1024];
+
+	NEED_ROOT();
+	snprintf(cmd, sizeof(cmd), "setpriv --reuid=65534 --regid=65534 --clear-groups "
+		 "%s/examples/stacks_self", tk_test_build_dir());
+	assert_int_equal(tk_test_capture(cmd, out, sizeof(out)), 0);
+	print_message("%s", out);
+	assert_non_null(strstr(out, "backend proc"));
+	assert_non_null(strstr(out, "(user stack: the thread taking the snapshot)"));
+	assert_non_null(strstr(out, "      late_request (stacks_self)\n      start_thread"));
+	assert_non_null(strstr(out, "      waits for mutex 0x"));
+	assert_non_null(strstr(out, "kernel_stack_denied=1"));
+}
+
 static int kill_started(void **state)
 {
 	for (size_t i = 0; i < sizeof(started) / sizeof(started[0]); i++) {
@@ -681,6 +702,7 @@ int main(void)
 		cmocka_unit_test_teardown(test_cli, kill_started),
 		cmocka_unit_test_teardown(test_cli_errors, kill_started),
 		cmocka_unit_test_teardown(test_fallback_under_seccomp, kill_started),
+		cmocka_unit_test_teardown(test_example, kill_started),
 	};
 	const char *filter = getenv("TK_TEST_FILTER");
 

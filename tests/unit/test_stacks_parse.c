@@ -307,8 +307,8 @@ static void test_text(void **state)
 	/* the two waiters are one group, first; the comm's escape is not written */
 	assert_non_null(strstr(t, "2 threads: sleeping in futex(), wchan futex_do_wait\n"));
 	assert_true(strstr(t, "2 threads:") < strstr(t, "1 thread: running"));
-	assert_non_null(strstr(t, "pid 10 tid 11 app?[31m, off-CPU 2.50 s, waits for mutex 0x1 "
-				  "held by tid 12\n"));
+	assert_non_null(strstr(t, "    pid 10 tid 11 app?[31m, off-CPU 2.50 s\n"
+				  "      waits for mutex 0x1 held by tid 12\n"));
 	assert_non_null(strstr(t, "      k futex_do_wait\n      __lll_lock_wait (libc.so.6)\n"
 				  "      worker (app)\n      app+0x2000\n"));
 	assert_non_null(strstr(t, "(user stack: running on a CPU: no saved registers)"));

@@ -75,9 +75,16 @@ int stk_iter__open(const struct stk_iter_opts *o, struct stk_iter **out, char *w
 		goto fail;
 	err = o->plain ? -EOPNOTSUPP : try_load(o, true, it, first, sizeof(first));
 	if (err) {
-		err = try_load(o, false, it, why, why_sz);
-		if (err)
+		char second[256] = "";
+
+		err = try_load(o, false, it, second, sizeof(second));
+		if (err) {
+			if (first[0])
+				snprintf(why, why_sz, "%s; %s", first, second);
+			else
+				snprintf(why, why_sz, "%s", second);
 			goto fail;
+		}
 	}
 	*out = it;
 	return 0;

@@ -11,6 +11,7 @@
 #include <errno.h>
 #include <limits.h>
 #include <fcntl.h>
+#include <execinfo.h>
 #include <ftw.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -426,6 +427,20 @@ static void user_frames(struct stk_result *r, struct stk_proc *p, struct stk_raw
 
 	if (x->kthread)
 		return;
+	if (x->pid == (uint32_t)getpid() && x->tid == (uint32_t)gettid()) {
+		/* the thread taking the snapshot: its own stack, by glibc's unwinder */
+		void *self[STK_MAX_UFRAMES];
+
+		n = backtrace(self, STK_MAX_UFRAMES);
+		for (int i = 0; i < n; i++)
+			ips[i] = (uint64_t)(uintptr_t)self[i];
+		t->syscall = -2;
+		t->syscall_name = NULL;
+		t->user_note = "the thread taking the snapshot";
+		t->user_whole = n > 0 && n < STK_MAX_UFRAMES;
+		x->have_regs = false;
+		goto named;
+	}
 	if (!x->have_regs) {
 		if (x->on_cpu || x->nr == -2 || x->state == 'R') {
 			t->user_note = "running on a CPU: no saved registers";
@@ -459,6 +474,8 @@ static void user_frames(struct stk_result *r, struct stk_proc *p, struct stk_raw
 	t->user_whole = t->unwind_causes & UNW_C_END;
 	if (!t->user_whole)
 		r->loss[STK_L_UNWIND_PARTIAL]++;
+named:
+	proc_capture(r, p);
 	f = keep(r, calloc(n, sizeof(*f)));
 	if (!f)
 		return;

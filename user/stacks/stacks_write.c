@@ -129,13 +129,14 @@ static void write_group(FILE *f, const struct member *m, size_t n, bool repeat)
 			fmt_dur(dur, sizeof(dur), x->off_cpu_ns);
 			fprintf(f, ", off-CPU %s", dur);
 		}
-		if (x->wait) {
-			fputs(", waits for ", f);
-			put_clean(f, x->wait);
-		}
 		if (x->torn)
 			fputs(", ran while read", f);
 		fputc('\n', f);
+		if (x->wait) {
+			fputs("      waits for ", f);
+			put_clean(f, x->wait);
+			fputc('\n', f);
+		}
 	}
 	for (uint32_t i = 0; i < t->nr_kframes; i++) {
 		frame_name(&t->kframes[i], name, sizeof(name));
@@ -196,9 +197,9 @@ int tk_stacks_result__write_text(const struct tk_stacks_result *s, FILE *f)
 			m[k].group_size = g - i;
 	}
 	qsort(m, n, sizeof(*m), cmp_group);
-	fprintf(f, "tracekit stacks: %zu thread%s of %zu process%s, backend %s (%s), %.1f ms\n", n,
-		n == 1 ? "" : "s", procs, procs == 1 ? "" : "es", tk_backend__name(s->backend),
-		s->backend_reason ? s->backend_reason : "", last->took_ns / 1e6);
+	fprintf(f, "tracekit stacks: %zu thread%s of %zu process%s in %.1f ms\nbackend %s: %s\n",
+		n, n == 1 ? "" : "s", procs, procs == 1 ? "" : "es", last->took_ns / 1e6,
+		tk_backend__name(s->backend), s->backend_reason ? s->backend_reason : "");
 	if (repeat)
 		fprintf(f, "%zu snapshots: %zu thread%s did not move (same stack, did not run), "
 			"listed first\n", s->nr_snapshots, stuck, stuck == 1 ? "" : "s");
