@@ -18,6 +18,7 @@ const volatile __u32 state_mask = 0;		/* enum stk_class; 0: all */
 const volatile bool no_kernel = false;
 const volatile bool no_user = false;
 const volatile __u64 thread_size = 16384;	/* before bpf_task_pt_regs (5.15) */
+const volatile bool knames = true;		/* name kernel frames here (bpf_snprintf) */
 
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
@@ -42,6 +43,17 @@ struct {
 	__type(key, __u32);
 	__type(value, struct stk_copy);
 } copybuf SEC(".maps");
+
+struct stk_knames {
+	/* twice what is used: the verifier sees (n & (2 * STK_KFRAMES - 1)) names end within */
+	char n[2 * STK_KFRAMES][STK_KNAME];
+};
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct stk_knames);
+} knamebuf SEC(".maps");
 
 /* Records the seq buffer had no room for at once (the program runs again for them). */
 __u64 seq_retries = 0;
@@ -161,11 +173,53 @@ static __always_inline void finish(struct task_struct *t, struct stk_rec *r)
 		r->flags |= STK_F_TORN;
 }
 
+/* Name the kernel frames into @kn (bpf_snprintf's "%ps"); the names written, or 0. */
+static __always_inline __u32 name_kframes(struct stk_rec *r, struct stk_knames *kn)
+{
+	static const char fmt[] = "%ps";
+	__u32 n;
+
+	if (!knames || !kn || r->kn <= 0 ||
+	    !bpf_core_enum_value_exists(enum bpf_func_id, BPF_FUNC_snprintf))
+		return 0;
+	n = r->kn / 8;
+	for (__u32 i = 0; i < STK_KFRAMES; i++) {
+		if (i >= n)
+			break;
+		if (bpf_snprintf(kn->n[i], STK_KNAME, fmt, &r->k[i], sizeof(r->k[i])) < 0)
+			kn->n[i][0] = 0;
+	}
+	r->flags |= STK_F_KNAMES;
+	return n;
+}
+
+/* Write the record, @nk names and @len bytes of @copy; 0 or the seq's error. */
+static __always_inline int emit(struct seq_file *seq, struct stk_rec *r, struct stk_knames *kn,
+				__u64 nk, void *copy, __u32 len)
+{
+	__u64 kl = (nk & (2 * STK_KFRAMES - 1)) * STK_KNAME;
+
+	if (len > STK_CHUNK)
+		len = STK_CHUNK;
+	r->knames_len = kl;
+	r->copy_len = len;
+	r->size = sizeof(*r) + kl + len;
+	if (bpf_seq_write(seq, r, sizeof(*r)))
+		return -1;
+	if (kl && kn && bpf_seq_write(seq, kn, kl))
+		return -1;
+	if (len && copy && bpf_seq_write(seq, copy, len))
+		return -1;
+	return 0;
+}
+
 SEC("?iter/task")
 int stacks_task(struct bpf_iter__task *ctx)
 {
 	struct task_struct *t = ctx->task;
+	struct stk_knames *kn;
 	struct stk_rec *r;
+	__u32 zero = 0, kl;
 
 	if (!t)
 		return 0;
@@ -173,7 +227,9 @@ int stacks_task(struct bpf_iter__task *ctx)
 	if (!r)
 		return 0;
 	finish(t, r);
-	if (bpf_seq_write(ctx->meta->seq, r, sizeof(*r)))
+	kn = bpf_map_lookup_elem(&knamebuf, &zero);
+	kl = name_kframes(r, kn);
+	if (emit(ctx->meta->seq, r, kn, kl, NULL, 0))
 		__sync_fetch_and_add(&seq_retries, 1);
 	return 0;
 }
@@ -182,7 +238,8 @@ SEC("?iter.s/task")
 int stacks_task_s(struct bpf_iter__task *ctx)
 {
 	struct task_struct *t = ctx->task;
-	__u32 zero = 0, len = 0, n, i;
+	__u32 zero = 0, len = 0, n, i, kl;
+	struct stk_knames *kn;
 	struct stk_copy *c;
 	struct stk_rec *r;
 	__u64 at;
@@ -215,15 +272,9 @@ int stacks_task_s(struct bpf_iter__task *ctx)
 		r->copy_err = err;
 	}
 	finish(t, r);
-	if (len > STK_CHUNK)
-		len = STK_CHUNK;
-	r->copy_len = len;
-	r->size = sizeof(*r) + len;
-	if (bpf_seq_write(ctx->meta->seq, r, sizeof(*r))) {
-		__sync_fetch_and_add(&seq_retries, 1);
-		return 0;
-	}
-	if (len && c && bpf_seq_write(ctx->meta->seq, c->b, len))
+	kn = bpf_map_lookup_elem(&knamebuf, &zero);
+	kl = name_kframes(r, kn);
+	if (emit(ctx->meta->seq, r, kn, kl, c ? c->b : NULL, c ? len : 0))
 		__sync_fetch_and_add(&seq_retries, 1);
 	return 0;
 }

@@ -6,6 +6,7 @@
 #define STK_KFRAMES 64			/* kernel frames of one thread */
 #define STK_CHUNK (16 * 1024)		/* bytes of user stack copied from sp (sleepable only) */
 #define STK_MAX_PIDS 4096		/* processes of one snapshot (the pids map) */
+#define STK_KNAME 48			/* bytes of one kernel frame's name ("%ps") */
 
 /* The state classes of enum tk_stacks_state (include/tracekit/stacks.h), one bit each. */
 enum stk_class {
@@ -24,10 +25,16 @@ enum stk_flags {
 	STK_F_TORN = 1 << 3,		/* switched (or got on a CPU) while it was read */
 	STK_F_MMAP_BUSY = 1 << 4,	/* its mm's mmap_lock write-held: no copy tried */
 	STK_F_SLEEPABLE = 1 << 5,	/* read by the sleepable program (copies user stacks) */
+	STK_F_KNAMES = 1 << 6,		/* the kernel frames' names follow the record */
 };
 
+/*
+ * In the seq file: the record, then (STK_F_KNAMES) kn / 8 names of STK_KNAME bytes,
+ * NUL-terminated, named by the kernel's own kallsyms (bpf_snprintf "%ps", 5.13+: reading
+ * all of /proc/kallsyms costs ~100 ms here), then copy_len bytes of user stack.
+ */
 struct stk_rec {
-	__u32 size;			/* this record and the copy after it */
+	__u32 size;			/* this record and what follows it */
 	__u32 tid, tgid, ns_tid;
 	char comm[16];
 	__u32 state;			/* task_struct.__state (state before 5.14) */
@@ -43,8 +50,8 @@ struct stk_rec {
 	__s64 kn;			/* bytes of k[] or bpf_get_task_stack's error */
 	__u64 k[STK_KFRAMES];
 	__s64 copy_err;			/* the first copy's error; 0 */
-	__u32 copy_len;			/* bytes of user stack after the record, from sp */
-	__u32 pad;
+	__u32 copy_len;			/* bytes of user stack at the end, from sp */
+	__u32 knames_len;		/* bytes of names after the record */
 };
 
 #endif /* __STACKS_ITER_H */

@@ -212,8 +212,20 @@ static void to_raw(const struct stk_rec *x, struct stk_raw *r)
 	} else if (x->kn < 0) {
 		r->kstack_err = x->kn;
 	}
+	if ((x->flags & STK_F_KNAMES) && x->knames_len / STK_KNAME >= r->nk) {
+		const char *names = (const char *)(x + 1);
+
+		for (uint32_t i = 0; i < r->nk; i++) {
+			const char *nm = names + i * STK_KNAME;
+			size_t len = strnlen(nm, STK_KNAME);
+
+			/* "sym" or "sym [module]"; a bare address (no symbol): left to kallsyms */
+			if (len && len < STK_KNAME && strncmp(nm, "0x", 2))
+				r->kf[i].name = strndup(nm, strcspn(nm, " "));
+		}
+	}
 	if (x->copy_len) {
-		r->copy = (const uint8_t *)(x + 1);
+		r->copy = (const uint8_t *)(x + 1) + x->knames_len;
 		r->copy_len = x->copy_len;
 	}
 }
@@ -249,7 +261,8 @@ int stk_iter__run(struct stk_iter *it, const uint32_t *pids, size_t nr, struct s
 		const struct stk_rec *x = (const void *)(it->buf + at);
 		struct stk_raw *r;
 
-		if (x->size < sizeof(*x) || x->size > it->len - at)
+		if (x->size < sizeof(*x) || x->size > it->len - at ||
+		    x->size != sizeof(*x) + (uint64_t)x->knames_len + x->copy_len)
 			break;
 		r = stk_raws__add(out);
 		if (!r)

@@ -54,7 +54,6 @@ struct stk_result {
 	char *notes[8];
 	size_t nr_notes;
 	char reason[384];
-	uint64_t sched_lo, sched_hi, lock_lo, lock_hi;	/* __sched_text, __lock_text */
 	void **allocs;
 	size_t nallocs, allocs_cap;
 };
@@ -371,11 +370,6 @@ static void name_frame(struct stk_result *r, struct tk_stacks_frame *f, uint32_t
 		r->loss[STK_L_UNSYMBOLIZED]++;
 }
 
-static bool in_sched(const struct stk_result *r, uint64_t a)
-{
-	return (a >= r->sched_lo && a < r->sched_hi) || (a >= r->lock_lo && a < r->lock_hi);
-}
-
 static void kernel_frames(struct stk_result *r, struct stk_raw *x, struct tk_stacks_thread *t)
 {
 	struct tk_stacks_frame *f;
@@ -401,16 +395,13 @@ static void kernel_frames(struct stk_result *r, struct stk_raw *x, struct tk_sta
 	}
 	t->kframes = f;
 	t->nr_kframes = x->nk;
-	/* the wait channel as get_wchan() finds it: the first frame outside the scheduler */
-	if (!x->wchan[0] && x->kf[0].addr && t->state != 'R') {
-		for (uint32_t i = 0; i < x->nk; i++) {
-			if (!in_sched(r, x->kf[i].addr)) {
-				if (f[i].function)
-					snprintf(x->wchan, sizeof(x->wchan), "%s", f[i].function);
-				break;
-			}
-		}
-	}
+	/*
+	 * The wait channel, as get_wchan() finds it: the first frame outside the scheduler's
+	 * and the locks' text. bpf_get_task_stack (stack_trace_save_tsk) already leaves those
+	 * frames out of a task's stack (consume_entry_nosched): its first frame.
+	 */
+	if (!x->wchan[0] && x->kf[0].addr && t->state != 'R' && f[0].function)
+		snprintf(x->wchan, sizeof(x->wchan), "%s", f[0].function);
 }
 
 static void user_frames(struct stk_result *r, struct stk_proc *p, struct stk_raw *x,
@@ -627,36 +618,6 @@ static void mark_moved(const struct tk_stacks_snapshot *first, struct tk_stacks_
 
 /* ---- the take ------------------------------------------------------------------------------ */
 
-static void sched_text(struct stk_result *r)
-{
-	char *text = NULL, *p;
-	size_t len;
-
-	if (tk_read_file_alloc(r->proc_root, "kallsyms", 64 << 20, &text, &len))
-		return;
-	for (p = text; p && *p;) {
-		char *eol = strchr(p, '\n'), *name;
-		uint64_t a = strtoull(p, NULL, 16);
-
-		if (eol)
-			*eol = 0;
-		name = strrchr(p, ' ');
-		if (name) {
-			name++;
-			if (!strcmp(name, "__sched_text_start"))
-				r->sched_lo = a;
-			else if (!strcmp(name, "__sched_text_end"))
-				r->sched_hi = a;
-			else if (!strcmp(name, "__lock_text_start"))
-				r->lock_lo = a;
-			else if (!strcmp(name, "__lock_text_end"))
-				r->lock_hi = a;
-		}
-		p = eol ? eol + 1 : NULL;
-	}
-	free(text);
-}
-
 static int read_snapshot(struct stk_result *r, const struct pidset *pids, bool whole_system,
 			 struct stk_raws *raws)
 {
@@ -806,8 +767,6 @@ int tk_stacks__take(const struct tk_stacks_opts *opts, const int *pids, size_t n
 		snprintf(why, why_sz, "%s", strerror(-err));
 		goto fail;
 	}
-	if (r->pub.backend == TK_BACKEND_BPF && !r->o.no_kernel)
-		sched_text(r);
 	n = r->o.repeat ? r->o.repeat : 1;
 	r->snaps = calloc(n, sizeof(*r->snaps));
 	if (!r->snaps) {
