@@ -19,6 +19,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mount.h>
+#include <sys/sendfile.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -647,6 +650,138 @@ static void test_fallback_under_seccomp(void **state)
 }
 
 /*
+ * A container as runtimes make one (pivot_root, mount and pid namespaces of its own:
+ * tk_test_spawn_in_root) of another Debian release (TK_OTHER_ROOT, tests/lib/mkroot.sh:
+ * another glibc build): the workload runs from a tmpfs over the root's /tmp, mounted in
+ * a mount namespace of a helper's own, so the root itself is not changed. Its tids
+ * differ from the host's: the mutex's holder, a tid of the container's, is named by its
+ * host tid; its libc is read from the container's root.
+ */
+static void test_container(void **state)
+{
+	const char *root = getenv("TK_OTHER_ROOT");
+	int pfd[2], lfd[2], n = 0, status, host_holder = 0;
+	char dir[PATH_MAX], dst[PATH_MAX], line[512];
+	struct tk_stacks_result *r;
+	const struct tk_stacks_thread *t;
+	const struct tk_stacks_snapshot *sn;
+	struct shape s = { 0 };
+	pid_t helper, ids[2];
+	struct pollfd p;
+	char why[512];
+	int err, ns_pid;
+
+	NEED_ROOT();
+	snprintf(dir, sizeof(dir), "%s/tmp", root ? root : "");
+	if (!root || access(dir, F_OK)) {
+		print_message("no container root (TK_OTHER_ROOT; tests/lib/mkroot.sh trixie DIR)\n");
+		if (tk_test_in_ci())
+			fail();
+		skip();
+	}
+	assert_int_equal(pipe(pfd), 0);
+	assert_int_equal(pipe(lfd), 0);
+	helper = fork();
+	assert_true(helper >= 0);
+	if (!helper) {
+		char *argv[] = { "/tmp/stacks_shape", NULL };
+		int in, outf;
+		pid_t outer = 0;
+		struct stat st;
+
+		close(pfd[0]);
+		close(lfd[0]);
+		if (unshare(CLONE_NEWNS) || mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) ||
+		    mount("tk-stacks", dir, "tmpfs", 0, "mode=0755"))
+			_exit(120);
+		snprintf(dst, sizeof(dst), "%s/stacks_shape", dir);
+		in = open(tk_test_workload("stacks_shape"), O_RDONLY);
+		outf = open(dst, O_WRONLY | O_CREAT | O_EXCL, 0755);
+		if (in < 0 || outf < 0 || fstat(in, &st) ||
+		    sendfile(outf, in, NULL, st.st_size) != st.st_size)
+			_exit(121);
+		close(in);
+		close(outf);
+		ids[0] = tk_test_spawn_in_root(root, argv, -1, lfd[1], &outer);
+		ids[1] = outer;
+		close(lfd[1]);
+		if (write(pfd[1], ids, sizeof(ids)) != sizeof(ids) || ids[0] <= 0)
+			_exit(122);
+		close(pfd[1]);
+		waitpid(outer, NULL, 0);
+		_exit(0);
+	}
+	close(pfd[1]);
+	close(lfd[1]);
+	if (read(pfd[0], ids, sizeof(ids)) != sizeof(ids) || ids[0] <= 0) {
+		waitpid(helper, &status, 0);
+		fail_msg("the container did not start (helper status %d)", status);
+	}
+	close(pfd[0]);
+	s.pid = ids[0];
+	started[sizeof(started) / sizeof(started[0]) - 1] = s.pid;
+	p.fd = lfd[0];
+	p.events = POLLIN;
+	while (n < (int)sizeof(line) - 1 && poll(&p, 1, 5000) == 1) {
+		ssize_t k = read(lfd[0], line + n, sizeof(line) - 1 - n);
+
+		if (k <= 0)
+			break;
+		n += k;
+		if (memchr(line, '\n', n))
+			break;
+	}
+	close(lfd[0]);
+	line[n] = 0;
+	print_message("container (%s): host pid %d: %s", root, s.pid, line);
+	assert_int_equal(sscanf(line, "pid %d progress %llx signals %llx main %d holder %d "
+				"waiter %d sleeper %d dthread %d dkind %7s blocked_ns %llu",
+				&ns_pid, &s.progress, &s.signals, &s.main, &s.holder, &s.waiter,
+				&s.sleeper, &s.dthread, s.dkind, &s.blocked_ns), 10);
+	assert_int_equal(ns_pid, 1);
+	for (int b = 0; b < 2; b++) {
+		r = take(b ? TK_BACKEND_PROC : TK_BACKEND_BPF, &s.pid, 1, why, sizeof(why), &err);
+		if (err)
+			fail_msg("tk_stacks__take: %s (%d)", why, err);
+		sn = &r->snapshots[0];
+		assert_int_equal(sn->nr_threads, 5);
+		for (size_t i = 0; i < sn->nr_threads; i++) {
+			print_thread(&sn->threads[i]);
+			/* in its own pid namespace: every tid differs from the host's */
+			assert_int_not_equal(sn->threads[i].ns_tid, sn->threads[i].tid);
+			if ((int)sn->threads[i].ns_tid == s.holder)
+				host_holder = sn->threads[i].tid;
+		}
+		assert_true(host_holder > 0);
+		for (size_t i = 0; i < sn->nr_threads; i++) {
+			t = &sn->threads[i];
+			if ((int)t->ns_tid == s.waiter) {
+				assert_int_equal(t->holder_tid, host_holder);
+				assert_true(has_ufn(t, "waiter") && t->user_whole);
+				/* trixie's libc has no .symtab: clone3 is libc.so.6+0x... */
+				assert_non_null(t->uframes[t->nr_uframes - 1].module);
+				assert_non_null(strstr(t->uframes[t->nr_uframes - 1].module,
+						       "libc.so.6"));
+				assert_non_null(strstr(t->wait, "held by tid"));
+			}
+			if ((int)t->ns_tid == s.holder) {
+				assert_true(has_ufn(t, "holder_read") && t->user_whole);
+				assert_non_null(strstr(t->wait, "write end is this process's fd"));
+				/* the container's own libc, by its own path */
+				assert_non_null(t->uframes[0].module);
+				assert_non_null(strstr(t->uframes[0].module, "libc.so.6"));
+			}
+			if ((int)t->ns_tid == s.dthread)
+				assert_int_equal(t->state, 'D');
+		}
+		tk_stacks_result__free(r);
+	}
+	kill(s.pid, SIGKILL);
+	waitpid(helper, &status, 0);
+	started[sizeof(started) / sizeof(started[0]) - 1] = 0;
+}
+
+/*
  * The embedder's example (docs/examples/stacks_self.c, public headers only), run as
  * uid 65534: its own late request's thread, the mutex and its holder (the thread
  * taking the snapshot), with no privileges.
@@ -671,7 +806,7 @@ static int kill_started(void **state)
 {
 	for (size_t i = 0; i < sizeof(started) / sizeof(started[0]); i++) {
 		if (started[i] > 0 && !kill(started[i], SIGKILL))
-			waitpid(started[i], NULL, 0);
+			waitpid(started[i], NULL, WNOHANG);
 		started[i] = 0;
 	}
 	return 0;
@@ -703,6 +838,7 @@ int main(void)
 		cmocka_unit_test_teardown(test_cli_errors, kill_started),
 		cmocka_unit_test_teardown(test_fallback_under_seccomp, kill_started),
 		cmocka_unit_test_teardown(test_example, kill_started),
+		cmocka_unit_test_teardown(test_container, kill_started),
 	};
 	const char *filter = getenv("TK_TEST_FILTER");
 

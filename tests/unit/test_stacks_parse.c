@@ -243,6 +243,36 @@ static void test_wait_futex(void **state)
 	stk_wait__describe(&in, &out);
 	assert_int_equal(out.holder_ns_tid, 0);
 	assert_string_equal(out.text, "condition variable near 0x1000");
+	/* a libc without .symtab (trixie's): only pthread_mutex_lock, exported, is named */
+	{
+		const char *stripped[] = { NULL, "pthread_mutex_lock", "waiter" };
+		const char *none[] = { NULL, NULL, NULL };
+
+		in.callers = stripped;
+		in.nr_callers = 3;
+		args[1] = 0x80;
+		m.w[0] = 2;
+		m.w[2] = 31;
+		stk_wait__describe(&in, &out);
+		assert_int_equal(out.holder_ns_tid, 31);
+		assert_false(out.weak);
+		/* robust: FUTEX_WAIT on FUTEX_WAITERS | tid */
+		m.w[0] = (int32_t)(0x80000000u | 55);
+		stk_wait__describe(&in, &out);
+		assert_int_equal(out.holder_ns_tid, 55);
+		/* no frame named at all: the word's shape, to be checked against the threads */
+		in.callers = none;
+		m.w[0] = 2;
+		stk_wait__describe(&in, &out);
+		assert_int_equal(out.holder_ns_tid, 31);
+		assert_true(out.weak);
+		assert_string_equal(out.alt, "futex 0x1000 (value 2)");
+		/* ... and a word of no mutex shape: no holder */
+		m.w[0] = 0;
+		stk_wait__describe(&in, &out);
+		assert_int_equal(out.holder_ns_tid, 0);
+		assert_string_equal(out.text, "futex 0x1000 (value 0)");
+	}
 	/* a wake, and unreadable memory */
 	in.callers = NULL;
 	in.nr_callers = 0;

@@ -155,6 +155,9 @@ struct stk_wait_in {
 struct stk_wait_out {
 	char text[192];			/* "" none */
 	uint32_t holder_ns_tid;		/* as the process sees it; 0 none */
+	bool weak;			/* told by the word's shape alone: a holder only if it
+					   is one of the process's threads, else say @alt */
+	char alt[96];
 };
 void stk_wait__describe(const struct stk_wait_in *in, struct stk_wait_out *out);
 

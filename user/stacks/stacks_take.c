@@ -505,6 +505,8 @@ static void wait_of(struct stk_result *r, struct stk_proc *p, const struct stk_r
 			t->holder_tid = h->tid;
 			snprintf(text, sizeof(text), "%s held by tid %u (%s)", out.text, h->tid,
 				 h->comm);
+		} else if (out.weak) {
+			snprintf(text, sizeof(text), "%s", out.alt);
 		} else {
 			snprintf(text, sizeof(text), "%s held by tid %u (not a thread of this "
 				 "process, or not read)", out.text, out.holder_ns_tid);

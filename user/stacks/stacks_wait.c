@@ -126,60 +126,97 @@ static void describe_fd(const struct stk_wait_in *in, struct stk_wait_out *out)
 		snprintf(out->text, sizeof(out->text), "fd %ld %.160s", fd, link);
 }
 
+static bool mutex_caller(const struct stk_wait_in *in)
+{
+	return called_from_prefix(in, "__lll_lock_wait") ||
+	       called_from(in, "pthread_mutex_lock") || called_from(in, "__pthread_mutex_lock") ||
+	       called_from_prefix(in, "pthread_mutex_timedlock") ||
+	       called_from_prefix(in, "pthread_mutex_clocklock") ||
+	       called_from_prefix(in, "__pthread_mutex_lock_full");
+}
+
+/* No frame of the wait is named (a libc without symbols): nothing says what the word is. */
+static bool unnamed_callers(const struct stk_wait_in *in)
+{
+	for (int i = 0; i < in->nr_callers; i++)
+		if (in->callers[i])
+			return false;
+	return true;
+}
+
+/* A mutex word: __lock 2 (locked, waiters) and __owner, or FUTEX_WAITERS | the owner's TID. */
+static bool mutex_owner(const int32_t w[5], uint32_t *tid, bool *died)
+{
+	uint32_t word = w[0];
+
+	*died = false;
+	if (word == 2 && w[2] > 0) {
+		*tid = w[2];
+		return true;
+	}
+	if ((word & 0x80000000u) && (word & 0x3fffffff)) {
+		*tid = word & 0x3fffffff;	/* FUTEX_TID_MASK */
+		*died = word & 0x40000000;	/* FUTEX_OWNER_DIED */
+		return true;
+	}
+	return false;
+}
+
 static void describe_futex(const struct stk_wait_in *in, struct stk_wait_out *out)
 {
-	uint64_t uaddr = in->args[0];
+	unsigned long long uaddr = in->args[0];
 	int op = in->args[1] & 127;	/* FUTEX_CMD_MASK: without PRIVATE and CLOCK_REALTIME */
+	bool died, pi = op == 6 || op == 13;
+	uint32_t tid;
 	int32_t w[5];
 
-	if (op != 0 && op != 9 && op != 6 && op != 13) {	/* WAIT, WAIT_BITSET, LOCK_PI(2) */
-		snprintf(out->text, sizeof(out->text), "futex %#llx op %d",
-			 (unsigned long long)uaddr, op);
+	if (op != 0 && op != 9 && !pi) {	/* WAIT, WAIT_BITSET, LOCK_PI(2) */
+		snprintf(out->text, sizeof(out->text), "futex %#llx op %d", uaddr, op);
 		return;
 	}
-	if (op == 6 || op == 13 || called_from(in, "__pthread_mutex_lock_full")) {
-		/* PI and robust mutexes: FUTEX_WAITERS | FUTEX_OWNER_DIED | the owner's TID */
-		if (!in->mem(in->mem_ctx, uaddr, w, 4)) {
-			out->holder_ns_tid = w[0] & 0x3fffffff;
-			snprintf(out->text, sizeof(out->text), "mutex %#llx%s",
-				 (unsigned long long)uaddr,
-				 (w[0] & 0x40000000) ? " (its owner died)" : "");
-			return;
-		}
-	} else if (called_from_prefix(in, "__lll_lock_wait")) {
-		/* struct __pthread_mutex_s: __lock, __count, __owner, __nusers, __kind */
-		if (!in->mem(in->mem_ctx, uaddr, w, sizeof(w)) && w[0] == 2) {
-			out->holder_ns_tid = w[2] > 0 ? w[2] : 0;
-			snprintf(out->text, sizeof(out->text), "mutex %#llx",
-				 (unsigned long long)uaddr);
+	if (pi || mutex_caller(in) || unnamed_callers(in)) {
+		/*
+		 * PI: the word is FUTEX_WAITERS | the owner's TID. __lll_lock_wait (normal,
+		 * recursive, errorcheck): __lock 2, __owner at +8. Robust: the TID in the word.
+		 * With no frame named, only a word of that shape, and the caller checks that
+		 * the TID is one of the process's threads.
+		 */
+		if (!in->mem(in->mem_ctx, uaddr, w, pi ? 4 : sizeof(w)) &&
+		    (pi ? ((tid = w[0] & 0x3fffffff), (died = w[0] & 0x40000000), tid != 0) :
+			  mutex_owner(w, &tid, &died))) {
+			out->holder_ns_tid = tid;
+			out->weak = !pi && !mutex_caller(in);
+			snprintf(out->text, sizeof(out->text), "mutex %#llx%s", uaddr,
+				 died ? " (its owner died)" : "");
+			if (out->weak)
+				snprintf(out->alt, sizeof(out->alt), "futex %#llx (value %d)", uaddr,
+					 w[0]);
 			return;
 		}
 	} else if (called_from_prefix(in, "pthread_cond_") ||
 		   called_from_prefix(in, "__pthread_cond_")) {
-		snprintf(out->text, sizeof(out->text), "condition variable near %#llx",
-			 (unsigned long long)uaddr);
+		snprintf(out->text, sizeof(out->text), "condition variable near %#llx", uaddr);
 		return;
 	} else if (called_from_prefix(in, "pthread_rwlock_") ||
 		   called_from_prefix(in, "__pthread_rwlock_")) {
-		snprintf(out->text, sizeof(out->text), "rwlock near %#llx",
-			 (unsigned long long)uaddr);
+		snprintf(out->text, sizeof(out->text), "rwlock near %#llx", uaddr);
 		return;
 	} else if (called_from_prefix(in, "__new_sem_wait") || called_from_prefix(in, "sem_")) {
-		snprintf(out->text, sizeof(out->text), "semaphore %#llx",
-			 (unsigned long long)uaddr);
+		snprintf(out->text, sizeof(out->text), "semaphore %#llx", uaddr);
 		return;
 	}
 	if (!in->mem(in->mem_ctx, uaddr, w, 4))
-		snprintf(out->text, sizeof(out->text), "futex %#llx (value %d)",
-			 (unsigned long long)uaddr, w[0]);
+		snprintf(out->text, sizeof(out->text), "futex %#llx (value %d)", uaddr, w[0]);
 	else
-		snprintf(out->text, sizeof(out->text), "futex %#llx", (unsigned long long)uaddr);
+		snprintf(out->text, sizeof(out->text), "futex %#llx", uaddr);
 }
 
 void stk_wait__describe(const struct stk_wait_in *in, struct stk_wait_out *out)
 {
 	out->text[0] = 0;
+	out->alt[0] = 0;
 	out->holder_ns_tid = 0;
+	out->weak = false;
 	if (in->nr < 0)
 		return;
 	if (fd_syscall(in->nr)) {
