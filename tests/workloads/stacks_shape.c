@@ -13,6 +13,7 @@
  *            with -v, or where userfaultfd is refused (not root), vfork() of a
  *            child that pause()s without exec (the stack ends at vfork)
  *   -t N     N more threads in pthread_cond_wait (the benchmark's 1000 threads)
+ *   -n       no D thread (gdb and eu-stack hang on one: the benchmark's comparison)
  *
  * Signals a tracer could send (SIGTRAP, SIGCONT, SIGURG, SIGCHLD) are counted in
  * shape.signals. Prints one line once every thread is blocked:
@@ -171,14 +172,16 @@ __attribute__((noinline)) static void *extra(void *a)
 
 int main(int argc, char **argv)
 {
-	int i, nextra = 0, opt, use_vfork = 0;
+	int i, nextra = 0, opt, use_vfork = 0, no_d = 0;
 	struct sigaction sa = { .sa_handler = on_signal };
 	pthread_attr_t at;
 	pthread_t t;
 
-	while ((opt = getopt(argc, argv, "t:v")) != -1) {
+	while ((opt = getopt(argc, argv, "t:vn")) != -1) {
 		if (opt == 't')
 			nextra = atoi(optarg);
+		else if (opt == 'n')
+			no_d = 1;
 		else if (opt == 'v')
 			use_vfork = 1;
 		else
@@ -188,19 +191,22 @@ int main(int argc, char **argv)
 	sigaction(SIGTRAP, &sa, NULL);
 	sigaction(SIGCONT, &sa, NULL);
 	sigaction(SIGURG, &sa, NULL);
-	if (pipe(pipefd) || (!use_vfork && uffd_setup()))
+	if (pipe(pipefd))
+		return 1;
+	if (!no_d && !use_vfork && uffd_setup())
 		use_vfork = 1;
 	pthread_attr_init(&at);
 	pthread_attr_setstacksize(&at, 256 * 1024);
 	if (pthread_create(&t, &at, holder, NULL) || pthread_create(&t, &at, waiter, NULL) ||
-	    pthread_create(&t, &at, sleeper, NULL) || pthread_create(&t, &at, dthread, NULL))
+	    pthread_create(&t, &at, sleeper, NULL) ||
+	    (!no_d && pthread_create(&t, &at, dthread, NULL)))
 		return 1;
 	for (i = 0; i < nextra; i++)
 		if (pthread_create(&t, &at, extra, NULL)) {
 			fprintf(stderr, "stacks_shape: thread %d: cannot create\n", i);
 			return 1;
 		}
-	while (!tid_holder || !tid_waiter || !tid_sleeper || !tid_d)
+	while (!tid_holder || !tid_waiter || !tid_sleeper || (!no_d && !tid_d))
 		usleep(1000);
 	usleep(200000);
 	/* only signals a tracer would cause are counted from here */
@@ -208,7 +214,7 @@ int main(int argc, char **argv)
 	printf("pid %d progress %p signals %p main %d holder %d waiter %d sleeper %d dthread %d "
 	       "dkind %s blocked_ns %llu\n", getpid(), (void *)&shape.progress,
 	       (void *)&shape.signals, getpid(), tid_holder, tid_waiter, tid_sleeper, tid_d,
-	       uffd_page ? "uffd" : "vfork", blocked_ns);
+	       no_d ? "none" : uffd_page ? "uffd" : "vfork", blocked_ns);
 	fflush(stdout);
 	for (;;)
 		shape.progress++;
