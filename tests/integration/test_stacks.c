@@ -602,6 +602,62 @@ static void test_cli(void **state)
 	stop_shape(&s);
 }
 
+/* --cgroup: the processes of a cgroup v2 directory and of those below it, and only those. */
+static void test_cgroup(void **state)
+{
+	char dir[128], sub[160], file[192], spid[16], filter[256];
+	const char *json = path_in_tmp("cg.json");
+	struct shape s;
+	FILE *f;
+	int rc;
+
+	char mnt[96] = "";
+	FILE *m;
+
+	NEED_ROOT();
+	/* where cgroup2 is mounted: /sys/fs/cgroup, or /sys/fs/cgroup/unified (hybrid) */
+	m = fopen("/proc/mounts", "r");
+	assert_non_null(m);
+	while (fgets(file, sizeof(file), m))
+		if (sscanf(file, "cgroup2 %95s ", mnt) == 1)
+			break;
+	fclose(m);
+	snprintf(dir, sizeof(dir), "%s/tk-stacks-test.%d", mnt, getpid());
+	snprintf(sub, sizeof(sub), "%s/sub", dir);
+	if (!mnt[0] || mkdir(dir, 0755) || mkdir(sub, 0755)) {
+		rmdir(dir);
+		print_message("skip: no cgroup v2 directory can be made here\n");
+		skip();
+	}
+	start_shape(&s, false, NULL);
+	snprintf(file, sizeof(file), "%s/cgroup.procs", sub);
+	snprintf(spid, sizeof(spid), "%d", s.pid);
+	f = fopen(file, "w");
+	assert_non_null(f);
+	fputs(spid, f);
+	rc = fclose(f);
+	if (!rc) {
+		for (int b = 0; b < 2; b++) {
+			char *args[] = { "stacks", "--cgroup", dir, "--json", "--backend",
+					 b ? "proc" : "bpf", NULL };
+
+			rc |= tk_test_run_tracekit(out, sizeof(out), false, args);
+			f = fopen(json, "w");
+			fputs(out, f);
+			fclose(f);
+			snprintf(filter, sizeof(filter),
+				 "(.snapshots[0].threads | length) == 5 and "
+				 "all(.snapshots[0].threads[]; .pid == %d)", s.pid);
+			if (!jq_file(json, filter))
+				rc |= 1;
+		}
+	}
+	stop_shape(&s);
+	rmdir(sub);
+	rmdir(dir);
+	assert_int_equal(rc, 0);
+}
+
 static void test_cli_errors(void **state)
 {
 	char *help[] = { "stacks", "--help", NULL };
@@ -612,6 +668,8 @@ static void test_cli_errors(void **state)
 	char *bad_fmt[] = { "stacks", "-p", "1", "-o", "x.svg", NULL };
 	char *bad_backend[] = { "stacks", "--backend", "perf", NULL };
 	char *no_cg[] = { "stacks", "--cgroup", "/nonexistent", NULL };
+	/* a directory that is not of the cgroup2 file system, whatever files it holds */
+	char *not_cg[] = { "stacks", "--cgroup", tmpdir, NULL };
 
 	assert_int_equal(tk_test_run_tracekit(out, sizeof(out), false, help), 0);
 	assert_non_null(strstr(out, "--state LIST"));
@@ -622,6 +680,15 @@ static void test_cli_errors(void **state)
 	assert_int_equal(tk_test_run_tracekit(out, sizeof(out), false, bad_backend), 2);
 	assert_int_equal(tk_test_run_tracekit(out, sizeof(out), false, gone), 1);
 	assert_int_equal(tk_test_run_tracekit(out, sizeof(out), false, no_cg), 1);
+	{
+		FILE *f = fopen(path_in_tmp("cgroup.procs"), "w");
+
+		assert_non_null(f);
+		fprintf(f, "%d\n", getpid());
+		fclose(f);
+	}
+	assert_int_equal(tk_test_run_tracekit(out, sizeof(out), false, not_cg), 1);
+	assert_null(strstr(out, "tracekit stacks:"));
 }
 
 /* Without bpf(2) (a container runtime's seccomp profile): the proc backend, said. */
@@ -835,6 +902,7 @@ int main(void)
 		cmocka_unit_test_teardown(test_other_user_proc, kill_started),
 		cmocka_unit_test_teardown(test_unprivileged, kill_started),
 		cmocka_unit_test_teardown(test_cli, kill_started),
+		cmocka_unit_test_teardown(test_cgroup, kill_started),
 		cmocka_unit_test_teardown(test_cli_errors, kill_started),
 		cmocka_unit_test_teardown(test_fallback_under_seccomp, kill_started),
 		cmocka_unit_test_teardown(test_example, kill_started),

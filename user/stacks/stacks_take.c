@@ -23,6 +23,7 @@
 
 #include "core/fsutil.h"
 #include "core/opts.h"
+#include "core/session.h"
 #include "stacks/stacks_int.h"
 #include "sym/symbolize.h"
 #include "unwind/unwind.h"
@@ -212,15 +213,16 @@ static int cgroup_pids(const char *dir, struct pidset *out, char *why, size_t wh
 	char real[PATH_MAX];
 	struct stat st;
 
+	int err;
+
 	if (!realpath(dir, real) || stat(real, &st) || !S_ISDIR(st.st_mode)) {
 		snprintf(why, why_sz, "no cgroup directory %s", dir);
 		return -ENOENT;
 	}
-	snprintf(real + strlen(real), sizeof(real) - strlen(real), "%s", "");
-	if (access(strcat(strcpy((char[PATH_MAX]){ 0 }, real), "/cgroup.procs"), R_OK)) {
-		snprintf(why, why_sz, "%s is not a cgroup v2 directory (no cgroup.procs)", dir);
-		return -ENOENT;
-	}
+	/* on the cgroup2 file system itself: its cgroup.procs files are the kernel's */
+	err = tk_session__check_cgroup(real, why, why_sz);
+	if (err)
+		return err;
 	cg_set = out;
 	cg_err = 0;
 	nftw(real, cg_visit, 16, FTW_PHYS | FTW_MOUNT);
