@@ -42,8 +42,9 @@ static const char usage_stacks[] =
 	"  -v, --verbose          the backend and why, and libbpf's messages\n"
 	"  -h, --help             this help\n"
 	"\n"
-	"A thread on a CPU at that moment has no saved registers: its user stack is\n"
-	"left out and said (running_no_stack). Without -o, the text goes to stdout.\n"
+	"A thread on a CPU at that moment has no saved registers: it gets one perf\n"
+	"sample of its own (after 1 ms of its CPU time, 50 ms at most), else its user\n"
+	"stack is left out and said (running_no_stack). Without -o, text on stdout.\n"
 	"Exit codes: 0 written, 1 it could not be, 2 bad usage, 141 stdout was\n"
 	"closed early (| head; the -o files are still whole).\n";
 

@@ -6,8 +6,10 @@
  * kernel stack and a copy of its user stack (bpf backend); without it, the
  * thread's /proc files and /proc/PID/mem do (proc backend). User stacks are
  * walked in user space with each object's CFI rows, as the perf backend's.
- * A thread on a CPU at that moment has no saved registers: its user stack is
- * left out and said (running_no_stack).
+ * A thread on a CPU at that moment has no saved registers: it gets one perf
+ * sample of its own (task clock, after 1 ms of its CPU time, 50 ms at most), as
+ * a profiler's; one that does not run meanwhile, or where perf_event_open is
+ * refused, has no user stack, said (running_no_stack).
  */
 #ifndef __TRACEKIT_STACKS_H
 #define __TRACEKIT_STACKS_H
@@ -46,6 +48,8 @@ struct tk_stacks_opts {
 	bool no_user;			/* leave user stacks out */
 	tk_log_fn log;			/* libbpf's messages; NULL: nowhere */
 	void *log_ctx;
+	bool no_sample;			/* no perf sample of the threads on a CPU (their
+					   user stacks are then left out) */
 };
 
 struct tk_stacks_frame {

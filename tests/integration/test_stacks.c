@@ -315,11 +315,13 @@ static void check_shape(const struct tk_stacks_result *r, const struct shape *s,
 		assert_non_null(strstr(t->wait, "vfork"));
 	}
 
-	/* the busy main thread: running; a stack only when it was preempted */
+	/* the busy main thread: running; preempted (its saved registers) or sampled on its CPU */
 	t = thread_of(sn, s->main);
 	assert_non_null(t);
 	assert_int_equal(t->state, 'R');
-	assert_true(t->user_note || has_ufn(t, "main"));
+	assert_true(has_ufn(t, "main"));
+	assert_true(t->user_whole);
+	assert_string_equal(last_ufn(t), "_start");
 }
 
 static struct tk_stacks_result *take(enum tk_backend b, const int *pids, size_t n, char *why,

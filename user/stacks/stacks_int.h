@@ -40,7 +40,8 @@ struct stk_raw {
 	struct stk_kframe kf[STK_MAX_KFRAMES];
 	uint32_t nk;
 	int kstack_err;			/* 0, or why there is no kernel stack (-EPERM...) */
-	const uint8_t *copy;		/* the user stack from sp (bpf), NULL */
+	bool sampled;			/* registers and copy from a perf sample (on a CPU) */
+	const uint8_t *copy;		/* the user stack from sp (bpf, perf sample), NULL */
 	uint32_t copy_len;
 };
 
@@ -108,6 +109,22 @@ void stk_iter__free(struct stk_iter *it);
  */
 int stk_proc__read(const char *proc_root, uint32_t pid, uint32_t state_mask, bool kernel,
 		   struct stk_raws *out, bool *kstack_denied, uint64_t *threads_gone);
+
+/* ---- threads on a CPU (stacks_oncpu.c) ------------------------------------------------ */
+
+struct stk_oncpu {
+	uint32_t tid;
+	bool ok;			/* sampled: */
+	uint64_t ip, sp, bp;
+	uint8_t *stack;			/* malloc'ed, from sp; the caller frees it */
+	uint32_t len;
+};
+/*
+ * One perf sample (task clock, 1 ms of its own CPU time) of each of @n threads, all
+ * at once, for at most @timeout_ms. 0 when any event opened, else perf_event_open's
+ * error (-EACCES: perf_event_paranoid).
+ */
+int stk_oncpu__sample(struct stk_oncpu *q, size_t n, int timeout_ms);
 
 /* ---- parsers of /proc text (stacks_parse.c) -------------------------------------------- */
 

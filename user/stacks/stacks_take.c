@@ -55,6 +55,8 @@ struct stk_result {
 	char *notes[8];
 	size_t nr_notes;
 	char reason[384];
+	bool sample_said;
+	uint64_t sampled;		/* threads on a CPU sampled */
 	void **allocs;
 	size_t nallocs, allocs_cap;
 };
@@ -528,21 +530,84 @@ static int cmp_raw(const void *a, const void *b)
 	return x->tid < y->tid ? -1 : x->tid > y->tid;
 }
 
+#define STK_ONCPU_MAX 256
+#define STK_ONCPU_MS 50
+
+/* The threads on a CPU: one perf sample each, their registers and stack from it. */
+static struct stk_oncpu *sample_running(struct stk_result *r, struct stk_raws *raws, size_t *nq)
+{
+	struct stk_oncpu *q;
+	size_t n = 0, got = 0;
+	int err;
+
+	*nq = 0;
+	if (r->o.no_user || r->o.no_sample)
+		return NULL;
+	q = calloc(STK_ONCPU_MAX, sizeof(*q));
+	if (!q)
+		return NULL;
+	for (size_t i = 0; i < raws->n && n < STK_ONCPU_MAX; i++) {
+		struct stk_raw *x = &raws->v[i];
+
+		if (x->kthread || x->have_regs || !(x->on_cpu || x->nr == -2 || x->state == 'R') ||
+		    (x->pid == (uint32_t)getpid() && x->tid == (uint32_t)gettid()))
+			continue;
+		q[n++].tid = x->tid;
+	}
+	if (!n)
+		goto out;
+	err = stk_oncpu__sample(q, n, STK_ONCPU_MS);
+	if (err && !r->sample_said) {
+		r->sample_said = true;
+		note(r, "threads on a CPU not sampled: perf_event_open: %s", strerror(-err));
+	}
+	for (size_t i = 0, k = 0; i < raws->n && k < n; i++) {
+		struct stk_raw *x = &raws->v[i];
+
+		if (x->tid != q[k].tid)
+			continue;
+		if (q[k].ok) {
+			x->have_regs = true;
+			x->sampled = true;
+			x->ip = q[k].ip;
+			x->sp = q[k].sp;
+			x->bp = q[k].bp;
+			x->copy = q[k].stack;
+			x->copy_len = q[k].len;
+			x->nr = -2;
+			got++;
+		}
+		k++;
+	}
+	r->sampled += got;
+out:
+	*nq = n;
+	return q;
+}
+
 static int build(struct stk_result *r, struct stk_raws *raws, struct tk_stacks_snapshot *s)
 {
 	struct tk_stacks_thread *th;
+	struct stk_oncpu *q;
+	size_t nq;
+	int err = 0;
 
+	q = sample_running(r, raws, &nq);
 	qsort(raws->v, raws->n, sizeof(raws->v[0]), cmp_raw);
 	th = keep(r, calloc(raws->n ? raws->n : 1, sizeof(*th)));
-	if (!th)
-		return -ENOMEM;
+	if (!th) {
+		err = -ENOMEM;
+		goto out;
+	}
 	for (size_t i = 0; i < raws->n; i++) {
 		struct stk_raw *x = &raws->v[i];
 		struct tk_stacks_thread *t = &th[i];
 		struct stk_proc *p = x->kthread ? NULL : proc_of(r, x->pid);
 
-		if (!x->kthread && !p)
-			return -ENOMEM;
+		if (!x->kthread && !p) {
+			err = -ENOMEM;
+			goto out;
+		}
 		t->pid = x->pid;
 		t->tid = x->tid;
 		t->ns_tid = x->ns_tid;
@@ -566,7 +631,11 @@ static int build(struct stk_result *r, struct stk_raws *raws, struct tk_stacks_s
 	}
 	s->threads = th;
 	s->nr_threads = raws->n;
-	return 0;
+out:
+	for (size_t i = 0; i < nq; i++)
+		free(q[i].stack);
+	free(q);
+	return err;
 }
 
 /* ---- several snapshots --------------------------------------------------------------------- */
@@ -813,6 +882,10 @@ int tk_stacks__take(const struct tk_stacks_opts *opts, const int *pids, size_t n
 		err = -ESRCH;
 		goto fail;
 	}
+	if (r->sampled)
+		note(r, "%llu thread%s on a CPU sampled with perf (task clock) for %s user stack",
+		     (unsigned long long)r->sampled, r->sampled == 1 ? "" : "s",
+		     r->sampled == 1 ? "its" : "their");
 	for (int i = 0; i < STK_L__COUNT; i++) {
 		r->losses[i].name = stk_loss__name(i);
 		r->losses[i].count = r->loss[i];
