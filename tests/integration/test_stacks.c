@@ -600,6 +600,20 @@ static void test_cli(void **state)
 		fclose(f);
 		assert_int_equal(magic[0], 0x1f);
 		assert_int_equal(magic[1], 0x8b);
+		/* one sample per thread, labelled with its state, as go tool pprof reads it */
+		if (system("command -v go >/dev/null 2>&1") == 0) {
+			char cmd[1024];
+
+			snprintf(cmd, sizeof(cmd), "HOME=${HOME:-/tmp} PPROF_TMPDIR=%s go tool pprof "
+				 "-tags %s 2>/dev/null", tmpdir, pb);
+			assert_int_equal(tk_test_capture(cmd, out, sizeof(out)), 0);
+			assert_non_null(strstr(out, "thread_state: Total 25.0"));
+			assert_non_null(strstr(out, "1.0 ( 4.00%): uninterruptible"));
+			snprintf(filter, sizeof(filter), "1.0 ( 4.00%%): %d\n", s.holder);
+			assert_non_null(strstr(out, filter));
+		} else {
+			NEED_DEP(false, "go (for go tool pprof)\n");
+		}
 	}
 	stop_shape(&s);
 }
