@@ -158,6 +158,22 @@ const char *stk_syscall_name(int64_t nr);
 /* Read @len bytes at @addr of the process (its /proc/PID/mem fd): 0 or a negative errno. */
 typedef int (*stk_mem_fn)(void *ctx, uint64_t addr, void *buf, size_t len);
 
+/*
+ * A process's pipes, read once per call (its fd directory, each pipe's fdinfo flags):
+ * which fd holds which pipe open for writing. Owned by the caller; zeroed to start.
+ */
+struct stk_fd_ent {
+	long fd;
+	uint64_t pipe_ino;
+	bool wronly;
+};
+struct stk_fdcache {
+	bool built;
+	struct stk_fd_ent *v;
+	size_t n;
+};
+void stk_fdcache__free(struct stk_fdcache *c);
+
 struct stk_wait_in {
 	const char *proc_root;
 	uint32_t pid;
@@ -168,6 +184,7 @@ struct stk_wait_in {
 	int nr_callers;
 	stk_mem_fn mem;
 	void *mem_ctx;
+	struct stk_fdcache *fds;	/* the process's pipes (built at first use) */
 };
 struct stk_wait_out {
 	char text[192];			/* "" none */

@@ -36,6 +36,7 @@ struct stk_proc {
 	int memfd;			/* /proc/PID/mem, -1 none */
 	bool captured, have_unw;
 	struct unw_proc unw;
+	struct stk_fdcache fds;		/* its pipes, for this snapshot */
 };
 
 struct stk_result {
@@ -490,7 +491,7 @@ static void wait_of(struct stk_result *r, struct stk_proc *p, const struct stk_r
 	struct mem_ctx mc = { .memfd = p ? p->memfd : -1 };
 	struct stk_wait_in in = {
 		.proc_root = r->proc_root, .pid = x->pid, .nr = x->nr, .args = x->args,
-		.callers = callers, .mem = mem_read, .mem_ctx = &mc,
+		.callers = callers, .mem = mem_read, .mem_ctx = &mc, .fds = p ? &p->fds : NULL,
 	};
 	char text[256];
 
@@ -635,6 +636,9 @@ out:
 	for (size_t i = 0; i < nq; i++)
 		free(q[i].stack);
 	free(q);
+	/* a process's fds may change by the next snapshot */
+	for (size_t i = 0; i < r->nprocs; i++)
+		stk_fdcache__free(&r->procs[i].fds);
 	return err;
 }
 

@@ -10,6 +10,7 @@
  * The owner is the process's own word: a TID as the process sees it, checked by
  * the caller against the process's threads.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <limits.h>
 #include <stdio.h>
@@ -88,24 +89,76 @@ static bool fd_link(const struct stk_wait_in *in, long fd, char *buf, size_t siz
 	return true;
 }
 
+void stk_fdcache__free(struct stk_fdcache *c)
+{
+	free(c->v);
+	memset(c, 0, sizeof(*c));
+}
+
+/* "pipe:[123]" → 123; 0 when not a pipe. */
+static uint64_t pipe_ino(const char *link)
+{
+	char *end;
+	uint64_t v;
+
+	if (strncmp(link, "pipe:[", 6))
+		return 0;
+	v = strtoull(link + 6, &end, 10);
+	return *end == ']' && !end[1] ? v : 0;
+}
+
+/* The process's pipe fds and whether each is open for writing: its fd directory, once. */
+static void build_fds(const struct stk_wait_in *in, struct stk_fdcache *c)
+{
+	char path[PATH_MAX], link[64], info[512], flags[32];
+	struct dirent *e;
+	size_t cap = 0;
+	DIR *d;
+
+	c->built = true;
+	snprintf(path, sizeof(path), "%s/%u/fd", in->proc_root, in->pid);
+	d = opendir(path);
+	while (d && (e = readdir(d)) && c->n < 65536) {
+		char *end;
+		long fd = strtol(e->d_name, &end, 10);
+		uint64_t ino;
+
+		if (e->d_name[0] < '0' || e->d_name[0] > '9' || *end ||
+		    !fd_link(in, fd, link, sizeof(link)) || !(ino = pipe_ino(link)))
+			continue;
+		if (c->n == cap) {
+			struct stk_fd_ent *v = realloc(c->v, (cap = cap ? cap * 2 : 16) * sizeof(*v));
+
+			if (!v)
+				break;
+			c->v = v;
+		}
+		snprintf(path, sizeof(path), "%u/fdinfo/%ld", in->pid, fd);
+		c->v[c->n].fd = fd;
+		c->v[c->n].pipe_ino = ino;
+		c->v[c->n].wronly = tk_read_file(in->proc_root, path, info, sizeof(info)) > 0 &&
+				    tk_status_field(info, "flags", flags, sizeof(flags)) &&
+				    (strtoul(flags, NULL, 8) & 3) == 1;	/* O_WRONLY */
+		c->n++;
+	}
+	if (d)
+		closedir(d);
+}
+
 /* The lowest other fd of the process open on the same pipe for writing; -1 none. */
 static long pipe_writer(const struct stk_wait_in *in, long fd, const char *target)
 {
-	char path[PATH_MAX], link[128], info[512], flags[32];
+	struct stk_fdcache local = { 0 }, *c = in->fds ? in->fds : &local;
+	uint64_t ino = pipe_ino(target);
 	long found = -1;
 
-	for (long i = 0; i < 1024; i++) {
-		if (i == fd || !fd_link(in, i, link, sizeof(link)) || strcmp(link, target))
-			continue;
-		snprintf(path, sizeof(path), "%u/fdinfo/%ld", in->pid, i);
-		if (tk_read_file(in->proc_root, path, info, sizeof(info)) <= 0 ||
-		    !tk_status_field(info, "flags", flags, sizeof(flags)))
-			continue;
-		if ((strtoul(flags, NULL, 8) & 3) == 1) {	/* O_WRONLY */
-			found = i;
-			break;
-		}
-	}
+	if (!c->built)
+		build_fds(in, c);
+	for (size_t i = 0; i < c->n; i++)
+		if (c->v[i].fd != fd && c->v[i].pipe_ino == ino && c->v[i].wronly &&
+		    (found < 0 || c->v[i].fd < found))
+			found = c->v[i].fd;
+	stk_fdcache__free(&local);
 	return found;
 }
 
