@@ -16,7 +16,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	struct stk_kframe kf[STK_MAX_KFRAMES];
 	uint64_t args[6], sp, pc, v;
 	char *s = strndup((const char *)data, size), comm[16], st;
-	uint32_t mask;
+	uint32_t mask, flags;
 	int64_t nr;
 	int n;
 
@@ -25,7 +25,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (!stk_parse_syscall(s, &nr, args, &sp, &pc) && (nr < -2 || nr > 4095))
 		abort();
 	memset(comm, 'x', sizeof(comm));
-	if (!stk_parse_stat(s, comm, &st) && strnlen(comm, sizeof(comm)) >= sizeof(comm))
+	if (!stk_parse_stat(s, comm, &st, &flags) && strnlen(comm, sizeof(comm)) >= sizeof(comm))
 		abort();
 	n = stk_parse_kstack(s, kf, STK_MAX_KFRAMES);
 	if (n > STK_MAX_KFRAMES)

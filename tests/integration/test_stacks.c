@@ -591,6 +591,19 @@ static void test_cli(void **state)
 		assert_true(jq_file(json, filter));
 	}
 	{
+		/* kernel threads (idle ones: all are), by /proc: their kernel stacks, no syscall */
+		char *args[] = { "stacks", "--state", "I", "--json", "--backend", "proc", NULL };
+
+		assert_int_equal(tk_test_run_tracekit(out, sizeof(out), false, args), 0);
+		f = fopen(json, "w");
+		fputs(out, f);
+		fclose(f);
+		assert_true(jq_file(json, "(.snapshots[0].threads | length) > 0 and "
+				    "all(.snapshots[0].threads[]; .syscall == null and "
+				    ".user_note == null and .state == \"I\" and "
+				    "(.kernel_stack | length) > 0 and .wchan != null)"));
+	}
+	{
 		char *args[] = { "stacks", "-p", spid, "-o", (char *)pb, NULL };
 
 		assert_int_equal(tk_test_run_tracekit(out, sizeof(out), false, args), 0);

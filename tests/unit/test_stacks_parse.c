@@ -55,21 +55,31 @@ static void test_syscall(void **state)
 static void test_stat(void **state)
 {
 	char comm[16], st;
+	uint32_t fl;
 
-	assert_int_equal(stk_parse_stat("31244 (stacks_shape) S 1 2 3\n", comm, &st), 0);
+	assert_int_equal(stk_parse_stat("31244 (stacks_shape) S 1 2 3 0 -1 4194368 9\n", comm,
+					&st, &fl), 0);
 	assert_string_equal(comm, "stacks_shape");
 	assert_int_equal(st, 'S');
+	assert_int_equal(fl, 4194368);
+	/* a kernel thread */
+	assert_int_equal(stk_parse_stat("2 (kthreadd) S 0 0 0 0 -1 2129984 0\n", comm, &st, &fl),
+			 0);
+	assert_true(fl & STK_PF_KTHREAD);
 	/* a comm with ") R (" in it: the last ')' ends it */
-	assert_int_equal(stk_parse_stat("7 (a) R (b) D 1 2\n", comm, &st), 0);
+	assert_int_equal(stk_parse_stat("7 (a) R (b) D 1 2 3 4 5 64\n", comm, &st, &fl), 0);
 	assert_string_equal(comm, "a) R (b");
 	assert_int_equal(st, 'D');
+	assert_int_equal(fl, 64);
 	/* longer than a comm can be: cut, terminated */
-	assert_int_equal(stk_parse_stat("7 (0123456789abcdefXYZ) S 1\n", comm, &st), 0);
+	assert_int_equal(stk_parse_stat("7 (0123456789abcdefXYZ) S 1 2 3 4 5 0\n", comm, &st, &fl),
+			 0);
 	assert_int_equal(strlen(comm), 15);
-	assert_int_equal(stk_parse_stat("7 no parens S\n", comm, &st), -EINVAL);
-	assert_int_equal(stk_parse_stat("7 (x)", comm, &st), -EINVAL);
-	assert_int_equal(stk_parse_stat("7 (x) Q 1", comm, &st), -EINVAL);
-	assert_int_equal(stk_parse_stat(") 7 (", comm, &st), -EINVAL);
+	assert_int_equal(stk_parse_stat("7 no parens S\n", comm, &st, &fl), -EINVAL);
+	assert_int_equal(stk_parse_stat("7 (x)", comm, &st, &fl), -EINVAL);
+	assert_int_equal(stk_parse_stat("7 (x) Q 1 2 3 4 5 0", comm, &st, &fl), -EINVAL);
+	assert_int_equal(stk_parse_stat(") 7 (", comm, &st, &fl), -EINVAL);
+	assert_int_equal(stk_parse_stat("7 (x) S 1 2", comm, &st, &fl), -EINVAL);
 }
 
 static void test_kstack(void **state)

@@ -134,8 +134,12 @@ int stk_oncpu__sample(struct stk_oncpu *q, size_t n, int timeout_ms);
  */
 int stk_parse_syscall(const char *text, int64_t *nr, uint64_t args[6], uint64_t *sp,
 		      uint64_t *pc);
-/* /proc/PID/task/TID/stat: the comm (between the first '(' and the last ')') and the state. */
-int stk_parse_stat(const char *text, char comm[16], char *state);
+/*
+ * /proc/PID/task/TID/stat: the comm (between the first '(' and the last ')'), the
+ * state and the flags (PF_KTHREAD 0x00200000: a kernel thread).
+ */
+#define STK_PF_KTHREAD 0x00200000
+int stk_parse_stat(const char *text, char comm[16], char *state, uint32_t *flags);
 /*
  * /proc/PID/task/TID/stack: "[<0>] name+0x4fa/0x5a0" lines → names in @kf
  * (malloc'ed; free with stk_kframes_free), at most @max. Returns the count or

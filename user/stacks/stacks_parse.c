@@ -77,9 +77,10 @@ int stk_parse_syscall(const char *text, int64_t *nr, uint64_t args[6], uint64_t 
 	return 0;
 }
 
-int stk_parse_stat(const char *text, char comm[16], char *state)
+int stk_parse_stat(const char *text, char comm[16], char *state, uint32_t *flags)
 {
 	const char *open = strchr(text, '('), *close = strrchr(text, ')');
+	unsigned int f = 0;
 	size_t n;
 
 	if (!open || !close || close < open || close[1] != ' ' || !close[2])
@@ -90,7 +91,11 @@ int stk_parse_stat(const char *text, char comm[16], char *state)
 	memcpy(comm, open + 1, n);
 	comm[n] = 0;
 	*state = close[2];
-	return strchr("RSDTtZXIPWK", *state) ? 0 : -EINVAL;
+	/* state ppid pgrp session tty_nr tpgid flags */
+	if (sscanf(close + 2, "%*c %*d %*d %*d %*d %*d %u", &f) != 1)
+		return -EINVAL;
+	*flags = f;
+	return *state && strchr("RSDTtZXIPWK", *state) ? 0 : -EINVAL;
 }
 
 int stk_parse_kstack(const char *text, struct stk_kframe *kf, int max)

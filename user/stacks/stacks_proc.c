@@ -90,6 +90,7 @@ static int read_thread(const char *proc_root, int tdfd, uint32_t pid, uint32_t t
 		       bool *kstack_denied)
 {
 	uint64_t after = 0;
+	uint32_t flags;
 	char buf[4096];
 	long n;
 	int err;
@@ -103,18 +104,20 @@ static int read_thread(const char *proc_root, int tdfd, uint32_t pid, uint32_t t
 	n = read_at(tdfd, "stat", buf, sizeof(buf));
 	if (n < 0)
 		return -ESRCH;
-	if (stk_parse_stat(buf, r->comm, &r->state))
+	if (stk_parse_stat(buf, r->comm, &r->state, &flags))
 		return -EINVAL;
+	r->kthread = flags & STK_PF_KTHREAD;
 	if (state_mask && !(state_mask & stk_state_class(r->state)))
 		return 1;
 	r->have_switches = read_switches(tdfd, &r->switches);
 	for (int attempt = 0; attempt < 2; attempt++) {
-		err = read_regs(tdfd, r);
+		/* a kernel thread has no user registers nor syscall: its kernel stack only */
+		err = r->kthread ? 0 : read_regs(tdfd, r);
 		if (err == -ESRCH)
 			return err;
 		if (err == -EACCES || err == -EPERM)
 			return err;
-		if (kernel && r->state != 'R' && r->nr != -2) {
+		if (kernel && r->state != 'R' && (r->nr != -2 || r->kthread)) {
 			stk_kframes_free(r->kf, r->nk);
 			r->nk = 0;
 			n = read_at(tdfd, "stack", buf, sizeof(buf));
@@ -137,7 +140,7 @@ static int read_thread(const char *proc_root, int tdfd, uint32_t pid, uint32_t t
 		r->switches = after;
 		r->torn = attempt == 1;
 	}
-	r->on_cpu = r->nr == -2 && r->state == 'R';
+	r->on_cpu = r->nr == -2 && r->state == 'R' && !r->kthread;
 	if (nspid && read_at(tdfd, "status", buf, sizeof(buf)) > 0)
 		r->ns_tid = stk_parse_nspid(buf) ?: tid;
 	(void)proc_root;
