@@ -177,6 +177,15 @@ int main(int argc, char **argv)
 	pthread_attr_t at;
 	pthread_t t;
 
+	if (argc > 1 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"))) {
+		printf("usage: stacks_shape [-t N] [-v] [-n]\n"
+		       "  a process of known shape for tracekit stacks: a busy main thread, a mutex\n"
+		       "  holder in read() on a pipe, its waiter, a nanosleep loop, a D thread\n"
+		       "  -t N  N more threads in pthread_cond_wait\n"
+		       "  -v    the D thread in vfork (default: userfaultfd where allowed)\n"
+		       "  -n    no D thread\n");
+		return 0;
+	}
 	while ((opt = getopt(argc, argv, "t:vn")) != -1) {
 		if (opt == 't')
 			nextra = atoi(optarg);
