@@ -550,6 +550,9 @@ static struct stk_oncpu *sample_running(struct stk_result *r, struct stk_raws *r
 	for (size_t i = 0; i < raws->n && n < STK_ONCPU_MAX; i++) {
 		struct stk_raw *x = &raws->v[i];
 
+		/* a runnable thread that ran while it was read: its copy may mix two stacks */
+		if (x->torn && x->state == 'R' && x->have_regs && !x->kthread)
+			x->have_regs = false;
 		if (x->kthread || x->have_regs || !(x->on_cpu || x->nr == -2 || x->state == 'R') ||
 		    (x->pid == (uint32_t)getpid() && x->tid == (uint32_t)gettid()))
 			continue;
@@ -576,6 +579,7 @@ static struct stk_oncpu *sample_running(struct stk_result *r, struct stk_raws *r
 			x->copy = q[k].stack;
 			x->copy_len = q[k].len;
 			x->nr = -2;
+			x->torn = false;
 			got++;
 		}
 		k++;
