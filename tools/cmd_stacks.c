@@ -28,7 +28,8 @@ static const char usage_stacks[] =
 	"      --repeat N         take N snapshots (1 to 1000) and list first the\n"
 	"                         threads that did not move between them (same stack,\n"
 	"                         did not run)\n"
-	"      --interval SEC     between snapshots (default 1, 0.01 to 3600)\n"
+	"      --interval SEC     between snapshots (default 1, 0.01 to 3600); Ctrl-C\n"
+	"                         ends them, and those taken are written\n"
 	"  -o, --output FILE      write FILE, whole or not at all; the format follows\n"
 	"                         the name: .txt (text), .json, .pb.gz (pprof: one\n"
 	"                         sample per thread); repeat -o for several files\n"
@@ -47,6 +48,13 @@ static const char usage_stacks[] =
 	"stack is left out and said (running_no_stack). Without -o, text on stdout.\n"
 	"Exit codes: 0 written, 1 it could not be, 2 bad usage, 141 stdout was\n"
 	"closed early (| head; the -o files are still whole).\n";
+
+static volatile int stop_asked;
+
+static void on_stop(int sig)
+{
+	stop_asked = 1;
+}
 
 static int resolve(struct outputs *o)
 {
@@ -211,6 +219,16 @@ int cmd_stacks(int argc, char **argv)
 	signal(SIGPIPE, SIG_IGN);
 	if ((err = outputs_open(&outs, "stacks")))
 		return err;
+	/* Ctrl-C, SIGTERM, SIGHUP between snapshots: the ones taken are written whole */
+	{
+		struct sigaction sa = { .sa_handler = on_stop };
+
+		sigemptyset(&sa.sa_mask);
+		sigaction(SIGINT, &sa, NULL);
+		sigaction(SIGTERM, &sa, NULL);
+		sigaction(SIGHUP, &sa, NULL);
+	}
+	so.stop = &stop_asked;
 	err = tk_stacks__take(&so, pids, nr_pids, &s, why, sizeof(why));
 	if (err) {
 		outputs_abort(&outs);

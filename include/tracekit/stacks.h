@@ -50,6 +50,8 @@ struct tk_stacks_opts {
 	void *log_ctx;
 	bool no_sample;			/* no perf sample of the threads on a CPU (their
 					   user stacks are then left out) */
+	const volatile int *stop;	/* with repeat: set non-zero (a signal handler may)
+					   to take no more snapshots; those taken are kept */
 };
 
 struct tk_stacks_frame {

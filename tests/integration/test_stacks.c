@@ -591,6 +591,24 @@ static void test_cli(void **state)
 		assert_true(jq_file(json, filter));
 	}
 	{
+		/* Ctrl-C between snapshots: those taken, written whole, and said */
+		char *args[] = { "stacks", "-p", spid, "--repeat", "100", "--interval", "0.5", "-o",
+				 (char *)json, NULL };
+		pid_t tk;
+		int status;
+
+		unlink(json);
+		tk = tk_test_start_tracekit(args);
+		assert_true(tk > 0);
+		usleep(1300000);
+		kill(tk, SIGINT);
+		assert_int_equal(waitpid(tk, &status, 0), tk);
+		assert_true(WIFEXITED(status));
+		assert_int_equal(WEXITSTATUS(status), 0);
+		assert_true(jq_file(json, "(.snapshots | length) >= 2 and (.snapshots | length) < 6 "
+				    "and (.notes | any(test(\"stopped after\")))"));
+	}
+	{
 		/* kernel threads (idle ones: all are), by /proc: their kernel stacks, no syscall */
 		char *args[] = { "stacks", "--state", "I", "--json", "--backend", "proc", NULL };
 

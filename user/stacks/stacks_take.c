@@ -863,8 +863,12 @@ int tk_stacks__take(const struct tk_stacks_opts *opts, const int *pids, size_t n
 
 			ts.tv_sec = ms / 1000;
 			ts.tv_nsec = ms % 1000 * 1000000;
-			while (nanosleep(&ts, &ts) && errno == EINTR)
+			while (!(r->o.stop && *r->o.stop) && nanosleep(&ts, &ts) && errno == EINTR)
 				;
+			if (r->o.stop && *r->o.stop) {
+				note(r, "stopped after %u of %u snapshots", k, n);
+				break;
+			}
 			t0 = mono_ns();
 		}
 		r->snaps[k].time_nanos = unix_ns();
