@@ -45,6 +45,7 @@ enum tk_collector {
 	TK_COLLECT_CPU,
 	TK_COLLECT_ALLOC,
 	TK_COLLECT_NUMA,
+	TK_COLLECT_STACKS,
 	TK_COLLECT__COUNT,
 };
 
@@ -61,7 +62,7 @@ const char *tk_unwind_mode__name(enum tk_unwind_mode mode);
 
 /* "bpf", "perf", "jemalloc", "vmstat", "proc" ("none" for TK_BACKEND_NONE) */
 const char *tk_backend__name(enum tk_backend b);
-/* "cpu", "alloc", "numa" */
+/* "cpu", "alloc", "numa", "stacks" */
 const char *tk_collector__name(enum tk_collector c);
 
 /* The library's version, "MAJOR.MINOR.PATCH". */

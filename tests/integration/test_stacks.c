@@ -760,6 +760,22 @@ static void test_fallback_under_seccomp(void **state)
 		 "(.snapshots[0].threads[] | select(.tid == %d) | .holder_tid == %d)", s.waiter,
 		 s.holder);
 	assert_true(jq_file(json, filter));
+	/* what 'tracekit caps' says stacks will use, here and without bpf(2), is what it used */
+	{
+		char *caps[] = { "caps", "--json", NULL };
+
+		assert_int_equal(tk_test_run_tracekit(out, sizeof(out), true, caps), 0);
+		f = fopen(json, "w");
+		fputs(out, f);
+		fclose(f);
+		assert_true(jq_file(json, ".backends.stacks.backend == \"proc\""));
+		assert_int_equal(tk_test_run_tracekit(out, sizeof(out), false, caps), 0);
+		f = fopen(json, "w");
+		fputs(out, f);
+		fclose(f);
+		assert_true(jq_file(json, ".backends.stacks.backend == \"bpf\" and "
+				    "(.backends.stacks.reason | test(\"iter.s/task\"))"));
+	}
 	stop_shape(&s);
 }
 

@@ -13,6 +13,7 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 
+#include "core/internal.h"
 #include "stacks/stacks_int.h"
 #include "bpf/stacks_iter.h"
 #include "stacks_iter.skel.h"
@@ -282,4 +283,21 @@ void stk_iter__free(struct stk_iter *it)
 	stacks_iter_bpf__destroy(it->skel);
 	free(it->buf);
 	free(it);
+}
+
+/* The snapshot's bpf.load.stacks: the iterator loaded as tk_stacks__take would, and closed. */
+int tk_stacks_bpf__probe_load(char *msg, size_t msg_sz)
+{
+	struct stk_iter_opts o = { .log = &tk_log_quiet };
+	struct stk_iter *it;
+	int err = stk_iter__open(&o, &it, msg, msg_sz);
+
+	if (err)
+		return err;
+	snprintf(msg, msg_sz, "%s", stk_iter__sleepable(it) ?
+		 "the sleepable task iterator (iter.s/task: user stacks copied with "
+		 "bpf_copy_from_user_task)" :
+		 "the task iterator (iter/task; user stacks read from /proc/PID/mem)");
+	stk_iter__free(it);
+	return 0;
 }
