@@ -18,6 +18,7 @@ const volatile __u32 state_mask = 0;		/* enum stk_class; 0: all */
 const volatile bool no_kernel = false;
 const volatile bool no_user = false;
 const volatile __u64 thread_size = 16384;	/* before bpf_task_pt_regs (5.15) */
+const volatile bool regs_from_stack = false;	/* that way even with it (tests) */
 const volatile bool knames = true;		/* name kernel frames here (bpf_snprintf) */
 
 struct {
@@ -93,7 +94,7 @@ static __always_inline void user_regs(struct task_struct *t, struct stk_rec *r)
 	struct pt_regs *regs = NULL;
 	__u64 stk;
 
-	if (bpf_core_enum_value_exists(enum bpf_func_id, BPF_FUNC_task_pt_regs)) {
+	if (!regs_from_stack && bpf_core_enum_value_exists(enum bpf_func_id, BPF_FUNC_task_pt_regs)) {
 		regs = (struct pt_regs *)bpf_task_pt_regs(t);
 	} else {
 		stk = (__u64)BPF_CORE_READ(t, stack);

@@ -335,7 +335,7 @@ static struct tk_stacks_result *take(enum tk_backend b, const int *pids, size_t 
 }
 
 /* Take the shape's stacks on backend @b, watched: nothing may stop or signal it. */
-static void check_backend(enum tk_backend b, bool other, bool plain)
+static void check_backend(enum tk_backend b, bool other, bool plain, bool task_stack)
 {
 	struct shape s;
 	struct watch base, w;
@@ -355,10 +355,13 @@ static void check_backend(enum tk_backend b, bool other, bool plain)
 	watch_start(&w, &s);
 	if (plain)
 		setenv("TK_STACKS_PLAIN_ITER", "1", 1);
+	if (task_stack)
+		setenv("TK_STACKS_TASK_STACK", "1", 1);
 	before = mono_ns() - s.blocked_ns;
 	r = take(b, &pid, 1, why, sizeof(why), &err);
 	after = mono_ns() - s.blocked_ns;
 	unsetenv("TK_STACKS_PLAIN_ITER");
+	unsetenv("TK_STACKS_TASK_STACK");
 	usleep(50000);
 	watch_stop(&w);
 	if (err)
@@ -393,29 +396,38 @@ static void check_backend(enum tk_backend b, bool other, bool plain)
 
 static void test_bpf(void **state)
 {
-	check_backend(TK_BACKEND_BPF, false, false);
+	check_backend(TK_BACKEND_BPF, false, false, false);
 }
 
 static void test_proc(void **state)
 {
-	check_backend(TK_BACKEND_PROC, false, false);
+	check_backend(TK_BACKEND_PROC, false, false, false);
 }
 
 /* The plain iterator (no bpf_copy_from_user_task, kernels 5.8-5.17): stacks from /proc/PID/mem. */
 static void test_bpf_plain(void **state)
 {
-	check_backend(TK_BACKEND_BPF, false, true);
+	check_backend(TK_BACKEND_BPF, false, true, false);
+}
+
+/*
+ * The plain iterator with the user registers found from task_struct.stack, as on
+ * 5.10-5.14 (no bpf_task_pt_regs): the same stacks.
+ */
+static void test_bpf_task_stack(void **state)
+{
+	check_backend(TK_BACKEND_BPF, false, true, true);
 }
 
 /* Another user's process: root reads it whole on both backends. */
 static void test_other_user_bpf(void **state)
 {
-	check_backend(TK_BACKEND_BPF, true, false);
+	check_backend(TK_BACKEND_BPF, true, false, false);
 }
 
 static void test_other_user_proc(void **state)
 {
-	check_backend(TK_BACKEND_PROC, true, false);
+	check_backend(TK_BACKEND_PROC, true, false, false);
 }
 
 /*
@@ -960,6 +972,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_teardown(test_bpf, kill_started),
 		cmocka_unit_test_teardown(test_bpf_plain, kill_started),
+		cmocka_unit_test_teardown(test_bpf_task_stack, kill_started),
 		cmocka_unit_test_teardown(test_proc, kill_started),
 		cmocka_unit_test_teardown(test_other_user_bpf, kill_started),
 		cmocka_unit_test_teardown(test_other_user_proc, kill_started),

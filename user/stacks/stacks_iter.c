@@ -46,6 +46,11 @@ static int try_load(const struct stk_iter_opts *o, bool sleepable, struct stk_it
 	skel->rodata->state_mask = o->state_mask;
 	skel->rodata->no_kernel = o->no_kernel;
 	skel->rodata->no_user = o->no_user;
+	/* before bpf_task_pt_regs (5.15): task->stack + THREAD_SIZE - sizeof(pt_regs) */
+	skel->rodata->thread_size = tk_kconfig__lookup("/proc", "CONFIG_KASAN") == 1 ? 32768 : 16384;
+	/* TK_STACKS_TASK_STACK=1: the older kernels' way on this one too (for tests) */
+	skel->rodata->regs_from_stack = getenv("TK_STACKS_TASK_STACK") &&
+					*getenv("TK_STACKS_TASK_STACK") == '1';
 	bpf_program__set_autoload(sleepable ? skel->progs.stacks_task_s : skel->progs.stacks_task,
 				  true);
 	err = stacks_iter_bpf__load(skel);
