@@ -4,7 +4,7 @@
  * (stacks_iter.c from the task iterator, stacks_proc.c from /proc), the
  * parsers of /proc text (stacks_parse.c, fuzzed), what a wait is
  * (stacks_wait.c), and the common code that walks, names and groups
- * (stacks_take.c, stacks_write.c).
+ * (stacks_take.c, stacks_scope.c, stacks_build.c, stacks_oncpu.c, stacks_write.c).
  */
 #ifndef __TK_STACKS_INT_H
 #define __TK_STACKS_INT_H
@@ -15,6 +15,9 @@
 
 #include "tracekit/stacks.h"
 #include "core/log.h"
+#include <linux/types.h>
+
+#include "bpf/unwind.h"
 
 #define STK_MAX_KFRAMES 64
 #define STK_MAX_UFRAMES 127
@@ -198,5 +201,70 @@ struct stk_wait_out {
 	char alt[96];
 };
 void stk_wait__describe(const struct stk_wait_in *in, struct stk_wait_out *out);
+
+
+/* ---- the snapshot's state (stacks_take.c), shared by its parts ------------------------ */
+
+struct tk_symbolizer;
+struct tk_unw_store;
+
+
+struct stk_proc {
+	uint32_t pid;
+	int memfd;			/* /proc/PID/mem, -1 none */
+	bool captured, have_unw;
+	struct unw_proc unw;
+	struct stk_fdcache fds;		/* its pipes, for this snapshot */
+};
+
+struct stk_result {
+	struct tk_stacks_result pub;
+	struct tk_stacks_opts o;
+	const char *proc_root;
+	struct tk_symbolizer *sym;
+	struct tk_unw_store *store;
+	struct stk_iter *iter;
+	struct tk_log log;
+	struct stk_proc *procs;
+	size_t nprocs, procs_cap;
+	struct tk_stacks_snapshot *snaps;
+	size_t nsnaps;
+	uint64_t loss[STK_L__COUNT];
+	struct tk_stacks_loss losses[STK_L__COUNT];
+	char *notes[8];
+	size_t nr_notes;
+	char reason[384];
+	bool sample_said;
+	uint64_t sampled;		/* threads on a CPU sampled */
+	void **allocs;
+	size_t nallocs, allocs_cap;
+};
+
+
+/* Memory that lives as long as the result (NULL: @p freed, out of memory). */
+void *stk_keep(struct stk_result *r, void *p);
+char *stk_keep_str(struct stk_result *r, const char *s);
+void stk_note(struct stk_result *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* The process's entry (its /proc/PID/mem opened), made at first use; NULL: no memory. */
+struct stk_proc *stk_proc_of(struct stk_result *r, uint32_t pid);
+/* Its maps captured and its unwind rows laid out, once per call. */
+void stk_proc_capture(struct stk_result *r, struct stk_proc *p);
+
+/* ---- the scope (stacks_scope.c) ------------------------------------------------------- */
+
+struct stk_pidset {
+	uint32_t *v;
+	size_t n, cap;
+};
+int stk_pidset_add(struct stk_pidset *s, uint32_t pid);
+/* The processes of cgroup2 directory @dir and below; 0 or a negative errno, @why said. */
+int stk_cgroup_pids(const char *dir, struct stk_pidset *out, char *why, size_t why_sz);
+/* Every process under @proc_root. */
+int stk_all_pids(const char *proc_root, struct stk_pidset *out);
+
+/* ---- one snapshot's threads, walked and named (stacks_build.c) ------------------------ */
+
+/* The threads of @raws (sorted here) into @s: 0 or a negative errno. */
+int stk_build(struct stk_result *r, struct stk_raws *raws, struct tk_stacks_snapshot *s);
 
 #endif /* __TK_STACKS_INT_H */
