@@ -247,8 +247,12 @@ int stk_iter__run(struct stk_iter *it, const uint32_t *pids, size_t nr, struct s
 	if (nr && (!it->link_pid_known || it->link_pid)) {
 		for (size_t i = 0; i < nr && !err; i++) {
 			err = run_link(it, pids[i]);
-			if (err == -EINVAL && !it->link_pid_known) {
-				/* before 6.1 a task iterator takes no pid: one over all, filtered */
+			if ((err == -E2BIG || err == -EINVAL) && !it->link_pid_known) {
+				/*
+				 * Before 6.1 a task iterator takes no pid: the link's info is
+				 * refused (5.10: -E2BIG, bytes past what it knows not zero).
+				 * One over every task, filtered in the program.
+				 */
 				it->link_pid_known = true;
 				it->link_pid = false;
 				it->len = 0;

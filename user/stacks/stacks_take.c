@@ -214,12 +214,9 @@ static int read_snapshot(struct stk_result *r, const struct stk_pidset *pids, bo
 	int err;
 
 	if (r->iter) {
-		err = stk_iter__run(r->iter, whole_system ? NULL : pids->v,
-				    whole_system ? 0 : pids->n, raws, &r->loss[STK_L_SEQ_RETRIES]);
-		for (size_t i = 0; i < raws->n; i++)
-			r->loss[STK_L_MMAP_LOCK_BUSY] += raws->v[i].mmap_busy && !raws->v[i].copy &&
-							 raws->v[i].have_regs;
-		return err;
+		/* (mmap_lock_busy is counted where the stack is not read: stacks_build.c) */
+		return stk_iter__run(r->iter, whole_system ? NULL : pids->v,
+				     whole_system ? 0 : pids->n, raws, &r->loss[STK_L_SEQ_RETRIES]);
 	}
 	for (size_t i = 0; i < pids->n; i++) {
 		err = stk_proc__read(r->proc_root, pids->v[i], r->o.states, !r->o.no_kernel, raws,
