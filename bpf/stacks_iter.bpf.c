@@ -149,7 +149,11 @@ static __always_inline struct stk_rec *fill(struct task_struct *t)
 	r->exit_state = BPF_CORE_READ(t, exit_state);
 	r->cls = cls;
 	r->switches = switches_of(t);
-	if (BPF_CORE_READ(t, on_cpu))
+	/*
+	 * On a CPU: only a runnable task can be (on 7.2, on_cpu reads non-zero for tasks
+	 * blocked in read() or futex: trusted for runnable ones only).
+	 */
+	if (cls == STK_R && BPF_CORE_READ(t, on_cpu))
 		r->flags |= STK_F_ON_CPU;
 	r->now = bpf_ktime_get_ns();
 	r->last_arrival = BPF_CORE_READ(t, sched_info.last_arrival);
@@ -170,7 +174,7 @@ static __always_inline struct stk_rec *fill(struct task_struct *t)
 static __always_inline void finish(struct task_struct *t, struct stk_rec *r)
 {
 	if (switches_of(t) != r->switches ||
-	    (!(r->flags & STK_F_ON_CPU) && BPF_CORE_READ(t, on_cpu)))
+	    (r->cls == STK_R && !(r->flags & STK_F_ON_CPU) && BPF_CORE_READ(t, on_cpu)))
 		r->flags |= STK_F_TORN;
 }
 
