@@ -43,6 +43,21 @@ const volatile __u32 off_budget = 0;		/* stacks a CPU takes a window; 0: all */
 const volatile __u32 task_state_off = 0;	/* __state (5.14+) or state */
 const volatile __u32 task_pid_off = 0;		/* task_struct.pid (off_switch_btf) */
 const volatile bool switch_has_state = false;	/* sched_switch passes prev_state (5.18+) */
+/* off_seed (waits that span the capture): task_struct offsets from the kernel's BTF */
+const volatile bool seed_key_tid = false;	/* offstart keyed by tid (off_switch_btf) */
+const volatile bool seed_by_tids = false;	/* scope: the tids in seed_tids (a cgroup's) */
+const volatile __u32 seed_task_regs = 0;	/* 1: bpf_task_pt_regs; 2: task->stack; 0: none */
+const volatile __u32 seed_stack_off = 0;	/* task_struct.stack */
+const volatile __u32 seed_thread_size = 0;	/* THREAD_SIZE */
+const volatile __u32 seed_state_off = 0;	/* __state (5.14+) or state */
+const volatile __u32 task_tgid_off = 0;
+const volatile __u32 task_on_cpu_off = 0;
+const volatile __u32 task_flags_off = 0;
+const volatile __u32 task_mm_off = 0;
+const volatile __u32 task_comm_off = 0;
+const volatile __u32 task_arrival_off = 0;	/* sched_info.last_arrival; 0: none */
+const volatile __u32 task_sum_exec_off = 0;	/* se.sum_exec_runtime */
+const volatile __u32 task_prev_sum_off = 0;	/* se.prev_sum_exec_runtime */
 
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
@@ -50,6 +65,14 @@ struct {
 	__type(key, __u32);
 	__type(value, __u8);
 } pids SEC(".maps");
+
+/* off_seed's scope under --cgroup: the cgroup's threads, listed by user space */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u8);
+} seed_tids SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_CGROUP_ARRAY);
@@ -637,6 +660,212 @@ int off_switch(__u64 *ctx)
 	if (off_scope(tgid, tid))
 		switch_out(ctx, tgid, tid, ctx[1], ctx[1]);
 	switch_in(ctx[2]);
+	return 0;
+}
+
+/* ---- waits that span the capture ----------------------------------------------------- */
+
+/* off_seed's own scratch: sched_switch may preempt it on its CPU and use scratch */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct cpu_stack);
+} seed_scratch SEC(".maps");
+
+#define PF_EXITING 0x00000004
+#define PF_KTHREAD 0x00200000
+
+static __always_inline __u64 task_u64(__u64 task, __u32 off)
+{
+	__u64 v = 0;
+
+	bpf_probe_read_kernel(&v, sizeof(v), (const void *)(task + off));
+	return v;
+}
+
+static __always_inline __u32 task_u32(__u64 task, __u32 off)
+{
+	__u32 v = 0;
+
+	bpf_probe_read_kernel(&v, sizeof(v), (const void *)(task + off));
+	return v;
+}
+
+/* task_struct.on_cpu: an int before 7.x, a u8 since; 0 or 1, so its first byte says (x86: LE) */
+static __always_inline bool task_on_cpu(__u64 task)
+{
+	__u8 v = 0;
+
+	bpf_probe_read_kernel(&v, sizeof(v), (const void *)(task + task_on_cpu_off));
+	return v;
+}
+
+/* Has @task run since (@arrival, @sum) were read: on a CPU, or run since? */
+static __always_inline bool seed_moved(__u64 task, __u64 arrival, __u64 sum)
+{
+	return task_on_cpu(task) ||
+	       (task_arrival_off && task_u64(task, task_arrival_off) != arrival) ||
+	       task_u64(task, task_sum_exec_off) != sum;
+}
+
+/* The user registers of @t, a task in the kernel (its entry's pt_regs) */
+static __always_inline bool seed_regs(struct task_struct *t, __u64 task, struct cpu_seed *r)
+{
+	__u64 regs = 0;
+
+	if (seed_task_regs == 1) {
+		regs = (__u64)bpf_task_pt_regs(t);
+	} else if (seed_task_regs == 2) {
+		__u64 stack = task_u64(task, seed_stack_off);
+
+		if (stack)
+			regs = stack + seed_thread_size - UNW_REGS_SIZE;
+	}
+	if (!regs || bpf_probe_read_kernel(&r->ip, 8, (const void *)(regs + 8 * UNW_REG_IP)) ||
+	    bpf_probe_read_kernel(&r->sp, 8, (const void *)(regs + 8 * UNW_REG_SP)) ||
+	    bpf_probe_read_kernel(&r->bp, 8, (const void *)(regs + 8 * UNW_REG_BP)))
+		return false;
+	return true;
+}
+
+/*
+ * Run once, by user space, right after sched_switch is attached: every
+ * in-scope thread that is off the CPU then and has no offstart entry yet
+ * (one that switched out since the attach has its own) gets one as if it
+ * had switched out now, under the stack it is blocked in. Its switch-in
+ * counts from now on; if it never runs, the end counts it until then. What
+ * it needs of the task is read at offsets from the kernel's BTF, like the
+ * rest of this object. The record each seed writes tells user space where
+ * its user stack is (user space walks it: another process's memory is not
+ * this program's to read before bpf_copy_from_user_task, 5.18).
+ */
+SEC("?iter/task")
+int off_seed(struct bpf_iter__task *ctx)
+{
+	struct task_struct *t = ctx->task;
+	struct seq_file *seq = ctx->meta->seq;
+	__u32 zero = 0, tgid, tid, state, slot;
+	struct cpu_off_start v = {};
+	struct cpu_seed r = {};
+	struct cpu_stack *st;
+	__u64 task, key, arrival, sum;
+	long n;
+
+	if (!t)
+		return 0;
+	/* its address as a number (a map key, a record field), not a pointer the verifier guards */
+	if (bpf_probe_read_kernel(&task, sizeof(task), &ctx->task) || !task)
+		return 0;
+	tid = task_u32(task, task_pid_off);
+	tgid = task_u32(task, task_tgid_off);
+	if (!tid || tgid == self_tgid || (filter_pids && !bpf_map_lookup_elem(&pids, &tgid)) ||
+	    (seed_by_tids && !bpf_map_lookup_elem(&seed_tids, &tid)))
+		return 0;
+	/* kernel threads have no user stack to wait in; exiting ones wait for nothing */
+	if ((task_u32(task, task_flags_off) & (PF_KTHREAD | PF_EXITING)) ||
+	    !task_u64(task, task_mm_off))
+		return 0;
+	arrival = task_arrival_off ? task_u64(task, task_arrival_off) : 0;
+	sum = task_u64(task, task_sum_exec_off);
+	if (task_on_cpu(task))
+		return 0;
+	state = task_u32(task, seed_state_off);
+	if (state & 0x0080)	/* TASK_DEAD */
+		return 0;
+	key = seed_key_tid ? tid : task;
+	v.weight = 1;
+	v.key.pid = tgid;
+	v.key.tid = tid;
+	v.key.gen = proc_gen(tgid, tid);
+	v.key.epoch = *(volatile __u32 *)&epoch;
+	v.key.state = off_state(state == 0, state) | CPU_OFF_BEFORE;
+	bpf_probe_read_kernel(v.key.comm, sizeof(v.key.comm), (const void *)(task + task_comm_off));
+	if (kernel_stacks) {
+		st = bpf_map_lookup_elem(&seed_scratch, &zero);
+		if (!st)
+			return 0;
+		n = bpf_get_task_stack(t, st->ips, sizeof(st->ips), 0);
+		if (n < 0) {
+			count(CPU_CNT_OFF_SEED_STACK);
+			v.key.flags |= CPU_KSTACK_LOST;
+		} else if (n > 0) {
+			struct cpu_stack_key k = { .epoch = v.key.epoch };
+
+			st->nr = n / sizeof(__u64);
+			st->pad = 0;
+			if (st->nr >= CPU_MAX_FRAMES)
+				v.key.flags |= CPU_KSTACK_TRUNCATED;
+			k.hash = hash_stack(st);
+			if (!bpf_map_lookup_elem(&kstacks, &k) &&
+			    bpf_map_update_elem(&kstacks, &k, st, BPF_NOEXIST) &&
+			    !bpf_map_lookup_elem(&kstacks, &k)) {
+				count(CPU_CNT_STACK_MAP_FULL);
+				v.key.flags |= CPU_KSTACK_LOST;
+			} else {
+				v.key.kstack = k.hash;
+			}
+		}
+	}
+	if (user_stacks && seed_regs(t, task, &r)) {
+		r.flags |= CPU_SEED_REGS;
+		v.key.ustack = CPU_SEED_USTACK(tid);
+	}
+	v.ts = bpf_ktime_get_ns();
+	slot = off_slot(key);
+	if (bpf_map_update_elem(&offstart, &key, &v, BPF_NOEXIST)) {
+		struct cpu_off_start *e = bpf_map_lookup_elem(&offstart, &key);
+
+		/* no room */
+		if (!e) {
+			count(CPU_CNT_OFF_START_FULL);
+			return 0;
+		}
+		/* it switched out since the attach: its own entry is better */
+		if (!(e->key.state & CPU_OFF_BEFORE) || e->key.tid != tid)
+			return 0;
+		/*
+		 * This task's seed, made by a run whose record did not fit the
+		 * seq buffer: the iterator runs the program again for it at the
+		 * next read. The record again, the entry as it is.
+		 */
+		v.ts = e->ts;
+		v.key.gen = e->key.gen;
+		v.key.epoch = e->key.epoch;
+		v.key.state = e->key.state;
+		v.key.ustack = e->key.ustack;
+		goto record;
+	}
+	__sync_fetch_and_add(&off_pending[slot], 1);
+	/*
+	 * It may have come back between the look above and the insert: its
+	 * switch-in found nothing then, and this entry would count a wait it
+	 * is not in. sched_switch runs before the switch-in's last_arrival and
+	 * on_cpu are written, so one that saw the entry counted and took it.
+	 */
+	if (seed_moved(task, arrival, sum)) {
+		struct cpu_off_start *e = bpf_map_lookup_elem(&offstart, &key);
+
+		if (e && e->ts == v.ts && (e->key.state & CPU_OFF_BEFORE) &&
+		    bpf_map_delete_elem(&offstart, &key) == 0)
+			__sync_fetch_and_add(&off_pending[slot], -1);
+		count(CPU_CNT_OFF_SEED_RACED);
+		return 0;
+	}
+	count(CPU_CNT_OFF_SEEDED);
+record:
+	r.key = key;
+	r.ts = v.ts;
+	r.last_arrival = arrival;
+	r.sum_exec = sum;
+	r.prev_sum_exec = task_u64(task, task_prev_sum_off);
+	r.ustack = v.key.ustack;
+	r.pid = tgid;
+	r.tid = tid;
+	r.gen = v.key.gen;
+	r.epoch = v.key.epoch;
+	r.state = v.key.state;
+	bpf_seq_write(seq, &r, sizeof(r));
 	return 0;
 }
 

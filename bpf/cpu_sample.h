@@ -57,6 +57,35 @@ enum cpu_off_state {
 	CPU_OFF_UNINTERRUPTIBLE,
 	CPU_OFF_OTHER,			/* stopped, traced, parked */
 	CPU_OFF_SHORT = 8,		/* or'ed: waits under off_cpu_min_ns, without stacks */
+	CPU_OFF_BEFORE = 16,		/* or'ed: a wait that began before the capture (seed) */
+};
+
+/*
+ * Waits that span the capture (off_seed, a task iterator run once right
+ * after sched_switch is attached): each in-scope thread off the CPU then
+ * gets an offstart entry timestamped now, its kernel stack taken from the
+ * task, its user stack under CPU_SEED_USTACK(tid), which user space walks
+ * from the registers below and stores in ustacks under that hash.
+ */
+#define CPU_SEED_TAG 0x5eed000000000000ULL
+#define CPU_SEED_USTACK(tid) (CPU_SEED_TAG | (__u32)(tid))
+
+enum cpu_seed_flags {
+	CPU_SEED_REGS = 1 << 0,		/* ip, sp, bp read */
+};
+
+/* One seeded thread, as the iterator writes it (bpf_seq_write). */
+struct cpu_seed {
+	__u64 key;			/* its offstart key */
+	__u64 ts;			/* the entry's ts (bpf_ktime_get_ns) */
+	__u64 ip, sp, bp;		/* user registers (CPU_SEED_REGS) */
+	__u64 last_arrival;		/* sched_info.last_arrival: rq clock at its last switch-in */
+	__u64 sum_exec;			/* se.sum_exec_runtime */
+	__u64 prev_sum_exec;		/* se.prev_sum_exec_runtime */
+	__u64 ustack;			/* CPU_SEED_USTACK(tid), or CPU_NO_STACK */
+	__u32 pid, tid, gen, epoch;
+	__u32 state;			/* enum cpu_off_state, CPU_OFF_BEFORE or'ed */
+	__u32 flags;			/* enum cpu_seed_flags */
 };
 
 /* A thread switched out: its key (stacks taken then) and when. */
@@ -133,6 +162,9 @@ enum cpu_counter {
 	CPU_CNT_OFF_START_FULL,		/* no room to remember a switch-out: its wait is lost */
 	CPU_CNT_OFF_COUNT_FULL,		/* no room to count a wait: lost */
 	CPU_CNT_OFF_SHORT,		/* waits under off_cpu_min_ns: counted without stacks */
+	CPU_CNT_OFF_SEEDED,		/* threads off the CPU at the start, given an entry */
+	CPU_CNT_OFF_SEED_RACED,		/* ... that ran while it was made: taken back */
+	CPU_CNT_OFF_SEED_STACK,		/* ... whose kernel stack could not be read */
 	CPU_CNT__COUNT,
 };
 

@@ -22,6 +22,11 @@
 # each hop (about 200,000 a second), as a busy server's threads switch.
 # BENCH_TRACERS: a subset of the names above (default all); BENCH_PINGPONG_ROUNDS: the
 # round trips of the work=0 load (the others take about as long).
+# Then waits that span the capture: cpu_offcpu_span with BENCH_SEED_THREADS (default
+# "0 1000") more threads blocked on a condition variable before the capture, and
+# `tracekit cpu --off-cpu -d 2 -p PID`: how many threads the task iterator found off the
+# CPU and how long that took (the profile's note), the waits from before the capture
+# (min median max: the window, 2 s), and what bcc's offcputime sees of them over the same 2 s.
 # Figures, not a pass/fail test: this machine is shared and noisy.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -38,6 +43,8 @@ for f in "$TK" "$PP"; do
 	[[ -x $f ]] || { echo "bench-offcpu: $f missing: run make" >&2; exit 1; }
 done
 [[ $(id -u) -eq 0 ]] || { echo "bench-offcpu: run as root" >&2; exit 1; }
+SPAN=$B/workloads/cpu_offcpu_span
+[[ -x $SPAN ]] || { echo "bench-offcpu: $SPAN missing: run make" >&2; exit 1; }
 OFFCPUTIME=$(command -v offcputime || echo /usr/sbin/offcputime)
 
 start_tracer() {
@@ -112,4 +119,31 @@ for l in "${LOADS[@]}"; do
 		read -r cm clo chi < <(tr ' ' '\n' <<<"${CPU[$l $t]}" | grep . | stats)
 		printf '%-12s %-28s %s\n' "$t" "$m ($lo $hi)" "$cm ($clo $chi)"
 	done
+done
+
+# waits that span the capture
+echo
+echo "waits begun before the capture (cpu_offcpu_span, cpu --off-cpu -d 2 -p):"
+printf '%-9s %-34s %-30s %s\n' blocked "found by the iterator" "their waits, s (med min max)" \
+	"offcputime sees"
+for n in ${BENCH_SEED_THREADS:-0 1000}; do
+	"$SPAN" 60 "$n" >"$TMP/span.out" &
+	spid=$!
+	for ((i = 0; i < 300; i++)); do grep -q ready "$TMP/span.out" && break; sleep 0.1; done
+	"$TK" cpu --off-cpu -d 2 -p "$spid" -o "$TMP/span.json" 2>/dev/null
+	found=$(jq -r '.comments[] | select(test("were off the CPU when")) |
+		capture("(?<n>[0-9]+) threads.* in (?<ms>[0-9]+) ms") | "\(.n) threads in \(.ms) ms"' \
+		"$TMP/span.json")
+	waits=$(jq -r '[.stacks[] | select(.off_cpu_began == "before_capture")
+		| select(any(.frames[]; .name | test("^blocked_(read|lock|cond)$")))
+		| {tid, ns: .values[2]}] | group_by(.tid) | map(map(.ns) | add / 1e6 | round / 1e3) | .[]' \
+		"$TMP/span.json" | stats)
+	seen=0
+	if [[ -x $OFFCPUTIME ]]; then
+		"$OFFCPUTIME" -p "$spid" 2 >"$TMP/oc.out" 2>&1 || true
+		seen=$(grep -c 'blocked_\(read\|lock\|cond\)' "$TMP/oc.out" || true)
+	fi
+	printf '%-9s %-34s %-30s %s\n' "$((n + 2))" "$found" "$waits" "$seen stacks of them"
+	kill -KILL "$spid"
+	wait "$spid" 2>/dev/null || true
 done

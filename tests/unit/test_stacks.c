@@ -19,6 +19,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "cpu/cpu.h"
 #include "cpu/stacks.h"
 
 struct found {
@@ -488,12 +489,12 @@ static void test_off_cpu_entries(void **state)
 	assert_int_equal(tk_stacks__total(t), 3);
 	assert_int_equal(tk_stacks__count(t, &e, &waits), 1500);
 	assert_int_equal(waits, 3);
-	/* samples are not off-CPU; a tid above 2^28 and an unknown kind are refused */
+	/* samples are not off-CPU; a tid from 2^27 on and an unknown kind are refused */
 	assert_int_equal(tk_stacks__add_off(t, 5, 6, 0, "w", k, 2, u, 1, 1, 1, TK_STACK_ON_CPU,
 					    false), -EINVAL);
-	assert_int_equal(tk_stacks__add_off(t, 5, 1u << 28, 0, "w", k, 2, u, 1, 1, 1,
+	assert_int_equal(tk_stacks__add_off(t, 5, 1u << 27, 0, "w", k, 2, u, 1, 1, 1,
 					    TK_STACK_OFF_SLEEPING, false), -EINVAL);
-	assert_int_equal(tk_stacks__add_off(t, 5, 6, 0, "w", k, 2, u, 1, 1, 1, 16, false),
+	assert_int_equal(tk_stacks__add_off(t, 5, 6, 0, "w", k, 2, u, 1, 1, 1, 32, false),
 			 -EINVAL);
 	/* a short wait keeps its state beside the flag */
 	assert_int_equal(tk_stacks__add_off(t, 5, 6, 0, "w", NULL, 0, NULL, 0, 9, 4,
@@ -514,6 +515,43 @@ static void test_off_cpu_entries(void **state)
 	assert_int_equal(waits, 2);
 	tk_stacks__free(iv);
 	tk_stacks__free(prev);
+	tk_stacks__free(t);
+}
+
+/*
+ * A wait that began before the capture is an entry of its own beside the
+ * same thread's later waits of the same stack and state, and keeps both
+ * flags (with the short one) and a tid as high as pid_max allows.
+ */
+static void test_off_cpu_before(void **state)
+{
+	struct tk_stacks *t = tk_stacks__new();
+	uint64_t k[1] = { 0xffffffff81000000ull }, u[1] = { 0x401000 };
+	struct kind_seen seen = { 0 };
+	struct tk_stack_entry e = { .pid = 5, .tid = (1u << 22) - 1, .kind = TK_STACK_OFF_SLEEPING,
+				    .kernel = k, .nr_kernel = 1, .user = u, .nr_user = 1 };
+	uint64_t waits;
+
+	assert_int_equal(tk_stacks__add_off(t, 5, e.tid, 0, "w", k, 1, u, 1, 3000, 1,
+					    TK_STACK_OFF_SLEEPING | TK_STACK_OFF_BEFORE, false), 0);
+	assert_int_equal(tk_stacks__add_off(t, 5, e.tid, 0, "w", k, 1, u, 1, 20, 2,
+					    TK_STACK_OFF_SLEEPING, false), 0);
+	assert_int_equal(tk_stacks__size(t), 2);
+	assert_int_equal(tk_stacks__count(t, &e, &waits), 20);
+	assert_int_equal(waits, 2);
+	e.kind = TK_STACK_OFF_SLEEPING | TK_STACK_OFF_BEFORE;
+	assert_int_equal(tk_stacks__count(t, &e, &waits), 3000);
+	assert_int_equal(waits, 1);
+	tk_stacks__free(t);
+	t = tk_stacks__new();
+	assert_int_equal(tk_stacks__add_off(t, 5, e.tid, 0, "w", NULL, 0, NULL, 0, 9, 1,
+					    TK_STACK_OFF_SHORT | TK_STACK_OFF_BEFORE |
+					    TK_STACK_OFF_UNINTERRUPTIBLE, false), 0);
+	assert_int_equal(tk_stacks__for_each(t, see_kind, &seen), 0);
+	assert_int_equal(seen.kind,
+			 TK_STACK_OFF_SHORT | TK_STACK_OFF_BEFORE | TK_STACK_OFF_UNINTERRUPTIBLE);
+	assert_int_equal(seen.tid, e.tid);
+	assert_string_equal(tk_cpu_profile__state(seen.kind), "uninterruptible");
 	tk_stacks__free(t);
 }
 
@@ -561,6 +599,7 @@ int main(void)
 		cmocka_unit_test(test_interval_diff),
 		cmocka_unit_test(test_interval_diff_shared),
 		cmocka_unit_test(test_off_cpu_entries),
+		cmocka_unit_test(test_off_cpu_before),
 		cmocka_unit_test(test_million_adds_timing),
 	};
 

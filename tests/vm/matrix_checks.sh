@@ -150,6 +150,31 @@ check_stacks() {
 			"$json" >/dev/null' "json: $(head -c 600 "$json" 2>/dev/null)"
 }
 
+# waits that span the capture: $1 the JSON profile of cpu --off-cpu -d 2 -p cpu_offcpu_span,
+# $2 rc, $3 stderr. Each blocked thread's wait, begun before the capture, is the window's:
+# at least 2 s - 5 %, at most the profile's duration (from before the load to after the stop).
+check_offspan() {
+	local json=$1 rc=$2 err=$3 fn ns why dur
+	T=off-cpu-span
+	if [[ $rc != 0 ]]; then
+		fail "off-cpu-span: tracekit cpu --off-cpu -p exits 0" "$(why_rc "$rc" "$err")"
+		return
+	fi
+	why=$(jq -r '[.comments[] | select(test("off-CPU time: .*(were off the CPU|not seen)"))][0]
+		// "no note"' "$json" 2>/dev/null)
+	# the capture's own length (its duration) bounds them: TCG stops slowly after the 2 s
+	dur=$(jq '.duration_nanos // 0' "$json" 2>/dev/null)
+	dur=${dur:-0}
+	for fn in blocked_read blocked_lock; do
+		ns=$(jq --arg fn "$fn" '[.stacks[] | select(.off_cpu_began == "before_capture")
+			| select(any(.frames[]; .name == $fn)) | .values[2]] | add // 0 | floor' \
+			"$json" 2>/dev/null)
+		ns=${ns:-0}
+		expect "off-cpu-span: $fn waited $ns ns from before the capture (want 1.9 s to the $dur ns of the capture)" \
+			'((ns >= 1900000000 && ns <= dur))' "$why"
+	done
+}
+
 # tracekit record over a command: $1 rc, $2 stderr, $3 the manifest, $4 the allocation summary.
 # Every collector is recorded, and the allocation profile names alloc_leak's leak_site.
 check_record() {
@@ -186,7 +211,7 @@ check_unwind() {
 # mix on Debian's python3.11: leaf_hot and leaf_cold 3:1 under drive_a/drive_b → handler, and
 # leaf_hot's samples whole from _start through Py_BytesMain and the interpreter loop.
 check_python() {
-	local name=$1 folded=$2 rc=$3 err=$4 hot cold whole pct
+	local name=$1 folded=$2 rc=$3 err=$4 txt=${5:-} hot cold whole pct cut
 	T=$name
 	if [[ $rc != 0 ]]; then
 		fail "$name: tracekit cpu exits 0" "$(why_rc "$rc" "$err")"
@@ -204,8 +229,12 @@ check_python() {
 	pct=$((100 * hot / (hot + cold)))
 	expect "$name: leaf_hot $pct % of the two leaves ($hot/$((hot + cold)), want 75 ± 8)" \
 		'((pct >= 67 && pct <= 83))' "top: $(sort -t' ' -k2 -n -r "$folded" | head -n3 | tr '\n' '|')"
+	# on failure: the heaviest leaf_hot stacks that are not whole, and the run's losses
+	cut=$(grep ';handler;leaf_hot' "$folded" | grep -v ';_start;' | sort -t' ' -k2 -n -r |
+		head -n3 | tr '\n' '|')
 	expect "$name: $whole of $hot leaf_hot samples whole to _start (want >= 97 %)" \
-		'((whole * 100 >= hot * 97))' "top: $(sort -t' ' -k2 -n -r "$folded" | head -n3 | tr '\n' '|')"
+		'((whole * 100 >= hot * 97))' "not whole: $cut" \
+		"$([[ -n $txt ]] && grep -E -o '(python|unwind)_[a-z_]+=[1-9][0-9]*' "$txt" | tr '\n' ' ')"
 }
 
 # Whether kernel release $1 (uname -r) is at least $2.$3.

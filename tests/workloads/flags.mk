@@ -83,6 +83,8 @@ WORKLOAD_CFLAGS_cpu_split_static := $(CPU_WL_FLAGS) -static
 $(eval WORKLOAD_CC_cpu_offcpu_static := $(CLANG))
 WORKLOAD_CFLAGS_cpu_offcpu_static := $(CPU_WL_FLAGS) -static
 WORKLOAD_LIBS_cpu_offcpu_static := -lpthread
+WORKLOAD_CFLAGS_cpu_offcpu_span_static := -static
+WORKLOAD_LIBS_cpu_offcpu_span_static := -lpthread
 # NUMA balancing in the two-node guests (tests/vm/matrix.sh): no libc there, so static
 WORKLOAD_CFLAGS_numa_balance := -static
 # move_pages(2) of 64 MiB to node 1 in the two-node guests (tests/workloads/numa_move.c)

@@ -215,7 +215,7 @@ int tk_kfeat__fit_maps(struct bpf_object *obj, char *note, size_t note_sz)
 
 /* The byte offset of @member in struct @t (through anonymous members), or -ENOENT. */
 static int find_member(const struct btf *btf, const struct btf_type *t, const char *member,
-		       int depth)
+		       size_t len, int depth, __u32 *type)
 {
 	const struct btf_member *m = btf_members(t);
 	int i, off;
@@ -224,8 +224,10 @@ static int find_member(const struct btf *btf, const struct btf_type *t, const ch
 		const char *name = btf__name_by_offset(btf, m->name_off);
 		const struct btf_type *mt;
 
-		if (name && !strcmp(name, member))
+		if (name && strlen(name) == len && !strncmp(name, member, len)) {
+			*type = m->type;
 			return btf_member_bit_offset(t, i) / 8;
+		}
 		if (name && name[0])
 			continue;
 		mt = btf__type_by_id(btf, m->type);
@@ -233,19 +235,44 @@ static int find_member(const struct btf *btf, const struct btf_type *t, const ch
 			mt = btf__type_by_id(btf, mt->type);
 		if (!mt || !btf_is_composite(mt) || depth > 4)
 			continue;
-		off = find_member(btf, mt, member, depth + 1);
+		off = find_member(btf, mt, member, len, depth + 1, type);
 		if (off >= 0)
 			return btf_member_bit_offset(t, i) / 8 + off;
 	}
 	return -ENOENT;
 }
 
-int tk_kfeat__member_offset(const char *type, const char *member)
+/* @path ("se.sum_exec_runtime"): members of members, their offsets summed. */
+static int find_path(const struct btf *btf, const struct btf_type *t, const char *path)
+{
+	int total = 0, off;
+	__u32 type;
+
+	for (;;) {
+		const char *dot = strchr(path, '.');
+		size_t len = dot ? (size_t)(dot - path) : strlen(path);
+
+		if (!t || !btf_is_composite(t) || !len)
+			return -ENOENT;
+		off = find_member(btf, t, path, len, 0, &type);
+		if (off < 0)
+			return off;
+		total += off;
+		if (!dot)
+			return total;
+		path = dot + 1;
+		t = btf__type_by_id(btf, type);
+		while (t && (btf_is_mod(t) || btf_is_typedef(t)))
+			t = btf__type_by_id(btf, t->type);
+	}
+}
+
+int tk_kfeat__member_offsets(const char *type, const char *const *members, int *offs, int n)
 {
 	struct tk_log_scope quiet;
 	const struct btf_type *t;
 	struct btf *btf;
-	int id, off;
+	int id, i;
 
 	tk_log__push(&tk_log_quiet, &quiet);
 	btf = btf__load_vmlinux_btf();
@@ -254,9 +281,17 @@ int tk_kfeat__member_offset(const char *type, const char *member)
 		return -errno ? -errno : -ENOENT;
 	id = btf__find_by_name_kind(btf, type, BTF_KIND_STRUCT);
 	t = id > 0 ? btf__type_by_id(btf, id) : NULL;
-	off = t ? find_member(btf, t, member, 0) : -ENOENT;
+	for (i = 0; i < n; i++)
+		offs[i] = t ? find_path(btf, t, members[i]) : -ENOENT;
 	btf__free(btf);
-	return off;
+	return 0;
+}
+
+int tk_kfeat__member_offset(const char *type, const char *member)
+{
+	int off, err = tk_kfeat__member_offsets(type, &member, &off, 1);
+
+	return err ? err : off;
 }
 
 int tk_kfeat__raw_tp_args(const char *tp)

@@ -43,9 +43,16 @@ enum tk_kfeat_session_kfunc tk_kfeat__session_kfunc(void);
 /*
  * The byte offset of @member in struct @type of the running kernel's BTF
  * (members of anonymous structs and unions included), or a negative errno
- * (no kernel BTF, no such type or member).
+ * (no kernel BTF, no such type or member). @member may name a member of a
+ * member: "se.sum_exec_runtime".
  */
 int tk_kfeat__member_offset(const char *type, const char *member);
+/*
+ * The same for @n members, the kernel's BTF read once: @offs[i] the offset
+ * of @members[i] or a negative errno. Returns 0, or a negative errno when
+ * there is no kernel BTF.
+ */
+int tk_kfeat__member_offsets(const char *type, const char *const *members, int *offs, int n);
 
 /*
  * The offset of @field in the record of tracepoint @category:@event, from

@@ -31,6 +31,8 @@ static const char *const loss_names[TK_LOSS__COUNT] = {
 	[TK_LOSS_DRAIN_MISSING] = "stacks_missing_at_drain",
 	[TK_LOSS_OFF_START_FULL] = "off_cpu_start_full",
 	[TK_LOSS_OFF_COUNT_FULL] = "off_cpu_count_map_full",
+	[TK_LOSS_OFF_SEED_RACED] = "off_cpu_seed_raced",
+	[TK_LOSS_OFF_SEED_UNREAD] = "off_cpu_seed_stack_unread",
 };
 
 const char *tk_cpu_loss__name(enum tk_cpu_loss l)
@@ -135,6 +137,29 @@ const char *tk_cpu__backend(const struct tk_cpu *c)
 	return c->be->name;
 }
 
+/* Off-CPU time: what the profile holds of the waits that began before the capture. */
+static void seed_notes(const struct tk_cpu *c, struct tk_profile *p)
+{
+	if (c->be == &tk_cpu_backend_perf) {
+		tk_profile__add_comment(p, "off-CPU time: perf sees a wait only when its thread "
+					"switches out during the capture: a thread blocked since "
+					"before it and not woken in it is not seen (the bpf backend "
+					"sees it)");
+		return;
+	}
+	if (c->seed_why[0]) {
+		tk_profile__add_comment(p, "off-CPU time: waits that began before the capture and "
+					"did not end in it are not seen: %s", c->seed_why);
+		return;
+	}
+	tk_profile__add_comment(p, "off-CPU time: %" PRIu64 " threads in scope were off the CPU "
+				"when the capture began (found by a task iterator in %" PRId64
+				" ms): their waits count from then, labelled off_cpu_began="
+				"before_capture, with off_cpu_before_ns how long they had been off "
+				"the CPU before it (the scheduler's clock, within milliseconds)%s%s",
+				c->seeded, c->seed_ms, c->seed_note[0] ? "; " : "", c->seed_note);
+}
+
 /* The profile of table @t with the loss and unwinder counters @losses and @unw. */
 static int build(struct tk_cpu *c, const struct tk_stacks *t, uint64_t *losses, const uint64_t *unw,
 		 int64_t start_real_ns, int64_t start_mono_ns, int64_t end_mono_ns, bool whole,
@@ -175,6 +200,14 @@ static int build(struct tk_cpu *c, const struct tk_stacks *t, uint64_t *losses, 
 		tk_profile__free(p);
 		return err;
 	}
+	for (i = 0; i < (int)p->nr_samples && c->nr_seeds; i++) {
+		struct tk_sample *smp = &p->samples[i];
+		const struct tk_cpu_seed_thread *sd;
+
+		sd = smp->began_before ? tk_cpu_seed__find(c, smp->pid, smp->tid) : NULL;
+		if (sd && sd->before_ns > 0)
+			smp->off_before_ns = sd->before_ns;
+	}
 	losses[TK_LOSS_UNSYMBOLIZED] = unsymbolized;
 	if (!c->opts.user_only && tk_symbolizer__kernel_status(c->sym) == -EPERM)
 		tk_profile__add_comment(p, "kernel frames unnamed: /proc/kallsyms shows zero "
@@ -198,6 +231,8 @@ static int build(struct tk_cpu *c, const struct tk_stacks *t, uint64_t *losses, 
 		tk_profile__add_comment(p, "%s", c->mmaps_note);
 	if (c->off_cpu_note[0])
 		tk_profile__add_comment(p, "%s", c->off_cpu_note);
+	if (c->opts.off_cpu)
+		seed_notes(c, p);
 	/* of this profile's span: an interval's or period's counts since the previous one */
 	if (c->off_thinned > from_thinned)
 		tk_profile__add_comment(p, "off-CPU time estimated: %" PRIu64 " of %" PRIu64

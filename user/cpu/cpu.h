@@ -12,6 +12,7 @@
 
 #include "profile/profile.h"
 #include "cpu/stacks.h"
+#include "cpu/cpu_seed.h"
 #include "sym/symbolize.h"
 #include "caps/caps.h"
 #include "tracekit/cpu.h"
@@ -66,6 +67,11 @@ enum tk_cpu_loss {
 	TK_LOSS_OFF_START_FULL,		/* "off_cpu_start_full": switch-outs with no room
 					   to be remembered: their waits are not counted */
 	TK_LOSS_OFF_COUNT_FULL,		/* "off_cpu_count_map_full": waits with no room */
+	TK_LOSS_OFF_SEED_RACED,		/* "off_cpu_seed_raced": threads off the CPU at the
+					   start that ran while their entry was made: their
+					   wait until then is not counted */
+	TK_LOSS_OFF_SEED_UNREAD,	/* "off_cpu_seed_stack_unread": waits from before
+					   the start counted without their user stack */
 	TK_LOSS__COUNT,
 };
 const char *tk_cpu_loss__name(enum tk_cpu_loss l);
@@ -118,6 +124,16 @@ struct tk_cpu {
 	char unwind_note[256];			/* why not, when CFI was wanted */
 	char kernel_note[256];			/* what this kernel made the loader change */
 	char start_why[256];			/* why start failed, when errno says too little */
+	/* bpf --off-cpu: waits from before the start (cpu_seed.c) */
+	char seed_why[160];			/* why they are not seen; "": they are */
+	char seed_note[160];			/* what of them is not known */
+	struct tk_cpu_seed_thread *seeds;	/* the threads seeded, by tid */
+	size_t nr_seeds;
+	uint32_t *seed_tids;			/* --cgroup: its threads, listed at start */
+	size_t nr_seed_tids, cap_seed_tids;
+	uint64_t seed_unread;			/* seeds whose user stack was not read */
+	uint64_t seeded;			/* seeds made (the BPF counter) */
+	int64_t seed_ms;			/* how long seeding took */
 	/* rotation (tk_cpu__rotate): where the current interval started */
 	bool rotated;
 	bool periods_only;			/* forget each interval once built */

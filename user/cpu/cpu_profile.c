@@ -299,7 +299,7 @@ void tk_locs__free(struct tk_locs *b)
 
 const char *tk_cpu_profile__state(enum tk_stack_kind kind)
 {
-	switch (kind & ~TK_STACK_OFF_SHORT) {
+	switch (kind & ~(TK_STACK_OFF_SHORT | TK_STACK_OFF_BEFORE)) {
 	case TK_STACK_OFF_RUNNABLE:
 		return "preempted";
 	case TK_STACK_OFF_SLEEPING:
@@ -319,6 +319,7 @@ const char *tk_cpu_profile__state(enum tk_stack_kind kind)
 static int build_off(struct tk_locs *b, const struct tk_stack_entry *e, uint32_t n)
 {
 	int64_t values[TK_PROFILE_MAX_VALUES] = { 0 };
+	int err;
 
 	if (b->p->nr_values < 4)
 		return -EINVAL;
@@ -336,8 +337,11 @@ static int build_off(struct tk_locs *b, const struct tk_stack_entry *e, uint32_t
 	}
 	values[2] = e->count;
 	values[3] = e->count2;
-	return tk_profile__add_sample_state(b->p, b->locs, n, values, e->pid, e->tid, e->comm,
-					    tk_cpu_profile__state(e->kind));
+	err = tk_profile__add_sample_state(b->p, b->locs, n, values, e->pid, e->tid, e->comm,
+					   tk_cpu_profile__state(e->kind));
+	if (!err && (e->kind & TK_STACK_OFF_BEFORE))
+		b->p->samples[b->p->nr_samples - 1].began_before = true;
+	return err;
 }
 
 /*

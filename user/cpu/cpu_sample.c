@@ -493,6 +493,10 @@ static void read_counters(struct tk_cpu *c, struct bpf_state *st)
 	c->losses[TK_LOSS_PERF_LOST] = tk_cpu_mmaps__lost(st->mmaps);
 	c->losses[TK_LOSS_OFF_START_FULL] = sum[CPU_CNT_OFF_START_FULL];
 	c->losses[TK_LOSS_OFF_COUNT_FULL] = sum[CPU_CNT_OFF_COUNT_FULL];
+	c->losses[TK_LOSS_OFF_SEED_RACED] = sum[CPU_CNT_OFF_SEED_RACED];
+	c->losses[TK_LOSS_OFF_SEED_UNREAD] = c->seed_unread;
+	c->losses[TK_LOSS_STACK_ERRORS] += sum[CPU_CNT_OFF_SEED_STACK];
+	c->seeded = sum[CPU_CNT_OFF_SEEDED];
 	if (st->off_cpu) {
 		int i;
 
@@ -535,6 +539,7 @@ static void bpf_free(struct tk_cpu *c)
 	tk_cpu_mmaps__free(st->mmaps);
 	tk_cpu_follow__destroy(st->follow);
 	cpu_sample_bpf__destroy(st->skel);
+	tk_cpu_seed__free(c);
 	tk_stacks__free(st->drained);
 	if (st->cgroup_fd >= 0)
 		close(st->cgroup_fd);
@@ -603,6 +608,7 @@ static int prepare_off_cpu(struct tk_cpu *c, struct bpf_state *st)
 	} else {
 		bpf_program__set_autoload(st->skel->progs.off_switch, true);
 	}
+	tk_cpu_seed__prepare(c, st->skel, bpf_program__autoload(st->skel->progs.off_switch_btf));
 	st->off_cpu = true;
 	snprintf(c->off_cpu_note, sizeof(c->off_cpu_note), "off-CPU time: sched_switch (%s%s%s), "
 		 "stacks at switch-out, %s%s", pid_off > 0 && !st->off_raw_why[0] ? "tp_btf" :
@@ -665,9 +671,24 @@ static int load_sampler(struct tk_cpu *c, struct bpf_state *st, enum tk_unwind_m
 		if (why[0])
 			snprintf(c->unwind_note, sizeof(c->unwind_note),
 				 "unwinding: frame pointers only: %s", why);
-		err = cpu_sample_bpf__load(st->skel);
+		/* tests: a kernel that refuses the task iterator (before 5.8, no BTF for it) */
+		if (getenv("TK_TEST_OFF_SEED_REFUSED") &&
+		    bpf_program__autoload(st->skel->progs.off_seed))
+			err = -EINVAL;
+		else
+			err = cpu_sample_bpf__load(st->skel);
 		if (!err)
 			err = tk_unw_bpf__open(&v, &st->unw);
+	}
+	if (err && st->off_cpu && bpf_program__autoload(st->skel->progs.off_seed)) {
+		/* the same object without the seeds, and the profile says what is not seen */
+		snprintf(c->seed_why, sizeof(c->seed_why), "this kernel refused the task "
+			 "iterator (%s)", strerror(-err));
+		tk_unw_bpf__free(st->unw);
+		st->unw = NULL;
+		cpu_sample_bpf__destroy(st->skel);
+		st->skel = NULL;
+		return load_sampler(c, st, mode);
 	}
 	if (err && st->off_cpu && bpf_program__autoload(st->skel->progs.off_switch_btf)) {
 		/* the same object with off-CPU time through raw_tp, and the profile says why */
@@ -689,6 +710,7 @@ static int load_sampler(struct tk_cpu *c, struct bpf_state *st, enum tk_unwind_m
 			st->skel = NULL;
 			/* tp_btf may not have been what failed: tried again without the unwinder */
 			st->off_raw_why[0] = '\0';
+			c->seed_why[0] = '\0';
 			return load_sampler(c, st, TK_UNWIND_FP);
 		}
 	}
@@ -809,6 +831,12 @@ static int bpf_start(struct tk_cpu *c)
 	}
 	st->next_drain_ns = tk_now_ns(CLOCK_MONOTONIC) + st->drain_ms * 1000000LL;
 	st->precapture = st->unw && o->nr_pids;
+	if (st->off_cpu) {
+		/* the waits going on now: their user stacks walk with the -p processes' entries */
+		if (st->precapture)
+			precapture(c, st);
+		tk_cpu_seed__run(c, st->skel, st->unw, st->rb);
+	}
 	return 0;
 fail:
 	bpf_free(c);
@@ -986,13 +1014,16 @@ int tk_cpu_bpf__probe_load(char *msg, size_t msg_sz)
 		goto out;
 	}
 	follow = tk_cpu_follow__attach(bpf_map__fd(st.skel->maps.pids));
-	snprintf(msg, msg_sz, "user stacks by %s; a command's children %s%s; %s%s",
+	snprintf(msg, msg_sz, "user stacks by %s; a command's children %s%s; %s%s%s%s",
 		 st.unw ? "CFI rows in the kernel" : "frame pointer",
 		 follow ? "followed" : "not followable (--backend auto then takes perf)",
 		 c->kernel_note[0] ? "; maps preallocated (smaller)" : "",
 		 off_why[0] ? "no off-CPU time by BPF (--off-cpu takes the perf backend): " :
 		 st.off_raw_why[0] ? "off-CPU time (--off-cpu) by sched_switch (raw_tp; tp_btf "
-		 "refused)" : "off-CPU time (--off-cpu) by sched_switch (tp_btf)", off_why);
+		 "refused)" : "off-CPU time (--off-cpu) by sched_switch (tp_btf)", off_why,
+		 off_why[0] ? "" : c->seed_why[0] ? ", waits begun before the capture not seen: " :
+		 ", waits begun before the capture by a task iterator",
+		 off_why[0] ? "" : c->seed_why);
 out:
 	if (follow)
 		tk_cpu_follow__destroy(follow);

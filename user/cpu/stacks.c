@@ -35,7 +35,7 @@
 #define EMPTY TK_ARRAYSET_EMPTY
 #define REC_SEED 0x73746b73ULL
 
-#define KIND_SHIFT 28			/* tid | kind << KIND_SHIFT */
+#define KIND_SHIFT 27			/* tid | kind << KIND_SHIFT */
 
 struct stack_rec {
 	uint64_t count;

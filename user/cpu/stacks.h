@@ -26,8 +26,9 @@ enum tk_stack_kind {
 	TK_STACK_OFF_OTHER,		/* stopped, traced, parked */
 	TK_STACK_OFF_BLOCKED,		/* sleeping or uninterruptible (perf cannot tell) */
 	TK_STACK_OFF_SHORT = 8,		/* or'ed: waits under the minimum, without stacks */
+	TK_STACK_OFF_BEFORE = 16,	/* or'ed: a wait that began before the capture */
 };
-#define TK_STACK_KIND_MAX 15
+#define TK_STACK_KIND_MAX 31
 
 struct tk_stack_entry {
 	uint32_t pid;		/* process (tgid) */
@@ -60,7 +61,7 @@ int tk_stacks__add(struct tk_stacks *t, uint32_t pid, uint32_t tid, uint32_t gen
 /*
  * Off-CPU time: @ns nanoseconds over @waits waits of kind @kind (not
  * TK_STACK_ON_CPU), an entry of its own beside the samples of the same stack.
- * @tid must be below 2^28 (pid_max is at most 2^22). Returns 0 or -ENOMEM.
+ * @tid must be below 2^27 (pid_max is at most 2^22). Returns 0 or -ENOMEM.
  */
 int tk_stacks__add_off(struct tk_stacks *t, uint32_t pid, uint32_t tid, uint32_t gen,
 		       const char *comm, const uint64_t *kernel, uint32_t nr_kernel,

@@ -58,6 +58,10 @@ struct tk_sample {
 	char comm[16];
 	const char *thread_state;	/* off-CPU: how the thread left the CPU ("sleeping"),
 					   a literal; NULL: none (pprof label thread_state) */
+	bool began_before;		/* off-CPU: a wait that began before the capture
+					   (label off_cpu_began "before_capture") */
+	int64_t off_before_ns;		/* with began_before: off the CPU this long before the
+					   capture (label off_cpu_before_ns); 0: unknown */
 };
 
 /* A named count of something lost or degraded; always written, even when 0. */

@@ -38,6 +38,10 @@ static void stack(struct tk_json *j, const struct tk_profile *p, const struct tk
 	tk_json__string(j, "comm", s->comm);
 	if (s->thread_state)
 		tk_json__string(j, "thread_state", s->thread_state);
+	if (s->began_before)
+		tk_json__string(j, "off_cpu_began", "before_capture");
+	if (s->began_before && s->off_before_ns > 0)
+		tk_json__int(j, "off_cpu_before_ns", s->off_before_ns);
 	tk_json__int(j, "count", tk_sample__count(p, s));
 	tk_json__begin_array(j, "values");
 	for (v = 0; v < p->nr_values; v++)

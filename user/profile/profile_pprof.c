@@ -51,6 +51,7 @@ enum {
 	LABEL_KEY = 1,
 	LABEL_STR = 2,
 	LABEL_NUM = 3,
+	LABEL_NUM_UNIT = 4,
 
 	MAPPING_ID = 1,
 	MAPPING_MEMORY_START = 2,
@@ -271,6 +272,14 @@ static void samples(struct encoder *e)
 		label(e, "comm", s->comm, 0);
 		if (s->thread_state)
 			label(e, "thread_state", s->thread_state, 0);
+		if (s->began_before)
+			label(e, "off_cpu_began", "before_capture", 0);
+		if (s->began_before && s->off_before_ns > 0) {
+			pb_int(&e->sub2, LABEL_KEY, str_id(&e->st, "off_cpu_before_ns"));
+			pb_int(&e->sub2, LABEL_NUM, s->off_before_ns);
+			pb_int(&e->sub2, LABEL_NUM_UNIT, str_id(&e->st, "nanoseconds"));
+			pb_message(&e->sub, SAMPLE_LABEL, &e->sub2);
+		}
 		pb_message(&e->out, PROFILE_SAMPLE, &e->sub);
 	}
 }

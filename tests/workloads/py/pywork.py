@@ -24,7 +24,7 @@ import time
 
 
 def leaf_hot(n):
-    a = b = c = 0
+    a = b = c = 1000    # past the small ints (-5..256) CPython keeps: every turn costs the same
     for i in range(n):
         a += 1
         b += 2
@@ -33,7 +33,7 @@ def leaf_hot(n):
 
 
 def leaf_cold(n):
-    a = b = c = 0
+    a = b = c = 1000
     for i in range(n):
         a += 1
         b += 2
