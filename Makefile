@@ -15,7 +15,7 @@
 # the skeletons, which are generated headers).
 
 BPF_APPS := core_probe cpu_sample cpu_follow alloc_trace alloc_trace_sess alloc_trace_kctx numa_trace \
-	unwind_check
+	unwind_check stacks_iter
 
 CC ?= gcc
 CLANG ?= clang
@@ -174,7 +174,7 @@ check:
 # The kernel matrix alone (tests/vm/matrix.sh; `make test` runs it as its vm tier): every
 # collector on this kernel, then in two-node QEMU guests on Debian's 5.10, 6.1, 6.12 and sid's newest kernels.
 VM_WORKLOADS := $(patsubst %,$(BUILD)/workloads/%,cpu_split alloc_leak cpu_split_static unw_chain \
-	unw_chain_static \
+	unw_chain_static stacks_shape_static \
 	alloc_leak_static numa_balance $(if $(wildcard tests/workloads/numa_move.c),numa_move))
 vmtest: deps
 	$(Q)$(MAKE) --no-print-directory $(BUILD)/tracekit $(PRELOADS) static $(VM_WORKLOADS)

@@ -152,6 +152,7 @@ int cmd_alloc(int argc, char **argv);
 int cmd_caps(int argc, char **argv);
 int cmd_cpu(int argc, char **argv);
 int cmd_numa(int argc, char **argv);
+int cmd_stacks(int argc, char **argv);
 int cmd_record(int argc, char **argv);
 int cmd_serve(int argc, char **argv);
 

@@ -26,6 +26,7 @@ static const char usage_main[] =
 	"  numa        which pages the kernel moves between NUMA nodes, why, for whom\n"
 	"  record      every collector over one window, into one directory or .tar.gz\n"
 	"  serve       profiles and metrics over HTTP (pprof's and Prometheus' conventions)\n"
+	"  stacks      what every thread is doing now: its stacks and waits, nothing stopped\n"
 	"\n"
 	"Run 'tracekit COMMAND --help' for a command's options.\n"
 	"  -h, --help      this help\n"
@@ -61,5 +62,7 @@ int main(int argc, char **argv)
 		return cmd_record(argc - 1, argv + 1);
 	if (!strcmp(cmd, "serve"))
 		return cmd_serve(argc - 1, argv + 1);
+	if (!strcmp(cmd, "stacks"))
+		return cmd_stacks(argc - 1, argv + 1);
 	return usage_error(NULL, "unknown command '%s'", cmd);
 }

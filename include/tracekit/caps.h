@@ -54,6 +54,7 @@ enum tk_cap_id {
 	TK_CAP_LOAD_CPU,
 	TK_CAP_LOAD_ALLOC,
 	TK_CAP_LOAD_NUMA,
+	TK_CAP_LOAD_STACKS,
 	/* perf_event_open */
 	TK_CAP_PERF_CPU_CLOCK,
 	TK_CAP_PERF_HARDWARE,

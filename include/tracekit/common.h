@@ -38,12 +38,14 @@ enum tk_backend {
 	TK_BACKEND_PERF,
 	TK_BACKEND_JEMALLOC,
 	TK_BACKEND_VMSTAT,
+	TK_BACKEND_PROC,	/* stacks: /proc/PID/task/TID files and /proc/PID/mem */
 };
 
 enum tk_collector {
 	TK_COLLECT_CPU,
 	TK_COLLECT_ALLOC,
 	TK_COLLECT_NUMA,
+	TK_COLLECT_STACKS,
 	TK_COLLECT__COUNT,
 };
 
@@ -58,9 +60,9 @@ enum tk_unwind_mode {
 int tk_unwind_mode__parse(const char *s, enum tk_unwind_mode *mode);
 const char *tk_unwind_mode__name(enum tk_unwind_mode mode);
 
-/* "bpf", "perf", "jemalloc", "vmstat" ("none" for TK_BACKEND_NONE) */
+/* "bpf", "perf", "jemalloc", "vmstat", "proc" ("none" for TK_BACKEND_NONE) */
 const char *tk_backend__name(enum tk_backend b);
-/* "cpu", "alloc", "numa" */
+/* "cpu", "alloc", "numa", "stacks" */
 const char *tk_collector__name(enum tk_collector c);
 
 /* The library's version, "MAJOR.MINOR.PATCH". */

@@ -24,5 +24,6 @@
 #include "tracekit/profile.h"
 #include "tracekit/session.h"
 #include "tracekit/sidecar.h"
+#include "tracekit/stacks.h"
 
 #endif /* __TRACEKIT_H */

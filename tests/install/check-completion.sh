@@ -43,13 +43,15 @@ expect() {
 }
 
 # --- what a user types
-expect "alloc caps cpu help numa record serve" tracekit ""
+expect "alloc caps cpu help numa record serve stacks" tracekit ""
 expect "caps cpu" tracekit c
 expect "-h --help -V --version" tracekit -
 expect "--backend" tracekit cpu --ba
 expect "auto bpf perf" tracekit cpu --backend ""
 expect "auto bpf jemalloc" tracekit alloc --backend ""
 expect "auto bpf vmstat" tracekit numa --backend ""
+expect "auto bpf proc" tracekit stacks --backend ""
+expect "--state" tracekit stacks -p 1 --st
 expect "jemalloc" tracekit alloc -p 1 --backend j
 expect "pprof folded svg json text" tracekit cpu -o x.txt --format ""
 expect "text json pprof" tracekit numa --format ""

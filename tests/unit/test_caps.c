@@ -1423,8 +1423,8 @@ static void test_json_baseline(void **state)
 	assert_non_null(strstr(out, "\"release\": \"" FX_RELEASE "\""));
 	assert_non_null(strstr(out, "\"pid\": null"));
 	assert_non_null(strstr(out, "\"process\": null"));
-	/* 41 entries: all probes answer yes; no tracefs, no NUMA balancing */
-	assert_non_null(strstr(out, "\"supported\": 39,\n    \"unsupported\": 0,\n"
+	/* 42 entries: all probes answer yes; no tracefs, no NUMA balancing */
+	assert_non_null(strstr(out, "\"supported\": 40,\n    \"unsupported\": 0,\n"
 				    "    \"disabled\": 2"));
 	assert_non_null(strstr(out, "\"version\": \"v1\""));
 	assert_non_null(strstr(out, "\"limit_bytes\": null"));
@@ -1488,13 +1488,13 @@ static void test_text_baseline(void **state)
 	snap(t);
 	expect_good_text(t);
 	out = t->out;
-	snprintf(head, sizeof(head), "tracekit caps: Linux %s %s, 41 checks in ", FX_RELEASE,
+	snprintf(head, sizeof(head), "tracekit caps: Linux %s %s, 42 checks in ", FX_RELEASE,
 		 t->caps.machine);
 	assert_int_equal(strncmp(out, head, strlen(head)), 0);
 	/* tracefs and balancing on one node: shown, but under "not needed" */
 	attention = strstr(out, "\nNeeds attention (0)\n  nothing\n");
 	not_needed = strstr(out, "\nNot available, and not needed here (2)\n");
-	works = strstr(out, "\nWorks (39)\n");
+	works = strstr(out, "\nWorks (40)\n");
 	assert_non_null(attention);
 	assert_non_null(not_needed);
 	assert_non_null(works);
@@ -1506,7 +1506,7 @@ static void test_text_baseline(void **state)
 	assert_true(btf > works);
 	/* a benign entry's remedy ("only for other tools") is not printed as a fix */
 	assert_null(strstr(out, "fix: only for other tools"));
-	assert_non_null(strstr(out, "\nCollectors (what tracekit cpu/alloc/numa will use)\n"
+	assert_non_null(strstr(out, "\nCollectors (what tracekit cpu/alloc/numa/stacks will use)\n"
 				    "  cpu    bpf      "));
 	assert_non_null(strstr(out, "  cgroup    v1 " FX_CGROUP ": 14.1 MiB used, no"));
 	assert_non_null(strstr(out, "  node 0    cpus 0-1, 4.3 GiB, 3.9 GiB free\n"));

@@ -23,6 +23,10 @@
 #           sched_switch samples, from a tracefs of its own where none is mounted); without
 #           kernel BTF (nobtf-off-cpu) the perf backend takes it, and the run says why bpf
 #           was not used
+#   stacks  (guests) `tracekit stacks -p` on stacks_shape, with the chosen backend (the plain
+#           task iterator before 5.18, the sleepable one since) and with /proc
+#           (stacks-proc): exit 0, the backend caps chose, the mutex waiter naming its
+#           holder, both stacks whole, the D thread in D
 #   off-cpu-span (guests) `tracekit cpu --off-cpu -d 2 -p` on cpu_offcpu_span: its two
 #           threads blocked before the capture (read, a mutex) carry 2 s ± 5 % each under
 #           blocked_read and blocked_lock, labelled off_cpu_began (the task iterator seeds
@@ -86,9 +90,9 @@ BAL_PAGES=16384		# numa_balance 15 64: the same
 
 # ---- results: check lines, and the table's cells ------------------------------------
 TESTS=(caps cpu cpu-perf unwind unwind-perf off-cpu off-cpu-perf alloc-full alloc-sampled alloc-growth record numa-move
-	numa-balance python)
+	numa-balance python stacks stacks-proc)
 NOBTF_TESTS=(nobtf-caps nobtf-cpu nobtf-off-cpu nobtf-alloc nobtf-numa)	# rows of the TK_VM_NOBTF guest
-ATTACH=(cpu cpu-perf off-cpu off-cpu-perf alloc numa fentry kprobe "misplaced_*")
+ATTACH=(cpu cpu-perf off-cpu off-cpu-perf alloc numa fentry kprobe "misplaced_*" stacks)
 declare -A CELL REASON_NO ATT LABEL
 REASONS=()
 passed=0 failed=0 skipped=0
@@ -160,6 +164,7 @@ skip_all() {
 
 # ---- the guests ---------------------------------------------------------------------
 guest_files=() NUMA_SKIP="" MOVE_SKIP="" CPU_SKIP="" BAL_SKIP="" UNW_SKIP="" OFF_SKIP="" PY_SKIP=""
+STK_SKIP=""
 SPAN_SKIP=""
 # Debian bookworm's CPython 3.11 (this host's) for the guests: the interpreter, the libraries
 # it links (at their paths: the guest's only dynamic program), and the stdlib modules
@@ -225,6 +230,11 @@ plan_guests() {
 	else
 		UNW_SKIP="no $W/unw_chain_static (make)"
 	fi
+	if [[ -x $W/stacks_shape_static ]]; then
+		guest_files+=("$W/stacks_shape_static:/bin/stacks_shape_static")
+	else
+		STK_SKIP="no $W/stacks_shape_static (make)"
+	fi
 	if [[ -x $W/numa_balance ]]; then
 		guest_files+=("$W/numa_balance:/bin/numa_balance")
 	else
@@ -249,6 +259,7 @@ write_payload() {
 	{
 		echo "NUMA_SKIP='$NUMA_SKIP' MOVE_SKIP='$MOVE_SKIP' CPU_SKIP='$CPU_SKIP' BAL_SKIP='$BAL_SKIP'"
 		echo "UNW_SKIP='$UNW_SKIP' OFF_SKIP='$OFF_SKIP' PY_SKIP='$PY_SKIP' NOBTF=$2"
+		echo "STK_SKIP='$STK_SKIP'"
 		echo "SPAN_SKIP='$SPAN_SKIP'"
 		cat <<'EOF'
 tk_run caps tracekit caps --json
@@ -290,6 +301,21 @@ if [ -z "$OFF_SKIP" ]; then
 	tk_run offcpu_perf.folded cat /tmp/offcpu_perf.folded
 	tk_run offcpu_perf.note grep -o 'off-CPU time: [^,"]*' /tmp/offcpu_perf.json
 	rm -f /tmp/offcpu_perf.folded /tmp/offcpu_perf.json
+fi
+
+# every thread's stacks, nothing stopped: the chosen backend (the plain or sleepable task
+# iterator), then /proc; the workload's own line says its threads
+if [ -z "$STK_SKIP" ]; then
+	/bin/stacks_shape_static >/tmp/shape.out 2>/dev/null &
+	spid=$!
+	i=0
+	while [ ! -s /tmp/shape.out ] && [ $i -lt 100 ]; do sleep 0.1; i=$((i + 1)); done
+	tk_run stacks.shape cat /tmp/shape.out
+	tk_run stacks tracekit stacks -p $spid --json
+	tk_run stacks_proc tracekit stacks -p $spid --backend proc --json
+	kill -9 $spid
+	wait $spid 2>/dev/null
+	rm -f /tmp/shape.out
 fi
 
 # waits that span the capture: two threads blocked before it (read, a mutex), -p
@@ -656,6 +682,15 @@ check_guest() {
 	else
 		check_python python "$d/python.folded.out" "$(rc_of "$d/python.rc")" \
 			"$d/python.stderr.out" "$d/python.txt.out"
+	fi
+	if [[ -n $STK_SKIP ]]; then
+		T=stacks skip stacks "$STK_SKIP"
+		T=stacks-proc skip stacks-proc "$STK_SKIP"
+	else
+		check_stacks stacks "$d/stacks.shape.out" "$d/stacks.out" "$(rc_of "$d/stacks.rc")" \
+			"$d/stacks.stderr.out" "$(jq -r '.backends.stacks.backend' "$d/caps.out" 2>/dev/null)"
+		check_stacks stacks-proc "$d/stacks.shape.out" "$d/stacks_proc.out" \
+			"$(rc_of "$d/stacks_proc.rc")" "$d/stacks_proc.stderr.out" proc
 	fi
 	[[ " $NOBTF " == *" $kver "* ]] && check_nobtf "$d"
 	return 0

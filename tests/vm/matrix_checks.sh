@@ -120,6 +120,36 @@ check_offcpu() {
 		'((pct >= 67 && pct <= 83))' "folded: $(tr '\n' '|' <"$folded" | head -c 800)"
 }
 
+# tracekit stacks on stacks_shape: $1 name, $2 the workload's line, $3 the JSON, $4 rc,
+# $5 stderr, $6 the backend expected. The waiter names the mutex's holder, both whole to
+# their thread's start; the D thread is in D; the backend is the one caps chose.
+check_stacks() {
+	local name=$1 shape=$2 json=$3 rc=$4 err=$5 want=$6 holder waiter dthread got how
+	T=$name
+	read -r _ _ _ _ _ _ _ _ _ holder _ waiter _ _ _ dthread _ <"$shape" 2>/dev/null
+	if [[ $rc != 0 ]]; then
+		fail "$name: tracekit stacks exits 0" "$(why_rc "$rc" "$err")"
+		return
+	fi
+	ok "$name: tracekit stacks exits 0"
+	how=$(jq -r '.backend_reason' "$json" 2>/dev/null)
+	ATT[$K/$name]=$(sed -n 's/.*(\(iter[.s]*\/task\).*/\1/p' <<<"$how" | head -n1)
+	[[ -z ${ATT[$K/$name]} ]] && ATT[$K/$name]=$(jq -r '.backend' "$json" 2>/dev/null)
+	got=$(jq -r '.backend' "$json" 2>/dev/null)
+	expect "$name: backend $got (want $want)" '[[ $got == "$want" ]]' "reason: $how"
+	expect "$name: the waiter names the holder (tid $holder), both whole" \
+		'jq -e --argjson w "${waiter:-0}" --argjson h "${holder:-0}" "
+			([.snapshots[0].threads[] | select(.tid == \$w)][0] |
+			 .holder_tid == \$h and .user_whole) and
+			([.snapshots[0].threads[] | select(.tid == \$h)][0] | .user_whole)" \
+			"$json" >/dev/null' \
+		"shape: $(head -c 300 "$shape" 2>/dev/null); json: $(head -c 1500 "$json" 2>/dev/null)"
+	expect "$name: the D thread (tid $dthread) is in D" \
+		'jq -e --argjson d "${dthread:-0}" "
+			[.snapshots[0].threads[] | select(.tid == \$d)][0].state == \"D\"" \
+			"$json" >/dev/null' "json: $(head -c 600 "$json" 2>/dev/null)"
+}
+
 # waits that span the capture: $1 the JSON profile of cpu --off-cpu -d 2 -p cpu_offcpu_span,
 # $2 rc, $3 stderr. Each blocked thread's wait, begun before the capture, is the window's:
 # at least 2 s - 5 %, at most the profile's duration (from before the load to after the stop).

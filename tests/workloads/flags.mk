@@ -125,3 +125,6 @@ $(BUILD)/workloads/unw_manylibs: | $(BUILD)/workloads/libunwtiny.so
 # unw_deep: two threads' stacks past the depth limit, through functions of their own
 WORKLOAD_CFLAGS_unw_deep := $(UNW_WL_FLAGS)
 WORKLOAD_LIBS_unw_deep := -lpthread
+WORKLOAD_LIBS_stacks_shape := -lpthread
+WORKLOAD_CFLAGS_stacks_shape_static := -static
+WORKLOAD_LIBS_stacks_shape_static := -lpthread

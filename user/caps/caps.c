@@ -57,6 +57,7 @@ static const struct {
 	[TK_CAP_LOAD_CPU] = { "bpf.load.cpu", "the cpu collector's BPF objects load" },
 	[TK_CAP_LOAD_ALLOC] = { "bpf.load.alloc", "the alloc collector's BPF objects load" },
 	[TK_CAP_LOAD_NUMA] = { "bpf.load.numa", "the numa collector's BPF objects load" },
+	[TK_CAP_LOAD_STACKS] = { "bpf.load.stacks", "the stacks collector's task iterator loads" },
 	[TK_CAP_PERF_CPU_CLOCK] = { "perf.cpu_clock", "perf cpu-clock sampling" },
 	[TK_CAP_PERF_HARDWARE] = { "perf.hardware", "hardware PMU counters" },
 	[TK_CAP_TRACEFS] = { "kernel.tracefs", "tracefs" },
@@ -112,14 +113,15 @@ const char *tk_status__name(enum tk_status s)
 
 const char *tk_backend__name(enum tk_backend b)
 {
-	static const char *const names[] = { "none", "bpf", "perf", "jemalloc", "vmstat" };
+	static const char *const names[] = { "none", "bpf", "perf", "jemalloc", "vmstat",
+						"proc" };
 
 	return b < sizeof(names) / sizeof(names[0]) ? names[b] : "unknown";
 }
 
 const char *tk_collector__name(enum tk_collector c)
 {
-	static const char *const names[] = { "cpu", "alloc", "numa" };
+	static const char *const names[] = { "cpu", "alloc", "numa", "stacks" };
 
 	return c < TK_COLLECT__COUNT ? names[c] : "unknown";
 }
@@ -165,6 +167,7 @@ static void choose_backends(struct snap *s, struct tk_caps *caps)
 	static const enum tk_cap_id numa_bpf[] = { TK_CAP_BPF_SYSCALL, TK_CAP_CORE,
 						   TK_CAP_TP_MM_MIGRATE_PAGES };
 	static const enum tk_cap_id numa_load[] = { TK_CAP_LOAD_NUMA };
+	static const enum tk_cap_id stacks_bpf[] = { TK_CAP_BPF_SYSCALL, TK_CAP_LOAD_STACKS };
 	struct tk_backend_choice *b;
 	const char *why;
 	char vm[256];
@@ -194,7 +197,7 @@ static void choose_backends(struct snap *s, struct tk_caps *caps)
 	}
 
 	if (s->cpu_only) {
-		for (b = &caps->backends[TK_COLLECT_ALLOC]; b <= &caps->backends[TK_COLLECT_NUMA]; b++)
+		for (b = &caps->backends[TK_COLLECT_ALLOC]; b <= &caps->backends[TK_COLLECT_STACKS]; b++)
 			put(b->reason, sizeof(b->reason), "not assessed (CPU-only snapshot)");
 		return;
 	}
@@ -253,6 +256,19 @@ static void choose_backends(struct snap *s, struct tk_caps *caps)
 			b->backend = TK_BACKEND_NONE;
 			put(b->reason, sizeof(b->reason), "%s, and /proc/vmstat is unreadable", why);
 		}
+	}
+
+	/* stacks: its task iterator, else each thread's /proc files (always there) */
+	b = &caps->backends[TK_COLLECT_STACKS];
+	why = first_failure(caps, stacks_bpf, 2);
+	if (!why) {
+		b->backend = TK_BACKEND_BPF;
+		put(b->reason, sizeof(b->reason), "%s", caps->caps[TK_CAP_LOAD_STACKS].reason);
+	} else {
+		blocked(b, why);
+		b->backend = TK_BACKEND_PROC;
+		put(b->reason, sizeof(b->reason), "%s: each thread's /proc/PID/task/TID files and "
+			"/proc/PID/mem, without off-CPU times", why);
 	}
 }
 

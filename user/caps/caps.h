@@ -50,6 +50,7 @@ enum tk_probe {
 	TK_PROBE_LOAD_CPU,	/* the collectors' objects, as they would load them */
 	TK_PROBE_LOAD_ALLOC,
 	TK_PROBE_LOAD_NUMA,
+	TK_PROBE_LOAD_STACKS,
 	TK_PROBE__COUNT,
 };
 

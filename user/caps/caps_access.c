@@ -254,6 +254,7 @@ static void snap_loads(struct snap *s, struct tk_caps *caps)
 		{ TK_CAP_LOAD_CPU, TK_PROBE_LOAD_CPU, TK_CAP_PROG_PERF_EVENT },
 		{ TK_CAP_LOAD_ALLOC, TK_PROBE_LOAD_ALLOC, TK_CAP_PROG_UPROBE },
 		{ TK_CAP_LOAD_NUMA, TK_PROBE_LOAD_NUMA, TK_CAP_PROG_RAW_TP },
+		{ TK_CAP_LOAD_STACKS, TK_PROBE_LOAD_STACKS, TK_CAP_CORE },	/* kernel BTF */
 	};
 	struct tk_probe_ctx ctx;
 	struct tk_cap *c;
@@ -268,6 +269,13 @@ static void snap_loads(struct snap *s, struct tk_caps *caps)
 			continue;
 		}
 		snap_probe_entry(s, caps, loads[i].id, loads[i].probe, true, &ctx);
+	}
+	/* stacks reads /proc without it: a loss of off-CPU times, not of the collector */
+	c = &caps->caps[TK_CAP_LOAD_STACKS];
+	if (c->status != TK_SUPPORTED) {
+		REMEDY(c, "none needed: tracekit stacks reads each thread's /proc files instead "
+			  "(no off-CPU times)");
+		c->not_needed = true;
 	}
 }
 

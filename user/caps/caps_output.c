@@ -516,7 +516,7 @@ int tk_caps__write_text(const struct tk_caps *caps, FILE *f)
 		 counts[0] + counts[1] + counts[2], caps->elapsed_ms);
 	wrap(f, head, 0, 2);
 
-	fprintf(f, "\nCollectors (what tracekit cpu/alloc/numa will use)\n");
+	fprintf(f, "\nCollectors (what tracekit cpu/alloc/numa/stacks will use)\n");
 	for (i = 0; i < TK_COLLECT__COUNT; i++) {
 		fprintf(f, "  %-6s %-9s", tk_collector__name(i),
 			tk_backend__name(caps->backends[i].backend));

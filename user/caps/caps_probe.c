@@ -465,6 +465,9 @@ int tk_probe_kernel(enum tk_probe which, struct tk_probe_ctx *ctx)
 	case TK_PROBE_LOAD_NUMA:
 		err = tk_numa_bpf__probe_load(ctx->caps, ctx->msg, sizeof(ctx->msg));
 		break;
+	case TK_PROBE_LOAD_STACKS:
+		err = tk_stacks_bpf__probe_load(ctx->msg, sizeof(ctx->msg));
+		break;
 	default:
 		err = -EINVAL;
 		break;

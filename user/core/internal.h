@@ -91,5 +91,6 @@ uint64_t tk_cpu_follow__pids_full(const struct cpu_follow_bpf *skel);
 int tk_cpu_bpf__probe_load(char *msg, size_t msg_sz);
 int tk_alloc_bpf__probe_load(char *msg, size_t msg_sz);
 int tk_numa_bpf__probe_load(const struct tk_caps *caps, char *msg, size_t msg_sz);
+int tk_stacks_bpf__probe_load(char *msg, size_t msg_sz);
 
 #endif /* __TK_INTERNAL_H */
