@@ -144,6 +144,11 @@ void rec_stacks__end(struct rec *r)
 	k->have_end = true;
 	for (size_t i = 0; i < k->res->snapshots[1].nr_threads; i++)
 		k->stuck += !k->res->snapshots[1].threads[i].moved;
+	/* (the bpf backend sees no thread of a process that has exited, not yet reaped) */
+	if (!k->res->snapshots[1].nr_threads && k->res->snapshots[0].nr_threads &&
+	    (r->argv || r->nr_pids))
+		rec_note(r, "stacks: the end snapshot found no thread: the process%s had exited",
+			 r->nr_pids > 1 ? "es" : "");
 }
 
 void rec_stacks__free(struct rec *r)
