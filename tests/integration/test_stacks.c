@@ -954,6 +954,60 @@ static int kill_started(void **state)
 	return 0;
 }
 
+/*
+ * tk_stacks__begin and tk_stacks__again (record's start and end of window), on both
+ * backends: the second snapshot is of the same scope and compared to the first by the
+ * same rule as --repeat (the blocked holder and waiter did not move, main and the
+ * nanosleep loop did); a result of tk_stacks__take takes no more snapshots.
+ */
+static void test_begin_again(void **state)
+{
+	static const enum tk_backend backends[] = { TK_BACKEND_BPF, TK_BACKEND_PROC };
+	struct tk_stacks_opts o = { .sz = TK_OPTS_SZ(tk_stacks_opts) };
+	struct tk_stacks_result *r;
+	struct shape s;
+	char why[512];
+	int err, pid;
+
+	NEED_ROOT();
+	start_shape(&s, false, "-n");
+	pid = s.pid;
+	for (size_t b = 0; b < sizeof(backends) / sizeof(backends[0]); b++) {
+		o.backend = backends[b];
+		err = tk_stacks__begin(&o, &pid, 1, &r, why, sizeof(why));
+		if (err)
+			fail_msg("tk_stacks__begin (%s): %s (%d)", tk_backend__name(o.backend), why,
+				 err);
+		assert_int_equal(r->nr_snapshots, 1);
+		assert_non_null(thread_of(&r->snapshots[0], s.holder));
+		usleep(300 * 1000);
+		err = tk_stacks__again(r, why, sizeof(why));
+		if (err)
+			fail_msg("tk_stacks__again (%s): %s (%d)", tk_backend__name(o.backend), why,
+				 err);
+		assert_int_equal(r->nr_snapshots, 2);
+		assert_true(r->snapshots[1].time_nanos - r->snapshots[0].time_nanos >= 300000000);
+		assert_false(thread_of(&r->snapshots[1], s.holder)->moved);
+		assert_false(thread_of(&r->snapshots[1], s.waiter)->moved);
+		assert_true(thread_of(&r->snapshots[1], s.main)->moved);
+		assert_true(thread_of(&r->snapshots[1], s.sleeper)->moved);
+		tk_stacks_result__free(r);
+	}
+	/* the process gone: said, and the snapshots taken are kept */
+	o.backend = TK_BACKEND_PROC;
+	assert_int_equal(tk_stacks__begin(&o, &pid, 1, &r, why, sizeof(why)), 0);
+	stop_shape(&s);
+	assert_int_equal(tk_stacks__again(r, why, sizeof(why)), -ESRCH);
+	assert_non_null(strstr(why, "exited"));
+	assert_int_equal(r->nr_snapshots, 1);
+	tk_stacks_result__free(r);
+	/* one-shot results are not held open */
+	assert_int_equal(tk_stacks__take(&o, &(int){ getpid() }, 1, &r, why, sizeof(why)), 0);
+	assert_int_equal(tk_stacks__again(r, why, sizeof(why)), -EINVAL);
+	assert_int_equal(r->nr_snapshots, 1);
+	tk_stacks_result__free(r);
+}
+
 static int setup(void **state)
 {
 	return mkdtemp(tmpdir) ? 0 : -1;
@@ -978,6 +1032,7 @@ int main(void)
 		cmocka_unit_test_teardown(test_other_user_proc, kill_started),
 		cmocka_unit_test_teardown(test_unprivileged, kill_started),
 		cmocka_unit_test_teardown(test_cli, kill_started),
+		cmocka_unit_test_teardown(test_begin_again, kill_started),
 		cmocka_unit_test_teardown(test_cgroup, kill_started),
 		cmocka_unit_test_teardown(test_cli_errors, kill_started),
 		cmocka_unit_test_teardown(test_fallback_under_seccomp, kill_started),
