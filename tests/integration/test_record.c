@@ -479,6 +479,12 @@ static void test_record_stacks(void **state)
 	assert_file(dir, "stacks-end.pb.gz");
 	assert_file(dir, "stacks.json");
 	assert_int_equal(sh("gzip -t %s/stacks-start.pb.gz %s/stacks-end.pb.gz", dir, dir), 0);
+	/* pprof: one sample per thread, the blocked holder's function among them */
+	if (system("command -v go >/dev/null 2>&1") == 0) {
+		pprof_top(tk_test_path(dir, "stacks-end.pb.gz"), "-sample_index=threads");
+		if (!strstr(out, "holder_read"))
+			fail_msg("stacks-end.pb.gz does not name holder_read:\n%s", out);
+	}
 
 	/* both snapshots, a window apart, in JSON that parses; the moved flags of the end's */
 	assert_int_equal(sh("jq -r '.schema, (.snapshots | length), "
