@@ -964,6 +964,14 @@ static int kill_started(void **state)
 	return 0;
 }
 
+/* Kill and reap the shape 400 ms from now (a thread of the process that started it). */
+static void *end_shape_later(void *arg)
+{
+	usleep(400 * 1000);
+	stop_shape(arg);
+	return NULL;
+}
+
 /*
  * tk_stacks__begin and tk_stacks__again (record's start and end of window), on both
  * backends: the second snapshot is of the same scope and compared to the first by the
@@ -1011,6 +1019,32 @@ static void test_begin_again(void **state)
 	assert_non_null(strstr(why, "exited"));
 	assert_int_equal(r->nr_snapshots, 1);
 	tk_stacks_result__free(r);
+	/* --repeat whose process exits (and is reaped) between snapshots keeps the ones taken */
+	{
+		pthread_t th;
+
+		start_shape(&s, false, "-n");
+		pid = s.pid;
+		o.repeat = 5;
+		o.interval_ms = 300;
+		assert_int_equal(pthread_create(&th, NULL, end_shape_later, &s), 0);
+		err = tk_stacks__take(&o, &pid, 1, &r, why, sizeof(why));
+		pthread_join(th, NULL);
+		if (err)
+			fail_msg("tk_stacks__take --repeat 5, the process gone after 400 ms: %s (%d)",
+				 why, err);
+		assert_true(r->nr_snapshots >= 1 && r->nr_snapshots < 5);
+		assert_non_null(thread_of(&r->snapshots[0], s.holder));
+		{
+			bool said = false;
+
+			for (size_t i = 0; i < r->nr_notes; i++)
+				said |= strstr(r->notes[i], "the process exited after") != NULL;
+			assert_true(said);
+		}
+		tk_stacks_result__free(r);
+		o.repeat = 0;
+	}
 	/* one-shot results are not held open */
 	assert_int_equal(tk_stacks__take(&o, &(int){ getpid() }, 1, &r, why, sizeof(why)), 0);
 	assert_int_equal(tk_stacks__again(r, why, sizeof(why)), -EINVAL);
