@@ -1031,8 +1031,7 @@ static void test_begin_again(void **state)
 		err = tk_stacks__take(&o, &pid, 1, &r, why, sizeof(why));
 		pthread_join(th, NULL);
 		if (err)
-			fail_msg("tk_stacks__take --repeat 5, the process gone after 400 ms: %s (%d)",
-				 why, err);
+			fail_msg("take --repeat 5, the process gone at 400 ms: %s (%d)", why, err);
 		assert_true(r->nr_snapshots >= 1 && r->nr_snapshots < 5);
 		assert_non_null(thread_of(&r->snapshots[0], s.holder));
 		{
