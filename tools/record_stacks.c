@@ -382,9 +382,17 @@ void rec_stacks__html_row(const struct rec *r, FILE *f)
 {
 	const struct rec_stacks *k = &r->stk;
 
+	char buf[512];
+
 	fprintf(f, "<tr><td><a href=\"#stacks\">stacks</a></td><td class=\"%s\">%s</td><td>",
 		status_name(k->status), status_name(k->status));
 	rec_put_html(f, k->status == REC_OK ? k->plan : k->why);
+	if (k->status == REC_OK) {
+		/* the finding, at the top of the page: how many threads did not move */
+		outcome(k, buf, sizeof(buf));
+		fputs("<br>", f);
+		rec_put_html(f, buf);
+	}
 	fputs("</td><td>", f);
 	for (int i = 0; i < k->nr_files; i++)
 		fprintf(f, "%s<a href=\"%s\">%s</a>", i ? " " : "", k->files[i], k->files[i]);
