@@ -80,10 +80,14 @@ for a in "$@"; do
 	esac
 done
 
+# Installed for this machine's architecture (or for all): with a foreign architecture added
+# (arm64, for the cross build), dpkg-query lists a Multi-Arch: same package once per
+# architecture.
+ARCH=$(dpkg --print-architecture)
 missing=()
 for p in "${PKGS[@]}"; do
-	status=$(dpkg-query -W -f='${Status}' "$p" 2>/dev/null || true)
-	[[ $status == "install ok installed" ]] || missing+=("$p")
+	dpkg-query -W -f='${Status} ${Architecture}\n' "$p" 2>/dev/null |
+		grep -qxE "install ok installed ($ARCH|all)" || missing+=("$p")
 done
 
 if [[ ${#missing[@]} -eq 0 ]]; then

@@ -719,12 +719,14 @@ static void test_cgroup(void **state)
 
 static void test_cli_errors(void **state)
 {
+	char cmd[PATH_MAX * 2 + 128];
 	char *help[] = { "stacks", "--help", NULL };
 	char *bad_state[] = { "stacks", "--state", "Q", NULL };
 	char *bad_repeat[] = { "stacks", "--repeat", "0", NULL };
 	char *both[] = { "stacks", "-p", "1", "--cgroup", "/sys/fs/cgroup", NULL };
 	char *gone[] = { "stacks", "-p", "2147483646", NULL };
 	char *bad_fmt[] = { "stacks", "-p", "1", "-o", "x.svg", NULL };
+	char *bad_format[] = { "stacks", "-p", "1", "--format", "folded", NULL };
 	char *bad_backend[] = { "stacks", "--backend", "perf", NULL };
 	char *no_cg[] = { "stacks", "--cgroup", "/nonexistent", NULL };
 	/* a directory that is not of the cgroup2 file system, whatever files it holds */
@@ -736,6 +738,14 @@ static void test_cli_errors(void **state)
 	assert_int_equal(tk_test_run_tracekit(out, sizeof(out), false, bad_repeat), 2);
 	assert_int_equal(tk_test_run_tracekit(out, sizeof(out), false, both), 2);
 	assert_int_equal(tk_test_run_tracekit(out, sizeof(out), false, bad_fmt), 2);
+	assert_int_equal(tk_test_run_tracekit(out, sizeof(out), false, bad_format), 2);
+	/* what they say: the formats stacks writes, not every format */
+	snprintf(cmd, sizeof(cmd), "%s/tracekit stacks -p 1 -o x.svg 2>&1; "
+		 "%s/tracekit stacks -p 1 --format folded 2>&1", tk_test_build_dir(),
+		 tk_test_build_dir());
+	assert_int_equal(tk_test_capture(cmd, out, sizeof(out)), 2);
+	assert_non_null(strstr(out, "stacks writes no svg (use .pb.gz, .json, .txt or --format)"));
+	assert_non_null(strstr(out, "unknown format 'folded' for stacks (pprof, json, text)"));
 	assert_int_equal(tk_test_run_tracekit(out, sizeof(out), false, bad_backend), 2);
 	assert_int_equal(tk_test_run_tracekit(out, sizeof(out), false, gone), 1);
 	assert_int_equal(tk_test_run_tracekit(out, sizeof(out), false, no_cg), 1);
