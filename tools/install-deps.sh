@@ -82,12 +82,14 @@ done
 
 # Installed for this machine's architecture (or for all): with a foreign architecture added
 # (arm64, for the cross build), dpkg-query lists a Multi-Arch: same package once per
-# architecture.
+# architecture. A name with :ARCH (libbpf-dev:arm64) is installed for that one.
 ARCH=$(dpkg --print-architecture)
 missing=()
 for p in "${PKGS[@]}"; do
+	want="$ARCH|all"
+	[[ $p == *:* ]] && want=${p##*:}
 	dpkg-query -W -f='${Status} ${Architecture}\n' "$p" 2>/dev/null |
-		grep -qxE "install ok installed ($ARCH|all)" || missing+=("$p")
+		grep -qxE "install ok installed ($want)" || missing+=("$p")
 done
 
 if [[ ${#missing[@]} -eq 0 ]]; then
