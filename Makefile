@@ -451,20 +451,21 @@ include tests/workloads/flags.mk
 $(BUILD)/workloads/%: tests/workloads/%.c | $(OBJ)
 	$(call msg,CC,$@)
 	$(Q)mkdir -p $(@D)
-	$(Q)$(or $(WORKLOAD_CC_$*),$(CC)) $(WORKLOAD_CFLAGS) $(WORKLOAD_CFLAGS_$*) -MMD -MP \
-		-MF $@.d $< $(WORKLOAD_LIBS_$*) -o $@
+	$(Q)$(if $(WORKLOAD_CC_$*),$(WORKLOAD_CC_$*) $(CLANG_TARGET),$(CC)) $(WORKLOAD_CFLAGS) \
+		$(WORKLOAD_CFLAGS_$*) -MMD -MP -MF $@.d $< $(WORKLOAD_LIBS_$*) -o $@
 
 $(BUILD)/workloads/%: tests/workloads/%.cc | $(OBJ)
 	$(call msg,CXX,$@)
 	$(Q)mkdir -p $(@D)
-	$(Q)$(CLANG)++ -g -O2 -Wall -Werror $(WORKLOAD_CFLAGS_$*) -MMD -MP -MF $@.d $< \
+	$(Q)$(CLANG)++ $(CLANG_TARGET) -g -O2 -Wall -Werror $(WORKLOAD_CFLAGS_$*) -MMD -MP -MF $@.d $< \
 		$(WORKLOAD_LIBS_$*) -o $@
 
 # Shared libraries for workloads: tests/workloads/lib/NAME.c → build/workloads/libNAME.so
 $(BUILD)/workloads/lib%.so: tests/workloads/lib/%.c | $(OBJ)
 	$(call msg,CC-SO,$@)
 	$(Q)mkdir -p $(@D)
-	$(Q)$(or $(WORKLOAD_CC_lib$*),$(CC)) $(WORKLOAD_CFLAGS) $(WORKLOAD_CFLAGS_lib$*) -fPIC \
+	$(Q)$(if $(WORKLOAD_CC_lib$*),$(WORKLOAD_CC_lib$*) $(CLANG_TARGET),$(CC)) $(WORKLOAD_CFLAGS) \
+		$(WORKLOAD_CFLAGS_lib$*) -fPIC \
 		-shared -MMD -MP -MF $@.d $< -o $@
 
 $(BUILD)/bpf $(OBJ) $(SKEL):
