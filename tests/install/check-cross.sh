@@ -9,7 +9,8 @@
 #    no command on anything of BUILD_DIR/arm64 (nor link one of its objects).
 #   tests/install/check-cross.sh [BUILD_DIR]   (default $TK_BUILD_DIR, else build)
 # BUILD_DIR is a built x86 tree (make all static). Skipped without the cross compiler
-# (tools/install-deps.sh --arm64). Ends with "cross: N passed, N failed, N skipped".
+# (tools/install-deps.sh --arm64). Also tools/btf-from-image.py on images made of this
+# kernel's BTF. Ends with "cross: N passed, N failed, N skipped".
 set -uo pipefail
 cd "$(dirname "$0")/../.." || exit 1
 . tests/install/lib.sh
@@ -21,6 +22,37 @@ skel=$(grep -ho '[^ ]*/core_probe\.skel\.h' "$B"/obj/user/caps/core_probe.d 2>/d
 	head -n1)
 skel=${skel%/core_probe.skel.h}
 skel=${skel:-skeletons}
+
+# tools/btf-from-image.py (how vmlinux/arm64/vmlinux.h is made) on images made here: a raw
+# BTF between bytes of no meaning is cut out whole; none, or two, is an error, not a guess.
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+if [[ -r /sys/kernel/btf/vmlinux ]] && command -v python3 >/dev/null; then
+	head -c 65536 /dev/urandom >"$tmp/junk"
+	cat "$tmp/junk" /sys/kernel/btf/vmlinux "$tmp/junk" >"$tmp/image"
+	if tools/btf-from-image.py "$tmp/image" "$tmp/btf" && cmp -s "$tmp/btf" /sys/kernel/btf/vmlinux
+	then
+		pass "btf-from-image: the BTF cut out of a flat image whole"
+	else
+		fail "btf-from-image: the BTF cut out of a flat image is not the one put in"
+	fi
+	gzip -c "$tmp/image" >"$tmp/image.gz"
+	tools/btf-from-image.py "$tmp/image.gz" "$tmp/btf.gz" && cmp -s "$tmp/btf.gz" /sys/kernel/btf/vmlinux &&
+		pass "btf-from-image: and out of it gzipped" ||
+		fail "btf-from-image: not out of the gzipped image"
+	cat "$tmp/image" /sys/kernel/btf/vmlinux >"$tmp/two"
+	if tools/btf-from-image.py "$tmp/two" "$tmp/btf2" 2>"$tmp/err"; then
+		fail "btf-from-image: an image with two BTF blobs was cut by guess"
+	else
+		grep -q '2 BTF candidates' "$tmp/err" && pass "btf-from-image: two BTF blobs: an error" ||
+			fail "btf-from-image: two BTF blobs: $(cat "$tmp/err")"
+	fi
+	tools/btf-from-image.py "$tmp/junk" "$tmp/btf3" 2>/dev/null &&
+		fail "btf-from-image: BTF found in random bytes" ||
+		pass "btf-from-image: no BTF: an error"
+else
+	skip "btf-from-image: no /sys/kernel/btf/vmlinux or python3 to build an image from"
+fi
 
 need_tool aarch64-linux-gnu-gcc "no arm64 cross build" || { summary cross; exit; }
 need_tool readelf "cannot read ELF headers" || { summary cross; exit; }
@@ -63,8 +95,6 @@ x=$(regs_size "$B/bpf/stacks_iter.bpf.o")
 	fail "x86 stacks_iter.bpf.o: struct pt_regs of '$x' bytes, not x86-64's 168"
 # The BPF object a skeleton embeds (what a binary built with it loads), and the skeletons
 # every object of each tree was compiled with (their dependency files name them).
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
 skel_object() {
 	printf '#include <stdio.h>\n#include "%s"\nint main(void) { size_t n; const void *p =\n%s(&n);\nreturn fwrite(p, 1, n, stdout) != n; }\n' \
 		"$PWD/$1" stacks_iter_bpf__elf_bytes >"$tmp/dump.c" &&
