@@ -178,6 +178,16 @@ tests: $(UNIT_BINS) $(SAN_UNIT_BINS) $(INTEG_BINS) $(WORKLOAD_LIBS) $(WORKLOADS)
 
 static: $(BUILD)/tracekit-static
 
+# What runs here, or installs, is for this machine's architecture: a cross build stops at
+# once with why, rather than running tests it did not build or installing x86's names.
+ifneq ($(ARCH),x86)
+test check run vmtest install uninstall bench fuzz tests: cross-refuse
+endif
+.PHONY: cross-refuse
+cross-refuse:
+	@echo "make $(MAKECMDGOALS): not with ARCH=$(ARCH), a cross build (make ARCH=$(ARCH) builds" \
+		"$(BUILD)/ for an $(ARCH) host; README, Building)" >&2; exit 2
+
 deps:
 	$(Q)tools/install-deps.sh $(if $(filter-out x86,$(ARCH)),--$(ARCH))
 
