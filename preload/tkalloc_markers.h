@@ -69,7 +69,8 @@ static TK_COLD void tk_test_log(uint32_t kind, void *ptr, size_t size, void **en
  * arm64: a lone ret, which the kernel simulates (arch/arm64/kernel/probes/
  * decode-insn.c: branches are simulated, not stepped). The marker keeps no frame
  * either: the return address is in x30 and x29 is the slow path's frame record,
- * as on x86. Not yet measured on an arm64 kernel (issue 26).
+ * as on x86. Measured in an arm64 6.12 guest (issue 26): alloc -- alloc_leak (dynamic)
+ * through the sampler found the 16 MiB leak whole at main;work;leak_site.
  */
 #define TK_MARKER_ASM(name, local)                                                  \
 	".text\n"                                                                   \
