@@ -205,8 +205,10 @@ run: deps
 	@echo '$$ tracekit alloc -- $(BUILD)/workloads/alloc_leak -d 2 --leak-bytes 67108864'
 	$(Q)$(BUILD)/tracekit alloc -- $(BUILD)/workloads/alloc_leak -d 2 --leak-bytes 67108864
 
-# The README's test command: install, build, run every tier, print a summary.
+# The README's test command: install (the cross tier's arm64 compiler and libraries too),
+# build, run every tier, print a summary.
 test: deps
+	$(Q)tools/install-deps.sh --arm64
 	$(Q)$(MAKE) --no-print-directory all static
 	$(Q)TK_BUILD_DIR=$(BUILD) tests/run.sh
 
