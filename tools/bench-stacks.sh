@@ -15,6 +15,9 @@
 # throughput kept, 100 % = unchanged), and its longest stand-still (a stop shows as hundreds
 # of ms; this machine's noise is tens). With BENCH_HUNG=1, gdb and eu-stack are also run,
 # 15 s at most, on the same target with its D thread (a vfork parent): they hang.
+# With two CPUs or more the target runs on CPU 1 and the tools and the watcher on CPU 0
+# (BENCH_PIN=0: unpinned), so that what a tool costs the target is its stops, not its
+# share of a CPU the target needs.
 # Figures, not a pass/fail test: this machine is shared and noisy.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -35,8 +38,13 @@ for f in "$TK" "$WL"; do
 done
 [[ $(id -u) -eq 0 ]] || { echo "bench-stacks: run as root" >&2; exit 1; }
 
+PIN_TARGET=() PIN_TOOL=()
+if [[ ${BENCH_PIN:-1} == 1 ]] && (($(nproc) >= 2)) && command -v taskset >/dev/null; then
+	PIN_TARGET=(taskset -c 1) PIN_TOOL=(taskset -c 0)
+fi
+
 start_target() {
-	"$WL" -t 1000 "$@" >"$TMP/wl.out" &
+	"${PIN_TARGET[@]}" "$WL" -t 1000 "$@" >"$TMP/wl.out" &
 	WPID=$!
 	for _ in $(seq 100); do
 		[[ -s $TMP/wl.out ]] && break
@@ -96,7 +104,8 @@ bench() {	# NAME TIMEOUT CMD...
 	shift 2
 	: > "$TMP/$name.res"
 	for ((i = 0; i < ROUNDS; i++)); do
-		line=$(python3 "$TMP/run.py" "$name" "$WPID" "$PROGRESS" "$limit" -- "$@")
+		line=$("${PIN_TOOL[@]}" python3 "$TMP/run.py" "$name" "$WPID" "$PROGRESS" "$limit" \
+			-- "$@")
 		echo "$line" >> "$TMP/$name.res"
 	done
 	printf '%-9s wall s %-22s threads %-5s throughput kept %% %-14s longest stand-still ms %s\n' \
@@ -109,7 +118,8 @@ bench() {	# NAME TIMEOUT CMD...
 }
 
 start_target -n
-echo "target: stacks_shape -t 1000 -n, pid $WPID, $(ls /proc/$WPID/task | wc -l) threads; $ROUNDS rounds"
+echo "target: stacks_shape -t 1000 -n, pid $WPID, $(ls /proc/$WPID/task | wc -l) threads; $ROUNDS rounds;" \
+	"${PIN_TARGET[*]:-unpinned}${PIN_TOOL:+ (tools: ${PIN_TOOL[*]})}"
 bench tk-bpf 60 "$TK" stacks -p "$WPID" --backend bpf
 bench tk-proc 60 "$TK" stacks -p "$WPID" --backend proc
 command -v gdb >/dev/null && bench gdb 60 gdb -batch -nx -p "$WPID" -ex "thread apply all bt"
