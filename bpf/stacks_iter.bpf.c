@@ -164,6 +164,8 @@ static __always_inline struct stk_rec *fill(struct task_struct *t)
 		r->flags |= STK_F_KTHREAD;
 	else if (!no_user)
 		user_regs(t, r);
+	if (!(r->flags & STK_F_KTHREAD))
+		r->fsbase = BPF_CORE_READ(t, thread.fsbase);
 	if (mm && (BPF_CORE_READ(mm, mmap_lock.count.counter) & 1))	/* RWSEM_WRITER_LOCKED */
 		r->flags |= STK_F_MMAP_BUSY;
 	if (!no_kernel)
