@@ -116,6 +116,24 @@ static void test_small(void **state)
 	assert_int_equal(stk_parse_nspid("NSpid:\t100\n"), 100);
 	assert_int_equal(stk_parse_nspid("Name:\tx\n"), 0);
 	assert_int_equal(stk_parse_nspid("NSpid:\t100\tx\n"), 0);
+	/* a thread's switches, as the task iterator counts them (nvcsw + nivcsw) */
+	{
+		uint64_t v = 7;
+
+		assert_int_equal(stk_parse_ctxt_switches("Name:\tx\nvoluntary_ctxt_switches:\t"
+							 "12\nnonvoluntary_ctxt_switches:\t3\n",
+							 &v), 0);
+		assert_int_equal(v, 15);
+		assert_int_equal(stk_parse_ctxt_switches("voluntary_ctxt_switches:\t12\n", &v),
+				 -EINVAL);
+		assert_int_equal(stk_parse_ctxt_switches("voluntary_ctxt_switches:\t-1\n"
+							 "nonvoluntary_ctxt_switches:\t3\n", &v),
+				 -EINVAL);
+		assert_int_equal(stk_parse_ctxt_switches("voluntary_ctxt_switches:\t1x\n"
+							 "nonvoluntary_ctxt_switches:\t3\n", &v),
+				 -EINVAL);
+		assert_int_equal(v, 15);
+	}
 	assert_int_equal(tk_stacks__parse_states("D", &m), 0);
 	assert_int_equal(m, TK_STACKS_DISK);
 	assert_int_equal(tk_stacks__parse_states("S,D,running", &m), 0);
