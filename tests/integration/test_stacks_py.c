@@ -41,6 +41,7 @@ struct py_run {
 	pid_t pid;
 	int lock_tid, lock_line;	/* as the process sees them */
 	int sleep_tid, sleep_line;
+	int spin_tid;			/* a thread spinning in Python: 0 none */
 	char file[256];			/* the script's path as the interpreter sees it */
 };
 
@@ -54,10 +55,11 @@ static const char *roots_dir(void)
 }
 
 /* Start the workload (@root NULL: the host's; @container: pivot_root and a pid ns). */
-static bool start(const char *root, const char *exe, bool container, struct py_run *r)
+static bool start(const char *root, const char *exe, bool container, bool spin,
+		  struct py_run *r)
 {
 	char host_ready[1024], ready[256], cmd[2048], line[128];
-	char *argv[] = { (char *)exe, r->file, ready, NULL };
+	char *argv[] = { (char *)exe, r->file, ready, spin ? "spin" : NULL, NULL };
 	FILE *f;
 
 	memset(r, 0, sizeof(*r));
@@ -101,9 +103,12 @@ static bool start(const char *root, const char *exe, bool container, struct py_r
 			sscanf(line + 5, "%d %d", &r->lock_tid, &r->lock_line);
 		else if (!strncmp(line, "sleep ", 6))
 			sscanf(line + 6, "%d %d", &r->sleep_tid, &r->sleep_line);
+		else if (!strncmp(line, "spin ", 5))
+			sscanf(line + 5, "%d", &r->spin_tid);
 	}
 	fclose(f);
 	assert_true(r->lock_tid > 0 && r->lock_line > 0 && r->sleep_tid > 0 && r->sleep_line > 0);
+	assert_true(!spin || r->spin_tid > 0);
 	return true;
 }
 
@@ -198,7 +203,7 @@ static uint64_t loss(const struct tk_stacks_result *r, const char *name)
 static void check_backend(enum tk_backend b, const struct py_run *run, int minor)
 {
 	struct tk_stacks_opts o = { .sz = sizeof(o), .backend = b };
-	const struct tk_stacks_thread *lock = NULL, *sleep = NULL;
+	const struct tk_stacks_thread *lock = NULL, *sleep = NULL, *spin = NULL;
 	static const char *const losses[] = {
 		"python_unknown_version", "python_threads_unmatched", "python_running",
 		"python_moved", "python_tstate_not_found", "python_frame_read_fault",
@@ -218,6 +223,8 @@ static void check_backend(enum tk_backend b, const struct py_run *run, int minor
 			lock = t;
 		else if ((int)t->ns_tid == run->sleep_tid)
 			sleep = t;
+		else if ((int)t->ns_tid == run->spin_tid)
+			spin = t;
 	}
 	assert_non_null(lock);
 	assert_non_null(sleep);
@@ -227,8 +234,27 @@ static void check_backend(enum tk_backend b, const struct py_run *run, int minor
 	check_thread(lock, inner_lock, outer_lock, run->file, run->lock_line,
 		     minor >= 13 ? "_PySemaphore_Wait" : "PyThread_acquire_lock_timed");
 	check_thread(sleep, "sleep_inner", "sleep_outer", run->file, run->sleep_line, NULL);
+	if (run->spin_tid) {
+		bool loop = false;
+
+		/*
+		 * On a CPU: its native stack from a perf sample, its Python frames not read
+		 * (they move), said and counted; never frames of another moment.
+		 */
+		assert_non_null(spin);
+		print_thread(spin);
+		for (uint32_t i = 0; i < spin->nr_uframes; i++) {
+			assert_false(spin->uframes[i].python);
+			loop |= spin->uframes[i].function &&
+				!strcmp(spin->uframes[i].function, "_PyEval_EvalFrameDefault");
+		}
+		if (loop) {
+			assert_non_null(spin->python_note);
+			assert_true(loss(r, "python_running") >= 1);
+		}
+	}
 	for (size_t i = 0; i < sizeof(losses) / sizeof(losses[0]); i++)
-		if (loss(r, losses[i])) {
+		if (loss(r, losses[i]) && (strcmp(losses[i], "python_running") || !run->spin_tid)) {
 			print_thread(lock);
 			print_thread(sleep);
 			fail_msg("%s = %llu", losses[i], (unsigned long long)loss(r, losses[i]));
@@ -263,12 +289,12 @@ static void check_pprof(const struct py_run *run)
 }
 
 static void run_interp(const char *root, const char *exe, int minor, bool container,
-		       const char *label)
+		       bool spin, const char *label)
 {
 	struct py_run run;
 
 	NEED_ROOT();
-	if (!start(root, exe, container, &run)) {
+	if (!start(root, exe, container, spin, &run)) {
 		NEED_DEP(false, "%s (%s%s; tests/lib/mkroot.sh SUITE DIR --python)\n", label,
 			 root ? root : "", exe);
 		return;
@@ -283,7 +309,13 @@ static void run_interp(const char *root, const char *exe, int minor, bool contai
 
 static void test_bookworm_311(void **state)
 {
-	run_interp(NULL, "/usr/bin/python3.11", 11, false, "bookworm 3.11");
+	run_interp(NULL, "/usr/bin/python3.11", 11, false, false, "bookworm 3.11");
+}
+
+/* With a thread spinning in Python: on a CPU, its Python frames are not read (counted). */
+static void test_bookworm_311_running(void **state)
+{
+	run_interp(NULL, "/usr/bin/python3.11", 11, false, true, "bookworm 3.11 spinning");
 }
 
 static void root_interp(const char *suite, const char *exe, int minor, bool container)
@@ -292,7 +324,7 @@ static void root_interp(const char *suite, const char *exe, int minor, bool cont
 
 	snprintf(root, sizeof(root), "%s/%s-py", roots_dir(), suite);
 	snprintf(label, sizeof(label), "%s 3.%d%s", suite, minor, container ? " container" : "");
-	run_interp(root, exe, minor, container, label);
+	run_interp(root, exe, minor, container, false, label);
 }
 
 static void test_bullseye_39(void **state)
@@ -343,6 +375,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_teardown(test_bookworm_311, kill_started),
+		cmocka_unit_test_teardown(test_bookworm_311_running, kill_started),
 		cmocka_unit_test_teardown(test_bullseye_39, kill_started),
 		cmocka_unit_test_teardown(test_trixie_313, kill_started),
 		cmocka_unit_test_teardown(test_sid_314, kill_started),

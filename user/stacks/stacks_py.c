@@ -93,25 +93,32 @@ static bool is_thread(const struct stk_result *r, const struct stk_proc *p, int3
 }
 
 /*
- * Every state tied to a distinct thread of the process: by fsbase (bpf), else by
- * struct pthread.tid, a thread of the process (a state of a thread exiting reads 0:
- * left out). 0, or -EINVAL.
+ * Every state has a distinct thread_id (the bpf backend ties them to threads by fsbase,
+ * the task's own), and, on the proc backend, a struct pthread.tid naming a distinct
+ * thread of the process (a state of a thread exiting reads 0: left out; not all of
+ * them). 0, or -EINVAL.
  */
 static int check_tstates(const struct stk_result *r, const struct stk_proc *p,
 			 const struct stk_raw *all, size_t nall)
 {
+	bool by_fsbase = r->pub.backend == TK_BACKEND_BPF;
+	int tied = 0;
+
 	for (int i = 0; i < p->nts; i++) {
 		const struct tk_py_tstate *a = &p->ts[i];
 
-		if (!a->thread_id || !a->tid)
+		if (!a->thread_id || (!a->tid && !by_fsbase))
 			continue;
-		if (a->tid < 0 || !is_thread(r, p, a->tid, all, nall))
+		if (!by_fsbase && (a->tid < 0 || !is_thread(r, p, a->tid, all, nall)))
 			return -EINVAL;
 		for (int j = 0; j < i; j++)
-			if (p->ts[j].tid == a->tid || p->ts[j].thread_id == a->thread_id)
+			if ((!by_fsbase && p->ts[j].tid == a->tid) ||
+			    p->ts[j].thread_id == a->thread_id)
 				return -EINVAL;
+		tied++;
 	}
-	return 0;
+	/* states, and none tied: every tid read 0, not threads all exiting at once */
+	return p->nts && !tied ? -EINVAL : 0;
 }
 
 /* The process's thread states for this snapshot: true when they can be used. */
