@@ -278,7 +278,8 @@ int stk_py_frames(struct stk_result *r, struct stk_proc *p, const struct stk_raw
 		out[k++] = ips[i];
 	}
 	causes = tk_py_walk__end(&w, whole);
-	if ((causes & UNW_PY_C_FRAMES) && moved(r, x)) {
+	/* a chain read while the thread ran may be another moment's: dropped, whatever it gave */
+	if (!(causes & UNW_PY_C_TSTATE) && moved(r, x)) {
 		r->loss[STK_L_PY_MOVED]++;
 		t->python_note = "ran while its Python frames were read: not shown";
 		return native_only(ips, n, out, max);
