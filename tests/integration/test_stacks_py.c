@@ -7,8 +7,9 @@
  * the workload's file, the line it blocks on), in the right order, each run of
  * Python frames just before an interpreter-loop frame (_PyEval_EvalFrameDefault),
  * the leaf's run after the C function it called (PyThread_acquire_lock_timed for the
- * lock, _PySemaphore_Wait from 3.13); no Python loss counted; and go tool pprof reads them back from the pprof
- * output. Debian's /usr/bin/python3 (3.11) always; bullseye's 3.9, trixie's 3.13
+ * lock, _PySemaphore_Wait from 3.13); no Python loss counted; and go tool pprof reads
+ * them back from the pprof output. A thread spinning in Python is not read (on a CPU:
+ * its frames move), said and counted. Debian's /usr/bin/python3 (3.11) always; bullseye's 3.9, trixie's 3.13
  * and sid's 3.14 from the roots tests/lib/mkroot.sh makes (TK_PY_ROOTS, default
  * build/roots: SUITE-py), run by chroot; trixie's 3.13 also in a container of its
  * own pid namespace (its tids differ from the host's: the proc backend ties thread

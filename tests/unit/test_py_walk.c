@@ -71,7 +71,8 @@ static void frame(int i, int c, int idx, int prev)
 						  code + off.co_code + 2 * (uint64_t)idx);
 	else
 		put32(f + off.fr_instr, idx < 0 ? (uint32_t)-1 :
-					upy.lasti == UNW_PY_LASTI_BYTES ? 2 * (uint32_t)idx : (uint32_t)idx);
+					upy.lasti == UNW_PY_LASTI_BYTES ? 2 * (uint32_t)idx :
+									  (uint32_t)idx);
 }
 
 /* The thread state's newest frame is @i. */

@@ -70,7 +70,7 @@ int tk_py_walk__activation(struct tk_py_walk *w, uint64_t sp, uint64_t cfa,
 			break;
 		}
 		if (unw_py_frame_shim(w->py, f)) {
-			/* the shim is a local of its interpreter frame: this one's, or an outer one's */
+			/* the shim is a local of its interpreter frame: this one's, or an outer's */
 			if (w->cur >= sp && w->cur < cfa)
 				w->cur = unw_py_u64(f, w->py->fr_prev);
 			else

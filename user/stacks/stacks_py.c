@@ -267,9 +267,9 @@ int stk_py_frames(struct stk_result *r, struct stk_proc *p, const struct stk_raw
 	tk_py_walk__begin(&w, &p->upy, mem_read, p, tstate_of(p, x), STK_MAX_PYFRAMES);
 	for (int i = 0; i < n && k < max; i++) {
 		if (stk_py_in_loop(r, x->pid, i ? ips[i] - 1 : ips[i])) {
-			int m = tk_py_walk__activation(&w, sps[i], i + 1 < n ? sps[i + 1] : UINT64_MAX,
-						       wf, max - k - 1 < STK_MAX_PYFRAMES ?
-							   max - k - 1 : STK_MAX_PYFRAMES);
+			uint64_t cfa = i + 1 < n ? sps[i + 1] : UINT64_MAX;
+			int room = max - k - 1 < STK_MAX_PYFRAMES ? max - k - 1 : STK_MAX_PYFRAMES;
+			int m = tk_py_walk__activation(&w, sps[i], cfa, wf, room);
 
 			for (int j = 0; j < m; j++)
 				tk_py__code_rec(py, x->pid, &p->upy, wf[j].code, wf[j].idx,
