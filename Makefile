@@ -9,6 +9,10 @@
 # make uninstall  remove what make install put there
 # make bench      time the user-space tables on synthetic input (tests/bench/)
 # make V=1        show every command
+# make ARCH=arm64 the arm64 cross build, into build/arm64/ (its own objects, skeletons and
+#                 BPF objects; never mixed with the x86 ones): tracekit-static, the preload
+#                 libraries, libtracekit (.a, .so). tools/install-deps.sh --arm64 installs
+#                 the cross compiler and the arm64 libraries (make ARCH=arm64 deps).
 #
 # A BPF capability NAME is bpf/NAME.bpf.c + bpf/NAME.h + its loader user/STAGE/NAME.c: add
 # NAME to BPF_APPS and the skeleton and its object follow (every library object waits for
@@ -20,20 +24,44 @@ BPF_APPS := core_probe cpu_sample cpu_follow alloc_trace alloc_trace_sess alloc_
 CC ?= gcc
 CLANG ?= clang
 BPFTOOL ?= bpftool
+# The architecture built for, by the kernel's name for it (the name of its vmlinux/ header,
+# of -D__TARGET_ARCH_ that libbpf's bpf_tracing.h reads, of bpf/arch_*.h). x86 builds into
+# build/ and skeletons/ as always; another into build/ARCH/, skeletons included, with
+# Debian's cross compiler (CROSS_COMPILE) and the ARCH libraries of the multiarch tree.
+# := and not ?=: an ARCH in the environment (a kernel build's) does not change this one.
 ARCH := x86
+ARCHES := x86 arm64
+ifeq ($(filter $(ARCH),$(ARCHES)),)
+$(error ARCH=$(ARCH): unknown (known: $(ARCHES)))
+endif
 VERSION := 0.1.0
 VERSION_PARTS := $(subst ., ,$(VERSION))
 MAJOR := $(word 1,$(VERSION_PARTS))
 MINOR := $(word 2,$(VERSION_PARTS))
 PATCH := $(word 3,$(VERSION_PARTS))
 
+ifeq ($(ARCH),x86)
 BUILD := build
-OBJ := $(BUILD)/obj
 SKEL := skeletons
+else
+BUILD := build/$(ARCH)
+SKEL := $(BUILD)/skeletons
+endif
+OBJ := $(BUILD)/obj
+# The other architectures' build folders, inside x86's (build/ARCH): x86 never reads their .d
+OTHER_BUILDS := $(if $(filter x86,$(ARCH)),$(patsubst %,$(BUILD)/%,$(filter-out x86,$(ARCHES))))
+ifeq ($(ARCH),arm64)
+CROSS_COMPILE ?= aarch64-linux-gnu-
+CLANG_TARGET := --target=aarch64-linux-gnu
+# what the command line does not name: the cross compiler (make's default CC is cc)
+ifeq ($(origin CC),default)
+CC := $(CROSS_COMPILE)gcc
+endif
+endif
 
 # Where `make install` puts things (DESTDIR, if given, is prepended to each). Debian's
-# multiarch library directory: $(CC) -print-multiarch says which (a compiler that cannot
-# say gets x86_64-linux-gnu, the only architecture tracekit builds for).
+# multiarch library directory: $(CC) -print-multiarch says which (aarch64-linux-gnu for the
+# cross compiler of ARCH=arm64; a compiler that cannot say gets x86_64-linux-gnu).
 PREFIX := /usr/local
 MULTIARCH := $(or $(shell $(CC) -print-multiarch 2>/dev/null),x86_64-linux-gnu)
 BINDIR = $(PREFIX)/bin
@@ -136,15 +164,32 @@ endif
 .SECONDARY:
 .PHONY: all static tests test check bench deps clean fuzz vmlinux run vmtest install uninstall FORCE
 
+ifeq ($(ARCH),x86)
 all: $(BUILD)/tracekit $(PRELOADS) $(SHLIB_LINKS) $(PC) $(MANPAGES) tests
+else
+# A cross build: what runs on the target. Not the dynamic tracekit (its HTTP server,
+# libmicrohttpd, would pull gnutls's arm64 -dev tree in), not the tests (nothing here runs
+# them: the arm64 guests run tracekit-static and static workloads).
+all: $(BUILD)/tracekit-static $(PRELOADS) $(LIB) $(SHLIB_LINKS) $(PC)
+endif
 
 tests: $(UNIT_BINS) $(SAN_UNIT_BINS) $(INTEG_BINS) $(WORKLOAD_LIBS) $(WORKLOADS) $(FUZZERS) \
 	$(EXAMPLES) $(BUILD)/examples/headers.ok
 
 static: $(BUILD)/tracekit-static
 
+# What runs here, or installs, is for this machine's architecture: a cross build stops at
+# once with why, rather than running tests it did not build or installing x86's names.
+ifneq ($(ARCH),x86)
+test check run vmtest install uninstall bench fuzz tests: cross-refuse
+endif
+.PHONY: cross-refuse
+cross-refuse:
+	@echo "make $(MAKECMDGOALS): not with ARCH=$(ARCH), a cross build (make ARCH=$(ARCH) builds" \
+		"$(BUILD)/ for an $(ARCH) host; README, Building)" >&2; exit 2
+
 deps:
-	$(Q)tools/install-deps.sh
+	$(Q)tools/install-deps.sh $(if $(filter-out x86,$(ARCH)),--$(ARCH))
 
 # The README's first command: the capability report of this machine, a CPU profile of a
 # bundled workload whose answer is known (hot 75 %, cold 25 % under main → caller).
@@ -160,8 +205,10 @@ run: deps
 	@echo '$$ tracekit alloc -- $(BUILD)/workloads/alloc_leak -d 2 --leak-bytes 67108864'
 	$(Q)$(BUILD)/tracekit alloc -- $(BUILD)/workloads/alloc_leak -d 2 --leak-bytes 67108864
 
-# The README's test command: install, build, run every tier, print a summary.
+# The README's test command: install (the cross tier's arm64 compiler and libraries too),
+# build, run every tier, print a summary.
 test: deps
+	$(Q)tools/install-deps.sh --arm64
 	$(Q)$(MAKE) --no-print-directory all static
 	$(Q)TK_BUILD_DIR=$(BUILD) tests/run.sh
 
@@ -180,8 +227,10 @@ vmtest: deps
 	$(Q)$(MAKE) --no-print-directory $(BUILD)/tracekit $(PRELOADS) static $(VM_WORKLOADS)
 	$(Q)TK_BUILD_DIR=$(BUILD) tests/vm/matrix.sh
 
+# vmlinux/x86/vmlinux.h from this machine's kernel; with ARCH=arm64 vmlinux/arm64/vmlinux.h
+# from Debian's arm64 cloud kernel image (downloaded, never installed: the script says how)
 vmlinux:
-	$(Q)tools/gen-vmlinux-h.sh
+	$(Q)tools/gen-vmlinux-h.sh $(if $(filter-out x86,$(ARCH)),--arch $(ARCH))
 
 # What the build writes the install directories into (tracekit.pc, the preload directory
 # compiled into libtracekit) depends on this file, which changes only when they do: `make
@@ -376,7 +425,7 @@ PRELOAD_CFLAGS := -std=gnu11 -g -O2 -fPIC -fvisibility=hidden -fno-builtin \
 	$(WARN) -D_GNU_SOURCE -Iuser -Ipreload -MMD -MP
 $(PRELOADS): $(BUILD)/lib%.so: preload/%.c | $(OBJ)
 	$(call msg,CC-SO,$@)
-	$(Q)$(CLANG) $(PRELOAD_CFLAGS) -Wno-unknown-warning-option -MF $@.d -shared $< \
+	$(Q)$(CLANG) $(CLANG_TARGET) $(PRELOAD_CFLAGS) -Wno-unknown-warning-option -MF $@.d -shared $< \
 		-Wl,-z,defs -Wl,-z,now -Wl,--as-needed -ldl -lpthread -lm -o $@
 # test_preload runs preload_check under both libraries, and checks counts with libm
 $(BUILD)/tests/unit/test_preload $(BUILD)/tests/unit-san/test_preload: | $(PRELOADS) \
@@ -414,20 +463,21 @@ include tests/workloads/flags.mk
 $(BUILD)/workloads/%: tests/workloads/%.c | $(OBJ)
 	$(call msg,CC,$@)
 	$(Q)mkdir -p $(@D)
-	$(Q)$(or $(WORKLOAD_CC_$*),$(CC)) $(WORKLOAD_CFLAGS) $(WORKLOAD_CFLAGS_$*) -MMD -MP \
-		-MF $@.d $< $(WORKLOAD_LIBS_$*) -o $@
+	$(Q)$(if $(WORKLOAD_CC_$*),$(WORKLOAD_CC_$*) $(CLANG_TARGET),$(CC)) $(WORKLOAD_CFLAGS) \
+		$(WORKLOAD_CFLAGS_$*) -MMD -MP -MF $@.d $< $(WORKLOAD_LIBS_$*) -o $@
 
 $(BUILD)/workloads/%: tests/workloads/%.cc | $(OBJ)
 	$(call msg,CXX,$@)
 	$(Q)mkdir -p $(@D)
-	$(Q)$(CLANG)++ -g -O2 -Wall -Werror $(WORKLOAD_CFLAGS_$*) -MMD -MP -MF $@.d $< \
+	$(Q)$(CLANG)++ $(CLANG_TARGET) -g -O2 -Wall -Werror $(WORKLOAD_CFLAGS_$*) -MMD -MP -MF $@.d $< \
 		$(WORKLOAD_LIBS_$*) -o $@
 
 # Shared libraries for workloads: tests/workloads/lib/NAME.c → build/workloads/libNAME.so
 $(BUILD)/workloads/lib%.so: tests/workloads/lib/%.c | $(OBJ)
 	$(call msg,CC-SO,$@)
 	$(Q)mkdir -p $(@D)
-	$(Q)$(or $(WORKLOAD_CC_lib$*),$(CC)) $(WORKLOAD_CFLAGS) $(WORKLOAD_CFLAGS_lib$*) -fPIC \
+	$(Q)$(if $(WORKLOAD_CC_lib$*),$(WORKLOAD_CC_lib$*) $(CLANG_TARGET),$(CC)) $(WORKLOAD_CFLAGS) \
+		$(WORKLOAD_CFLAGS_lib$*) -fPIC \
 		-shared -MMD -MP -MF $@.d $< -o $@
 
 $(BUILD)/bpf $(OBJ) $(SKEL):
@@ -439,4 +489,6 @@ clean:
 
 -include $(wildcard $(BUILD)/bpf/*.d)
 # (not into build/roots/: container roots, whose etc/*.d are directories)
--include $(shell find $(BUILD) -path $(BUILD)/roots -prune -o -name '*.d' -type f -print 2>/dev/null)
+# (nor into another architecture's build/ARCH/, whose rules name its own objects)
+-include $(shell find $(BUILD) -path $(BUILD)/roots -prune $(foreach b,$(OTHER_BUILDS),-o -path $(b) -prune) \
+	-o -name '*.d' -type f -print 2>/dev/null)

@@ -24,10 +24,10 @@
  * generation the same way, and its state here goes.
  */
 /*
- * No CO-RE: the programs read pt_regs (the x86-64 ABI) and, for brk and for a
- * process's end, offsets user space found in the kernel's BTF (0: brk is not
- * followed, exits are not seen), so the object loads where libbpf finds no
- * kernel BTF.
+ * No CO-RE: the programs read pt_regs (the architecture's ABI: bpf/arch.bpf.h,
+ * bpf_tracing.h's PT_REGS_*) and, for brk and for a process's end, offsets user
+ * space found in the kernel's BTF (0: brk is not followed, exits are not seen),
+ * so the object loads where libbpf finds no kernel BTF.
  */
 #define BPF_NO_PRESERVE_ACCESS_INDEX
 #include "vmlinux.h"
@@ -40,8 +40,6 @@
 #define MAP_PRIVATE 0x02
 #define MAP_ANONYMOUS 0x20
 #define PROT_WRITE 0x2
-#define NR_MMAP 9
-#define NR_BRK 12
 #define EEXIST 17
 
 const volatile bool sample_all = false;		/* full mode */
@@ -431,7 +429,7 @@ static __always_inline bool alloc_entry(struct pt_regs *ctx, __u64 cookie)
 	__s64 *cd;
 
 	/* the return address: where a call goes back to (0 when unreadable) */
-	if (bpf_probe_read_user(&ret, sizeof(ret), (void *)sp))
+	if (tk_entry_ret(ctx, &ret))
 		ret = 0;
 	if (nested(ctx, cookie >> 8, ret)) {
 		count(AT_CNT_NESTED);
@@ -519,7 +517,7 @@ static __always_inline void alloc_return(struct pt_regs *ctx)
 	if (!p)
 		return;
 	/* the return of a nested call (uretprobes without sessions) is not ours */
-	if (PT_REGS_SP(ctx) != p->sp + 8)
+	if (PT_REGS_SP(ctx) != p->sp + TK_RET_SP_DELTA)
 		return;
 	size = p->size;
 	if (p->outp) {
@@ -622,7 +620,7 @@ int marker_alloc(struct pt_regs *ctx)
 		count(AT_CNT_FOLLOW_MAP_FULL);
 	if (!ptr)
 		return 0;
-	bpf_probe_read_user(&ret, sizeof(ret), (void *)PT_REGS_SP(ctx));
+	tk_entry_ret(ctx, &ret);
 	emit_alloc(ctx, ptr, PT_REGS_PARM2(ctx), 1, ret);
 	return 0;
 }
@@ -800,9 +798,9 @@ int sys_enter(__u64 *ctx)
 	__u64 nr = ctx[1], len, flags, prot, old;
 	__u32 tid;
 
-	if ((nr != NR_MMAP && nr != NR_BRK) || !traced())
+	if ((nr != TK_NR_MMAP && nr != TK_NR_BRK) || !traced())
 		return 0;
-	if (nr == NR_BRK) {
+	if (nr == TK_NR_BRK) {
 		__u64 task = bpf_get_current_task(), mm = 0;
 
 		old = 0;
@@ -818,9 +816,10 @@ int sys_enter(__u64 *ctx)
 		return 0;
 	}
 	len = prot = flags = 0;
-	bpf_probe_read_kernel(&len, sizeof(len), &regs->si);
-	bpf_probe_read_kernel(&prot, sizeof(prot), &regs->dx);
-	bpf_probe_read_kernel(&flags, sizeof(flags), &regs->r10);
+	/* mmap(addr, len, prot, flags, fd, off): the system call's own argument registers */
+	bpf_probe_read_kernel(&len, sizeof(len), &PT_REGS_PARM2_SYSCALL(regs));
+	bpf_probe_read_kernel(&prot, sizeof(prot), &PT_REGS_PARM3_SYSCALL(regs));
+	bpf_probe_read_kernel(&flags, sizeof(flags), &PT_REGS_PARM4_SYSCALL(regs));
 	if (!(flags & MAP_ANONYMOUS) && !((flags & MAP_PRIVATE) && (prot & PROT_WRITE)))
 		return 0;
 	add_growth(ctx, AT_GROWTH_MMAP, (len + page_size - 1) & ~(page_size - 1));

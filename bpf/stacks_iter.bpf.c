@@ -11,6 +11,7 @@
 #include "vmlinux.h"
 #include <bpf/bpf_core_read.h>
 #include <bpf/bpf_helpers.h>
+#include "arch.bpf.h"
 #include "stacks_iter.h"
 
 const volatile bool filter_pids = false;	/* only the tgids of pids */
@@ -103,16 +104,7 @@ static __always_inline void user_regs(struct task_struct *t, struct stk_rec *r)
 	}
 	if (!regs)
 		return;
-	r->ip = BPF_CORE_READ(regs, ip);
-	r->sp = BPF_CORE_READ(regs, sp);
-	r->bp = BPF_CORE_READ(regs, bp);
-	r->orig_ax = BPF_CORE_READ(regs, orig_ax);
-	r->args[0] = BPF_CORE_READ(regs, di);
-	r->args[1] = BPF_CORE_READ(regs, si);
-	r->args[2] = BPF_CORE_READ(regs, dx);
-	r->args[3] = BPF_CORE_READ(regs, r10);
-	r->args[4] = BPF_CORE_READ(regs, r8);
-	r->args[5] = BPF_CORE_READ(regs, r9);
+	tk_core_user_regs(regs, &r->ip, &r->sp, &r->bp, &r->orig_ax, r->args);
 	r->flags |= STK_F_REGS;
 }
 
@@ -164,8 +156,11 @@ static __always_inline struct stk_rec *fill(struct task_struct *t)
 		r->flags |= STK_F_KTHREAD;
 	else if (!no_user)
 		user_regs(t, r);
+#if defined(__TARGET_ARCH_x86)
+	/* glibc's pthread_t: CPython's thread_id (stacks_py.c); other architectures: 0 */
 	if (!(r->flags & STK_F_KTHREAD))
 		r->fsbase = BPF_CORE_READ(t, thread.fsbase);
+#endif
 	if (mm && (BPF_CORE_READ(mm, mmap_lock.count.counter) & 1))	/* RWSEM_WRITER_LOCKED */
 		r->flags |= STK_F_MMAP_BUSY;
 	if (!no_kernel)

@@ -45,8 +45,9 @@ struct stk_rec {
 	__u64 last_arrival;		/* sched_info.last_arrival: when it last got a CPU */
 	__u64 sum_exec, prev_sum;	/* se.sum_exec_runtime, se.prev_sum_exec_runtime */
 	__u64 switches;			/* nvcsw + nivcsw before the registers were read */
-	__u64 ip, sp, bp, orig_ax;
-	__u64 args[6];			/* di, si, dx, r10, r8, r9 */
+	__u64 ip, sp, bp, orig_ax;	/* bp: the frame pointer; orig_ax: the system call's
+					   number (arm64: syscallno) */
+	__u64 args[6];			/* di, si, dx, r10, r8, r9 (arm64: orig_x0, x1-x5) */
 	__s64 kn;			/* bytes of k[] or bpf_get_task_stack's error */
 	__u64 k[STK_KFRAMES];
 	__s64 copy_err;			/* the first copy's error; 0 */

@@ -27,6 +27,7 @@
 #ifndef __UNWIND_BPF_H
 #define __UNWIND_BPF_H
 
+#include "arch.bpf.h"
 #include "unwind.h"
 #include "unwind_py.h"
 
@@ -358,13 +359,6 @@ fault:
 	return 1;
 }
 
-/* x86-64 struct pt_regs, by 8-byte slots (its layout is ABI) */
-#define UNW_REG_BP 4
-#define UNW_REG_IP 16
-#define UNW_REG_CS 17
-#define UNW_REG_SP 19
-#define UNW_REGS_SIZE (21 * 8)
-
 /*
  * The user registers of the current task when the program runs in the
  * kernel (a syscall, a fault, an interrupt of user code): 0 or -1.
@@ -525,7 +519,7 @@ static __always_inline int unw_walk(__u64 ip, __u64 sp, __u64 bp, __u32 skip, __
 static __always_inline int unw_user_stack(const void *regs, bool in_ctx, __u32 skip, __u32 more,
 					  __u64 *ips, __u32 max, __u32 *causes, __u32 *miss)
 {
-	__u64 ip = 0, sp = 0, bp = 0, cs = 0;
+	__u64 ip = 0, sp = 0, bp = 0, mode = 0;
 
 	if (regs && in_ctx) {
 		const __u64 *r = regs;
@@ -533,16 +527,16 @@ static __always_inline int unw_user_stack(const void *regs, bool in_ctx, __u32 s
 		ip = r[UNW_REG_IP];
 		sp = r[UNW_REG_SP];
 		bp = r[UNW_REG_BP];
-		cs = r[UNW_REG_CS];
+		mode = r[UNW_REG_MODE];
 	} else if (regs) {
 		if (bpf_probe_read_kernel(&ip, 8, (const char *)regs + 8 * UNW_REG_IP) ||
 		    bpf_probe_read_kernel(&sp, 8, (const char *)regs + 8 * UNW_REG_SP) ||
 		    bpf_probe_read_kernel(&bp, 8, (const char *)regs + 8 * UNW_REG_BP) ||
-		    bpf_probe_read_kernel(&cs, 8, (const char *)regs + 8 * UNW_REG_CS))
+		    bpf_probe_read_kernel(&mode, 8, (const char *)regs + 8 * UNW_REG_MODE))
 			return -1;
 	}
 	/* interrupted in the kernel (or no regs given): the task's own user registers */
-	if (!regs || (cs & 3) != 3) {
+	if (!regs || !UNW_REGS_USER(mode)) {
 		if (unw_task_user_regs(&ip, &sp, &bp))
 			return -1;
 	}

@@ -7,17 +7,18 @@
 # (tests/install/check-docs.sh, check-completion.sh), the static binary, the kernel matrix
 # (tests/vm/matrix.sh: every collector on this kernel and, statically linked, in QEMU
 # guests on others), fuzz targets (short runs), make install into a stage
-# (tests/install/check-install.sh; the preload part as root).
+# (tests/install/check-install.sh; the preload part as root), the arm64 cross build beside
+# the x86 one (tests/install/check-cross.sh; skipped without the cross compiler).
 #   TK_FUZZ_SECONDS   seconds per fuzz target (default 10; 0 skips fuzzing)
 #   TK_TIERS          space-separated subset of: unit san integration help static vm fuzz
-#                     install
+#                     install cross
 set -uo pipefail
 
 cd "$(dirname "$0")/.." || exit 1
 export TK_BUILD_DIR=${TK_BUILD_DIR:-build}
 B=$TK_BUILD_DIR
 FUZZ_SECONDS=${TK_FUZZ_SECONDS:-10}
-TIERS=${TK_TIERS:-unit san integration help static vm fuzz install}
+TIERS=${TK_TIERS:-unit san integration help static vm fuzz install cross}
 
 passed=0 failed=0 skipped=0
 failures=()
@@ -226,6 +227,11 @@ fi
 if tier install; then
 	echo "== make install into a stage (DESTDIR, PREFIX=/usr), and what it installed"
 	run_counted install tests/install/check-install.sh "$B"
+fi
+
+if tier cross; then
+	echo "== the arm64 cross build beside this one (make ARCH=arm64 BUILD=$B/arm64)"
+	run_counted cross tests/install/check-cross.sh "$B"
 fi
 
 echo

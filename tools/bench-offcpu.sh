@@ -19,14 +19,16 @@
 #               BUILD_BPF_SKEL)
 # Two loads by default (BENCH_WORK_US, pingpong's WORK_US): 0, every hop a switch and
 # nothing else (over a million switches a second here), and 4, about 4 us of work before
-# each hop (about 200,000 a second), as a busy server's threads switch.
+# each hop (about 200,000 a second), as a busy server's threads switch; BENCH_WORK_US= (empty)
+# skips the loads and measures the waits below alone.
 # BENCH_TRACERS: a subset of the names above (default all); BENCH_PINGPONG_ROUNDS: the
 # round trips of the work=0 load (the others take about as long).
 # Then waits that span the capture: cpu_offcpu_span with BENCH_SEED_THREADS (default
 # "0 1000") more threads blocked on a condition variable before the capture, and
-# `tracekit cpu --off-cpu -d 2 -p PID`: how many threads the task iterator found off the
-# CPU and how long that took (the profile's note), the waits from before the capture
-# (min median max: the window, 2 s), and what bcc's offcputime sees of them over the same 2 s.
+# `tracekit cpu --off-cpu -d 3 -p PID` (BENCH_SPAN_S): how many threads the task iterator
+# found off the CPU and how long that took (the profile's note), the waits from before the
+# capture (median min max: the window, 3 s), and what bcc's offcputime sees of them over the
+# same 3 s.
 # Figures, not a pass/fail test: this machine is shared and noisy.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -81,7 +83,7 @@ pp_time() { taskset -c 0 "$PP" "${ROUNDS_OF[$1]}" "$1" | sed -n 's/.*seconds=\([
 stats() { sort -g | awk '{a[NR]=$1} END {printf "%s %s %s\n", a[int((NR+1)/2)], a[1], a[NR]}'; }
 
 read -r -a TRACERS <<<"${BENCH_TRACERS:-tk-cpu tk-off tk-off-all offcputime perf-cs}"
-read -r -a LOADS <<<"${BENCH_WORK_US:-0 4}"
+read -r -a LOADS <<<"${BENCH_WORK_US-0 4}"
 declare -A SLOW CPU BASE RATE ROUNDS_OF
 echo "bench-offcpu: $ROUNDS rounds, $(nproc) CPUs, kernel $(uname -r)"
 for l in "${LOADS[@]}"; do
@@ -90,7 +92,8 @@ for l in "${LOADS[@]}"; do
 	RATE[$l]=$(taskset -c 0 "$PP" "${ROUNDS_OF[$l]}" "$l" | sed -n 's/.*switches_per_s=\([0-9]*\).*/\1/p')
 	echo "  load work=${l}us: pingpong ${ROUNDS_OF[$l]} round trips, ${RATE[$l]} switches a second untraced"
 done
-for ((r = 1; r <= ROUNDS; r++)); do
+SPAN_S=${BENCH_SPAN_S:-3}
+for ((r = 1; r <= ROUNDS && ${#LOADS[@]}; r++)); do
 	mapfile -t order < <(for l in "${LOADS[@]}"; do printf "$l %s\n" "${TRACERS[@]}"; done | shuf)
 	for lt in "${order[@]}"; do
 		l=${lt%% *} t=${lt#* }
@@ -123,14 +126,14 @@ done
 
 # waits that span the capture
 echo
-echo "waits begun before the capture (cpu_offcpu_span, cpu --off-cpu -d 2 -p):"
+echo "waits begun before the capture (cpu_offcpu_span, cpu --off-cpu -d $SPAN_S -p):"
 printf '%-9s %-34s %-30s %s\n' blocked "found by the iterator" "their waits, s (med min max)" \
 	"offcputime sees"
 for n in ${BENCH_SEED_THREADS:-0 1000}; do
 	"$SPAN" 60 "$n" >"$TMP/span.out" &
 	spid=$!
 	for ((i = 0; i < 300; i++)); do grep -q ready "$TMP/span.out" && break; sleep 0.1; done
-	"$TK" cpu --off-cpu -d 2 -p "$spid" -o "$TMP/span.json" 2>/dev/null
+	"$TK" cpu --off-cpu -d "$SPAN_S" -p "$spid" -o "$TMP/span.json" 2>/dev/null
 	found=$(jq -r '.comments[] | select(test("were off the CPU when")) |
 		capture("(?<n>[0-9]+) threads.* in (?<ms>[0-9]+) ms") | "\(.n) threads in \(.ms) ms"' \
 		"$TMP/span.json")
@@ -140,7 +143,7 @@ for n in ${BENCH_SEED_THREADS:-0 1000}; do
 		"$TMP/span.json" | stats)
 	seen=0
 	if [[ -x $OFFCPUTIME ]]; then
-		"$OFFCPUTIME" -p "$spid" 2 >"$TMP/oc.out" 2>&1 || true
+		"$OFFCPUTIME" -p "$spid" "$SPAN_S" >"$TMP/oc.out" 2>&1 || true
 		seen=$(grep -c 'blocked_\(read\|lock\|cond\)' "$TMP/oc.out" || true)
 	fi
 	printf '%-9s %-34s %-30s %s\n' "$((n + 2))" "$found" "$waits" "$seen stacks of them"

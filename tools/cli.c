@@ -108,8 +108,33 @@ int outputs_add(struct outputs *o, const char *cmd, const char *path)
 	return 0;
 }
 
-int outputs_resolve(struct outputs *o, const char *cmd)
+static const char *const format_names[] = {
+	[TK_FORMAT_PPROF] = "pprof", [TK_FORMAT_FOLDED] = "folded", [TK_FORMAT_SVG] = "svg",
+	[TK_FORMAT_JSON] = "json",   [TK_FORMAT_TEXT] = "text",
+};
+static const char *const format_exts[] = {
+	[TK_FORMAT_PPROF] = ".pb.gz", [TK_FORMAT_FOLDED] = ".folded", [TK_FORMAT_SVG] = ".svg",
+	[TK_FORMAT_JSON] = ".json",   [TK_FORMAT_TEXT] = ".txt",
+};
+
+/* "pprof, folded, ..." or ".pb.gz, .folded, ..." of the formats in @allowed, into @buf. */
+static const char *format_list(unsigned int allowed, const char *const *names, char *buf,
+			       size_t sz)
 {
+	static const enum tk_format order[] = { TK_FORMAT_PPROF, TK_FORMAT_FOLDED, TK_FORMAT_SVG,
+						TK_FORMAT_JSON, TK_FORMAT_TEXT };
+	size_t n = 0;
+
+	buf[0] = 0;
+	for (size_t i = 0; i < sizeof(order) / sizeof(*order); i++)
+		if ((allowed & TK_FORMAT_BIT(order[i])) && n < sz)
+			n += snprintf(buf + n, sz - n, "%s%s", n ? ", " : "", names[order[i]]);
+	return buf;
+}
+
+int outputs_resolve_in(struct outputs *o, const char *cmd, unsigned int allowed)
+{
+	char list[80];
 	int i;
 
 	if (o->format && o->n > 1)
@@ -122,14 +147,26 @@ int outputs_resolve(struct outputs *o, const char *cmd)
 			if (!strcmp(o->path[i], "-"))
 				o->fmt[i] = TK_FORMAT_TEXT;
 			else if (tk_format__from_path(o->path[i], &o->fmt[i]))
-				return usage_error(cmd, "cannot tell the format of '%s' (use .pb.gz, "
-						   ".folded, .svg, .json, .txt or --format)",
-						   o->path[i]);
+				return usage_error(cmd, "cannot tell the format of '%s' (use %s or "
+						   "--format)", o->path[i],
+						   format_list(allowed, format_exts, list,
+							       sizeof(list)));
+			else if (!(allowed & TK_FORMAT_BIT(o->fmt[i])))
+				return usage_error(cmd, "'%s': %s writes no %s (use %s or --format)",
+						   o->path[i], cmd, format_names[o->fmt[i]],
+						   format_list(allowed, format_exts, list,
+							       sizeof(list)));
 	}
-	if (o->format && tk_format__parse(o->format, &o->fmt[0]))
-		return usage_error(cmd, "unknown format '%s' (pprof, folded, svg, json, text)",
-				   o->format);
+	if (o->format && (tk_format__parse(o->format, &o->fmt[0]) ||
+			  !(allowed & TK_FORMAT_BIT(o->fmt[0]))))
+		return usage_error(cmd, "unknown format '%s' for %s (%s)", o->format, cmd,
+				   format_list(allowed, format_names, list, sizeof(list)));
 	return 0;
+}
+
+int outputs_resolve(struct outputs *o, const char *cmd)
+{
+	return outputs_resolve_in(o, cmd, TK_FORMATS_ALL);
 }
 
 /* Whether stdout is a pipe or FIFO whose reader has gone: a write there fails with EPIPE. */

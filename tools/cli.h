@@ -63,6 +63,13 @@ int output_error(const char *cmd, const char *path, int err);
 int outputs_add(struct outputs *o, const char *cmd, const char *path);
 /* Formats from --format or the names (stdout text when none); 0 or a usage error's code. */
 int outputs_resolve(struct outputs *o, const char *cmd);
+#define TK_FORMAT_BIT(f) (1u << (f))
+#define TK_FORMATS_ALL                                                                        \
+	(TK_FORMAT_BIT(TK_FORMAT_PPROF) | TK_FORMAT_BIT(TK_FORMAT_FOLDED) |                  \
+	 TK_FORMAT_BIT(TK_FORMAT_SVG) | TK_FORMAT_BIT(TK_FORMAT_JSON) |                      \
+	 TK_FORMAT_BIT(TK_FORMAT_TEXT))
+/* The same, of the formats in @allowed (TK_FORMAT_BIT()s) only: the others are usage errors. */
+int outputs_resolve_in(struct outputs *o, const char *cmd, unsigned int allowed);
 /*
  * Before the capture: refuse an output that cannot be written (a directory, a
  * symlink, a missing or read-only directory, a FIFO nobody reads, a FIFO or

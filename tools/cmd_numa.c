@@ -40,7 +40,8 @@ static const char usage_numa[] =
 	"                         the name: .txt (text), .json, .pb.gz (the --stacks\n"
 	"                         profile; .folded and .svg too); repeat -o for\n"
 	"                         several files; a symlink is refused\n"
-	"      --format FMT       text (default), json or pprof (needs --stacks)\n"
+	"      --format FMT       text (default), json, or with --stacks pprof, folded\n"
+	"                         or svg\n"
 	"      --json             the same as --format json (errors are JSON too)\n"
 	"      --backend B        auto (default: what 'tracekit caps' chose), bpf\n"
 	"                         (tracepoints and fentry), or vmstat (/proc/vmstat and\n"
@@ -63,34 +64,13 @@ static bool is_stack_format(enum tk_format f)
 /* Formats from --format or the names; stdout text when no -o. 0 or a usage error's code. */
 static int resolve_outputs(struct outputs *o, bool stacks)
 {
-	int i;
+	int i, err = outputs_resolve(o, "numa");
 
-	if (o->format && o->n > 1)
-		return usage_error("numa", "--format goes with one -o at most");
-	if (!o->n)
-		o->path[o->n++] = "-";
-	for (i = 0; i < o->n; i++) {
-		if (o->format) {
-			if (!strcmp(o->format, "text"))
-				o->fmt[i] = TK_FORMAT_TEXT;
-			else if (!strcmp(o->format, "json"))
-				o->fmt[i] = TK_FORMAT_JSON;
-			else if (!strcmp(o->format, "pprof"))
-				o->fmt[i] = TK_FORMAT_PPROF;
-			else
-				return usage_error("numa", "unknown format '%s' (text, json, pprof)",
-						   o->format);
-		} else if (!strcmp(o->path[i], "-")) {
-			o->fmt[i] = TK_FORMAT_TEXT;
-		} else if (tk_format__from_path(o->path[i], &o->fmt[i])) {
-			return usage_error("numa", "cannot tell the format of '%s' (use .txt, .json, "
-					   ".pb.gz or --format)", o->path[i]);
-		}
+	for (i = 0; !err && i < o->n; i++)
 		if (is_stack_format(o->fmt[i]) && !stacks)
 			return usage_error("numa", "%s is the --stacks profile: add --stacks",
-					   o->format ? "--format pprof" : o->path[i]);
-	}
-	return 0;
+					   o->format ? o->format : o->path[i]);
+	return err;
 }
 
 int cmd_numa(int argc, char **argv)

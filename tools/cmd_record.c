@@ -38,7 +38,9 @@ static const char usage_record[] =
 	"Every collector over one window, into one directory: the capability\n"
 	"snapshot (caps.json); where the CPU goes, with off-CPU time (cpu.*);\n"
 	"who allocates and does not free, for each -p process or CMD (alloc*.*);\n"
-	"which pages the kernel moves between NUMA nodes (numa.*); summary.txt,\n"
+	"which pages the kernel moves between NUMA nodes (numa.*); every thread's\n"
+	"stack at the start and the end of the window, those that did not move\n"
+	"first (stacks*, as tracekit stacks: nothing is stopped); summary.txt,\n"
 	"manifest.json (versions, kernel, host, window, backends, every loss\n"
 	"counter) and index.html, which opens offline: the summaries, the flame\n"
 	"graphs, and what was not available and why. Profiles are pprof (.pb.gz),\n"
@@ -57,6 +59,10 @@ static const char usage_record[] =
 	"      --budget PCT     the slowdown allowed beyond CPU sampling, for the\n"
 	"                       allocation profiles (default 2 %%)\n"
 	"      --no-off-cpu     no off-CPU time\n"
+	"      --no-stacks      no thread stacks at the start and the end of the\n"
+	"                       window (stacks-*: every thread of the processes, the\n"
+	"                       command or the cgroup; without them, the threads in\n"
+	"                       D or T state; those that did not move listed first)\n"
 	CLI_JIT_USAGE
 	"  -v, --verbose        libbpf's messages\n"
 	"  -h, --help           this help\n"
@@ -306,6 +312,8 @@ static const char *window(struct rec *r)
 	int i, running;
 
 	clock_gettime(CLOCK_REALTIME, &r->start_rt);
+	/* every thread's stack now and at the end (the threads that did not move: a hang's) */
+	rec_stacks__start(r);
 	while (!why) {
 		now = mono_s();
 		if (atomic_load(&stop_flag)) {
@@ -348,6 +356,8 @@ static const char *window(struct rec *r)
 	}
 	if (tty)
 		fputs("\r\033[K", stderr);
+	/* before the sessions stop (a command still running is stopped with them) */
+	rec_stacks__end(r);
 	for (i = 0; i < r->n; i++)
 		if (r->c[i].thread)
 			tk_session__stop(r->c[i].s);
@@ -378,7 +388,7 @@ static void print_plan(const struct rec *r)
 
 int cmd_record(int argc, char **argv)
 {
-	enum { OPT_TAR = 256, OPT_CGROUP, OPT_BUDGET, OPT_NO_OFF_CPU };
+	enum { OPT_TAR = 256, OPT_CGROUP, OPT_BUDGET, OPT_NO_OFF_CPU, OPT_NO_STACKS };
 	static const struct option opts[] = {
 		{ "output", required_argument, NULL, 'o' },
 		{ "tar", no_argument, NULL, OPT_TAR },
@@ -388,6 +398,7 @@ int cmd_record(int argc, char **argv)
 		{ "freq", required_argument, NULL, 'F' },
 		{ "budget", required_argument, NULL, OPT_BUDGET },
 		{ "no-off-cpu", no_argument, NULL, OPT_NO_OFF_CPU },
+		{ "no-stacks", no_argument, NULL, OPT_NO_STACKS },
 		CLI_JIT_OPTIONS,
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
@@ -413,6 +424,7 @@ int cmd_record(int argc, char **argv)
 	r->budget = 0.02;
 	r->duration = -1;
 	r->off_cpu = true;
+	r->stk.on = true;
 	r->exit_status = -1;
 	opterr = 0;
 	while ((c = getopt_long(argc, argv, "+:o:d:p:F:vh", opts, NULL)) != -1) {
@@ -455,6 +467,9 @@ int cmd_record(int argc, char **argv)
 			break;
 		case OPT_NO_OFF_CPU:
 			r->off_cpu = false;
+			break;
+		case OPT_NO_STACKS:
+			r->stk.on = false;
 			break;
 		default:
 			/* -v, -h and getopt's complaints, as every command says them */
@@ -630,6 +645,7 @@ out:
 		fprintf(stderr, "tracekit: '%s' exited with status %d\n", r->argv[0],
 			WEXITSTATUS(status));
 	rec_out__close(ro);
+	rec_stacks__free(r);
 	tk_caps__free(r->caps);
 	return ret;
 }

@@ -62,31 +62,9 @@ static void on_stop(int sig)
 
 static int resolve(struct outputs *o)
 {
-	if (o->format && o->n > 1)
-		return usage_error("stacks", "--format goes with one -o at most");
-	if (!o->n)
-		o->path[o->n++] = "-";
-	for (int i = 0; i < o->n; i++) {
-		if (o->format) {
-			if (!strcmp(o->format, "text"))
-				o->fmt[i] = TK_FORMAT_TEXT;
-			else if (!strcmp(o->format, "json"))
-				o->fmt[i] = TK_FORMAT_JSON;
-			else if (!strcmp(o->format, "pprof"))
-				o->fmt[i] = TK_FORMAT_PPROF;
-			else
-				return usage_error("stacks", "unknown format '%s' (text, json, pprof)",
-						   o->format);
-		} else if (!strcmp(o->path[i], "-")) {
-			o->fmt[i] = TK_FORMAT_TEXT;
-		} else if (tk_format__from_path(o->path[i], &o->fmt[i]) ||
-			   (o->fmt[i] != TK_FORMAT_TEXT && o->fmt[i] != TK_FORMAT_JSON &&
-			    o->fmt[i] != TK_FORMAT_PPROF)) {
-			return usage_error("stacks", "cannot tell the format of '%s' (use .txt, "
-					   ".json, .pb.gz or --format)", o->path[i]);
-		}
-	}
-	return 0;
+	return outputs_resolve_in(o, "stacks",
+				  TK_FORMAT_BIT(TK_FORMAT_TEXT) | TK_FORMAT_BIT(TK_FORMAT_JSON) |
+					  TK_FORMAT_BIT(TK_FORMAT_PPROF));
 }
 
 static int write_one(const struct tk_stacks_result *s, enum tk_format fmt, FILE *f)

@@ -5,6 +5,9 @@
 #   tools/install-deps.sh            build + test dependencies
 #   tools/install-deps.sh --bench    and what the benchmarks compare against
 #   tools/install-deps.sh --check    only report what is missing (exit 1 if any)
+#   tools/install-deps.sh --arm64    and the arm64 cross build's (make ARCH=arm64): adds
+#                                    the arm64 architecture to dpkg (dpkg --add-architecture)
+# Options combine (--arm64 --check, --bench --arm64).
 set -euo pipefail
 
 # make/gcc/clang/llvm: host and BPF compilers; bpftool + libbpf-dev: skeletons and the
@@ -50,18 +53,49 @@ PKGS=(
 # (javac compiles the Java workload at test time; about 200 MB installed, no service).
 # The benchmarks' peers and measuring tools (libbpf-tools: bcc's offcputime, built by Debian).
 BENCH_PKGS=(linux-perf bpftrace time libbpf-tools)
-[[ ${1:-} == --bench ]] && PKGS+=("${BENCH_PKGS[@]}")
+# The arm64 cross build (make ARCH=arm64 → build/arm64/): Debian's cross compiler (its C++
+# library too: libstdc++'s demangler is linked in), and the arm64 builds of the libraries
+# tracekit links, from the same archive as the amd64 ones. Every one is Multi-Arch: same,
+# installed beside its amd64 twin under /usr/lib/aarch64-linux-gnu, which the cross gcc
+# searches. The static link takes libbpf.a libdw.a libelf.a liblzma.a libbz2.a libz.a
+# libzstd.a libnuma.a from these -dev packages; the shared library links their .so.
+# qemu-system-arm: the arm64 guests (qemu-system-aarch64, TCG).
+ARM64_PKGS=(
+	gcc-aarch64-linux-gnu g++-aarch64-linux-gnu
+	libbpf-dev:arm64 libelf-dev:arm64 libdw-dev:arm64 zlib1g-dev:arm64 libzstd-dev:arm64
+	liblzma-dev:arm64 libbz2-dev:arm64 libnuma-dev:arm64
+	qemu-system-arm
+)
+check=0
+arm64=0
+for a in "$@"; do
+	case $a in
+	--bench) PKGS+=("${BENCH_PKGS[@]}") ;;
+	--check) check=1 ;;
+	--arm64) arm64=1 PKGS+=("${ARM64_PKGS[@]}") ;;
+	*)
+		echo "install-deps: unknown option '$a' (--bench, --arm64, --check)" >&2
+		exit 64
+		;;
+	esac
+done
 
+# Installed for this machine's architecture (or for all): with a foreign architecture added
+# (arm64, for the cross build), dpkg-query lists a Multi-Arch: same package once per
+# architecture. A name with :ARCH (libbpf-dev:arm64) is installed for that one.
+ARCH=$(dpkg --print-architecture)
 missing=()
 for p in "${PKGS[@]}"; do
-	status=$(dpkg-query -W -f='${Status}' "$p" 2>/dev/null || true)
-	[[ $status == "install ok installed" ]] || missing+=("$p")
+	want="$ARCH|all"
+	[[ $p == *:* ]] && want=${p##*:}
+	dpkg-query -W -f='${Status} ${Architecture}\n' "$p" 2>/dev/null |
+		grep -qxE "install ok installed ($want)" || missing+=("$p")
 done
 
 if [[ ${#missing[@]} -eq 0 ]]; then
 	exit 0
 fi
-if [[ ${1:-} == --check ]]; then
+if ((check)); then
 	echo "missing packages: ${missing[*]}" >&2
 	exit 1
 fi
@@ -71,5 +105,10 @@ if [[ $(id -u) -ne 0 ]]; then
 fi
 echo "install-deps: installing ${missing[*]}" >&2
 export DEBIAN_FRONTEND=noninteractive
+# dpkg must know the architecture before apt's lists have its packages
+if ((arm64)) && ! dpkg --print-foreign-architectures | grep -qx arm64; then
+	echo "install-deps: dpkg --add-architecture arm64" >&2
+	dpkg --add-architecture arm64
+fi
 apt-get update -qq
 apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null

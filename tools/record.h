@@ -13,6 +13,7 @@
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <time.h>
 
 #include <sys/stat.h>
@@ -62,6 +63,25 @@ struct rec_coll {
 	int nr_files;
 };
 
+/* The thread stacks at the start and the end of the window (record_stacks.c). */
+#define REC_STACKS_FILES 5
+struct rec_stacks {
+	bool on;			/* not --no-stacks */
+	enum rec_status status;
+	char plan[256];			/* its backend and scope, as printed */
+	char backend[16];
+	char why_backend[512];
+	char why[512];			/* REC_UNAVAILABLE, REC_FAILED: why */
+	struct tk_stacks_result *res;	/* the snapshots: the start's, the end's */
+	char *start_text, *start_pb;	/* the start snapshot rendered when taken */
+	size_t start_text_len, start_pb_len;
+	bool have_end;
+	char end_why[512];		/* why there is no end snapshot */
+	size_t stuck;			/* threads that did not move between them */
+	char files[REC_STACKS_FILES][24];
+	int nr_files;
+};
+
 struct rec {
 	struct rec_coll c[REC_MAX];
 	int n;
@@ -84,10 +104,31 @@ struct rec {
 	char host[256];
 	char notes[REC_MAX_NOTES][256];	/* things to say in the bundle (and said on stderr) */
 	int nr_notes;
+	struct rec_stacks stk;
 };
 
 /* Add a note to the bundle and say it on stderr. */
 void rec_note(struct rec *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* @s into HTML text: < > & " ' escaped (every name another user chose goes through it). */
+void rec_put_html(FILE *f, const char *s);
+
+/*
+ * The thread stacks (record_stacks.c): the start snapshot (on the main thread,
+ * once the sessions run), the end one (before they are stopped), their files
+ * in the bundle (0, or a negative errno of the file system: a failure of the
+ * stacks' own is said, and the rest of the bundle written), their parts of
+ * summary.txt, manifest.json's collectors and index.html.
+ */
+struct tk_json;
+void rec_stacks__start(struct rec *r);
+void rec_stacks__end(struct rec *r);
+int rec_stacks__write(struct rec *r, int dir);
+void rec_stacks__summary(const struct rec *r, FILE *f);
+void rec_stacks__manifest(const struct rec *r, struct tk_json *j);
+void rec_stacks__html_row(const struct rec *r, FILE *f);
+void rec_stacks__html(const struct rec *r, FILE *f);
+void rec_stacks__free(struct rec *r);
 
 /*
  * Write the bundle into the directory open as @dir (which exists and is

@@ -44,7 +44,7 @@ static void rfc3339(const struct timespec *ts, char *buf, size_t sz)
 	snprintf(buf + n, sz - n, ".%03ldZ", ts->tv_nsec / 1000000);
 }
 
-static void put_html(FILE *f, const char *s)
+void rec_put_html(FILE *f, const char *s)
 {
 	for (; s && *s; s++) {
 		switch (*s) {
@@ -176,6 +176,8 @@ static int write_summary(struct rec *r, int dir)
 		if (err)
 			break;
 	}
+	if (!err)
+		rec_stacks__summary(r, of.f);
 	for (i = 0; !err && i < r->nr_notes; i++)
 		fprintf(of.f, "%snote: %s\n", i ? "" : "\n", r->notes[i]);
 	return commit_file(&of, "summary.txt", err);
@@ -267,6 +269,7 @@ static int write_manifest(struct rec *r, int dir)
 		json_losses(&j, rc);
 		tk_json__end_object(&j);
 	}
+	rec_stacks__manifest(r, &j);
 	tk_json__end_array(&j);
 	tk_json__begin_array(&j, "notes");
 	for (i = 0; i < r->nr_notes; i++)
@@ -303,7 +306,7 @@ static void html_losses(FILE *f, const struct rec_coll *rc)
 	fputs("<details><summary>Loss counters</summary><table>\n", f);
 	for (l = 0; l < p->nr_losses && l < TK_PROFILE_MAX_LOSSES; l++) {
 		fputs("<tr><td>", f);
-		put_html(f, p->losses[l].name);
+		rec_put_html(f, p->losses[l].name);
 		fprintf(f, "</td><td>%llu</td></tr>\n", (unsigned long long)p->losses[l].count);
 	}
 	fputs("</table></details>\n", f);
@@ -320,9 +323,9 @@ static int write_html(struct rec *r, int dir)
 		return err;
 	fputs(html_head, of.f);
 	fputs("<title>tracekit record: ", of.f);
-	put_html(of.f, r->host);
+	rec_put_html(of.f, r->host);
 	fputs("</title>\n</head>\n<body>\n<h1>tracekit record: ", of.f);
-	put_html(of.f, r->host);
+	rec_put_html(of.f, r->host);
 	fputs("</h1>\n<pre id=\"header\">", of.f);
 	hf = fmemopen(head, sizeof(head), "w");
 	if (hf) {
@@ -330,7 +333,7 @@ static int write_html(struct rec *r, int dir)
 		fputc(0, hf);
 		fclose(hf);
 		head[sizeof(head) - 1] = 0;
-		put_html(of.f, head);
+		rec_put_html(of.f, head);
 	}
 	fputs("</pre>\n<h2>Collectors</h2>\n<table id=\"collectors\">\n"
 	      "<tr><th>collector</th><th>state</th><th>how</th><th>files</th></tr>\n", of.f);
@@ -339,18 +342,19 @@ static int write_html(struct rec *r, int dir)
 
 		fprintf(of.f, "<tr><td><a href=\"#%s\">%s</a></td><td class=\"%s\">%s</td><td>",
 			rc->name, rc->name, status_name(rc->status), status_name(rc->status));
-		put_html(of.f, rc->status == REC_OK ? rc->plan : rc->why);
+		rec_put_html(of.f, rc->status == REC_OK ? rc->plan : rc->why);
 		fputs("</td><td>", of.f);
 		for (k = 0; k < rc->nr_files; k++)
 			fprintf(of.f, "%s<a href=\"%s\">%s</a>", k ? " " : "", rc->files[k],
 				rc->files[k]);
 		fputs("</td></tr>\n", of.f);
 	}
+	rec_stacks__html_row(r, of.f);
 	fputs("</table>\n", of.f);
 	for (i = 0; i < r->nr_notes; i++) {
 		fputs(i ? "" : "<ul id=\"notes\">\n", of.f);
 		fputs("<li>", of.f);
-		put_html(of.f, r->notes[i]);
+		rec_put_html(of.f, r->notes[i]);
 		fputs(i + 1 == r->nr_notes ? "</li>\n</ul>\n" : "</li>\n", of.f);
 	}
 
@@ -359,23 +363,23 @@ static int write_html(struct rec *r, int dir)
 		const struct tk_profile *p;
 
 		fprintf(of.f, "<section id=\"%s\">\n<h2>", rc->name);
-		put_html(of.f, rc->title[0] ? rc->title : rc->name);
+		rec_put_html(of.f, rc->title[0] ? rc->title : rc->name);
 		fputs("</h2>\n", of.f);
 		if (rc->status != REC_OK) {
 			fprintf(of.f, "<p class=\"%s\">Not recorded: ", status_name(rc->status));
-			put_html(of.f, rc->why);
+			rec_put_html(of.f, rc->why);
 			fputs("</p>\n</section>\n", of.f);
 			continue;
 		}
 		fputs("<p>", of.f);
-		put_html(of.f, rc->plan);
+		rec_put_html(of.f, rc->plan);
 		if (rc->describe[0]) {
 			fputs("<br>", of.f);
-			put_html(of.f, rc->describe);
+			rec_put_html(of.f, rc->describe);
 		}
 		if (rc->why_backend[0]) {
 			fputs("<br>Backend: ", of.f);
-			put_html(of.f, rc->why_backend);
+			rec_put_html(of.f, rc->why_backend);
 		}
 		fputs("</p>\n", of.f);
 		p = tk_result__profile(rc->r);
@@ -387,12 +391,16 @@ static int write_html(struct rec *r, int dir)
 		}
 		text = render(rc->r, TK_FORMAT_TEXT);
 		fputs("<pre class=\"summary\">", of.f);
-		put_html(of.f, text ? text : "(no summary)");
+		rec_put_html(of.f, text ? text : "(no summary)");
 		fputs("</pre>\n", of.f);
 		free(text);
 		html_losses(of.f, rc);
 		fputs("</section>\n", of.f);
 	}
+
+	/* the threads that did not move first: a hang's suspects */
+	if (!err)
+		rec_stacks__html(r, of.f);
 
 	/* what this machine does not allow, from the snapshot */
 	fputs("<section id=\"caps\">\n<h2>Not available here, and why</h2>\n<table>\n"
@@ -401,13 +409,13 @@ static int write_html(struct rec *r, int dir)
 		if (!tk_caps__present(r->caps, k) || tk_caps__status(r->caps, k) == TK_SUPPORTED)
 			continue;
 		fputs("<tr><td>", of.f);
-		put_html(of.f, tk_cap__title(k));
+		rec_put_html(of.f, tk_cap__title(k));
 		fputs("</td><td>", of.f);
-		put_html(of.f, tk_status__name(tk_caps__status(r->caps, k)));
+		rec_put_html(of.f, tk_status__name(tk_caps__status(r->caps, k)));
 		fputs("</td><td>", of.f);
-		put_html(of.f, tk_caps__reason(r->caps, k));
+		rec_put_html(of.f, tk_caps__reason(r->caps, k));
 		fputs("</td><td>", of.f);
-		put_html(of.f, tk_caps__remedy(r->caps, k));
+		rec_put_html(of.f, tk_caps__remedy(r->caps, k));
 		fputs("</td></tr>\n", of.f);
 	}
 	fputs("</table>\n<p>The whole snapshot: <a href=\"caps.json\">caps.json</a>.</p>\n"
@@ -434,6 +442,8 @@ int rec_write_bundle(struct rec *r, int dir)
 		    (err = write_one(rc, dir, ".txt", TK_FORMAT_TEXT)))
 			return err;
 	}
+	if ((err = rec_stacks__write(r, dir)))
+		return err;
 	if ((err = write_summary(r, dir)) || (err = write_manifest(r, dir)) ||
 	    (err = write_html(r, dir)))
 		return err;
@@ -443,7 +453,9 @@ int rec_write_bundle(struct rec *r, int dir)
 bool rec_names_fit_tar(const struct rec *r, const char *top, char *longest, size_t size)
 {
 	static const char *const fixed[] = { "caps.json", "summary.txt", "manifest.json",
-					     "index.html" };
+					     "index.html", "stacks-start.txt",
+					     "stacks-start.pb.gz", "stacks-end.txt",
+					     "stacks-end.pb.gz", "stacks.json" };
 	static const char *const exts[] = { ".pb.gz", ".svg", ".json", ".txt" };
 	char coll[REC_MAX_PIDS + 3][32], name[64];
 	size_t i, k, n = 0;

@@ -131,6 +131,21 @@ int tk_stacks__take(const struct tk_stacks_opts *opts, const int *pids, size_t n
 		    struct tk_stacks_result **out, char *why, size_t why_sz);
 void tk_stacks_result__free(struct tk_stacks_result *s);
 
+/*
+ * Snapshots at moments of the caller's choosing (`tracekit record`: the start
+ * and the end of its window). tk_stacks__begin takes the first, as
+ * tk_stacks__take does (the same scope, backend and errors; opts->repeat and
+ * interval_ms are not used), and keeps the backend loaded for the next ones.
+ * tk_stacks__again adds one snapshot of the same scope to @s, whose threads'
+ * `moved` say whether they ran or changed stack since the first snapshot; 0,
+ * or a negative errno with @why said (-ESRCH: every process of the scope has
+ * exited), and @s keeps the snapshots it had. Free @s with
+ * tk_stacks_result__free.
+ */
+int tk_stacks__begin(const struct tk_stacks_opts *opts, const int *pids, size_t nr_pids,
+		     struct tk_stacks_result **out, char *why, size_t why_sz);
+int tk_stacks__again(struct tk_stacks_result *s, char *why, size_t why_sz);
+
 /* "R" → "running", "S" → "sleeping", "D" → "uninterruptible" ...; "unknown". */
 const char *tk_stacks__state_name(char state);
 /* "R,S,D,T,Z,I" letters or names ("D", "S,D", "running") → mask; -EINVAL otherwise. */

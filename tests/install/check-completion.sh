@@ -54,7 +54,7 @@ expect "auto bpf proc" tracekit stacks --backend ""
 expect "--state" tracekit stacks -p 1 --st
 expect "jemalloc" tracekit alloc -p 1 --backend j
 expect "pprof folded svg json text" tracekit cpu -o x.txt --format ""
-expect "text json pprof" tracekit numa --format ""
+expect "text json pprof folded svg" tracekit numa --format ""
 expect "growth" tracekit alloc --mode g
 expect "auto cfi fp" tracekit cpu --unwind ""
 expect "auto cfi fp" tracekit alloc --unwind = ""

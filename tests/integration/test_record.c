@@ -14,6 +14,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -173,7 +174,7 @@ static void test_record_command(void **state)
 	assert_string_equal(manifest(dir, ".ended"), "command exited");
 	assert_string_equal(manifest(dir, ".command_exit_code"), "0");
 	assert_string_equal(manifest(dir, "[.collectors[].status] | join(\",\")"),
-			    "recorded,recorded,recorded");
+			    "recorded,recorded,recorded,recorded");
 	assert_string_equal(manifest(dir, ".collectors[] | select(.name == \"cpu\") | .backend"),
 			    "bpf");
 	/* every loss counter is there, zero or not */
@@ -361,6 +362,336 @@ static void test_record_system_wide(void **state)
 			    "%s/index.html", dir), 0);
 	assert_string_equal(manifest(dir, ".collectors[] | select(.name == \"cpu\") | .how"),
 			    "bpf, 99 Hz, every process, without off-CPU time");
+}
+
+/* ---- the thread stacks at the start and the end of the window ---------------------------- */
+
+/* tests/workloads/stacks_shape's threads, as its line says them */
+struct shape {
+	pid_t pid;
+	int main, holder, waiter, sleeper, dthread;
+	char dkind[8];
+};
+
+/* Start stacks_shape with @args (a shell word list) and read its line. */
+static void start_shape(struct shape *s, const char *args)
+{
+	char line[512], cmd[1024];
+	struct pollfd p;
+	int pfd[2], n = 0;
+	ssize_t got;
+
+	memset(s, 0, sizeof(*s));
+	need_workload("stacks_shape");
+	assert_int_equal(pipe(pfd), 0);
+	s->pid = fork();
+	assert_true(s->pid >= 0);
+	if (!s->pid) {
+		dup2(pfd[1], 1);
+		close(pfd[0]);
+		close(pfd[1]);
+		snprintf(cmd, sizeof(cmd), "exec %s %s", tk_test_workload("stacks_shape"), args);
+		execl("/bin/sh", "sh", "-c", cmd, (char *)NULL);
+		_exit(127);
+	}
+	close(pfd[1]);
+	p.fd = pfd[0];
+	p.events = POLLIN;
+	while (n < (int)sizeof(line) - 1 && poll(&p, 1, 5000) == 1) {
+		got = read(pfd[0], line + n, sizeof(line) - 1 - n);
+		if (got <= 0)
+			break;
+		n += got;
+		if (memchr(line, '\n', n))
+			break;
+	}
+	close(pfd[0]);
+	line[n] = 0;
+	if (sscanf(line, "pid %*d progress %*x signals %*x main %d holder %d waiter %d "
+		   "sleeper %d dthread %d dkind %7s", &s->main, &s->holder, &s->waiter,
+		   &s->sleeper, &s->dthread, s->dkind) != 6) {
+		kill(s->pid, SIGKILL);
+		waitpid(s->pid, NULL, 0);
+		fail_msg("stacks_shape did not start: '%s'", line);
+	}
+}
+
+static void stop_shape(struct shape *s)
+{
+	if (s->pid > 0) {
+		kill(s->pid, SIGKILL);
+		waitpid(s->pid, NULL, 0);
+	}
+	s->pid = 0;
+}
+
+/* index.html's table @id lists thread @tid (its rows carry data-tid) */
+static bool table_has_tid(const char *dir, const char *id, int tid)
+{
+	static char html[1 << 20];
+	char needle[64], *from, *to;
+	size_t n;
+	FILE *f;
+
+	snprintf(needle, sizeof(needle), "%s/index.html", dir);
+	f = fopen(needle, "r");
+	assert_non_null(f);
+	n = fread(html, 1, sizeof(html) - 1, f);
+	fclose(f);
+	html[n] = 0;
+	snprintf(needle, sizeof(needle), "<table id=\"%s\">", id);
+	from = strstr(html, needle);
+	if (!from)
+		fail_msg("index.html has no table %s", id);
+	to = strstr(from, "</table>");
+	assert_non_null(to);
+	*to = 0;
+	snprintf(needle, sizeof(needle), "data-tid=\"%d\"", tid);
+	return strstr(from, needle) != NULL;
+}
+
+/*
+ * record -p of a process whose threads are blocked for the whole window (a mutex holder
+ * in read() on a pipe nobody writes, its waiter, a D thread) beside a busy main thread
+ * and a nanosleep loop: both snapshots are in the bundle, the blocked ones are listed
+ * first in index.html as "did not move", the busy and the sleeping ones as moved; the
+ * JSON parses; the holder's name, "<script>tkx", is text in index.html, never markup.
+ */
+static void test_record_stacks(void **state)
+{
+	const char *dir = in_tmp("stk");
+	struct shape s;
+	char url[1024];
+	int err, spid;
+
+	NEED_ROOT();
+	start_shape(&s, "-N '<script>tkx'");
+	spid = s.pid;
+	err = sh("%s record -d 2 -p %d -o %s 2>&1", tracekit(), spid, dir);
+	stop_shape(&s);
+	if (err)
+		fail_msg("record failed:\n%s", out);
+	if (!strstr(out, "record: stacks: "))
+		fail_msg("the stacks' choice is not printed:\n%s", out);
+	assert_file(dir, "stacks-start.txt");
+	assert_file(dir, "stacks-start.pb.gz");
+	assert_file(dir, "stacks-end.txt");
+	assert_file(dir, "stacks-end.pb.gz");
+	assert_file(dir, "stacks.json");
+	assert_int_equal(sh("gzip -t %s/stacks-start.pb.gz %s/stacks-end.pb.gz", dir, dir), 0);
+	/* pprof: one sample per thread, the blocked holder's function among them */
+	if (system("command -v go >/dev/null 2>&1") == 0) {
+		pprof_top(tk_test_path(dir, "stacks-end.pb.gz"), "-sample_index=threads");
+		if (!strstr(out, "holder_read"))
+			fail_msg("stacks-end.pb.gz does not name holder_read:\n%s", out);
+	}
+
+	/* both snapshots, a window apart, in JSON that parses; the moved flags of the end's */
+	assert_int_equal(sh("jq -r '.schema, (.snapshots | length), "
+			    "((.snapshots[1].time_nanos - .snapshots[0].time_nanos) > 1.5e9)' "
+			    "%s/stacks.json | tr '\\n' ' '", dir), 0);
+	assert_string_equal(out, "tracekit.stacks/1 2 true ");
+	assert_int_equal(sh("jq -r '[.snapshots[1].threads[] | select(.moved == false) | .tid] "
+			    "| sort | map(tostring) | join(\",\")' %s/stacks.json", dir), 0);
+	{
+		char want[128];
+
+		if (!strcmp(s.dkind, "none"))
+			snprintf(want, sizeof(want), "%d,%d\n", s.holder, s.waiter);
+		else
+			snprintf(want, sizeof(want), "%d,%d,%d\n", s.holder, s.waiter, s.dthread);
+		assert_string_equal(out, want);
+	}
+	assert_string_equal(manifest(dir, ".collectors[] | select(.name == \"stacks\") | "
+				     "[.status, .snapshots, (.files | length)] | join(\",\")"),
+			    "recorded,2,5");
+	assert_string_equal(manifest(dir, ".collectors[] | select(.name == \"stacks\") | "
+				     ".losses | has(\"process_gone\")"), "true");
+	/* the backend the capability snapshot chose, and why */
+	assert_int_equal(sh("jq -r '.backends.stacks.backend' %s/caps.json", dir), 0);
+	{
+		char caps_backend[32];
+
+		snprintf(caps_backend, sizeof(caps_backend), "%.*s", (int)strcspn(out, "\n"), out);
+		assert_string_equal(manifest(dir, ".collectors[] | select(.name == \"stacks\") | "
+					     ".backend"), caps_backend);
+	}
+	assert_string_equal(manifest(dir, ".collectors[] | select(.name == \"stacks\") | "
+				     ".why_backend | length > 10"), "true");
+	/* the text lists the ones that did not move first: the holder before main */
+	{
+		int a = 0, b = 0;
+
+		assert_int_equal(sh("grep -n '^ *pid %d tid %d ' %s/stacks-end.txt | cut -d: -f1",
+				    spid, s.holder, dir), 0);
+		a = atoi(out);
+		assert_int_equal(sh("grep -n '^ *pid %d tid %d ' %s/stacks-end.txt | cut -d: -f1",
+				    spid, s.main, dir), 0);
+		b = atoi(out);
+		assert_true(a > 0 && b > 0);
+		assert_true(a < b);
+	}
+
+	/* index.html: the suspects first, then the others */
+	assert_true(table_has_tid(dir, "stacks-stuck", s.holder));
+	assert_true(table_has_tid(dir, "stacks-stuck", s.waiter));
+	assert_false(table_has_tid(dir, "stacks-stuck", s.main));
+	assert_false(table_has_tid(dir, "stacks-stuck", s.sleeper));
+	assert_true(table_has_tid(dir, "stacks-moved", s.main));
+	assert_true(table_has_tid(dir, "stacks-moved", s.sleeper));
+	assert_false(table_has_tid(dir, "stacks-moved", s.holder));
+	assert_int_equal(sh("grep -o 'id=\"stacks-[a-z]*\"' %s/index.html | tr '\\n' ' '", dir), 0);
+	assert_string_equal(out, "id=\"stacks-stuck\" id=\"stacks-moved\" ");
+	/* the hostile name: escaped where it is shown, never markup */
+	assert_false(file_has_text(tk_test_path(dir, "index.html"), "<script>tkx"));
+	assert_true(file_has_text(tk_test_path(dir, "index.html"), "&lt;script&gt;tkx"));
+	assert_int_equal(sh("jq -r '.snapshots[1].threads[] | select(.tid == %d) | .comm' "
+			    "%s/stacks.json", s.holder, dir), 0);
+	assert_string_equal(out, "<script>tkx\n");
+	/* and as a browser reads it: text in the table, no element made of it */
+	if (system("command -v chromium >/dev/null 2>&1") == 0) {
+		snprintf(url, sizeof(url), "file://%s/index.html", dir);
+		page_requests(url, "stk");
+		if (out[0])
+			fail_msg("index.html made requests:\n%s", out);
+		assert_int_equal(sh("cat %s/dom-stk.html", tmpdir), 0);
+		assert_non_null(strstr(out, "<table id=\"stacks-stuck\">"));
+		assert_non_null(strstr(out, "<td>&lt;script&gt;tkx</td>"));
+		assert_null(strstr(out, "<script>tkx"));
+		/* the page was whole after the name: the section after it is there */
+		assert_non_null(strstr(out, "Not available here, and why"));
+	}
+}
+
+/*
+ * The whole system: the threads in D or T state only. stacks_shape's D thread is
+ * there, its sleeping ones are not.
+ */
+static void test_record_stacks_system(void **state)
+{
+	const char *dir = in_tmp("stksys");
+	struct shape s;
+	int err;
+
+	NEED_ROOT();
+	start_shape(&s, "");
+	if (strcmp(s.dkind, "uffd") && strcmp(s.dkind, "vfork")) {
+		stop_shape(&s);
+		skip();
+	}
+	err = sh("%s record -d 1 --no-off-cpu -o %s 2>&1", tracekit(), dir);
+	if (!err)
+		err = sh("jq -r '[.snapshots[] | [.threads[] | select(.pid == %d) | .tid] | "
+			 "sort | map(tostring) | join(\",\")] | join(\" \")' %s/stacks.json",
+			 (int)s.pid, dir);
+	stop_shape(&s);
+	if (err)
+		fail_msg("record failed:\n%s", out);
+	{
+		char want[64];
+
+		snprintf(want, sizeof(want), "%d %d\n", s.dthread, s.dthread);
+		assert_string_equal(out, want);
+	}
+	assert_int_equal(sh("jq -e '[.snapshots[].threads[].state] | all(. == \"D\" or . == "
+			    "\"T\" or . == \"t\")' %s/stacks.json", dir), 0);
+	assert_non_null(strstr(manifest(dir, ".collectors[] | select(.name == \"stacks\") | "
+					".how"), "uninterruptible sleep or stopped (D, T)"));
+}
+
+/*
+ * What may go wrong with the stacks loses nothing else: a start snapshot that cannot be
+ * taken (an empty cgroup) is said and the other collectors are written; a process that
+ * exits before the end keeps its start snapshot, said; --no-stacks takes none.
+ */
+static void test_record_stacks_fail_keeps_rest(void **state)
+{
+	const char *dir = in_tmp("stkcg"), *dir2 = in_tmp("stkgone"), *dir3 = in_tmp("nostk");
+	char cg[256], cmd[2048];
+	pid_t p, rec;
+	int err, status;
+
+	NEED_ROOT();
+	snprintf(cg, sizeof(cg), "/sys/fs/cgroup/unified/tk-rec-%d", (int)getpid());
+	if (access("/sys/fs/cgroup/unified/cgroup.procs", F_OK))
+		snprintf(cg, sizeof(cg), "/sys/fs/cgroup/tk-rec-%d", (int)getpid());
+	NEED_DEP(mkdir(cg, 0755) == 0, "a cgroup v2 directory to make (%s)\n", cg);
+	err = sh("%s record -d 1 --no-off-cpu --cgroup %s -o %s 2>&1", tracekit(), cg, dir);
+	rmdir(cg);
+	if (err)
+		fail_msg("record failed:\n%s", out);
+	assert_string_equal(manifest(dir, ".collectors[] | select(.name == \"stacks\") | "
+				     ".status"), "failed");
+	assert_non_null(strstr(manifest(dir, ".collectors[] | select(.name == \"stacks\") | .why"),
+			       "has no processes"));
+	assert_string_equal(manifest(dir, ".collectors[] | select(.name == \"cpu\") | .status"),
+			    "recorded");
+	assert_file(dir, "cpu.pb.gz");
+	assert_file(dir, "index.html");
+	assert_int_equal(sh("grep -c 'Not recorded: the start snapshot: cgroup' %s/index.html",
+			    dir), 0);
+	assert_int_equal(sh("ls %s | grep -c stacks || true", dir), 0);
+	assert_string_equal(out, "0\n");
+
+	/* a process gone before the end: the start snapshot stays, and the bundle says why */
+	p = fork();
+	assert_true(p >= 0);
+	if (!p) {
+		execl("/bin/sleep", "sleep", "6", (char *)NULL);
+		_exit(127);
+	}
+	/* record beside, while this process reaps the sleep when it exits (no zombie) */
+	rec = fork();
+	assert_true(rec >= 0);
+	if (!rec) {
+		snprintf(cmd, sizeof(cmd), "%s record -d 20 --no-off-cpu -p %d -o %s >%s 2>&1",
+			 tracekit(), (int)p, dir2, in_tmp("stkgone.out"));
+		execl("/bin/sh", "sh", "-c", cmd, (char *)NULL);
+		_exit(127);
+	}
+	waitpid(p, NULL, 0);
+	waitpid(rec, &status, 0);
+	if (!WIFEXITED(status) || WEXITSTATUS(status)) {
+		sh("cat %s", in_tmp("stkgone.out"));
+		fail_msg("record failed:\n%s", out);
+	}
+	assert_string_equal(manifest(dir2, ".collectors[] | select(.name == \"stacks\") | "
+				     ".status"), "recorded");
+	assert_file(dir2, "stacks-start.txt");
+	assert_file(dir2, "stacks.json");
+	snprintf(cmd, sizeof(cmd), "%d\n", (int)p);
+	assert_int_equal(sh("jq -r '.snapshots[0].threads[].tid' %s/stacks.json", dir2), 0);
+	assert_string_equal(out, cmd);
+	/*
+	 * Either the end snapshot could not be taken (the process reaped: the proc
+	 * backend's ESRCH), or it holds no thread (exited, not yet reaped: the bpf
+	 * iterator sees none); each is said.
+	 */
+	if (!strcmp(manifest(dir2, ".collectors[] | select(.name == \"stacks\") | .snapshots"),
+		    "1")) {
+		assert_string_equal(manifest(dir2, ".collectors[] | select(.name == \"stacks\") | "
+					     ".end_snapshot_failed"), "the process exited");
+		assert_int_equal(access(tk_test_path(dir2, "stacks-end.txt"), F_OK), -1);
+		assert_true(file_has_text(tk_test_path(dir2, "index.html"),
+					  "<table id=\"stacks-start\">"));
+		assert_int_equal(sh("jq -r '.notes[]' %s/manifest.json | grep -c 'no end "
+				    "snapshot: the process exited'", dir2), 0);
+	} else {
+		assert_int_equal(sh("jq -r '.snapshots[1].threads | length' %s/stacks.json", dir2),
+				 0);
+		assert_string_equal(out, "0\n");
+		assert_int_equal(sh("jq -r '.notes[]' %s/manifest.json | grep -c 'end snapshot "
+				    "found no thread: the process had exited'", dir2), 0);
+	}
+
+	/* --no-stacks: none taken, and the bundle says so */
+	if (sh("%s record -d 1 --no-off-cpu --no-stacks -o %s 2>&1", tracekit(), dir3))
+		fail_msg("record --no-stacks failed:\n%s", out);
+	assert_string_equal(manifest(dir3, ".collectors[] | select(.name == \"stacks\") | "
+				     "[.status, .why] | join(\",\")"),
+			    "unavailable,not asked for (--no-stacks)");
+	assert_int_equal(sh("ls %s | grep -c stacks || true", dir3), 0);
+	assert_string_equal(out, "0\n");
 }
 
 /* Ctrl-C ends the window, and everything is still written whole. */
@@ -742,6 +1073,9 @@ int main(void)
 		cmocka_unit_test(test_record_pid_python),
 		cmocka_unit_test(test_record_redis_budget),
 		cmocka_unit_test(test_record_system_wide),
+		cmocka_unit_test(test_record_stacks),
+		cmocka_unit_test(test_record_stacks_system),
+		cmocka_unit_test(test_record_stacks_fail_keeps_rest),
 		cmocka_unit_test(test_record_interrupted),
 		cmocka_unit_test(test_record_tar),
 		cmocka_unit_test(test_record_bad_input),

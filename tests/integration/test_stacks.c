@@ -719,12 +719,14 @@ static void test_cgroup(void **state)
 
 static void test_cli_errors(void **state)
 {
+	char cmd[PATH_MAX * 2 + 128];
 	char *help[] = { "stacks", "--help", NULL };
 	char *bad_state[] = { "stacks", "--state", "Q", NULL };
 	char *bad_repeat[] = { "stacks", "--repeat", "0", NULL };
 	char *both[] = { "stacks", "-p", "1", "--cgroup", "/sys/fs/cgroup", NULL };
 	char *gone[] = { "stacks", "-p", "2147483646", NULL };
 	char *bad_fmt[] = { "stacks", "-p", "1", "-o", "x.svg", NULL };
+	char *bad_format[] = { "stacks", "-p", "1", "--format", "folded", NULL };
 	char *bad_backend[] = { "stacks", "--backend", "perf", NULL };
 	char *no_cg[] = { "stacks", "--cgroup", "/nonexistent", NULL };
 	/* a directory that is not of the cgroup2 file system, whatever files it holds */
@@ -736,6 +738,14 @@ static void test_cli_errors(void **state)
 	assert_int_equal(tk_test_run_tracekit(out, sizeof(out), false, bad_repeat), 2);
 	assert_int_equal(tk_test_run_tracekit(out, sizeof(out), false, both), 2);
 	assert_int_equal(tk_test_run_tracekit(out, sizeof(out), false, bad_fmt), 2);
+	assert_int_equal(tk_test_run_tracekit(out, sizeof(out), false, bad_format), 2);
+	/* what they say: the formats stacks writes, not every format */
+	snprintf(cmd, sizeof(cmd), "%s/tracekit stacks -p 1 -o x.svg 2>&1; "
+		 "%s/tracekit stacks -p 1 --format folded 2>&1", tk_test_build_dir(),
+		 tk_test_build_dir());
+	assert_int_equal(tk_test_capture(cmd, out, sizeof(out)), 2);
+	assert_non_null(strstr(out, "stacks writes no svg (use .pb.gz, .json, .txt or --format)"));
+	assert_non_null(strstr(out, "unknown format 'folded' for stacks (pprof, json, text)"));
 	assert_int_equal(tk_test_run_tracekit(out, sizeof(out), false, bad_backend), 2);
 	assert_int_equal(tk_test_run_tracekit(out, sizeof(out), false, gone), 1);
 	assert_int_equal(tk_test_run_tracekit(out, sizeof(out), false, no_cg), 1);
@@ -954,6 +964,93 @@ static int kill_started(void **state)
 	return 0;
 }
 
+/* Kill and reap the shape 400 ms from now (a thread of the process that started it). */
+static void *end_shape_later(void *arg)
+{
+	usleep(400 * 1000);
+	stop_shape(arg);
+	return NULL;
+}
+
+/*
+ * tk_stacks__begin and tk_stacks__again (record's start and end of window), on both
+ * backends: the second snapshot is of the same scope and compared to the first by the
+ * same rule as --repeat (the blocked holder and waiter did not move, main and the
+ * nanosleep loop did); a result of tk_stacks__take takes no more snapshots.
+ */
+static void test_begin_again(void **state)
+{
+	static const enum tk_backend backends[] = { TK_BACKEND_BPF, TK_BACKEND_PROC };
+	struct tk_stacks_opts o = { .sz = TK_OPTS_SZ(tk_stacks_opts) };
+	struct tk_stacks_result *r;
+	struct shape s;
+	char why[512];
+	int err, pid;
+
+	NEED_ROOT();
+	start_shape(&s, false, "-n");
+	pid = s.pid;
+	for (size_t b = 0; b < sizeof(backends) / sizeof(backends[0]); b++) {
+		o.backend = backends[b];
+		err = tk_stacks__begin(&o, &pid, 1, &r, why, sizeof(why));
+		if (err)
+			fail_msg("tk_stacks__begin (%s): %s (%d)", tk_backend__name(o.backend), why,
+				 err);
+		assert_int_equal(r->nr_snapshots, 1);
+		assert_non_null(thread_of(&r->snapshots[0], s.holder));
+		usleep(300 * 1000);
+		err = tk_stacks__again(r, why, sizeof(why));
+		if (err)
+			fail_msg("tk_stacks__again (%s): %s (%d)", tk_backend__name(o.backend), why,
+				 err);
+		assert_int_equal(r->nr_snapshots, 2);
+		assert_true(r->snapshots[1].time_nanos - r->snapshots[0].time_nanos >= 300000000);
+		assert_false(thread_of(&r->snapshots[1], s.holder)->moved);
+		assert_false(thread_of(&r->snapshots[1], s.waiter)->moved);
+		assert_true(thread_of(&r->snapshots[1], s.main)->moved);
+		assert_true(thread_of(&r->snapshots[1], s.sleeper)->moved);
+		tk_stacks_result__free(r);
+	}
+	/* the process gone: said, and the snapshots taken are kept */
+	o.backend = TK_BACKEND_PROC;
+	assert_int_equal(tk_stacks__begin(&o, &pid, 1, &r, why, sizeof(why)), 0);
+	stop_shape(&s);
+	assert_int_equal(tk_stacks__again(r, why, sizeof(why)), -ESRCH);
+	assert_non_null(strstr(why, "exited"));
+	assert_int_equal(r->nr_snapshots, 1);
+	tk_stacks_result__free(r);
+	/* --repeat whose process exits (and is reaped) between snapshots keeps the ones taken */
+	{
+		pthread_t th;
+
+		start_shape(&s, false, "-n");
+		pid = s.pid;
+		o.repeat = 5;
+		o.interval_ms = 300;
+		assert_int_equal(pthread_create(&th, NULL, end_shape_later, &s), 0);
+		err = tk_stacks__take(&o, &pid, 1, &r, why, sizeof(why));
+		pthread_join(th, NULL);
+		if (err)
+			fail_msg("take --repeat 5, the process gone at 400 ms: %s (%d)", why, err);
+		assert_true(r->nr_snapshots >= 1 && r->nr_snapshots < 5);
+		assert_non_null(thread_of(&r->snapshots[0], s.holder));
+		{
+			bool said = false;
+
+			for (size_t i = 0; i < r->nr_notes; i++)
+				said |= strstr(r->notes[i], "the process exited after") != NULL;
+			assert_true(said);
+		}
+		tk_stacks_result__free(r);
+		o.repeat = 0;
+	}
+	/* one-shot results are not held open */
+	assert_int_equal(tk_stacks__take(&o, &(int){ getpid() }, 1, &r, why, sizeof(why)), 0);
+	assert_int_equal(tk_stacks__again(r, why, sizeof(why)), -EINVAL);
+	assert_int_equal(r->nr_snapshots, 1);
+	tk_stacks_result__free(r);
+}
+
 static int setup(void **state)
 {
 	return mkdtemp(tmpdir) ? 0 : -1;
@@ -978,6 +1075,7 @@ int main(void)
 		cmocka_unit_test_teardown(test_other_user_proc, kill_started),
 		cmocka_unit_test_teardown(test_unprivileged, kill_started),
 		cmocka_unit_test_teardown(test_cli, kill_started),
+		cmocka_unit_test_teardown(test_begin_again, kill_started),
 		cmocka_unit_test_teardown(test_cgroup, kill_started),
 		cmocka_unit_test_teardown(test_cli_errors, kill_started),
 		cmocka_unit_test_teardown(test_fallback_under_seccomp, kill_started),

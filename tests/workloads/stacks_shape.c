@@ -14,6 +14,7 @@
  *            child that pause()s without exec (the stack ends at vfork)
  *   -t N     N more threads in pthread_cond_wait (the benchmark's 1000 threads)
  *   -n       no D thread (gdb and eu-stack hang on one: the benchmark's comparison)
+ *   -N NAME  the holder thread's name (a hostile one for the readers' escaping)
  *
  * Signals a tracer could send (SIGTRAP, SIGCONT, SIGURG, SIGCHLD) are counted in
  * shape.signals. Prints one line once every thread is blocked:
@@ -49,6 +50,7 @@ static volatile pid_t tid_holder, tid_waiter, tid_sleeper, tid_d;
 static volatile int holder_locked;
 static volatile unsigned long long blocked_ns;
 static char *uffd_page;
+static const char *holder_name;
 
 static pid_t tid(void)
 {
@@ -79,6 +81,8 @@ __attribute__((noinline)) static void holder_read(void)
 
 __attribute__((noinline)) static void *holder(void *a)
 {
+	if (holder_name)
+		pthread_setname_np(pthread_self(), holder_name);
 	tid_holder = tid();
 	pthread_mutex_lock(&mtx);
 	blocked_ns = mono_ns();
@@ -178,16 +182,19 @@ int main(int argc, char **argv)
 	pthread_t t;
 
 	if (argc > 1 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"))) {
-		printf("usage: stacks_shape [-t N] [-v] [-n]\n"
+		printf("usage: stacks_shape [-t N] [-v] [-n] [-N NAME]\n"
 		       "  a process of known shape for tracekit stacks: a busy main thread, a mutex\n"
 		       "  holder in read() on a pipe, its waiter, a nanosleep loop, a D thread\n"
 		       "  -t N  N more threads in pthread_cond_wait\n"
 		       "  -v    the D thread in vfork (default: userfaultfd where allowed)\n"
-		       "  -n    no D thread\n");
+		       "  -n    no D thread\n"
+		       "  -N NAME  the holder thread's name (15 bytes at most)\n");
 		return 0;
 	}
-	while ((opt = getopt(argc, argv, "t:vn")) != -1) {
-		if (opt == 't')
+	while ((opt = getopt(argc, argv, "t:vnN:")) != -1) {
+		if (opt == 'N')
+			holder_name = optarg;
+		else if (opt == 't')
 			nextra = atoi(optarg);
 		else if (opt == 'n')
 			no_d = 1;

@@ -42,12 +42,12 @@
 #ifndef __TK_PERF_RING_H
 #define __TK_PERF_RING_H
 
-#include <asm/perf_regs.h>
 #include <linux/perf_event.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
+#include "core/arch.h"
 #include "cpu/cpu.h"
 
 struct tk_perf_ring {
@@ -90,8 +90,7 @@ void tk_perf_ring__end(struct tk_perf_ring *r);
  * by bit number: bp, sp, ip) and a copy of the user stack from sp up.
  */
 #define TK_PERF_SAMPLE_UNWIND (PERF_SAMPLE_REGS_USER | PERF_SAMPLE_STACK_USER)
-#define TK_PERF_REGS_USER                                                            \
-	((1ULL << PERF_REG_X86_BP) | (1ULL << PERF_REG_X86_SP) | (1ULL << PERF_REG_X86_IP))
+/* TK_PERF_REGS_USER: core/arch.h */
 #define TK_PERF_STACK_USER 16384	/* bytes of user stack per sample */
 
 struct tk_perf_sample {

@@ -276,7 +276,7 @@ static int cmp_raw(const void *a, const void *b)
 }
 
 #define STK_ONCPU_MAX 256
-#define STK_ONCPU_MS 50
+#define STK_ONCPU_MS 150	/* a busy host (load 5 on 2 CPUs) left a runnable thread unsampled at 50 */
 
 /* The threads on a CPU: one perf sample each, their registers and stack from it. */
 static struct stk_oncpu *sample_running(struct stk_result *r, struct stk_raws *raws, size_t *nq)

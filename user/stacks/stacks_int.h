@@ -238,6 +238,11 @@ struct stk_proc {
 	int nts;			/* their count; -1 refused (not tied to threads) */
 };
 
+struct stk_pidset {
+	uint32_t *v;
+	size_t n, cap;
+};
+
 struct stk_result {
 	struct tk_stacks_result pub;
 	struct tk_stacks_opts o;
@@ -249,7 +254,11 @@ struct stk_result {
 	struct stk_proc *procs;
 	size_t nprocs, procs_cap;
 	struct tk_stacks_snapshot *snaps;
-	size_t nsnaps;
+	size_t nsnaps, snaps_cap;
+	struct stk_pidset set;		/* the scope: its processes (empty: every process) */
+	bool whole;			/* every process */
+	bool open;			/* tk_stacks__begin's: more snapshots may be taken */
+	struct stk_raws raws;		/* one snapshot's raw records */
 	uint64_t loss[STK_L__COUNT];
 	struct tk_stacks_loss losses[STK_L__COUNT];
 	char *notes[8];
@@ -257,9 +266,12 @@ struct stk_result {
 	char reason[384];
 	bool sample_said;
 	uint64_t sampled;		/* threads on a CPU sampled */
+	char **sampled_note;		/* its note, said once and kept true */
+	uint64_t sampled_noted;
 	uint64_t snap_no;		/* snapshots built so far */
 	uint64_t py_threads;		/* threads shown with Python frames */
 	uint64_t py_procs;		/* processes running CPython walked */
+	char **py_note;			/* their note, said once and kept true */
 	void **allocs;
 	size_t nallocs, allocs_cap;
 };
@@ -276,10 +288,6 @@ void stk_proc_capture(struct stk_result *r, struct stk_proc *p);
 
 /* ---- the scope (stacks_scope.c) ------------------------------------------------------- */
 
-struct stk_pidset {
-	uint32_t *v;
-	size_t n, cap;
-};
 int stk_pidset_add(struct stk_pidset *s, uint32_t pid);
 /* The processes of cgroup2 directory @dir and below; 0 or a negative errno, @why said. */
 int stk_cgroup_pids(const char *dir, struct stk_pidset *out, char *why, size_t why_sz);

@@ -14,9 +14,9 @@
 #include <string.h>
 #include <unistd.h>
 #include <linux/perf_event.h>
-#include <asm/perf_regs.h>
 #include <sys/mman.h>
 
+#include "core/arch.h"
 #include "core/internal.h"
 #include "stacks/stacks_int.h"
 
@@ -37,8 +37,7 @@ static int open_one(uint32_t tid, struct ring *r, long page)
 		.config = PERF_COUNT_SW_TASK_CLOCK,	/* counts only while it runs */
 		.sample_period = 1000000,		/* 1 ms of its CPU time */
 		.sample_type = PERF_SAMPLE_TID | PERF_SAMPLE_REGS_USER | PERF_SAMPLE_STACK_USER,
-		.sample_regs_user = (1ULL << PERF_REG_X86_BP) | (1ULL << PERF_REG_X86_SP) |
-				    (1ULL << PERF_REG_X86_IP),
+		.sample_regs_user = TK_PERF_REGS_USER,
 		.sample_stack_user = ONCPU_STACK,
 		.exclude_hv = 1,
 		.exclude_kernel = 1,			/* its user registers are what is needed;

@@ -316,17 +316,29 @@ void stk_py_report(struct stk_result *r)
 {
 	struct tk_py *py = tk_symbolizer__py_if_any(r->sym);
 	struct tk_py_stats st;
+	char *s;
 
 	if (!py)
 		return;
 	tk_py__stats(py, &st);
 	r->loss[STK_L_PY_NAME] = st.name_unreadable;
 	r->loss[STK_L_PY_LINE] = st.line_unknown;
-	if (r->py_procs)
-		stk_note(r, "python: %llu process%s running CPython, %llu thread stack%s with "
-			 "Python frames (read from /proc/PID/mem after the native stack)",
-			 (unsigned long long)r->py_procs, r->py_procs == 1 ? "" : "es",
-			 (unsigned long long)r->py_threads, r->py_threads == 1 ? "" : "s");
+	/* published again after each snapshot (tk_stacks__again): one note, kept true */
+	if (!r->py_procs ||
+	    asprintf(&s, "python: %llu process%s running CPython, %llu thread stack%s with "
+		     "Python frames (read from /proc/PID/mem after the native stack)",
+		     (unsigned long long)r->py_procs, r->py_procs == 1 ? "" : "es",
+		     (unsigned long long)r->py_threads, r->py_threads == 1 ? "" : "s") < 0)
+		return;
+	if (r->py_note) {
+		free(*r->py_note);
+		*r->py_note = s;
+	} else if (r->nr_notes < sizeof(r->notes) / sizeof(r->notes[0])) {
+		r->py_note = &r->notes[r->nr_notes];
+		r->notes[r->nr_notes++] = s;
+	} else {
+		free(s);
+	}
 }
 
 void stk_py_free(struct stk_proc *p)

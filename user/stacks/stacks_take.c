@@ -307,14 +307,138 @@ static int check_pids(struct stk_result *r, const int *pids, size_t n, struct st
 	return 0;
 }
 
+/* The scope and the backend, held for every snapshot: 0 or a negative errno, @why said. */
+static int stk_open(struct stk_result *r, const struct tk_stacks_opts *opts, const int *pids,
+		    size_t nr_pids, char *why, size_t why_sz)
+{
+	struct tk_symbolizer_opts so = { .sz = sizeof(so), .unwind_tables = true };
+	int err;
+
+	err = TK_OPTS_COPY(&r->o, opts);
+	if (err) {
+		snprintf(why, why_sz, "bad options");
+		return err;
+	}
+	r->proc_root = "/proc";
+	r->log.fn = r->o.log;
+	r->log.ctx = r->o.log_ctx;
+	if ((nr_pids && !pids) || (nr_pids && r->o.cgroup) || r->o.repeat > 10000) {
+		snprintf(why, why_sz, "bad options: PIDs and a cgroup are exclusive");
+		return -EINVAL;
+	}
+	err = check_pids(r, pids, nr_pids, &r->set, why, why_sz);
+	if (!err && r->o.cgroup) {
+		err = stk_cgroup_pids(r->o.cgroup, &r->set, why, why_sz);
+		if (!err && !r->set.n) {
+			snprintf(why, why_sz, "cgroup %s has no processes", r->o.cgroup);
+			err = -ESRCH;
+		}
+	}
+	if (err)
+		return err;
+	r->whole = !r->set.n;
+	err = choose_backend(r, !r->whole, why, why_sz);
+	if (err)
+		return err;
+	for (size_t i = 0; r->iter && i < r->set.n && !err; i++)
+		err = stk_iter__add_pid(r->iter, r->set.v[i]);
+	if (!err && r->whole && !r->iter)
+		err = stk_all_pids(r->proc_root, &r->set);
+	if (!err)
+		err = tk_symbolizer__new(&so, &r->sym);
+	if (!err)
+		err = tk_unw_store__new(NULL, tk_unw__rows_for(STK_UNWIND_MEM), &r->store);
+	if (err)
+		snprintf(why, why_sz, "%s", strerror(-err));
+	return err;
+}
+
+/*
+ * One more snapshot, compared to the first (tk_stacks_thread.moved). 0 or a negative
+ * errno, @why said (-ESRCH: every process of the scope exited); what was taken stays.
+ */
+static int stk_snap(struct stk_result *r, char *why, size_t why_sz)
+{
+	struct tk_stacks_snapshot *sn, *v;
+	uint64_t t0 = mono_ns(), gone = r->loss[STK_L_PROCESS_GONE];
+	size_t k = r->nsnaps;
+	int err;
+
+	if (k == r->snaps_cap) {
+		size_t cap = r->snaps_cap ? r->snaps_cap * 2 : 2;
+
+		v = realloc(r->snaps, cap * sizeof(*v));
+		if (!v)
+			return -ENOMEM;
+		r->snaps = v;
+		r->snaps_cap = cap;
+		r->pub.snapshots = r->snaps;
+	}
+	sn = &r->snaps[k];
+	memset(sn, 0, sizeof(*sn));
+	sn->time_nanos = unix_ns();
+	stk_raws__clear(&r->raws);
+	err = read_snapshot(r, &r->set, r->whole, &r->raws);
+	if (!err)
+		err = stk_build(r, &r->raws, sn);
+	stk_raws__clear(&r->raws);
+	if (err) {
+		if (err == -EACCES || err == -EPERM)
+			snprintf(why, why_sz, "not allowed to read the threads' /proc files "
+				 "(needs ptrace access to the process: root or its user)");
+		else
+			snprintf(why, why_sz, "snapshot: %s", strerror(-err));
+		return err;
+	}
+	if (!r->whole && !sn->nr_threads && r->loss[STK_L_PROCESS_GONE] - gone == r->set.n) {
+		snprintf(why, why_sz, "the process%s exited", r->set.n > 1 ? "es" : "");
+		return -ESRCH;
+	}
+	sn->took_ns = mono_ns() - t0;
+	r->nsnaps++;
+	if (k)
+		mark_moved(&r->snaps[0], &r->snaps[k]);
+	return 0;
+}
+
+/* What a reader of the result sees, as of the snapshots taken so far. */
+static void stk_publish(struct stk_result *r)
+{
+	char *s;
+
+	if (r->sampled && (!r->sampled_note || r->sampled_noted != r->sampled) &&
+	    asprintf(&s, "%llu thread%s on a CPU sampled with perf (task clock) for %s user "
+		     "stack", (unsigned long long)r->sampled, r->sampled == 1 ? "" : "s",
+		     r->sampled == 1 ? "its" : "their") >= 0) {
+		if (r->sampled_note) {
+			free(*r->sampled_note);
+			*r->sampled_note = s;
+		} else if (r->nr_notes < sizeof(r->notes) / sizeof(r->notes[0])) {
+			r->sampled_note = &r->notes[r->nr_notes];
+			r->notes[r->nr_notes++] = s;
+		} else {
+			free(s);
+		}
+		r->sampled_noted = r->sampled;
+	}
+	stk_py_report(r);
+	for (int i = 0; i < STK_L__COUNT; i++) {
+		r->losses[i].name = stk_loss__name(i);
+		r->losses[i].count = r->loss[i];
+	}
+	r->pub.losses = r->losses;
+	r->pub.nr_losses = STK_L__COUNT;
+	r->pub.notes = (const char *const *)r->notes;
+	r->pub.nr_notes = r->nr_notes;
+	r->pub.backend_reason = r->reason;
+	r->pub.snapshots = r->snaps;
+	r->pub.nr_snapshots = r->nsnaps;
+}
+
 int tk_stacks__take(const struct tk_stacks_opts *opts, const int *pids, size_t nr_pids,
 		    struct tk_stacks_result **out, char *why, size_t why_sz)
 {
-	struct tk_symbolizer_opts so = { .sz = sizeof(so), .unwind_tables = true };
-	struct stk_raws raws = { 0 };
-	struct stk_pidset set = { 0 };
 	struct stk_result *r;
-	bool whole;
 	uint32_t n;
 	int err;
 
@@ -324,53 +448,11 @@ int tk_stacks__take(const struct tk_stacks_opts *opts, const int *pids, size_t n
 	r = calloc(1, sizeof(*r));
 	if (!r)
 		return -ENOMEM;
-	err = TK_OPTS_COPY(&r->o, opts);
-	if (err) {
-		snprintf(why, why_sz, "bad options");
-		goto fail;
-	}
-	r->proc_root = "/proc";
-	r->log.fn = r->o.log;
-	r->log.ctx = r->o.log_ctx;
-	if ((nr_pids && !pids) || (nr_pids && r->o.cgroup) || r->o.repeat > 10000) {
-		snprintf(why, why_sz, "bad options: PIDs and a cgroup are exclusive");
-		err = -EINVAL;
-		goto fail;
-	}
-	err = check_pids(r, pids, nr_pids, &set, why, why_sz);
-	if (!err && r->o.cgroup) {
-		err = stk_cgroup_pids(r->o.cgroup, &set, why, why_sz);
-		if (!err && !set.n) {
-			snprintf(why, why_sz, "cgroup %s has no processes", r->o.cgroup);
-			err = -ESRCH;
-		}
-	}
+	err = stk_open(r, opts, pids, nr_pids, why, why_sz);
 	if (err)
 		goto fail;
-	whole = !set.n;
-	err = choose_backend(r, !whole, why, why_sz);
-	if (err)
-		goto fail;
-	for (size_t i = 0; r->iter && i < set.n && !err; i++)
-		err = stk_iter__add_pid(r->iter, set.v[i]);
-	if (!err && whole && !r->iter)
-		err = stk_all_pids(r->proc_root, &set);
-	if (!err)
-		err = tk_symbolizer__new(&so, &r->sym);
-	if (!err)
-		err = tk_unw_store__new(NULL, tk_unw__rows_for(STK_UNWIND_MEM), &r->store);
-	if (err) {
-		snprintf(why, why_sz, "%s", strerror(-err));
-		goto fail;
-	}
 	n = r->o.repeat ? r->o.repeat : 1;
-	r->snaps = calloc(n, sizeof(*r->snaps));
-	if (!r->snaps) {
-		err = -ENOMEM;
-		goto fail;
-	}
 	for (uint32_t k = 0; k < n; k++) {
-		uint64_t t0 = mono_ns();
 		struct timespec ts;
 
 		if (k) {
@@ -384,62 +466,78 @@ int tk_stacks__take(const struct tk_stacks_opts *opts, const int *pids, size_t n
 				stk_note(r, "stopped after %u of %u snapshots", k, n);
 				break;
 			}
-			t0 = mono_ns();
 		}
-		r->snaps[k].time_nanos = unix_ns();
-		stk_raws__clear(&raws);
-		err = read_snapshot(r, &set, whole, &raws);
-		if (!err)
-			err = stk_build(r, &raws, &r->snaps[k]);
-		if (err) {
-			if (err == -EACCES || err == -EPERM)
-				snprintf(why, why_sz, "not allowed to read the threads' /proc files "
-					 "(needs ptrace access to the process: root or its user)");
-			else
-				snprintf(why, why_sz, "snapshot: %s", strerror(-err));
+		err = stk_snap(r, why, why_sz);
+		/* a process that exits between snapshots: the ones taken are kept */
+		if (err == -ESRCH && k) {
+			stk_note(r, "%s after %u of %u snapshots", why, k, n);
+			why[0] = 0;
+			err = 0;
+			break;
+		}
+		if (err)
 			goto fail;
-		}
-		r->snaps[k].took_ns = mono_ns() - t0;
-		r->nsnaps++;
-		if (k)
-			mark_moved(&r->snaps[0], &r->snaps[k]);
 	}
-	if (!whole && !r->snaps[n - 1].nr_threads && r->loss[STK_L_PROCESS_GONE] == set.n) {
-		snprintf(why, why_sz, "the process%s exited", set.n > 1 ? "es" : "");
-		err = -ESRCH;
-		goto fail;
-	}
-	if (r->sampled)
-		stk_note(r, "%llu thread%s on a CPU sampled with perf (task clock) for %s user stack",
-		     (unsigned long long)r->sampled, r->sampled == 1 ? "" : "s",
-		     r->sampled == 1 ? "its" : "their");
-	stk_py_report(r);
-	for (int i = 0; i < STK_L__COUNT; i++) {
-		r->losses[i].name = stk_loss__name(i);
-		r->losses[i].count = r->loss[i];
-	}
-	r->pub.losses = r->losses;
-	r->pub.nr_losses = STK_L__COUNT;
-	r->pub.notes = (const char *const *)r->notes;
-	r->pub.nr_notes = r->nr_notes;
-	r->pub.backend_reason = r->reason;
-	r->pub.snapshots = r->snaps;
-	r->pub.nr_snapshots = r->nsnaps;
-	stk_raws__clear(&raws);
-	free(raws.v);
-	free(set.v);
+	stk_publish(r);
 	/* the iterator's buffer is no longer needed: the copies were walked */
 	stk_iter__free(r->iter);
 	r->iter = NULL;
 	*out = &r->pub;
 	return 0;
 fail:
-	stk_raws__clear(&raws);
-	free(raws.v);
-	free(set.v);
 	tk_stacks_result__free(&r->pub);
 	if (!err)
 		err = -EINVAL;
+	return err;
+}
+
+int tk_stacks__begin(const struct tk_stacks_opts *opts, const int *pids, size_t nr_pids,
+		     struct tk_stacks_result **out, char *why, size_t why_sz)
+{
+	struct stk_result *r;
+	int err;
+
+	if (why_sz)
+		why[0] = 0;
+	*out = NULL;
+	r = calloc(1, sizeof(*r));
+	if (!r)
+		return -ENOMEM;
+	err = stk_open(r, opts, pids, nr_pids, why, why_sz);
+	if (!err)
+		err = stk_snap(r, why, why_sz);
+	if (err) {
+		tk_stacks_result__free(&r->pub);
+		return err;
+	}
+	r->open = true;
+	stk_publish(r);
+	*out = &r->pub;
+	return 0;
+}
+
+int tk_stacks__again(struct tk_stacks_result *s, char *why, size_t why_sz)
+{
+	struct stk_result *r = (struct stk_result *)s;
+	int err;
+
+	if (why_sz)
+		why[0] = 0;
+	if (!r || !r->open) {
+		snprintf(why, why_sz, "not a result of tk_stacks__begin");
+		return -EINVAL;
+	}
+	if (r->whole && !r->iter) {
+		/* every process, by /proc: those started since the first snapshot too */
+		r->set.n = 0;
+		err = stk_all_pids(r->proc_root, &r->set);
+		if (err) {
+			snprintf(why, why_sz, "%s", strerror(-err));
+			return err;
+		}
+	}
+	err = stk_snap(r, why, why_sz);
+	stk_publish(r);
 	return err;
 }
 
@@ -461,6 +559,9 @@ void tk_stacks_result__free(struct tk_stacks_result *s)
 	for (size_t i = 0; i < r->nr_notes; i++)
 		free(r->notes[i]);
 	free(r->snaps);
+	stk_raws__clear(&r->raws);
+	free(r->raws.v);
+	free(r->set.v);
 	stk_iter__free(r->iter);
 	tk_unw_store__free(r->store);
 	tk_symbolizer__free(r->sym);
