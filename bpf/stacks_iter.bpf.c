@@ -156,6 +156,11 @@ static __always_inline struct stk_rec *fill(struct task_struct *t)
 		r->flags |= STK_F_KTHREAD;
 	else if (!no_user)
 		user_regs(t, r);
+#if defined(__TARGET_ARCH_x86)
+	/* glibc's pthread_t: CPython's thread_id (stacks_py.c); other architectures: 0 */
+	if (!(r->flags & STK_F_KTHREAD))
+		r->fsbase = BPF_CORE_READ(t, thread.fsbase);
+#endif
 	if (mm && (BPF_CORE_READ(mm, mmap_lock.count.counter) & 1))	/* RWSEM_WRITER_LOCKED */
 		r->flags |= STK_F_MMAP_BUSY;
 	if (!no_kernel)

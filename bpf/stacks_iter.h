@@ -53,6 +53,7 @@ struct stk_rec {
 	__s64 copy_err;			/* the first copy's error; 0 */
 	__u32 copy_len;			/* bytes of user stack at the end, from sp */
 	__u32 knames_len;		/* bytes of names after the record */
+	__u64 fsbase;			/* thread.fsbase: its pthread_t (CPython's thread_id) */
 };
 
 #endif /* __STACKS_ITER_H */

@@ -51,21 +51,6 @@ struct {
 /* ids handed out, per CPU (no fetching atomics on 5.10): id = seq << 8 | cpu */
 __u32 unw_py_seq[UNW_MAX_CPUS] = {};
 
-static __always_inline __u64 unw_py_u64(const __u8 *buf, __u32 off)
-{
-	return *(const __u64 *)(buf + (off & (UNW_PY_FRAME_BUF - 8)));
-}
-
-static __always_inline __u32 unw_py_u32(const __u8 *buf, __u32 off)
-{
-	return *(const __u32 *)(buf + (off & (UNW_PY_FRAME_BUF - 4)));
-}
-
-static __always_inline __u8 unw_py_u8(const __u8 *buf, __u32 off)
-{
-	return buf[off & (UNW_PY_FRAME_BUF - 1)];
-}
-
 static __always_inline bool unw_py_in_loop(const struct unw_state *s, __u64 look)
 {
 	__u32 i;
@@ -161,19 +146,14 @@ static __always_inline __u32 unw_py_code_id(struct unw_state *s, __u64 code)
 	struct unw_py_code_key *k = &s->py_key;
 	struct unw_py_event *e;
 	__u32 cpu, seq, id, *v;
-	__u64 lines, name;
 
 	if (bpf_probe_read_user(s->py_code, UNW_PY_CODE_WIN, (const void *)(code + s->py.co_win))) {
 		s->py_causes |= UNW_PY_C_READ_FAULT;
 		return 0;
 	}
-	/* fields set when the code object is made and never changed */
-	lines = unw_py_u64(s->py_code, s->py.co_lines);
-	name = unw_py_u64(s->py_code, s->py.co_name);
 	k->tgid = s->tgid;
 	k->code = code;
-	k->stamp = unw_py_u32(s->py_code, s->py.co_first) ^ (__u32)(lines >> 4) ^
-		   (__u32)(name >> 4) * 0x9e3779b1u;
+	k->stamp = unw_py_stamp(&s->py, s->py_code);
 	v = bpf_map_lookup_elem(&unw_py_codes, k);
 	if (v)
 		return *v;
@@ -222,10 +202,9 @@ static __always_inline int unw_py_done(struct unw_state *s)
  */
 __noinline int unw_py_step(void)
 {
-	__u64 cur, prev, code, ptr, d;
+	__u64 cur, prev, code;
 	__u32 zero = 0, nr, idx, id;
 	struct unw_state *s;
-	__s32 lasti;
 	bool last;
 
 	s = bpf_map_lookup_elem(&unw_scratch, &zero);
@@ -244,8 +223,7 @@ __noinline int unw_py_step(void)
 		s->py_state = 2;
 		return unw_py_done(s);
 	}
-	if (s->py.kind == UNW_PY_SHIM &&
-	    unw_py_u8(s->py_frame, s->py.fr_owner) == s->py.cstack_owner) {
+	if (unw_py_frame_shim(&s->py, s->py_frame)) {
 		/* the shim is a local of its interpreter frame: this one's, or an outer one's */
 		if (cur >= s->py_eval_sp && cur < s->py_eval_cfa)
 			s->py_cur = unw_py_u64(s->py_frame, s->py.fr_prev);
@@ -255,33 +233,14 @@ __noinline int unw_py_step(void)
 	}
 	/*
 	 * The id first: few values live across its calls, so the stack stays small
-	 * (see unw_py_code_id); the rest is read from the frame's copy after.
+	 * (see unw_py_code_id); the rest is read from the frame's copy after. The
+	 * rules (unw_py_frame_*) are bpf/unwind_py.h's, user space's walk's too.
 	 */
-	id = unw_py_code_id(s, unw_py_u64(s->py_frame, s->py.fr_code) & ~(__u64)s->py.exec_tag);
-	code = unw_py_u64(s->py_frame, s->py.fr_code) & ~(__u64)s->py.exec_tag;
+	id = unw_py_code_id(s, unw_py_frame_code(&s->py, s->py_frame));
+	code = unw_py_frame_code(&s->py, s->py_frame);
 	prev = unw_py_u64(s->py_frame, s->py.fr_prev);
-	idx = UNW_PY_IDX_UNKNOWN;
-	if (s->py.lasti == UNW_PY_LASTI_PTR) {
-		ptr = unw_py_u64(s->py_frame, s->py.fr_instr);
-		d = ptr - code - s->py.co_code;
-		/* 3.11/3.12 start a frame at the unit before its first */
-		if (ptr < code + s->py.co_code)
-			idx = UNW_PY_IDX_START;
-		else if (d < ((UNW_PY_IDX_MASK - 1) << 1))
-			idx = d >> 1;
-	} else {
-		lasti = (__s32)unw_py_u32(s->py_frame, s->py.fr_instr);
-		if (lasti < 0)
-			idx = UNW_PY_IDX_START;
-		else if (lasti < (UNW_PY_IDX_MASK - 1) << 1)
-			idx = s->py.lasti == UNW_PY_LASTI_BYTES ? (__u32)lasti >> 1 : (__u32)lasti;
-	}
-	if (s->py.kind == UNW_PY_FRAMEOBJ)
-		last = true;
-	else if (s->py.kind == UNW_PY_ENTRYFLAG)
-		last = unw_py_u8(s->py_frame, s->py.fr_entry) != 0;
-	else
-		last = false;
+	idx = unw_py_frame_idx(&s->py, s->py_frame, code);
+	last = unw_py_frame_last(&s->py, s->py_frame);
 	nr = s->nr;
 	if (nr >= s->limit || nr >= UNW_WALK_FRAMES || nr == 0) {
 		s->causes |= UNW_C_DEPTH;

@@ -123,4 +123,107 @@ enum unw_py_cause {
 };
 #define UNW_PY_NR_CAUSES 6
 
+
+/*
+ * The walk's rules over a frame's (or a code object window's) bytes as read,
+ * UNW_PY_FRAME_BUF of them: shared by the kernel's walk (unwind_py.bpf.h) and
+ * user space's (user/runtime/py_walk.c, tracekit stacks), so both read a frame
+ * the same way. Offsets are masked into the buffer (the verifier needs it;
+ * every offset of the tables is aligned to its field's size).
+ */
+#ifndef __bpf__
+#include <stdbool.h>
+#endif
+#ifndef __always_inline
+#define __always_inline inline __attribute__((always_inline))
+#endif
+
+static __always_inline __u64 unw_py_u64(const __u8 *buf, __u32 off)
+{
+#ifdef __bpf__
+	return *(const __u64 *)(buf + (off & (UNW_PY_FRAME_BUF - 8)));
+#else
+	__u64 v;
+
+	__builtin_memcpy(&v, buf + (off & (UNW_PY_FRAME_BUF - 8)), sizeof(v));
+	return v;
+#endif
+}
+
+static __always_inline __u32 unw_py_u32(const __u8 *buf, __u32 off)
+{
+#ifdef __bpf__
+	return *(const __u32 *)(buf + (off & (UNW_PY_FRAME_BUF - 4)));
+#else
+	__u32 v;
+
+	__builtin_memcpy(&v, buf + (off & (UNW_PY_FRAME_BUF - 4)), sizeof(v));
+	return v;
+#endif
+}
+
+static __always_inline __u8 unw_py_u8(const __u8 *buf, __u32 off)
+{
+	return buf[off & (UNW_PY_FRAME_BUF - 1)];
+}
+
+/* The code object a frame runs (3.14's f_executable is a tagged reference: tag cleared). */
+static __always_inline __u64 unw_py_frame_code(const struct unw_py *py, const __u8 *f)
+{
+	return unw_py_u64(f, py->fr_code) & ~(__u64)py->exec_tag;
+}
+
+/* 3.12+: a C-stack shim frame, the first of an activation; no Python frame of its own. */
+static __always_inline bool unw_py_frame_shim(const struct unw_py *py, const __u8 *f)
+{
+	return py->kind == UNW_PY_SHIM && unw_py_u8(f, py->fr_owner) == py->cstack_owner;
+}
+
+/* The frame ends its activation (<= 3.10: every frame; 3.11: is_entry; 3.12+: the shim). */
+static __always_inline bool unw_py_frame_last(const struct unw_py *py, const __u8 *f)
+{
+	if (py->kind == UNW_PY_FRAMEOBJ)
+		return true;
+	if (py->kind == UNW_PY_ENTRYFLAG)
+		return unw_py_u8(f, py->fr_entry) != 0;
+	return false;
+}
+
+/* The instruction index of a frame running @code: units, or UNW_PY_IDX_START/_UNKNOWN. */
+static __always_inline __u32 unw_py_frame_idx(const struct unw_py *py, const __u8 *f, __u64 code)
+{
+	__u64 ptr, d;
+	__s32 lasti;
+
+	if (py->lasti == UNW_PY_LASTI_PTR) {
+		ptr = unw_py_u64(f, py->fr_instr);
+		d = ptr - code - py->co_code;
+		/* 3.11/3.12 start a frame at the unit before its first */
+		if (ptr < code + py->co_code)
+			return UNW_PY_IDX_START;
+		if (d < ((UNW_PY_IDX_MASK - 1) << 1))
+			return d >> 1;
+		return UNW_PY_IDX_UNKNOWN;
+	}
+	lasti = (__s32)unw_py_u32(f, py->fr_instr);
+	if (lasti < 0)
+		return UNW_PY_IDX_START;
+	if ((__u64)lasti < (UNW_PY_IDX_MASK - 1) << 1)
+		return py->lasti == UNW_PY_LASTI_BYTES ? (__u32)lasti >> 1 : (__u32)lasti;
+	return UNW_PY_IDX_UNKNOWN;
+}
+
+/*
+ * A code object's stamp, from its window (UNW_PY_CODE_WIN bytes from co_win):
+ * fields set when it is made and never changed, so a code object freed and
+ * another made at its address gets another id.
+ */
+static __always_inline __u32 unw_py_stamp(const struct unw_py *py, const __u8 *win)
+{
+	__u64 lines = unw_py_u64(win, py->co_lines), name = unw_py_u64(win, py->co_name);
+
+	return unw_py_u32(win, py->co_first) ^ (__u32)(lines >> 4) ^
+	       (__u32)(name >> 4) * 0x9e3779b1u;
+}
+
 #endif /* __UNWIND_PY_H */

@@ -111,7 +111,8 @@ if tier integration; then
 	else
 		# a container of another Debian release (another glibc build) for test_unwind
 		TK_OTHER_ROOT=$(tests/lib/mkroot.sh trixie "$B/roots/trixie") && export TK_OTHER_ROOT
-		# Debian's own CPythons for test_python: bullseye 3.9, trixie 3.13, sid 3.14
+		# Debian's own CPythons for test_python and test_stacks_py: bullseye 3.9, trixie
+		# 3.13, sid 3.14
 		for s in bullseye trixie sid; do
 			tests/lib/mkroot.sh "$s" "$B/roots/$s-py" python3-minimal >/dev/null || true
 		done

@@ -45,7 +45,11 @@ static const char usage_stacks[] =
 	"\n"
 	"A thread on a CPU at that moment has no saved registers: it gets one perf\n"
 	"sample of its own (after 1 ms of its CPU time, 50 ms at most), else its user\n"
-	"stack is left out and said (running_no_stack). Without -o, text on stdout.\n"
+	"stack is left out and said (running_no_stack). A CPython 3.9-3.14 thread's\n"
+	"Python functions (name, file, line) are in its user stack before the\n"
+	"interpreter frames that run them, read from /proc/PID/mem right after its\n"
+	"native stack (a thread on a CPU: not read, counted python_running).\n"
+	"Without -o, text on stdout.\n"
 	"Exit codes: 0 written, 1 it could not be, 2 bad usage, 141 stdout was\n"
 	"closed early (| head; the -o files are still whole).\n";
 

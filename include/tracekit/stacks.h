@@ -60,6 +60,11 @@ struct tk_stacks_frame {
 	const char *module;		/* the file, "[kernel.kallsyms]"; NULL: unknown */
 	uint64_t offset;		/* of the address in module (unresolved frames) */
 	bool kernel;
+	bool python;			/* a Python frame: function is its qualified name,
+					   file and line where it is; addr an opaque id */
+	const char *file;		/* Python: the code's file; NULL otherwise */
+	int line;			/* Python: the line executing; 0 unknown */
+	int first_line;			/* Python: the function's first line */
 };
 
 struct tk_stacks_thread {
@@ -82,6 +87,8 @@ struct tk_stacks_thread {
 	uint32_t unwind_causes;		/* enum unw_cause bits of the user walk */
 	bool user_whole;		/* the user walk reached the outermost frame */
 	const char *user_note;		/* why there is no user stack; NULL */
+	const char *python_note;	/* why a Python thread's Python frames are not
+					   shown (interleaved in uframes when they are) */
 	const struct tk_stacks_frame *kframes;	/* leaf first */
 	uint32_t nr_kframes;
 	const struct tk_stacks_frame *uframes;	/* leaf first */

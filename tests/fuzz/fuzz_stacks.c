@@ -37,6 +37,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		stk_kframes_free(kf, n);
 	stk_parse_schedstat(s, &v);
 	stk_parse_nspid(s);
+	stk_parse_ctxt_switches(s, &v);
 	if (!tk_stacks__parse_states(s, &mask) && !mask)
 		abort();
 	free(s);

@@ -116,6 +116,24 @@ static void test_small(void **state)
 	assert_int_equal(stk_parse_nspid("NSpid:\t100\n"), 100);
 	assert_int_equal(stk_parse_nspid("Name:\tx\n"), 0);
 	assert_int_equal(stk_parse_nspid("NSpid:\t100\tx\n"), 0);
+	/* a thread's switches, as the task iterator counts them (nvcsw + nivcsw) */
+	{
+		uint64_t v = 7;
+
+		assert_int_equal(stk_parse_ctxt_switches("Name:\tx\nvoluntary_ctxt_switches:\t"
+							 "12\nnonvoluntary_ctxt_switches:\t3\n",
+							 &v), 0);
+		assert_int_equal(v, 15);
+		assert_int_equal(stk_parse_ctxt_switches("voluntary_ctxt_switches:\t12\n", &v),
+				 -EINVAL);
+		assert_int_equal(stk_parse_ctxt_switches("voluntary_ctxt_switches:\t-1\n"
+							 "nonvoluntary_ctxt_switches:\t3\n", &v),
+				 -EINVAL);
+		assert_int_equal(stk_parse_ctxt_switches("voluntary_ctxt_switches:\t1x\n"
+							 "nonvoluntary_ctxt_switches:\t3\n", &v),
+				 -EINVAL);
+		assert_int_equal(v, 15);
+	}
 	assert_int_equal(tk_stacks__parse_states("D", &m), 0);
 	assert_int_equal(m, TK_STACKS_DISK);
 	assert_int_equal(tk_stacks__parse_states("S,D,running", &m), 0);
@@ -383,6 +401,61 @@ static void test_json(void **state)
 	free(j);
 }
 
+/*
+ * Python frames: "py NAME (FILE:LINE)" in text (a name the process chose, control
+ * characters replaced), two threads at other lines of the same function are two groups,
+ * JSON says python, file, line, first_line; the thread's python note.
+ */
+static void test_python_frames(void **state)
+{
+	static const struct tk_stacks_frame a[] = {
+		{ .addr = 0x7f0000001000, .function = "sem_wait", .module = "/lib/libc.so.6" },
+		{ .addr = 0xa000000900000001ULL, .function = "Job.run\x1b[2J", .python = true,
+		  .file = "/app/job.py", .line = 42, .first_line = 37 },
+		{ .addr = 0x401000, .function = "_PyEval_EvalFrameDefault",
+		  .module = "/usr/bin/python3.11" },
+	};
+	static const struct tk_stacks_frame b[] = {
+		{ .addr = 0x7f0000001000, .function = "sem_wait", .module = "/lib/libc.so.6" },
+		{ .addr = 0xa000000a00000001ULL, .function = "Job.run\x1b[2J", .python = true,
+		  .file = "/app/job.py", .line = 43, .first_line = 37 },
+		{ .addr = 0x401000, .function = "_PyEval_EvalFrameDefault",
+		  .module = "/usr/bin/python3.11" },
+	};
+	static struct tk_stacks_thread pt[2] = {
+		{ .pid = 20, .tid = 21, .ns_tid = 21, .comm = "python3", .state = 'S',
+		  .syscall = 202, .syscall_name = "futex", .off_cpu_ns = -1, .uframes = a,
+		  .nr_uframes = 3, .user_whole = true },
+		{ .pid = 20, .tid = 22, .ns_tid = 22, .comm = "python3", .state = 'S',
+		  .syscall = 202, .syscall_name = "futex", .off_cpu_ns = -1, .uframes = b,
+		  .nr_uframes = 3, .user_whole = true,
+		  .python_note = "ran while its Python frames were read: not shown" },
+	};
+	struct tk_stacks_snapshot sn = { .threads = pt, .nr_threads = 2 };
+	struct tk_stacks_result r = { .backend = TK_BACKEND_PROC, .backend_reason = "asked for",
+				      .snapshots = &sn, .nr_snapshots = 1, .losses = losses,
+				      .nr_losses = 1 };
+	char *t = write_with(tk_stacks_result__write_text, &r);
+
+	assert_non_null(strstr(t, "      sem_wait (libc.so.6)\n"
+				  "      py Job.run?[2J (/app/job.py:42)\n"
+				  "      _PyEval_EvalFrameDefault (python3.11)\n"));
+	assert_non_null(strstr(t, "py Job.run?[2J (/app/job.py:43)\n"));
+	assert_null(strstr(t, "2 threads:"));
+	assert_non_null(strstr(t, "      (python frames: ran while its Python frames were read: "
+				  "not shown)\n"));
+	assert_null(strstr(t, "\x1b"));
+	free(t);
+	t = write_with(tk_stacks_result__write_json, &r);
+	assert_non_null(strstr(t, "\"function\": \"Job.run\\u001b[2J\""));
+	assert_non_null(strstr(t, "\"python\": true"));
+	assert_non_null(strstr(t, "\"file\": \"/app/job.py\""));
+	assert_non_null(strstr(t, "\"line\": 42"));
+	assert_non_null(strstr(t, "\"first_line\": 37"));
+	assert_non_null(strstr(t, "\"python_note\": \"ran while"));
+	free(t);
+}
+
 static int teardown(void **state)
 {
 	char cmd[300];
@@ -401,6 +474,7 @@ int main(void)
 		cmocka_unit_test(test_kstack),	  cmocka_unit_test(test_small),
 		cmocka_unit_test(test_wait_fd),	  cmocka_unit_test(test_wait_futex),
 		cmocka_unit_test(test_text),	  cmocka_unit_test(test_json),
+		cmocka_unit_test(test_python_frames),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, teardown);

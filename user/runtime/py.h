@@ -200,4 +200,66 @@ int tk_py__tramp(struct tk_py *py, uint32_t pid, uint32_t gen);
  */
 int tk_py__read_code(struct tk_py *py, uint32_t pid, uint64_t addr, void *buf, size_t len);
 
+/* ---- a thread's frames read from user space (py_walk.c): tracekit stacks --------------- */
+
+/* Reads @len bytes at @addr of the process: 0 or a negative errno. */
+typedef int (*tk_py_read_fn)(void *ctx, uint64_t addr, void *buf, size_t len);
+
+struct tk_py_walk {
+	const struct unw_py *py;
+	tk_py_read_fn read;
+	void *ctx;
+	uint64_t cur;			/* the next frame of the chain */
+	int state;			/* 1: a chain to walk; 2: none left; 3: cut */
+	uint32_t causes;		/* enum unw_py_cause */
+	uint32_t frames, max;
+};
+
+/* A Python frame as walked: its code object and instruction index (UNW_PY_IDX_*). */
+struct tk_py_wframe {
+	uint64_t code;
+	uint32_t idx;
+};
+
+/*
+ * Begin a walk of the thread whose PyThreadState is at @tstate (0: none, a
+ * cause), in a process of entry @py (tk_py__detect's), through @read; at
+ * most @max Python frames in all.
+ */
+void tk_py_walk__begin(struct tk_py_walk *w, const struct unw_py *py, tk_py_read_fn read,
+		       void *ctx, uint64_t tstate, uint32_t max);
+/*
+ * The Python frames (newest first, at most @max) of the activation of the
+ * next interpreter-loop native frame, leaf-ward from the last one asked,
+ * whose stack is [@sp, @cfa): their count (0: none, a cause may be set).
+ */
+int tk_py_walk__activation(struct tk_py_walk *w, uint64_t sp, uint64_t cfa,
+			   struct tk_py_wframe *out, int max);
+/* The native walk ended (@whole: at its outermost frame): the walk's causes. */
+uint32_t tk_py_walk__end(struct tk_py_walk *w, bool whole);
+
+/* A thread state of the interpreter's list, and its thread as glibc's pthread says. */
+struct tk_py_tstate {
+	uint64_t tstate;
+	uint64_t thread_id;		/* its thread's pthread_t (== fsbase); 0 unreadable */
+	int32_t tid;			/* struct pthread.tid, as the process sees it; 0 unknown
+					   (exiting), another value unchecked: the caller checks */
+};
+/*
+ * The thread states of @pid's interpreter (tk_py__detect found it ready):
+ * their count (<= @max), -ENOENT (not ready), -EFAULT (the list unreadable),
+ * -E2BIG (longer than @max).
+ */
+int tk_py__thread_states(struct tk_py *py, uint32_t pid, struct tk_py_tstate *out, size_t max);
+
+/*
+ * The record (bpf/unwind_py.h) of code object @code at index @idx in @pid: an
+ * id user space gives (per process, address and stamp, as the kernel would),
+ * its names read at once. 0, or a negative errno with *@rec of id 0 (then
+ * named "[python: ...]" and counted). Ids of user space and of the kernel are
+ * not mixed in one struct tk_py: tracekit stacks has its own.
+ */
+int tk_py__code_rec(struct tk_py *py, uint32_t pid, const struct unw_py *u, uint64_t code,
+		    uint32_t idx, uint64_t *rec);
+
 #endif /* __TK_RUNTIME_PY_H */

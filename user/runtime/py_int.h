@@ -41,4 +41,9 @@ int tk_py__set_proc(struct tk_py *py, uint32_t pid, uint32_t gen, const struct p
 /* Process @pid runs a CPython tracekit cannot walk (counted once per process). */
 void tk_py__set_unknown(struct tk_py *py, uint32_t pid, const char *why);
 
+/* Read @pid's memory (one /proc/PID/mem kept open): 0 or a negative errno. */
+int tk_py__mem(struct tk_py *py, uint32_t pid, uint64_t addr, void *buf, size_t len);
+/* The interpreter @pid runs and its load bias; NULL: none ready. */
+const struct py_image *tk_py__proc_image(struct tk_py *py, uint32_t pid, uint64_t *bias);
+
 #endif /* __TK_RUNTIME_PY_INT_H */

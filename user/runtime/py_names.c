@@ -49,11 +49,22 @@ struct py_code {
 	uint32_t table_len;
 };
 
+/* A code object user space gave an id (tk_py__code_rec): by process, address and stamp. */
+struct py_ucode {
+	uint32_t id;			/* never 0: the slot's first word */
+	uint32_t pid;
+	uint64_t code;
+	uint32_t stamp;
+	uint32_t pad;
+};
+
 struct tk_py {
 	struct py_image **images;	/* every interpreter file read: few */
 	int nr_images;
 	struct tk_hashmap procs;	/* struct py_proc by pid */
 	struct tk_hashmap codes;	/* struct py_code by id */
+	struct tk_hashmap ucodes;	/* struct py_ucode by (pid, code, stamp) */
+	uint32_t useq;			/* user space's ids handed out */
 	struct tk_strset strs;
 	int mem_fd;
 	uint32_t mem_pid;
@@ -86,6 +97,18 @@ static bool code_match(const void *ctx, const void *rec, const void *key)
 	return ((const struct py_code *)rec)->id == *(const uint32_t *)key;
 }
 
+static uint64_t ucode_key_hash(uint32_t pid, uint64_t code, uint32_t stamp)
+{
+	return tk_hash__mix64(code ^ ((uint64_t)stamp << 32) ^ pid);
+}
+
+static uint64_t ucode_hash(const void *rec)
+{
+	const struct py_ucode *c = rec;
+
+	return ucode_key_hash(c->pid, c->code, c->stamp);
+}
+
 struct tk_py *tk_py__new(void)
 {
 	struct tk_py *py = calloc(1, sizeof(*py));
@@ -94,6 +117,7 @@ struct tk_py *tk_py__new(void)
 		return NULL;
 	py->procs = (struct tk_hashmap)TK_HASHMAP_INIT(struct py_proc, proc_hash);
 	py->codes = (struct tk_hashmap)TK_HASHMAP_INIT(struct py_code, code_hash);
+	py->ucodes = (struct tk_hashmap)TK_HASHMAP_INIT(struct py_ucode, ucode_hash);
 	py->mem_fd = -1;
 	return py;
 }
@@ -109,6 +133,7 @@ void tk_py__free(struct tk_py *py)
 	while ((c = tk_hashmap__next(&py->codes, &i)))
 		free(c->table);
 	tk_hashmap__free(&py->codes);
+	tk_hashmap__free(&py->ucodes);
 	tk_hashmap__free(&py->procs);
 	tk_strset__free(&py->strs);
 	for (j = 0; j < py->nr_images; j++)
@@ -208,14 +233,6 @@ static int mem_read(struct tk_py *py, uint32_t pid, uint64_t addr, void *buf, si
 	return n == (ssize_t)len ? 0 : -EFAULT;
 }
 
-static uint64_t win_u64(const uint8_t *w, uint32_t off)
-{
-	uint64_t v;
-
-	memcpy(&v, w + off, 8);
-	return v;
-}
-
 /* A str object as UTF-8 (latin-1, UCS-2 and UCS-4 converted) into @out (TK_PY_MAX_STR). */
 static int read_str(struct tk_py *py, uint32_t pid, const struct tk_py_offsets *o, uint64_t s,
 		    char *out)
@@ -270,20 +287,21 @@ static int read_code(struct tk_py *py, const struct py_proc *p, const struct unw
 		     struct py_code *c)
 {
 	const struct tk_py_offsets *o = &p->im->off;
-	uint32_t win = o->minor <= 10 ? 40 : 64, stamp, first;
 	char name[TK_PY_MAX_STR], file[TK_PY_MAX_STR];
 	uint64_t lines, namep, filep, tlen;
-	uint8_t w[UNW_PY_CODE_WIN];
+	uint8_t w[UNW_PY_FRAME_BUF] = { 0 };
+	struct unw_py u;
+	uint32_t first;
 	int err;
 
-	err = mem_read(py, e->tgid, e->code + win, w, sizeof(w));
+	tk_py_offsets__to_bpf(o, &u);
+	err = mem_read(py, e->tgid, e->code + u.co_win, w, UNW_PY_CODE_WIN);
 	if (err)
 		return err;
-	lines = win_u64(w, o->co_linetable - win);
-	namep = win_u64(w, (o->co_qualname ? o->co_qualname : o->co_name) - win);
-	memcpy(&first, w + o->co_firstlineno - win, 4);
-	stamp = first ^ (uint32_t)(lines >> 4) ^ (uint32_t)(namep >> 4) * 0x9e3779b1u;
-	if (stamp != e->stamp)
+	lines = unw_py_u64(w, u.co_lines);
+	namep = unw_py_u64(w, u.co_name);
+	first = unw_py_u32(w, u.co_first);
+	if (unw_py_stamp(&u, w) != e->stamp)
 		return -ESTALE;		/* not the code object the kernel saw any more */
 	if (mem_read(py, e->tgid, e->code + o->co_filename, &filep, 8))
 		return -EFAULT;
@@ -424,4 +442,59 @@ int tk_py__read_code(struct tk_py *py, uint32_t pid, uint64_t addr, void *buf, s
 	}
 	memcpy(buf, &w->val, len);
 	return w->err;
+}
+
+int tk_py__mem(struct tk_py *py, uint32_t pid, uint64_t addr, void *buf, size_t len)
+{
+	return mem_read(py, pid, addr, buf, len);
+}
+
+const struct py_image *tk_py__proc_image(struct tk_py *py, uint32_t pid, uint64_t *bias)
+{
+	struct py_proc *p = tk_hashmap__find(&py->procs, tk_hash__mix64(pid), proc_match, NULL,
+					     &pid);
+
+	if (!p || !p->im || p->unknown)
+		return NULL;
+	*bias = p->bias;
+	return p->im;
+}
+
+static bool ucode_match(const void *ctx, const void *rec, const void *key)
+{
+	const struct py_ucode *a = rec, *b = key;
+
+	return a->pid == b->pid && a->code == b->code && a->stamp == b->stamp;
+}
+
+int tk_py__code_rec(struct tk_py *py, uint32_t pid, const struct unw_py *u, uint64_t code,
+		    uint32_t idx, uint64_t *rec)
+{
+	uint8_t w[UNW_PY_FRAME_BUF] = { 0 };
+	struct py_ucode k = { .pid = pid, .code = code }, *c;
+	struct unw_py_event e;
+	bool found;
+	int err;
+
+	*rec = UNW_PY_REC(0, idx);
+	err = mem_read(py, pid, code + u->co_win, w, UNW_PY_CODE_WIN);
+	if (err)
+		return err;
+	k.stamp = unw_py_stamp(u, w);
+	c = tk_hashmap__insert(&py->ucodes, ucode_key_hash(pid, code, k.stamp),
+			       ucode_match, NULL, &k, &found);
+	if (!c)
+		return -ENOMEM;
+	if (!found) {
+		/* 32 bits of ids: a session would have to meet 4 billion code objects */
+		if (++py->useq == 0)
+			py->useq = 1;
+		k.id = py->useq;
+		*c = k;
+		e = (struct unw_py_event){ .id = k.id, .tgid = pid, .code = code,
+					   .stamp = k.stamp };
+		tk_py__on_event(py, &e);
+	}
+	*rec = UNW_PY_REC(c->id, idx);
+	return 0;
 }

@@ -139,16 +139,16 @@ static void kernel_frames(struct stk_result *r, struct stk_raw *x, struct tk_sta
 }
 
 static void user_frames(struct stk_result *r, struct stk_proc *p, struct stk_raw *x,
-			struct tk_stacks_thread *t)
+			const struct stk_raw *all, size_t nall, struct tk_stacks_thread *t)
 {
-	uint64_t ips[UNW_WALK_FRAMES];
+	uint64_t ips[UNW_WALK_FRAMES], sps[UNW_WALK_FRAMES];
+	uint64_t merged[STK_MAX_UFRAMES + STK_MAX_PYFRAMES];
 	struct tk_stacks_frame *f;
 	const struct unw_row *rows;
 	struct tk_unw_regs regs = { .ip = x->ip, .sp = x->sp, .bp = x->bp };
 	struct img *m;
 	size_t nr_rows;
-	uint32_t frames[2];
-	int n;
+	int n, native = 0;
 
 	if (x->kthread)
 		return;
@@ -158,7 +158,7 @@ static void user_frames(struct stk_result *r, struct stk_proc *p, struct stk_raw
 
 		n = backtrace(self, STK_MAX_UFRAMES);
 		for (int i = 0; i < n; i++)
-			ips[i] = (uint64_t)(uintptr_t)self[i];
+			merged[i] = (uint64_t)(uintptr_t)self[i];
 		t->syscall = -2;
 		t->syscall_name = NULL;
 		t->user_note = "the thread taking the snapshot";
@@ -189,8 +189,8 @@ static void user_frames(struct stk_result *r, struct stk_proc *p, struct stk_raw
 	m->sp = x->sp;
 	m->memfd = p->memfd;
 	rows = tk_unw_store__rows(r->store, &nr_rows);
-	n = tk_unw__walk(p->have_unw ? &p->unw : NULL, rows, nr_rows, &regs, img_read, m, ips,
-			 STK_MAX_UFRAMES, &t->unwind_causes, frames);
+	n = tk_unw__walk_sps(p->have_unw ? &p->unw : NULL, rows, nr_rows, &regs, img_read, m, ips,
+			     sps, STK_MAX_UFRAMES, &t->unwind_causes, NULL);
 	if (m->failed && n <= 1)
 		r->loss[STK_L_USER_READ_FAILED]++;
 	free(m);
@@ -199,14 +199,29 @@ static void user_frames(struct stk_result *r, struct stk_proc *p, struct stk_raw
 	t->user_whole = t->unwind_causes & UNW_C_END;
 	if (!t->user_whole)
 		r->loss[STK_L_UNWIND_PARTIAL]++;
+	/* Python frames before the interpreter-loop frames that run them (stacks_py.c) */
+	n = stk_py_frames(r, p, x, all, nall, ips, sps, n, t->user_whole, merged,
+			  STK_MAX_UFRAMES + STK_MAX_PYFRAMES, t);
 named:
 	stk_proc_capture(r, p);
 	f = stk_keep(r, calloc(n, sizeof(*f)));
 	if (!f)
 		return;
 	for (int i = 0; i < n; i++) {
-		f[i].addr = ips[i];
-		name_frame(r, &f[i], x->pid, false, i > 0);
+		if (UNW_PY_IS_REC(merged[i])) {
+			stk_py_name(r, x->pid, merged[i], &f[i]);
+			continue;
+		}
+		f[i].addr = merged[i];
+		name_frame(r, &f[i], x->pid, false, native > 0);
+		/* a part gcc split off the interpreter loop has no symbol of its own */
+		if (f[i].module && stk_py_in_loop(r, x->pid, native ? f[i].addr - 1 : f[i].addr) &&
+		    (!f[i].function || strcmp(f[i].function, "_PyEval_EvalFrameDefault"))) {
+			if (!f[i].function)
+				r->loss[STK_L_UNSYMBOLIZED]--;
+			f[i].function = "_PyEval_EvalFrameDefault";
+		}
+		native++;
 	}
 	t->uframes = f;
 	t->nr_uframes = n;
@@ -326,6 +341,7 @@ int stk_build(struct stk_result *r, struct stk_raws *raws, struct tk_stacks_snap
 	size_t nq;
 	int err = 0;
 
+	r->snap_no++;
 	q = sample_running(r, raws, &nq);
 	qsort(raws->v, raws->n, sizeof(raws->v[0]), cmp_raw);
 	th = stk_keep(r, calloc(raws->n ? raws->n : 1, sizeof(*th)));
@@ -358,7 +374,7 @@ int stk_build(struct stk_result *r, struct stk_raws *raws, struct tk_stacks_snap
 		if (!r->o.no_kernel)
 			kernel_frames(r, x, t);
 		if (!r->o.no_user && p)
-			user_frames(r, p, x, t);
+			user_frames(r, p, x, raws->v, raws->n, t);
 		t->wchan = stk_keep_str(r, x->wchan);
 		if (x->have_regs && t->state != 'R')
 			wait_of(r, p, x, raws->v, raws->n, t);

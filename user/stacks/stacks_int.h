@@ -18,9 +18,11 @@
 #include <linux/types.h>
 
 #include "bpf/unwind.h"
+#include "bpf/unwind_py.h"
 
 #define STK_MAX_KFRAMES 64
 #define STK_MAX_UFRAMES 127
+#define STK_MAX_PYFRAMES 128		/* Python frames of one thread */
 
 /* One kernel frame: an address (bpf) or a name as /proc/PID/task/TID/stack gives it. */
 struct stk_kframe {
@@ -46,6 +48,7 @@ struct stk_raw {
 	bool sampled;			/* registers and copy from a perf sample (on a CPU) */
 	const uint8_t *copy;		/* the user stack from sp (bpf, perf sample), NULL */
 	uint32_t copy_len;
+	uint64_t fsbase;		/* bpf: thread.fsbase, its pthread_t; 0 unknown (proc) */
 };
 
 /* A growing array of raw records. */
@@ -68,6 +71,17 @@ enum stk_loss {
 	STK_L_UNWIND_PARTIAL,		/* a user stack that did not reach its outermost frame */
 	STK_L_UNSYMBOLIZED,		/* frames with no function name */
 	STK_L_SEQ_RETRIES,		/* iterator records that did not fit the seq buffer at once */
+	/* Python frames (stacks_py.c): threads, each cause once per thread, except: */
+	STK_L_PY_UNKNOWN,		/* processes: CPython tracekit cannot walk */
+	STK_L_PY_UNMATCHED,		/* processes: thread states not tied to distinct threads */
+	STK_L_PY_RUNNING,		/* on a CPU or runnable when read: not read */
+	STK_L_PY_MOVED,			/* switched while its Python frames were read: dropped */
+	STK_L_PY_TSTATE,		/* no thread state of its own */
+	STK_L_PY_READ_FAULT,		/* a frame could not be read */
+	STK_L_PY_MISALIGNED,		/* interpreter frames and the frame chain disagree */
+	STK_L_PY_DEPTH,			/* frames cut at STK_MAX_PYFRAMES */
+	STK_L_PY_NAME,			/* frames: a code object's names unreadable */
+	STK_L_PY_LINE,			/* frames: the line could not be decoded */
 	STK_L__COUNT,
 };
 const char *stk_loss__name(enum stk_loss l);
@@ -209,12 +223,19 @@ struct tk_symbolizer;
 struct tk_unw_store;
 
 
+struct tk_py_tstate;
+
 struct stk_proc {
 	uint32_t pid;
 	int memfd;			/* /proc/PID/mem, -1 none */
 	bool captured, have_unw;
 	struct unw_proc unw;
 	struct stk_fdcache fds;		/* its pipes, for this snapshot */
+	int py;				/* 0 not asked; 1 CPython ready; -1 none */
+	struct unw_py upy;		/* its entry, as the kernel's walk would have it */
+	uint64_t py_snap;		/* the snapshot its thread states were read for */
+	struct tk_py_tstate *ts;	/* its thread states; malloc'ed */
+	int nts;			/* their count; -1 refused (not tied to threads) */
 };
 
 struct stk_pidset {
@@ -247,6 +268,10 @@ struct stk_result {
 	uint64_t sampled;		/* threads on a CPU sampled */
 	char **sampled_note;		/* its note, said once and kept true */
 	uint64_t sampled_noted;
+	uint64_t snap_no;		/* snapshots built so far */
+	uint64_t py_threads;		/* threads shown with Python frames */
+	uint64_t py_procs;		/* processes running CPython walked */
+	char **py_note;			/* their note, said once and kept true */
 	void **allocs;
 	size_t nallocs, allocs_cap;
 };
@@ -268,6 +293,29 @@ int stk_pidset_add(struct stk_pidset *s, uint32_t pid);
 int stk_cgroup_pids(const char *dir, struct stk_pidset *out, char *why, size_t why_sz);
 /* Every process under @proc_root. */
 int stk_all_pids(const char *proc_root, struct stk_pidset *out);
+
+/* ---- Python frames (stacks_py.c) ------------------------------------------------------ */
+
+/*
+ * The user stack of thread @x of @p (@ips, @n frames, leaf first; @sps their stack
+ * pointers; @whole: the walk reached the outermost frame) with its Python frames
+ * (records, UNW_PY_IS_REC) before the interpreter-loop frames that run them, into @out
+ * (@max): the count. @all (@nall): the snapshot's raw threads. Sets @t's python_note.
+ */
+int stk_py_frames(struct stk_result *r, struct stk_proc *p, const struct stk_raw *x,
+		  const struct stk_raw *all, size_t nall, const uint64_t *ips,
+		  const uint64_t *sps, int n, bool whole, uint64_t *out, int max,
+		  struct tk_stacks_thread *t);
+/* Name Python frame @rec of @pid into @f. */
+void stk_py_name(struct stk_result *r, uint32_t pid, uint64_t rec, struct tk_stacks_frame *f);
+/* Whether @look (a user address of @pid) lies in its interpreter loop. */
+bool stk_py_in_loop(struct stk_result *r, uint32_t pid, uint64_t look);
+/* The take's Python counters into the losses, and its note. */
+void stk_py_report(struct stk_result *r);
+/* Free @p's Python state. */
+void stk_py_free(struct stk_proc *p);
+/* "voluntary_ctxt_switches" + "nonvoluntary_ctxt_switches" of a status text: 0 or -EINVAL. */
+int stk_parse_ctxt_switches(const char *status, uint64_t *v);
 
 /* ---- one snapshot's threads, walked and named (stacks_build.c) ------------------------ */
 

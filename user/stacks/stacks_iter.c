@@ -206,6 +206,7 @@ static void to_raw(const struct stk_rec *x, struct stk_raw *r)
 	r->bp = x->bp;
 	r->switches = x->switches;
 	r->have_switches = true;
+	r->fsbase = x->fsbase;
 	/* when it last got a CPU, less the part of that slice it ran (research §3.3) */
 	r->off_cpu_ns = -1;
 	last = x->last_arrival + (x->sum_exec - x->prev_sum);

@@ -178,6 +178,35 @@ uint32_t stk_parse_nspid(const char *status)
 	return v;
 }
 
+/* One "NAME:\tN" number of a status text: 0 or -EINVAL. */
+static int status_u64(const char *status, const char *name, uint64_t *v)
+{
+	char val[64], *end;
+	const char *p;
+
+	if (!tk_status_field(status, name, val, sizeof(val)))
+		return -EINVAL;
+	p = skip_sp(val);
+	if (*p < '0' || *p > '9')
+		return -EINVAL;
+	errno = 0;
+	*v = strtoull(p, &end, 10);
+	if (errno || *skip_sp(end))
+		return -EINVAL;
+	return 0;
+}
+
+int stk_parse_ctxt_switches(const char *status, uint64_t *v)
+{
+	uint64_t a, b;
+
+	if (status_u64(status, "voluntary_ctxt_switches", &a) ||
+	    status_u64(status, "nonvoluntary_ctxt_switches", &b))
+		return -EINVAL;
+	*v = a + b;
+	return 0;
+}
+
 uint32_t stk_state_class(char state)
 {
 	switch (state) {

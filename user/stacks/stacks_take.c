@@ -35,6 +35,16 @@ const char *stk_loss__name(enum stk_loss l)
 		[STK_L_UNWIND_PARTIAL] = "unwind_partial",
 		[STK_L_UNSYMBOLIZED] = "unsymbolized_frames",
 		[STK_L_SEQ_RETRIES] = "seq_retries",
+		[STK_L_PY_UNKNOWN] = "python_unknown_version",
+		[STK_L_PY_UNMATCHED] = "python_threads_unmatched",
+		[STK_L_PY_RUNNING] = "python_running",
+		[STK_L_PY_MOVED] = "python_moved",
+		[STK_L_PY_TSTATE] = "python_tstate_not_found",
+		[STK_L_PY_READ_FAULT] = "python_frame_read_fault",
+		[STK_L_PY_MISALIGNED] = "python_misaligned",
+		[STK_L_PY_DEPTH] = "python_depth_limit",
+		[STK_L_PY_NAME] = "python_name_unreadable",
+		[STK_L_PY_LINE] = "python_line_unknown",
 	};
 
 	return l < STK_L__COUNT ? n[l] : NULL;
@@ -411,6 +421,7 @@ static void stk_publish(struct stk_result *r)
 		}
 		r->sampled_noted = r->sampled;
 	}
+	stk_py_report(r);
 	for (int i = 0; i < STK_L__COUNT; i++) {
 		r->losses[i].name = stk_loss__name(i);
 		r->losses[i].count = r->loss[i];
@@ -536,9 +547,11 @@ void tk_stacks_result__free(struct tk_stacks_result *s)
 
 	if (!r)
 		return;
-	for (size_t i = 0; i < r->nprocs; i++)
+	for (size_t i = 0; i < r->nprocs; i++) {
 		if (r->procs[i].memfd >= 0)
 			close(r->procs[i].memfd);
+		stk_py_free(&r->procs[i]);
+	}
 	free(r->procs);
 	for (size_t i = 0; i < r->nallocs; i++)
 		free(r->allocs[i]);

@@ -26,7 +26,9 @@ static void frame_name(const struct tk_stacks_frame *fr, char *buf, size_t size)
 	const char *mod = fr->module ? strrchr(fr->module, '/') : NULL;
 
 	mod = mod ? mod + 1 : fr->module;
-	if (fr->function)
+	if (fr->python && fr->file)
+		snprintf(buf, size, "%s (%s:%d)", fr->function, fr->file, fr->line);
+	else if (fr->function)
 		snprintf(buf, size, "%s", fr->function);
 	else if (mod)
 		snprintf(buf, size, "%s+%#llx", mod, (unsigned long long)fr->offset);
@@ -43,7 +45,8 @@ static char *group_key(const struct tk_stacks_thread *t)
 
 	if (!f)
 		return NULL;
-	fprintf(f, "%c|%lld|%s|", t->state, (long long)t->syscall, t->user_note ?: "");
+	fprintf(f, "%c|%lld|%s|%s|", t->state, (long long)t->syscall, t->user_note ?: "",
+		t->python_note ?: "");
 	for (uint32_t i = 0; i < t->nr_kframes; i++) {
 		frame_name(&t->kframes[i], name, sizeof(name));
 		fprintf(f, "%s;", name);
@@ -149,7 +152,7 @@ static void write_group(FILE *f, const struct member *m, size_t n, bool repeat)
 		const char *mod = fr->module ? strrchr(fr->module, '/') : NULL;
 
 		frame_name(fr, name, sizeof(name));
-		fputs("      ", f);
+		fputs(fr->python ? "      py " : "      ", f);
 		put_clean(f, name);
 		if (fr->function && fr->module) {
 			fputs(" (", f);
@@ -160,6 +163,8 @@ static void write_group(FILE *f, const struct member *m, size_t n, bool repeat)
 	}
 	if (t->nr_uframes && !t->user_whole)
 		fputs("      (user stack not whole)\n", f);
+	if (t->python_note)
+		fprintf(f, "      (python frames: %s)\n", t->python_note);
 	fputc('\n', f);
 }
 
@@ -241,6 +246,12 @@ static void json_frames(struct tk_json *j, const char *key, const struct tk_stac
 		tk_json__string(j, "module", fr[i].module);
 		if (!fr[i].function && fr[i].module)
 			tk_json__uint(j, "module_offset", fr[i].offset);
+		if (fr[i].python) {
+			tk_json__bool(j, "python", true);
+			tk_json__string(j, "file", fr[i].file);
+			tk_json__int(j, "line", fr[i].line);
+			tk_json__int(j, "first_line", fr[i].first_line);
+		}
 		tk_json__end_object(j);
 	}
 	tk_json__end_array(j);
@@ -284,6 +295,7 @@ static void json_thread(struct tk_json *j, const struct tk_stacks_thread *t)
 	tk_json__bool(j, "user_whole", t->user_whole);
 	tk_json__uint(j, "unwind_causes", t->unwind_causes);
 	tk_json__string(j, "user_note", t->user_note);
+	tk_json__string(j, "python_note", t->python_note);
 	json_frames(j, "kernel_stack", t->kframes, t->nr_kframes);
 	json_frames(j, "user_stack", t->uframes, t->nr_uframes);
 	tk_json__end_object(j);
@@ -332,6 +344,16 @@ static int add_frames(struct tk_profile *p, const struct tk_stacks_frame *fr, ui
 	for (uint32_t i = 0; i < n; i++) {
 		uint64_t fid, lid;
 
+		if (fr[i].python && fr[i].file) {
+			/* as the cpu profile: qualified name, file and first line; the line */
+			fid = tk_profile__function_at(p, fr[i].function, fr[i].file,
+						      fr[i].first_line);
+			lid = fid ? tk_profile__location_at(p, 0, 0, fid, fr[i].line) : 0;
+			if (!lid)
+				return -ENOMEM;
+			locs[(*nr)++] = lid;
+			continue;
+		}
 		frame_name(&fr[i], name, sizeof(name));
 		fid = tk_profile__function(p, name, fr[i].module);
 		lid = fid ? tk_profile__location(p, 0, fr[i].addr, fid, fr[i].kernel) : 0;
@@ -346,7 +368,7 @@ int tk_stacks_result__write_pprof(const struct tk_stacks_result *s, FILE *f)
 {
 	const struct tk_stacks_snapshot *last;
 	struct tk_profile *p;
-	uint64_t locs[STK_MAX_KFRAMES + STK_MAX_UFRAMES + 2];
+	uint64_t locs[STK_MAX_KFRAMES + STK_MAX_UFRAMES + STK_MAX_PYFRAMES + 2];
 	int err = 0;
 
 	if (!s->nr_snapshots)

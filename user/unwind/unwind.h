@@ -124,6 +124,16 @@ int tk_unw__walk_tramp(const struct unw_proc *proc, const struct unw_row *rows, 
 		       uint64_t *ips, int max, uint32_t *causes, uint32_t frames[2],
 		       struct tk_unw_tramp *t);
 
+/*
+ * tk_unw__walk_tramp, with each frame's stack pointer in @sps too (@max of
+ * them): frame i spans [sps[i], sps[i + 1]), its CFA being the next frame's
+ * sp. tracekit stacks tells a CPython activation's shim frame by it, as the
+ * BPF evaluator does (bpf/unwind_py.bpf.h).
+ */
+int tk_unw__walk_sps(const struct unw_proc *proc, const struct unw_row *rows, size_t nr_rows,
+		     const struct tk_unw_regs *regs, tk_unw_read_fn read, void *ctx, uint64_t *ips,
+		     uint64_t *sps, int max, uint32_t *causes, struct tk_unw_tramp *t);
+
 /* ---- the store (unwind_store.c) --------------------------------------------------------- */
 
 struct tk_unw_store;

@@ -242,10 +242,10 @@ int tk_unw__walk(const struct unw_proc *proc, const struct unw_row *rows, size_t
 				  NULL);
 }
 
-int tk_unw__walk_tramp(const struct unw_proc *proc, const struct unw_row *rows, size_t nr_rows,
-		       const struct tk_unw_regs *regs, tk_unw_read_fn read, void *ctx,
-		       uint64_t *ips, int max, uint32_t *causes, uint32_t frames[2],
-		       struct tk_unw_tramp *t)
+static int walk(const struct unw_proc *proc, const struct unw_row *rows, size_t nr_rows,
+		const struct tk_unw_regs *regs, tk_unw_read_fn read, void *ctx, uint64_t *ips,
+		uint64_t *sps, int max, uint32_t *causes, uint32_t frames[2],
+		struct tk_unw_tramp *t)
 {
 	struct walk w = { .ip = regs->ip, .sp = regs->sp, .bp = regs->bp,
 			  .causes = proc ? 0 : UNW_C_NO_PROC, .read = read, .ctx = ctx,
@@ -261,6 +261,8 @@ int tk_unw__walk_tramp(const struct unw_proc *proc, const struct unw_row *rows, 
 			w.causes |= UNW_C_DEPTH;
 			break;
 		}
+		if (sps)
+			sps[nr] = w.sp;
 		ips[nr++] = w.ip;
 		/*
 		 * A return address points past its call, maybe past its function's
@@ -289,4 +291,19 @@ int tk_unw__walk_tramp(const struct unw_proc *proc, const struct unw_row *rows, 
 		frames[1] = by_fp;
 	}
 	return nr;
+}
+
+int tk_unw__walk_tramp(const struct unw_proc *proc, const struct unw_row *rows, size_t nr_rows,
+		       const struct tk_unw_regs *regs, tk_unw_read_fn read, void *ctx,
+		       uint64_t *ips, int max, uint32_t *causes, uint32_t frames[2],
+		       struct tk_unw_tramp *t)
+{
+	return walk(proc, rows, nr_rows, regs, read, ctx, ips, NULL, max, causes, frames, t);
+}
+
+int tk_unw__walk_sps(const struct unw_proc *proc, const struct unw_row *rows, size_t nr_rows,
+		     const struct tk_unw_regs *regs, tk_unw_read_fn read, void *ctx, uint64_t *ips,
+		     uint64_t *sps, int max, uint32_t *causes, struct tk_unw_tramp *t)
+{
+	return walk(proc, rows, nr_rows, regs, read, ctx, ips, sps, max, causes, NULL, t);
 }
