@@ -73,7 +73,7 @@ print(leaf, whole, end=" ")'
 run() {
 	local row=$1 be=$2 pb=$TMP/$1.$2.pb.gz cmd
 	case $row in
-	node-map) cmd="node --perf-basic-prof $NODE_FLAGS $SCRIPT 5000" ;;
+	node-map) cmd="sh -c 'cd $TMP && exec node --perf-basic-prof $NODE_FLAGS $SCRIPT 5000'" ;;
 	node-jitdump) cmd="sh -c 'cd $TMP && exec node --perf-prof $NODE_FLAGS $SCRIPT 5000'" ;;
 	java) cmd="java $JAVA_FLAGS -cp $TMP/classes JitChain 5000" ;;
 	esac

@@ -627,7 +627,8 @@ static void test_caps(void **state)
 	npid = fork();
 	assert_true(npid >= 0);
 	if (!npid) {
-		if (!freopen("/dev/null", "w", stdout))
+		/* in the test's directory: --perf-basic-prof writes an isolate-*.log in its own */
+		if (!freopen("/dev/null", "w", stdout) || chdir(tmpdir))
 			_exit(127);
 		execlp("node", "node", "--perf-basic-prof", script, "5000", (char *)NULL);
 		_exit(127);
