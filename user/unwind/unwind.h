@@ -83,7 +83,14 @@ const struct unw_row *tk_unw_table__find(const struct tk_unw_table *t, uint64_t 
 struct tk_unw_regs {
 	uint64_t ip;
 	uint64_t sp;
-	uint64_t bp;
+	uint64_t bp;			/* rbp; arm64: x29 */
+	uint64_t lr;			/* arm64: x30 (the leaf's return address until saved) */
+	/*
+	 * arm64: the mask that strips a return address's pointer authentication
+	 * code (UNW_A64_RA_MASK); 0: none, the stack is x86-64's. Nonzero also
+	 * says that a frame record does not give the caller's sp (bpf/unwind.h).
+	 */
+	uint64_t ra_mask;
 };
 
 /*

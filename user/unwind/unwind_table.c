@@ -267,13 +267,27 @@ static int exec_segments(struct builder *b, Elf *e)
 	return 0;
 }
 
-static bool is_x86_64(Elf *e)
+/* The object's machine, when the rows can describe it (64-bit little-endian x86-64 or AArch64). */
+static int machine(Elf *e)
 {
 	const char *ident = elf_getident(e, NULL);
 	GElf_Ehdr eh;
 
-	return ident && ident[EI_CLASS] == ELFCLASS64 && ident[EI_DATA] == ELFDATA2LSB &&
-	       gelf_getehdr(e, &eh) && eh.e_machine == EM_X86_64;
+	if (!ident || ident[EI_CLASS] != ELFCLASS64 || ident[EI_DATA] != ELFDATA2LSB ||
+	    !gelf_getehdr(e, &eh) || (eh.e_machine != EM_X86_64 && eh.e_machine != EM_AARCH64))
+		return -1;
+	return eh.e_machine;
+}
+
+/* arm64: rows for .plt, which has no FDE (tk_unw_a64_plt). */
+static int a64_plt(struct builder *b, Elf *e)
+{
+	GElf_Shdr shdr;
+
+	if (!b->t->nr || !find_section(e, ".plt", &shdr) || !(shdr.sh_flags & SHF_EXECINSTR) ||
+	    shdr.sh_addr + shdr.sh_size < shdr.sh_addr)
+		return 0;
+	return tk_unw_a64_plt(b, shdr.sh_addr, shdr.sh_addr + shdr.sh_size);
 }
 
 int tk_unw_table__build(struct tk_elf *elf, struct tk_elf *debug, struct tk_unw_table **out)
@@ -290,8 +304,10 @@ int tk_unw_table__build(struct tk_elf *elf, struct tk_elf *debug, struct tk_unw_
 	*out = NULL;
 	if (!elf || !tk_elf__libelf(elf))
 		return -EINVAL;
-	if (!is_x86_64(tk_elf__libelf(elf)) || (debug && !is_x86_64(tk_elf__libelf(debug))))
+	ret = machine(tk_elf__libelf(elf));
+	if (ret < 0 || (debug && machine(tk_elf__libelf(debug)) != ret))
 		return -ENOTSUP;
+	b.a64 = ret == EM_AARCH64;
 	t = calloc(1, sizeof(*t));
 	if (!t)
 		return -ENOMEM;
@@ -308,6 +324,8 @@ int tk_unw_table__build(struct tk_elf *elf, struct tk_elf *debug, struct tk_unw_
 		if (ret > 0)
 			t->source = TK_UNW_SRC_DEBUG_FRAME;
 	}
+	if (ret > 0 && b.a64)
+		ret = a64_plt(&b, tk_elf__libelf(elf));
 	free(b.fdes);
 	free(b.offs);
 	free(b.exec);
@@ -329,9 +347,10 @@ int tk_unw_table__build(struct tk_elf *elf, struct tk_elf *debug, struct tk_unw_
 			t->st.unsupported++;
 			break;
 		case UNW_ROW_SIGNAL:
+		case UNW_ROW_A64_SIGNAL:
 			t->st.signal++;
 			break;
-		case UNW_ROW_PLT:
+		case UNW_ROW_PLT:	/* arm64's .plt row: counted by tk_unw_a64_plt */
 			t->st.plt++;
 			break;
 		case UNW_ROW_DEREF_FP:

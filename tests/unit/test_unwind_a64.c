@@ -1,0 +1,579 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
+/*
+ * arm64 unwind tables against binutils: every row `readelf
+ * --debug-dump=frames-interp` prints for the AArch64 libc (libc6:arm64) and
+ * for a program cross-built here (aarch64-linux-gnu-gcc -O2
+ * -fomit-frame-pointer: a qsort callback, a signal handler, a frame of 8 KiB,
+ * PLT calls; as a PIE and static) must be what the table says at that address:
+ * the CFA from sp or x29, the return address in LR or at CFA - n with n from
+ * the CFI, x29 unchanged, beside it or lost. Then what a walk relies on: the
+ * .plt (no FDE) is "return address in LR", _start is an END row, an address
+ * between FDEs is INVALID. Skips without the cross compiler or libc6:arm64
+ * (tools/install-deps.sh --arm64 installs both).
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include <errno.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <linux/types.h>
+
+#include "bpf/unwind.h"
+#include "../lib/fixture.h"
+#include "proc/elf_reader.h"
+#include "unwind/unwind.h"
+
+#define A64_LIBC "/usr/lib/aarch64-linux-gnu/libc.so.6"
+#define A64_CC "aarch64-linux-gnu-gcc"
+
+#define FX(call) assert_int_equal((call), 0)
+
+static struct fx *fx;
+
+static int group_setup(void **state)
+{
+	fx = fx_new();
+	return fx ? 0 : -1;
+}
+
+static int group_teardown(void **state)
+{
+	fx_free(fx);
+	return 0;
+}
+
+static void run(const char *cmd)
+{
+	int status = system(cmd);
+
+	if (status == -1 || !WIFEXITED(status) || WEXITSTATUS(status))
+		fail_msg("%s failed (status %#x)", cmd, status);
+}
+
+static void need(const char *tool, const char *file)
+{
+	char cmd[128];
+
+	snprintf(cmd, sizeof(cmd), "command -v %s >/dev/null 2>&1", tool);
+	if (system(cmd) || (file && access(file, R_OK))) {
+		print_message("skip: no %s (tools/install-deps.sh --arm64)\n", file ? file : tool);
+		skip();
+	}
+}
+
+/* No frame pointer: a qsort callback, a signal handler, a big frame, calls through the PLT. */
+static const char prog_src[] =
+	"#include <signal.h>\n"
+	"#include <stdio.h>\n"
+	"#include <stdlib.h>\n"
+	"#include <string.h>\n"
+	"static volatile int sink;\n"
+	"__attribute__((noinline)) int leaf(int a)\n"
+	"{\n"
+	"	for (int i = 0; i < 1000; i++)\n"
+	"		sink += a * i;\n"
+	"	return sink;\n"
+	"}\n"
+	"__attribute__((noinline)) int cmp(const void *a, const void *b)\n"
+	"{\n"
+	"	int x = *(const int *)a, y = *(const int *)b;\n"
+	"	leaf(x);\n"
+	"	return (x > y) - (x < y);\n"
+	"}\n"
+	"__attribute__((noinline)) int sort(int n)\n"
+	"{\n"
+	"	int v[64];\n"
+	"	for (int i = 0; i < 64; i++)\n"
+	"		v[i] = (i * 7919) % n;\n"
+	"	qsort(v, 64, sizeof(int), cmp);\n"
+	"	return v[0];\n"
+	"}\n"
+	"__attribute__((noinline)) int big(int n)\n"
+	"{\n"
+	"	char buf[8192];\n"
+	"	memset(buf, n, sizeof(buf));\n"
+	"	__asm__ volatile(\"\" :: \"r\"(buf) : \"memory\");\n"
+	"	return buf[n] + puts(buf);\n"
+	"}\n"
+	"static void handler(int sig)\n"
+	"{\n"
+	"	sink += leaf(sig);\n"
+	"}\n"
+	"int main(int argc, char **argv)\n"
+	"{\n"
+	"	signal(SIGALRM, handler);\n"
+	"	return sort(argc + 60) + big(argc);\n"
+	"}\n";
+
+/* Cross-compile prog_src with @flags into the fixture as @name (once); its path in @out. */
+static void build_prog(const char *name, const char *flags, char *out, size_t size)
+{
+	char src[PATH_MAX], cmd[3 * PATH_MAX];
+
+	need(A64_CC, NULL);
+	FX(fx_path(fx, name, out, size));
+	if (!access(out, R_OK))
+		return;
+	if (!fx_exists(fx, "prog.c"))
+		FX(fx_write(fx, "prog.c", prog_src));
+	FX(fx_path(fx, "prog.c", src, sizeof(src)));
+	snprintf(cmd, sizeof(cmd), A64_CC " -O2 -fomit-frame-pointer %s -o '%s' '%s' 2>&1", flags,
+		 out, src);
+	run(cmd);
+}
+
+static struct tk_unw_table *build(const char *path)
+{
+	struct tk_elf *elf;
+	struct tk_unw_table *t;
+
+	FX(tk_elf__open(path, &elf));
+	FX(tk_unw_table__build(elf, NULL, &t));
+	tk_elf__free(elf);
+	assert_non_null(t);
+	return t;
+}
+
+/* ---- the oracle: readelf --debug-dump=frames-interp ---------------------------------- */
+
+struct orow {
+	uint64_t loc;
+	char cfa[32], x29[32], ra[32];
+};
+
+struct ofde {
+	uint64_t start, end;
+	bool other_ra;			/* its CIE's return address column is not x30 */
+	size_t row, nr;			/* its rows in oracle.rows */
+};
+
+struct oracle {
+	struct ofde *fdes;
+	size_t nr_fdes;
+	struct orow *rows;
+	size_t nr_rows;
+};
+
+#define GROW(arr, nr)                                                                          \
+	do {                                                                                   \
+		if (!((nr) & ((nr) - 1))) {                                                    \
+			(arr) = reallocarray((arr), (nr) ? 2 * (nr) : 1, sizeof(*(arr)));      \
+			assert_non_null(arr);                                                  \
+		}                                                                              \
+	} while (0)
+
+/*
+ * The .eh_frame FDEs of @path and their rows; columns other than CFA, x29 and
+ * ra ignored. An FDE readelf prints no row for keeps its CIE's initial row.
+ */
+static void oracle_read(struct oracle *o, const char *path)
+{
+	char line[4096], cmd[PATH_MAX + 64], cols[64][32];
+	int ncols = 0, x29_col = -1, ra_col = -1, ra;
+	struct orow cie_row = { 0 };
+	uint64_t cie_offs[64];
+	bool cie_other[64];
+	size_t nr_cies = 0, k;
+	struct ofde *f = NULL;
+	bool in = false, in_cie = false;
+	FILE *p;
+
+	memset(o, 0, sizeof(*o));
+	assert_null(strchr(path, '\''));
+	snprintf(cmd, sizeof(cmd), "readelf --debug-dump=frames-interp '%s' 2>/dev/null", path);
+	p = popen(cmd, "r");
+	assert_non_null(p);
+	while (fgets(line, sizeof(line), p)) {
+		uint64_t off, len, id, cie, start, end, loc;
+		struct orow row;
+		char *tok, *save;
+		int n;
+
+		if (!strncmp(line, "Contents of the ", 16)) {
+			in = !strncmp(line, "Contents of the .eh_frame section", 33);
+			continue;
+		}
+		if (!in)
+			continue;
+		if (sscanf(line, "%" SCNx64 " %" SCNx64 " %" SCNx64 " FDE cie=%" SCNx64
+				 " pc=%" SCNx64 "..%" SCNx64, &off, &len, &id, &cie, &start,
+			   &end) == 6) {
+			if (f && !f->nr) {
+				GROW(o->rows, o->nr_rows);
+				o->rows[o->nr_rows++] = cie_row;
+				o->rows[o->nr_rows - 1].loc = f->start;
+				f->nr = 1;
+			}
+			GROW(o->fdes, o->nr_fdes);
+			f = &o->fdes[o->nr_fdes++];
+			*f = (struct ofde){ .start = start, .end = end, .row = o->nr_rows };
+			for (k = 0; k < nr_cies; k++)
+				f->other_ra |= cie_offs[k] == cie && cie_other[k];
+			ncols = 0;
+			in_cie = false;
+			continue;
+		}
+		if (strstr(line, " CIE ") || strstr(line, "ZERO terminator")) {
+			if (f && !f->nr) {
+				GROW(o->rows, o->nr_rows);
+				o->rows[o->nr_rows++] = cie_row;
+				o->rows[o->nr_rows - 1].loc = f->start;
+				f->nr = 1;
+			}
+			f = NULL;
+			ncols = 0;
+			in_cie = !!strstr(line, " CIE ");
+			tok = strstr(line, " ra=");
+			if (in_cie && tok && sscanf(tok, " ra=%d", &ra) == 1 &&
+			    sscanf(line, "%" SCNx64, &off) == 1) {
+				assert_true(nr_cies < 64);
+				cie_offs[nr_cies] = off;
+				cie_other[nr_cies++] = ra != 30;
+			}
+			continue;
+		}
+		if (strstr(line, "LOC") && strstr(line, "CFA")) {
+			ncols = 0;
+			x29_col = ra_col = -1;
+			for (tok = strtok_r(line, " \n", &save); tok && ncols < 64;
+			     tok = strtok_r(NULL, " \n", &save)) {
+				if (!strcmp(tok, "x29"))
+					x29_col = ncols;
+				if (!strcmp(tok, "ra"))
+					ra_col = ncols;
+				ncols++;
+			}
+			continue;
+		}
+		if (!ncols || (!f && !in_cie) || sscanf(line, "%" SCNx64 " ", &loc) != 1)
+			continue;
+		n = 0;
+		for (tok = strtok_r(line, " \n", &save); tok; tok = strtok_r(NULL, " \n", &save)) {
+			/* "r15 (x15)": one column */
+			if (tok[0] == '(' && n) {
+				strncat(cols[n - 1], tok, sizeof(cols[0]) - strlen(cols[n - 1]) - 1);
+				continue;
+			}
+			if (n == 64)
+				break;
+			snprintf(cols[n++], sizeof(cols[0]), "%s", tok);
+		}
+		if (n < 2 || n != ncols)
+			fail_msg("%s: row %s has %d columns, the header %d", path, cols[0], n, ncols);
+		row = (struct orow){ .loc = loc };
+		snprintf(row.cfa, 32, "%s", cols[1]);
+		snprintf(row.x29, 32, "%s", x29_col > 0 ? cols[x29_col] : "u");
+		snprintf(row.ra, 32, "%s", ra_col > 0 ? cols[ra_col] : "u");
+		if (!f) {
+			cie_row = row;
+			continue;
+		}
+		GROW(o->rows, o->nr_rows);
+		o->rows[o->nr_rows++] = row;
+		f->nr++;
+	}
+	pclose(p);
+	assert_true(o->nr_fdes > 0);
+}
+
+static void oracle_free(struct oracle *o)
+{
+	free(o->fdes);
+	free(o->rows);
+}
+
+/* ---- what a row says ---------------------------------------------------------------- */
+
+/*
+ * Does the table's row @r say what readelf's @o says? Returns NULL, or why
+ * not. A rule the rows can express must be expressed; one they cannot must
+ * be UNSUPPORTED.
+ */
+static const char *row_matches(const struct unw_row *r, const struct orow *o)
+{
+	static char why[160];
+	long cfa_off, ra = 0, x29 = 0, slot;
+	bool ra_lr, fp, x29_saved, expressible;
+	char reg[8], c;
+
+	if (!r)
+		return "no row";
+	if (sscanf(o->cfa, "%7[a-z0-9]%ld%c", reg, &cfa_off, &c) != 2 ||
+	    (strcmp(reg, "sp") && strcmp(reg, "x29")))
+		return r->kind == UNW_ROW_UNSUPPORTED ? NULL : "CFA rule not sp/x29: not UNSUPPORTED";
+	fp = !strcmp(reg, "x29");
+	ra_lr = !strcmp(o->ra, "u") || !strcmp(o->ra, "s");
+	if (!ra_lr && (sscanf(o->ra, "c%ld%c", &ra, &c) != 1))
+		return r->kind == UNW_ROW_UNSUPPORTED ? NULL : "RA rule not c-N: not UNSUPPORTED";
+	x29_saved = strcmp(o->x29, "u") && strcmp(o->x29, "s");
+	if (x29_saved && sscanf(o->x29, "c%ld%c", &x29, &c) != 1)
+		x29 = 1;	/* not at CFA + N: lost */
+	/* readelf prints DW_CFA_undefined as it prints a register never saved (END rows: counted) */
+	if (ra_lr && r->kind == UNW_ROW_END)
+		return NULL;
+	expressible = cfa_off >= INT16_MIN && cfa_off <= INT16_MAX &&
+		      (ra_lr || (ra < 0 && !(ra % 8) &&
+				 (ra / 8 >= -128 || (cfa_off + ra >= 0 && (cfa_off + ra) / 8 <= 127))));
+	if (!expressible)
+		return r->kind == UNW_ROW_UNSUPPORTED ? NULL : "inexpressible: not UNSUPPORTED";
+	if ((r->kind & ~(UNW_A64_FP | UNW_A64_RA_LR | UNW_A64_X29_PAIR | UNW_A64_X29_LOST)) !=
+	    UNW_ROW_A64)
+		snprintf(why, sizeof(why), "kind %#x, not an arm64 CFA row", r->kind);
+	else if (!!(r->kind & UNW_A64_FP) != fp || r->cfa_off != cfa_off)
+		snprintf(why, sizeof(why), "CFA %s+%d, readelf %s", r->kind & UNW_A64_FP ? "x29" : "sp",
+			 r->cfa_off, o->cfa);
+	else if (!!(r->kind & UNW_A64_RA_LR) != ra_lr)
+		snprintf(why, sizeof(why), "RA in LR %d, readelf %s", !!(r->kind & UNW_A64_RA_LR),
+			 o->ra);
+	else if (!ra_lr && (slot = r->ra_off < 0 ? 8L * r->ra_off : 8L * r->ra_off - r->cfa_off) != ra)
+		snprintf(why, sizeof(why), "RA at CFA%+ld, readelf %s", slot, o->ra);
+	else if (!x29_saved && (r->kind & (UNW_A64_X29_PAIR | UNW_A64_X29_LOST)))
+		snprintf(why, sizeof(why), "x29 saved (kind %#x), readelf %s", r->kind, o->x29);
+	else if (x29_saved && !ra_lr && x29 == ra - 8 && !(r->kind & UNW_A64_X29_PAIR))
+		snprintf(why, sizeof(why), "x29 not beside RA (kind %#x), readelf %s", r->kind, o->x29);
+	else if (x29_saved && (ra_lr || x29 != ra - 8) && !(r->kind & UNW_A64_X29_LOST))
+		snprintf(why, sizeof(why), "x29 not lost (kind %#x), readelf %s", r->kind, o->x29);
+	else
+		return NULL;
+	return why;
+}
+
+struct counts {
+	size_t rows, sp, fp, lr, base_rel, pair, lost, unsupported, end;
+};
+
+/* How many DW_CFA_undefined r30 the CFI of @path holds. */
+static size_t undefined_ra(const char *path)
+{
+	char cmd[PATH_MAX + 128], line[256];
+	size_t n = 0;
+	FILE *p;
+
+	snprintf(cmd, sizeof(cmd), "readelf --debug-dump=frames '%s' 2>/dev/null", path);
+	p = popen(cmd, "r");
+	assert_non_null(p);
+	while (fgets(line, sizeof(line), p))
+		n += !!strstr(line, "DW_CFA_undefined: r30");
+	pclose(p);
+	return n;
+}
+
+/*
+ * Every row readelf prints against the table of @path; the END rows are as
+ * many as the DW_CFA_undefined r30 in its CFI.
+ */
+static void check_against_readelf(const char *path, struct counts *n)
+{
+	struct tk_unw_table *t = build(path);
+	struct oracle o;
+	size_t i, j, bad = 0, end = 0;
+
+	memset(n, 0, sizeof(*n));
+	oracle_read(&o, path);
+	assert_int_equal(t->source, TK_UNW_SRC_EH_FRAME);
+	for (i = 0; i < o.nr_fdes; i++) {
+		const struct ofde *f = &o.fdes[i];
+
+		for (j = 0; j < f->nr; j++) {
+			const struct orow *orow = &o.rows[f->row + j];
+			const struct unw_row *r = tk_unw_table__find(t, orow->loc);
+			const char *why = row_matches(r, orow);
+
+			/* hand-written glibc assembly names x15 its return address column */
+			if (f->other_ra)
+				why = r && r->kind == UNW_ROW_UNSUPPORTED ? NULL : "other RA column";
+
+			n->rows++;
+			if (why && bad++ < 20)
+				print_message("%s %#" PRIx64 ": %s (CFA %s x29 %s ra %s)\n", path,
+					      orow->loc, why, orow->cfa, orow->x29, orow->ra);
+			if (!r || why)
+				continue;
+			n->sp += (r->kind & (UNW_ROW_A64 | UNW_A64_FP)) == UNW_ROW_A64;
+			n->fp += !!(r->kind & UNW_A64_FP);
+			n->lr += (r->kind & UNW_A64_RA_LR) && r->kind != UNW_ROW_END;
+			n->base_rel += (r->kind & UNW_ROW_A64) && !(r->kind & UNW_A64_RA_LR) &&
+				       r->ra_off >= 0;
+			n->pair += !!(r->kind & UNW_A64_X29_PAIR);
+			n->lost += !!(r->kind & UNW_A64_X29_LOST);
+			n->unsupported += r->kind == UNW_ROW_UNSUPPORTED;
+		}
+	}
+	assert_int_equal(bad, 0);
+	for (i = 0; i < t->nr; i++)
+		end += t->rows[i].kind == UNW_ROW_END;
+	assert_int_equal(end, undefined_ra(path));
+	assert_true(end > 0);
+	oracle_free(&o);
+	tk_unw_table__free(t);
+}
+
+/* ---- tests ------------------------------------------------------------------------- */
+
+static void test_libc_readelf(void **state)
+{
+	struct counts n;
+
+	need("readelf", A64_LIBC);
+	check_against_readelf(A64_LIBC, &n);
+	print_message("arm64 libc: %zu rows: sp %zu x29 %zu LR %zu base-relative %zu pair %zu "
+		      "x29 lost %zu unsupported %zu\n", n.rows, n.sp, n.fp, n.lr, n.base_rel,
+		      n.pair, n.lost, n.unsupported);
+	/* bookworm's libc: CFA from sp and from x29, RA at CFA - n for many n */
+	assert_true(n.sp > 1000 && n.fp > 100 && n.pair > 1000 && n.lr > 1000);
+}
+
+/* The address of symbol @name in @path (nm), 0 when absent. */
+static uint64_t sym_addr(const char *path, const char *name)
+{
+	char cmd[PATH_MAX + 64], line[512], type, sym[256];
+	uint64_t addr, found = 0;
+	FILE *p;
+
+	snprintf(cmd, sizeof(cmd), "nm '%s' 2>/dev/null", path);
+	p = popen(cmd, "r");
+	assert_non_null(p);
+	while (fgets(line, sizeof(line), p)) {
+		if (sscanf(line, "%" SCNx64 " %c %255s", &addr, &type, sym) == 3 &&
+		    !strcmp(sym, name))
+			found = addr;
+	}
+	pclose(p);
+	return found;
+}
+
+/* The address and size of section @name of @path (readelf -S), false when absent. */
+static bool section(const char *path, const char *name, uint64_t *addr, uint64_t *size)
+{
+	char cmd[PATH_MAX + 64], line[512], sec[64], type[32];
+	uint64_t off;
+	bool found = false;
+	FILE *p;
+
+	snprintf(cmd, sizeof(cmd), "readelf -SW '%s' 2>/dev/null", path);
+	p = popen(cmd, "r");
+	assert_non_null(p);
+	while (fgets(line, sizeof(line), p)) {
+		const char *b = strchr(line, ']');
+
+		if (b && sscanf(b + 1, "%63s %31s %" SCNx64 " %" SCNx64 " %" SCNx64, sec, type, addr,
+				&off, size) == 5 && !strcmp(sec, name))
+			found = true;
+		if (found)
+			break;
+	}
+	pclose(p);
+	return found;
+}
+
+static void test_prog_readelf(void **state)
+{
+	char pie[PATH_MAX], st[PATH_MAX];
+	struct counts n;
+
+	need("readelf", A64_LIBC);
+	build_prog("prog-pie", "-pie", pie, sizeof(pie));
+	check_against_readelf(pie, &n);
+	print_message("prog (PIE): %zu rows, base-relative %zu\n", n.rows, n.base_rel);
+	/* big()'s 8 KiB frame: its RA slot is 8 KiB below the CFA, a few bytes above sp */
+	assert_true(n.base_rel > 0);
+	build_prog("prog-static", "-static", st, sizeof(st));
+	check_against_readelf(st, &n);
+	print_message("prog (static): %zu rows: sp %zu x29 %zu LR %zu base-relative %zu pair %zu "
+		      "lost %zu unsupported %zu\n", n.rows, n.sp, n.fp, n.lr, n.base_rel, n.pair,
+		      n.lost, n.unsupported);
+}
+
+/* _start is END past its first instruction; .plt, which has no FDE, is "RA in LR, CFA = sp"; a gap is INVALID. */
+static void test_plt_start_gap(void **state)
+{
+	const uint8_t lr_row = UNW_ROW_A64 | UNW_A64_RA_LR;
+	const struct unw_row *r;
+	struct tk_unw_table *t;
+	uint64_t plt, size, start, a;
+	char pie[PATH_MAX];
+	struct oracle o;
+	size_t i;
+
+	need("readelf", A64_LIBC);
+	build_prog("prog-pie", "-pie", pie, sizeof(pie));
+	t = build(pie);
+	/* glibc's _start: .cfi_undefined x30 after its first instruction */
+	start = sym_addr(pie, "_start");
+	assert_true(start);
+	r = tk_unw_table__find(t, start + 4);
+	assert_non_null(r);
+	assert_int_equal(r->kind, UNW_ROW_END);
+	assert_true(section(pie, ".plt", &plt, &size));
+	assert_true(size >= 32);
+	for (a = plt; a < plt + size; a += 4) {
+		r = tk_unw_table__find(t, a);
+		assert_non_null(r);
+		assert_int_equal(r->kind, lr_row);
+		assert_int_equal(r->cfa_off, 0);
+	}
+	r = tk_unw_table__find(t, plt + size);
+	assert_true(r && r->kind != lr_row);
+	assert_int_equal(t->st.plt, 1);
+	/* before the .plt: nothing; between FDEs: INVALID */
+	assert_null(tk_unw_table__find(t, plt - 1));
+	oracle_read(&o, pie);
+	for (i = 0; i + 1 < o.nr_fdes; i++) {
+		if (o.fdes[i].end == o.fdes[i + 1].start)
+			continue;
+		r = tk_unw_table__find(t, o.fdes[i].end);
+		assert_non_null(r);
+		assert_int_equal(r->kind, UNW_ROW_INVALID);
+	}
+	oracle_free(&o);
+	tk_unw_table__free(t);
+
+	/* libc's .plt (0x27200 in bookworm's): below its first FDE, the table rebased to it */
+	assert_true(section(A64_LIBC, ".plt", &plt, &size));
+	t = build(A64_LIBC);
+	assert_int_equal(t->base, plt);
+	r = tk_unw_table__find(t, plt + size - 4);
+	assert_true(r && r->kind == lr_row);
+	tk_unw_table__free(t);
+}
+
+/* An x86-64 object still builds x86 rows only; a 32-bit ARM one is refused. */
+static void test_machines(void **state)
+{
+	struct tk_unw_table *t;
+	struct tk_elf *elf;
+	size_t i;
+
+	t = build("/proc/self/exe");
+	assert_true(t->nr > 0);
+	for (i = 0; i < t->nr; i++)
+		assert_false(t->rows[i].kind & UNW_ROW_A64);
+	tk_unw_table__free(t);
+	if (access("/usr/arm-linux-gnueabihf/lib/libc.so.6", R_OK))
+		return;
+	FX(tk_elf__open("/usr/arm-linux-gnueabihf/lib/libc.so.6", &elf));
+	assert_int_equal(tk_unw_table__build(elf, NULL, &t), -ENOTSUP);
+	tk_elf__free(elf);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_libc_readelf),
+		cmocka_unit_test(test_prog_readelf),
+		cmocka_unit_test(test_plt_start_gap),
+		cmocka_unit_test(test_machines),
+	};
+
+	return cmocka_run_group_tests(tests, group_setup, group_teardown);
+}
