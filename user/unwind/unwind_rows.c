@@ -410,5 +410,12 @@ int tk_unw_a64_plt(struct builder *b, uint64_t start, uint64_t end)
 	}
 	t->nr = nr;
 	t->st.plt++;
+	/* a neighbour may now say the same (an FDE's first row at @end: LR too): merged */
+	keep = lo ? lo - 1 : 0;
+	for (i = keep + 1; i < t->nr; i++) {
+		if (!same_row(&t->rows[keep], &t->rows[i]))
+			t->rows[++keep] = t->rows[i];
+	}
+	t->nr = keep + 1;
 	return 0;
 }
