@@ -88,7 +88,8 @@ struct tk_unw_regs {
 	/*
 	 * arm64: the mask that strips a return address's pointer authentication
 	 * code (UNW_A64_RA_MASK); 0: none, the stack is x86-64's. Nonzero also
-	 * says that a frame record does not give the caller's sp (bpf/unwind.h).
+	 * says the walk is arm64's: arm64 rows apply (an x86 walk takes them as
+	 * UNSUPPORTED) and a frame record does not give the caller's sp.
 	 */
 	uint64_t ra_mask;
 };

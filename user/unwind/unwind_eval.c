@@ -194,7 +194,8 @@ static enum step row_step(struct walk *w, const struct unw_row *r)
 		w->causes |= UNW_C_NO_ROW;
 		return STEP_FP;
 	default:		/* UNW_ROW_UNSUPPORTED, or a kind this evaluator does not know */
-		if (r->kind & UNW_ROW_A64)
+		/* an arm64 row, in an arm64 walk only (an x86 walk's pc in an AArch64 object) */
+		if ((r->kind & UNW_ROW_A64) && w->ra_mask != ~0ULL)
 			return a64_row_step(w, r);
 		w->causes |= UNW_C_UNSUPPORTED;
 		return STEP_FP;
