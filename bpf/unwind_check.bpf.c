@@ -31,7 +31,7 @@ int unwind_check(__u64 *ctx)
 
 	if (!o)
 		return 0;
-	n = unw_walk(ctx[0], ctx[1], ctx[2], ctx[3] & 0xff, 0, o->ips, UNW_MAX_FRAMES, &causes,
+	n = unw_walk(ctx[0], ctx[1], ctx[2], 0, ctx[3] & 0xff, 0, o->ips, UNW_MAX_FRAMES, &causes,
 		     &miss);
 	o->nr = n < 0 ? 0 : n;
 	o->causes = causes;
