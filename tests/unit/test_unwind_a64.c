@@ -32,6 +32,7 @@
 #include "../lib/fixture.h"
 #include "proc/elf_reader.h"
 #include "unwind/unwind.h"
+#include "test_unwind_a64_vdso.h"
 
 #define A64_LIBC "/usr/lib/aarch64-linux-gnu/libc.so.6"
 #define A64_CC "aarch64-linux-gnu-gcc"
@@ -566,6 +567,51 @@ static void test_machines(void **state)
 	tk_elf__free(elf);
 }
 
+static struct tk_unw_table *build_vdso(const unsigned char *img, size_t len)
+{
+	struct tk_unw_table *t;
+	struct tk_elf *elf;
+
+	FX(tk_elf__open_mem(img, len, &elf));
+	FX(tk_unw_table__build(elf, NULL, &t));
+	tk_elf__free(elf);
+	assert_non_null(t);
+	return t;
+}
+
+/*
+ * The vDSO: __kernel_rt_sigreturn (no CFI on any kernel) is a signal row from
+ * the nop before it (a handler returns to the symbol: looked up a byte
+ * before); 6.12's, with no .eh_frame at all, is "return address in LR"
+ * elsewhere (frameless clock functions); 5.10's keeps its FDEs.
+ */
+static void test_vdso_rows(void **state)
+{
+	const uint8_t lr = UNW_ROW_A64 | UNW_A64_RA_LR;
+	struct tk_unw_table *t;
+
+	t = build_vdso(vdso612, vdso612_len);
+	assert_int_equal(t->source, TK_UNW_SRC_VDSO);
+	assert_int_equal(tk_unw_table__find(t, 0x340 + 0x40)->kind, lr);	/* clock_gettime */
+	assert_int_equal(tk_unw_table__find(t, 0x820 - 1)->kind, UNW_ROW_A64_SIGNAL);
+	assert_int_equal(tk_unw_table__find(t, 0x824)->kind, UNW_ROW_A64_SIGNAL);
+	assert_int_equal(tk_unw_table__find(t, 0x828)->kind, lr);		/* getrandom */
+	assert_int_equal(tk_unw_table__find(t, 0x340 + 0x97c)->kind, UNW_ROW_INVALID);
+	assert_null(tk_unw_table__find(t, 0x33f));
+	assert_int_equal(t->st.signal, 1);
+	tk_unw_table__free(t);
+
+	t = build_vdso(vdso510, vdso510_len);
+	assert_int_equal(t->source, TK_UNW_SRC_EH_FRAME);
+	assert_int_equal(tk_unw_table__find(t, 0x310 + 0x20)->kind, lr);
+	assert_int_equal(tk_unw_table__find(t, 0x7e0 - 1)->kind, UNW_ROW_A64_SIGNAL);
+	assert_int_equal(tk_unw_table__find(t, 0x7e4)->kind, UNW_ROW_A64_SIGNAL);
+	assert_int_equal(tk_unw_table__find(t, 0x7e8)->kind, UNW_ROW_INVALID);
+	assert_int_equal(tk_unw_table__find(t, 0x7d8)->kind, lr);
+	assert_int_equal(t->st.signal, 1);
+	tk_unw_table__free(t);
+}
+
 /* ---- walks of synthesised stacks --------------------------------------------------- */
 
 /*
@@ -776,7 +822,27 @@ static void test_walk_qsort_chain(void **state)
 }
 
 #define VDSO 0x7fff00000000ULL
-#define SIGTRAMP (VDSO + 0x10)		/* __kernel_rt_sigreturn (the vDSO's table: one row) */
+#define SIGTRAMP (VDSO + 0x820)		/* 6.12's __kernel_rt_sigreturn */
+
+/* @rows: the program's table, then the vDSO's (6.12's) mapped at VDSO; the entry of both. */
+static struct unw_row *with_vdso(const struct tk_unw_table *t, struct unw_proc *proc,
+				 size_t *nr)
+{
+	struct tk_unw_table *v = build_vdso(vdso612, vdso612_len);
+	struct unw_row *rows = calloc(t->nr + v->nr, sizeof(*rows));
+
+	assert_non_null(rows);
+	memcpy(rows, t->rows, t->nr * sizeof(*rows));
+	memcpy(rows + t->nr, v->rows, v->nr * sizeof(*rows));
+	one_map(proc, t, t->base + t->rows[t->nr - 1].pc);
+	proc->maps[1] = (struct unw_map){ .start = VDSO, .end = VDSO + 0x1000,
+					  .bias = VDSO + v->base, .row_start = t->nr,
+					  .row_count = v->nr };
+	proc->nr = 2;
+	*nr = t->nr + v->nr;
+	tk_unw_table__free(v);
+	return rows;
+}
 
 /*
  * SIGALRM in leaf, deep in the qsort chain: leaf <- handler <- the vDSO's
@@ -792,6 +858,7 @@ static void test_walk_signal(void **state)
 	uint64_t pc[QSORT_N], want[QSORT_N + 3], h[2], frame;
 	struct unw_proc proc;
 	struct oracle o;
+	size_t nr;
 	int i;
 
 	static_prog(st, dis, &o, 0x10, pc);
@@ -807,21 +874,43 @@ static void test_walk_signal(void **state)
 	stk_put(frame + UNW_A64_SC_X29, in.bp);
 	stk_put(frame + UNW_A64_SC_LR, in.lr);
 	t = build(st);
-	rows = calloc(t->nr + 2, sizeof(*rows));
-	assert_non_null(rows);
-	memcpy(rows, t->rows, t->nr * sizeof(*rows));
-	rows[t->nr] = (struct unw_row){ .pc = 0, .kind = UNW_ROW_A64_SIGNAL };
-	rows[t->nr + 1] = (struct unw_row){ .pc = 0x100, .kind = UNW_ROW_INVALID };
-	one_map(&proc, t, t->base + t->rows[t->nr - 1].pc);
-	proc.maps[1] = (struct unw_map){ .start = VDSO, .end = VDSO + 0x1000, .bias = VDSO,
-					 .row_start = t->nr, .row_count = 2 };
-	proc.nr = 2;
+	rows = with_vdso(t, &proc, &nr);
 	want[0] = h[0];
 	want[1] = h[1];
 	want[2] = SIGTRAMP;
 	for (i = 0; i < QSORT_N; i++)
 		want[3 + i] = pc[i];
-	expect_walk(&proc, rows, t->nr + 2, &regs, want, QSORT_N + 3, UNW_C_END);
+	expect_walk(&proc, rows, nr, &regs, want, QSORT_N + 3, UNW_C_END);
+	free(rows);
+	tk_unw_table__free(t);
+	oracle_free(&o);
+}
+
+/* A sample in the vDSO's __kernel_clock_gettime (no CFI on 6.12): its caller from LR. */
+static void test_walk_vdso_leaf(void **state)
+{
+	char st[PATH_MAX], dis[PATH_MAX];
+	uint64_t pc[QSORT_N], want[QSORT_N];
+	struct tk_unw_regs regs;
+	struct tk_unw_table *t;
+	struct unw_row *rows;
+	struct unw_proc proc;
+	struct oracle o;
+	size_t nr;
+	int i;
+
+	static_prog(st, dis, &o, 8, pc);
+	memset(stk, 0, sizeof(stk));
+	/* cmp called the vDSO instead of leaf: cmp's frame and up, the vDSO's sp the same */
+	lay_out(&o, 0, pc + 1, QSORT_N - 1, STK + 0x100, 0, &regs);
+	regs.ip = VDSO + 0x340 + 0x40;
+	regs.lr = PAC(pc[1]);
+	t = build(st);
+	rows = with_vdso(t, &proc, &nr);
+	want[0] = regs.ip;
+	for (i = 1; i < QSORT_N; i++)
+		want[i] = pc[i];
+	expect_walk(&proc, rows, nr, &regs, want, QSORT_N, UNW_C_END);
 	free(rows);
 	tk_unw_table__free(t);
 	oracle_free(&o);
@@ -888,7 +977,9 @@ int main(void)
 		cmocka_unit_test(test_plt_start_gap),
 		cmocka_unit_test(test_machines),
 		cmocka_unit_test(test_walk_qsort_chain),
+		cmocka_unit_test(test_vdso_rows),
 		cmocka_unit_test(test_walk_signal),
+		cmocka_unit_test(test_walk_vdso_leaf),
 		cmocka_unit_test(test_walk_plt),
 	};
 

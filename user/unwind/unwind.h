@@ -24,6 +24,7 @@ enum tk_unw_source {
 	TK_UNW_SRC_NONE = 0,		/* the object has no CFI */
 	TK_UNW_SRC_EH_FRAME,		/* its own .eh_frame */
 	TK_UNW_SRC_DEBUG_FRAME,		/* .debug_frame (its own, or its debug file's) */
+	TK_UNW_SRC_VDSO,		/* none: arm64's vDSO, rows of its own (unwind_table.c) */
 };
 
 struct tk_unw_table_stats {

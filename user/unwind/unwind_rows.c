@@ -352,21 +352,36 @@ int tk_unw_fde_rows(struct builder *b, Dwarf_CFI *cfi, const struct fde *fde, ui
 
 
 /*
- * arm64's .plt (binutils: adrp, ldr, add, br x17) has no FDE: a pc in
- * [@start, @end) is a stub that has not touched sp, x29 or LR yet. When the
- * rows say nothing of that range (no row, or INVALID ones), it gets one row
- * "CFA = sp, return address in LR", and the row in force at @end is kept.
- * The table may be rebased down to @start. Returns 0 or -ENOMEM.
+ * arm64 code no FDE covers, [@start, @end), given the row kind @kind (cfa_off
+ * and ra_off 0): .plt (binutils: adrp, ldr, add, br x17), a stub that has not
+ * touched sp, x29 or LR yet ("CFA = sp, return address in LR"); the vDSO's
+ * __kernel_rt_sigreturn (UNW_ROW_A64_SIGNAL). When the rows say nothing of
+ * that range (no row, or INVALID ones), it gets the one row, and the row in
+ * force at @end is kept. The table may be rebased down to @start; an empty
+ * table gets the range and INVALID after it. Returns 0 or -ENOMEM.
  */
-int tk_unw_a64_plt(struct builder *b, uint64_t start, uint64_t end)
+int tk_unw_a64_fill(struct builder *b, uint64_t start, uint64_t end, uint8_t kind)
 {
 	struct tk_unw_table *t = b->t;
 	struct unw_row at_end = row_invalid, *rows;
 	size_t i, lo, hi, keep, nr;
 	uint64_t shift = 0;
 
-	if (!t->nr || start >= end || end - start > UINT32_MAX)
+	if (start >= end || end - start > UINT32_MAX)
 		return 0;
+	if (!t->nr) {
+		rows = reallocarray(t->rows, 2, sizeof(*rows));
+		if (!rows)
+			return -ENOMEM;
+		t->rows = rows;
+		b->cap = 2;
+		t->base = start;
+		t->rows[0] = (struct unw_row){ .pc = 0, .kind = kind };
+		t->rows[1] = (struct unw_row){ .pc = end - start, .kind = UNW_ROW_INVALID };
+		t->nr = 2;
+		t->st.plt += kind == (UNW_ROW_A64 | UNW_A64_RA_LR);
+		return 0;
+	}
 	if (start < t->base) {
 		shift = t->base - start;
 		if (t->rows[t->nr - 1].pc + shift > UINT32_MAX)
@@ -386,7 +401,8 @@ int tk_unw_a64_plt(struct builder *b, uint64_t start, uint64_t end)
 		if (t->rows[hi].kind != UNW_ROW_INVALID)
 			return 0;	/* CFI of its own: kept */
 	}
-	if (lo && t->rows[lo - 1].kind != UNW_ROW_INVALID)
+	/* the row covering start: rows[lo] when it is at start, else the one before */
+	if (lo && (lo == t->nr || t->rows[lo].pc > start) && t->rows[lo - 1].kind != UNW_ROW_INVALID)
 		return 0;
 	if (hi > lo)
 		at_end = t->rows[hi - 1];
@@ -403,13 +419,13 @@ int tk_unw_a64_plt(struct builder *b, uint64_t start, uint64_t end)
 		b->cap = nr;
 	}
 	memmove(&t->rows[lo + 1 + !keep], &t->rows[hi], (t->nr - hi) * sizeof(*t->rows));
-	t->rows[lo] = (struct unw_row){ .pc = start, .kind = UNW_ROW_A64 | UNW_A64_RA_LR };
+	t->rows[lo] = (struct unw_row){ .pc = start, .kind = kind };
 	if (!keep) {
 		at_end.pc = end;
 		t->rows[lo + 1] = at_end;
 	}
 	t->nr = nr;
-	t->st.plt++;
+	t->st.plt += kind == (UNW_ROW_A64 | UNW_A64_RA_LR);
 	/* a neighbour may now say the same (an FDE's first row at @end: LR too): merged */
 	keep = lo ? lo - 1 : 0;
 	for (i = keep + 1; i < t->nr; i++) {

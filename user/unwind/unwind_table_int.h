@@ -78,7 +78,7 @@ uint64_t tk_unw_now_ns(void);
 int tk_unw_fde_rows(struct builder *b, Dwarf_CFI *cfi, const struct fde *fde,
 		    uint64_t next_start);
 
-/* arm64: the stubs of .plt, [@start, @end), which no FDE covers (unwind_rows.c). */
-int tk_unw_a64_plt(struct builder *b, uint64_t start, uint64_t end);
+/* arm64: code no FDE covers, [@start, @end), as @kind says (.plt, sigreturn: unwind_rows.c). */
+int tk_unw_a64_fill(struct builder *b, uint64_t start, uint64_t end, uint8_t kind);
 
 #endif /* __TK_UNWIND_TABLE_INT_H */
