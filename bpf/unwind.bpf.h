@@ -31,6 +31,24 @@
 #include "unwind.h"
 #include "unwind_py.h"
 
+/*
+ * arm64 rows (bpf/unwind.h) in the walk: always in arm64 objects; in an x86
+ * object only where UNW_A64_ROWS is defined before this header (unwind_check,
+ * so the tests can run arm64 images through this evaluator on an x86 kernel),
+ * and there only in a walk marked arm64 (unw_a64_walk). Every other x86
+ * object compiles without them.
+ */
+#if defined(__TARGET_ARCH_arm64) && !defined(UNW_A64_ROWS)
+#define UNW_A64_ROWS 1
+#endif
+#if defined(__TARGET_ARCH_arm64)
+#define UNW_A64_WALK(s) 1
+#elif defined(UNW_A64_ROWS)
+/* set by the program before unw_walk: the walk is an arm64 stack's */
+volatile __u32 unw_a64_walk = 0;
+#define UNW_A64_WALK(s) ((s)->a64)
+#endif
+
 /* 0: rows unused, bpf_get_stack's frame-pointer walk; 1: unwind with the rows */
 const volatile bool unw_enabled = false;
 /*
@@ -71,10 +89,10 @@ struct unw_state {
 	__u32 limit;			/* frames this walk may hold (<= UNW_WALK_FRAMES) */
 	__u32 resent;			/* the miss is sent again (UNW_CNT_MISS_RESENT) */
 	__u32 pad;
-#ifdef __TARGET_ARCH_arm64
+#ifdef UNW_A64_ROWS
 	__u64 lr;			/* x30: the leaf's, or the interrupted frame's */
 	__u32 sp_lost;			/* sp came from a frame record: a lower bound only */
-	__u32 a64_pad;
+	__u32 a64;			/* the walk is an arm64 stack's (UNW_A64_WALK) */
 #endif
 	__u64 ips[UNW_WALK_FRAMES];
 	/* Python frames (unwind_py.bpf.h) */
@@ -209,7 +227,7 @@ __noinline int unw_row_index(__u32 start, __u32 count, __u32 rel)
 	return found;
 }
 
-#ifdef __TARGET_ARCH_arm64
+#ifdef UNW_A64_ROWS
 /*
  * One frame by the arm64 row @r (bpf/unwind.h; user/unwind/unwind_eval.c's
  * a64_row_step, the same rules): 0 found (*ra, *cfa, *nbp), 1 the walk ends,
@@ -343,8 +361,8 @@ __noinline int unw_step(void)
 		s->causes |= UNW_C_NO_ROW;
 		goto fp;
 	}
-#ifdef __TARGET_ARCH_arm64
-	if (r->kind & UNW_ROW_A64) {
+#ifdef UNW_A64_ROWS
+	if ((r->kind & UNW_ROW_A64) && UNW_A64_WALK(s)) {
 		switch (unw_a64_row(s, r, sp, bp, look == ip, &ra, &cfa, &nbp)) {
 		case 0:
 			goto cfi_done;
@@ -422,10 +440,12 @@ fp:
 	if (unw_read(&ra, bp + 8) || unw_read(&nbp, bp))
 		goto fault;
 	s->fp_frames++;
-#ifdef __TARGET_ARCH_arm64
+#ifdef UNW_A64_ROWS
 	/* a frame record: PAC-signed, at the bottom of the caller's frame (x29 + 16 is not its sp) */
-	ra &= UNW_A64_RA_MASK;
-	s->sp_lost = 1;
+	if (UNW_A64_WALK(s)) {
+		ra &= UNW_A64_RA_MASK;
+		s->sp_lost = 1;
+	}
 #endif
 	return unw_next(s, sp, ra, bp + 16, nbp);
 
@@ -523,7 +543,10 @@ static __always_inline int unw_walk(__u64 ip, __u64 sp, __u64 bp, __u64 lr, __u3
 	s->ip = ip;
 	s->sp = sp;
 	s->bp = bp;
-#ifdef __TARGET_ARCH_arm64
+#ifdef UNW_A64_ROWS
+#ifndef __TARGET_ARCH_arm64
+	s->a64 = unw_a64_walk;
+#endif
 	s->lr = lr & UNW_A64_RA_MASK;
 	s->sp_lost = 0;
 #endif
