@@ -441,7 +441,7 @@ fp:
 		goto fault;
 	s->fp_frames++;
 #ifdef UNW_A64_ROWS
-	/* a frame record: PAC-signed, at the bottom of the caller's frame (x29 + 16 is not its sp) */
+	/* a frame record: PAC-signed, at the bottom of its frame (x29 + 16 is not its sp) */
 	if (UNW_A64_WALK(s)) {
 		ra &= UNW_A64_RA_MASK;
 		s->sp_lost = 1;

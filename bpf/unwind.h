@@ -78,7 +78,7 @@ enum unw_a64_bits {
 	UNW_A64_FP = 1 << 0,		/* CFA = x29 + cfa_off; else sp + cfa_off */
 	UNW_A64_RA_LR = 1 << 1,		/* the return address is in x30 (ra_off unused) */
 	UNW_A64_X29_PAIR = 1 << 2,	/* caller's x29 at the return address's slot - 8 */
-	UNW_A64_X29_LOST = 1 << 3,	/* caller's x29 not recoverable (set to 0); neither: same */
+	UNW_A64_X29_LOST = 1 << 3,	/* caller's x29 lost (set to 0); neither bit: same */
 	UNW_A64_SIGNAL = 1 << 4 | 1 << 5,	/* (UNW_ROW_A64_SIGNAL) */
 };
 

@@ -17,7 +17,7 @@
 #include "proc/elf_reader.h"
 #include "unwind/unwind.h"
 
-/* An arm64 row's kind: UNW_ROW_A64_SIGNAL, or UNW_ROW_A64 with FP/RA_LR and at most one x29 rule. */
+/* An arm64 kind: UNW_ROW_A64_SIGNAL, or UNW_ROW_A64 with FP/RA_LR and one x29 rule at most. */
 static bool a64_kind_ok(const struct unw_row *r)
 {
 	const uint8_t bits = UNW_A64_FP | UNW_A64_RA_LR | UNW_A64_X29_PAIR | UNW_A64_X29_LOST;

@@ -510,7 +510,7 @@ static int teardown(void **state)
 
 static const struct unw_row a64_rows[] = {
 	A64R(0x000, UNW_A64_RA_LR, 0, 0),			/* a leaf */
-	A64R(0x100, UNW_A64_X29_PAIR, 48, -5),			/* stp x29, x30, [sp, #-48]! */
+	A64R(0x100, UNW_A64_X29_PAIR, 48, -5),			/* stp x29, x30, [sp, -48]! */
 	A64R(0x200, 0, 544, 1),					/* x30 at sp + 8 */
 	A64R(0x300, UNW_A64_FP | UNW_A64_X29_PAIR, 16, -1),	/* CFA = x29 + 16 */
 	{ .pc = 0x400, .kind = UNW_ROW_A64_SIGNAL },		/* __kernel_rt_sigreturn */

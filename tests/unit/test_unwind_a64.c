@@ -262,7 +262,9 @@ static void oracle_read(struct oracle *o, const char *path)
 		for (tok = strtok_r(line, " \n", &save); tok; tok = strtok_r(NULL, " \n", &save)) {
 			/* "r15 (x15)": one column */
 			if (tok[0] == '(' && n) {
-				strncat(cols[n - 1], tok, sizeof(cols[0]) - strlen(cols[n - 1]) - 1);
+				size_t have = strlen(cols[n - 1]);
+
+				strncat(cols[n - 1], tok, sizeof(cols[0]) - have - 1);
 				continue;
 			}
 			if (n == 64)
@@ -270,7 +272,8 @@ static void oracle_read(struct oracle *o, const char *path)
 			snprintf(cols[n++], sizeof(cols[0]), "%s", tok);
 		}
 		if (n < 2 || n != ncols)
-			fail_msg("%s: row %s has %d columns, the header %d", path, cols[0], n, ncols);
+			fail_msg("%s: row %s has %d columns, the header %d", path, cols[0], n,
+				 ncols);
 		row = (struct orow){ .loc = loc };
 		snprintf(row.cfa, 32, "%s", cols[1]);
 		snprintf(row.x29, 32, "%s", x29_col > 0 ? cols[x29_col] : "u");
@@ -311,7 +314,7 @@ static const char *row_matches(const struct unw_row *r, const struct orow *o)
 		return "no row";
 	if (sscanf(o->cfa, "%7[a-z0-9]%ld%c", reg, &cfa_off, &c) != 2 ||
 	    (strcmp(reg, "sp") && strcmp(reg, "x29")))
-		return r->kind == UNW_ROW_UNSUPPORTED ? NULL : "CFA rule not sp/x29: not UNSUPPORTED";
+		return r->kind == UNW_ROW_UNSUPPORTED ? NULL : "CFA not sp/x29: not UNSUPPORTED";
 	fp = !strcmp(reg, "x29");
 	ra_lr = !strcmp(o->ra, "u") || !strcmp(o->ra, "s");
 	if (!ra_lr && (sscanf(o->ra, "c%ld%c", &ra, &c) != 1))
@@ -319,29 +322,32 @@ static const char *row_matches(const struct unw_row *r, const struct orow *o)
 	x29_saved = strcmp(o->x29, "u") && strcmp(o->x29, "s");
 	if (x29_saved && sscanf(o->x29, "c%ld%c", &x29, &c) != 1)
 		x29 = 1;	/* not at CFA + N: lost */
-	/* readelf prints DW_CFA_undefined as it prints a register never saved (END rows: counted) */
+	/* readelf prints DW_CFA_undefined as a register never saved (END rows: counted) */
 	if (ra_lr && r->kind == UNW_ROW_END)
 		return NULL;
+	slot = cfa_off + ra;	/* against the base register */
 	expressible = cfa_off >= INT16_MIN && cfa_off <= INT16_MAX &&
 		      (ra_lr || (ra < 0 && !(ra % 8) &&
-				 (ra / 8 >= -128 || (cfa_off + ra >= 0 && (cfa_off + ra) / 8 <= 127))));
+				 (ra / 8 >= -128 || (slot >= 0 && slot / 8 <= 127))));
 	if (!expressible)
 		return r->kind == UNW_ROW_UNSUPPORTED ? NULL : "inexpressible: not UNSUPPORTED";
 	if ((r->kind & ~(UNW_A64_FP | UNW_A64_RA_LR | UNW_A64_X29_PAIR | UNW_A64_X29_LOST)) !=
 	    UNW_ROW_A64)
 		snprintf(why, sizeof(why), "kind %#x, not an arm64 CFA row", r->kind);
 	else if (!!(r->kind & UNW_A64_FP) != fp || r->cfa_off != cfa_off)
-		snprintf(why, sizeof(why), "CFA %s+%d, readelf %s", r->kind & UNW_A64_FP ? "x29" : "sp",
-			 r->cfa_off, o->cfa);
+		snprintf(why, sizeof(why), "CFA %s+%d, readelf %s",
+			 r->kind & UNW_A64_FP ? "x29" : "sp", r->cfa_off, o->cfa);
 	else if (!!(r->kind & UNW_A64_RA_LR) != ra_lr)
 		snprintf(why, sizeof(why), "RA in LR %d, readelf %s", !!(r->kind & UNW_A64_RA_LR),
 			 o->ra);
-	else if (!ra_lr && (slot = r->ra_off < 0 ? 8L * r->ra_off : 8L * r->ra_off - r->cfa_off) != ra)
+	else if (!ra_lr &&
+		 (slot = r->ra_off < 0 ? 8L * r->ra_off : 8L * r->ra_off - r->cfa_off) != ra)
 		snprintf(why, sizeof(why), "RA at CFA%+ld, readelf %s", slot, o->ra);
 	else if (!x29_saved && (r->kind & (UNW_A64_X29_PAIR | UNW_A64_X29_LOST)))
 		snprintf(why, sizeof(why), "x29 saved (kind %#x), readelf %s", r->kind, o->x29);
 	else if (x29_saved && !ra_lr && x29 == ra - 8 && !(r->kind & UNW_A64_X29_PAIR))
-		snprintf(why, sizeof(why), "x29 not beside RA (kind %#x), readelf %s", r->kind, o->x29);
+		snprintf(why, sizeof(why), "x29 not beside RA (kind %#x), readelf %s", r->kind,
+			 o->x29);
 	else if (x29_saved && (ra_lr || x29 != ra - 8) && !(r->kind & UNW_A64_X29_LOST))
 		snprintf(why, sizeof(why), "x29 not lost (kind %#x), readelf %s", r->kind, o->x29);
 	else
@@ -392,7 +398,7 @@ static void check_against_readelf(const char *path, struct counts *n)
 
 			/* hand-written glibc assembly names x15 its return address column */
 			if (f->other_ra)
-				why = r && r->kind == UNW_ROW_UNSUPPORTED ? NULL : "other RA column";
+				why = r && r->kind == UNW_ROW_UNSUPPORTED ? NULL : "other RA";
 
 			n->rows++;
 			if (why && bad++ < 20)
@@ -467,8 +473,9 @@ static bool section(const char *path, const char *name, uint64_t *addr, uint64_t
 	while (fgets(line, sizeof(line), p)) {
 		const char *b = strchr(line, ']');
 
-		if (b && sscanf(b + 1, "%63s %31s %" SCNx64 " %" SCNx64 " %" SCNx64, sec, type, addr,
-				&off, size) == 5 && !strcmp(sec, name))
+		if (b &&
+		    sscanf(b + 1, "%63s %31s %" SCNx64 " %" SCNx64 " %" SCNx64, sec, type, addr,
+			   &off, size) == 5 && !strcmp(sec, name))
 			found = true;
 		if (found)
 			break;
@@ -495,7 +502,10 @@ static void test_prog_readelf(void **state)
 		      n.lost, n.unsupported);
 }
 
-/* _start is END past its first instruction; .plt, which has no FDE, is "RA in LR, CFA = sp"; a gap is INVALID. */
+/*
+ * _start is END past its first instruction; .plt, which has no FDE, is "RA in
+ * LR, CFA = sp"; a gap is INVALID.
+ */
 static void test_plt_start_gap(void **state)
 {
 	const uint8_t lr_row = UNW_ROW_A64 | UNW_A64_RA_LR;
@@ -709,7 +719,8 @@ static uint64_t lay_out(const struct oracle *o, uint64_t load, const uint64_t *p
 		by_x29[i] = !strcmp(reg, "x29");
 		ra_saved[i] = sscanf(r->ra, "c%ld", &ra[i]) == 1;
 		fp_saved[i] = sscanf(r->x29, "c%ld", &fp[i]) == 1;
-		assert_true(i == 0 || i == n - 1 || ra_saved[i]);	/* the leaf: in LR; _start: none */
+		/* saved but by the leaf (in LR) and _start (none) */
+		assert_true(i == 0 || i == n - 1 || ra_saved[i]);
 		sps[i] = sp;
 		/* an x29 CFA: the frame spans 512 bytes, x29 where the CFA rule says */
 		cfa[i] = by_x29[i] ? sp + 512 : sp + off[i];

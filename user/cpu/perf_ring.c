@@ -160,7 +160,11 @@ int tk_perf_sample__parse(const struct perf_event_header *h, bool unwind, bool s
 		s->regs.bp = p[TK_PERF_REG_BP];
 		s->regs.sp = p[TK_PERF_REG_SP];
 		s->regs.ip = p[TK_PERF_REG_IP];
-		s->regs.lr = TK_PERF_REG_LR < 0 ? 0 : p[TK_PERF_REG_LR < 0 ? 0 : TK_PERF_REG_LR];
+#if TK_PERF_REG_LR >= 0
+		s->regs.lr = p[TK_PERF_REG_LR];
+#else
+		s->regs.lr = 0;
+#endif
 		s->regs.ra_mask = TK_UNW_RA_MASK;
 		p += TK_PERF_REGS_NR;
 		words -= TK_PERF_REGS_NR;

@@ -107,9 +107,11 @@ static bool read_sample(const struct ring *r, long page, struct stk_oncpu *q)
 					q->bp = regs[TK_PERF_REG_BP];
 					q->sp = regs[TK_PERF_REG_SP];
 					q->ip = regs[TK_PERF_REG_IP];
-					q->lr = TK_PERF_REG_LR < 0
-							? 0
-							: regs[TK_PERF_REG_LR < 0 ? 0 : TK_PERF_REG_LR];
+#if TK_PERF_REG_LR >= 0
+					q->lr = regs[TK_PERF_REG_LR];
+#else
+					q->lr = 0;
+#endif
 					q->len = dyn;
 					q->stack = malloc(dyn ? dyn : 1);
 					if (q->stack) {

@@ -21,12 +21,12 @@ enum step {
 
 struct walk {
 	uint64_t ip, sp, bp;
-	uint64_t lr;		/* arm64: x30, valid while exact (the leaf, or after a signal frame) */
+	uint64_t lr;		/* arm64: x30, valid while exact (the leaf, after a signal frame) */
 	uint64_t ra_mask;	/* arm64: strips a return address's PAC; x86: ~0 */
 	uint32_t causes;
 	bool interrupted;	/* ip is where a signal interrupted the code, not a return address */
 	bool exact;		/* the frame is the leaf or a signal's: ip and lr are its own */
-	bool sp_lost;		/* arm64: a frame record gave sp (a lower bound, not the caller's) */
+	bool sp_lost;		/* arm64: a frame record gave sp (a lower bound only) */
 	tk_unw_read_fn read;
 	void *ctx;
 	struct tk_unw_tramp *tramp;	/* NULL: no trampolines to know */

@@ -402,7 +402,8 @@ int tk_unw_a64_fill(struct builder *b, uint64_t start, uint64_t end, uint8_t kin
 			return 0;	/* CFI of its own: kept */
 	}
 	/* the row covering start: rows[lo] when it is at start, else the one before */
-	if (lo && (lo == t->nr || t->rows[lo].pc > start) && t->rows[lo - 1].kind != UNW_ROW_INVALID)
+	if (lo && (lo == t->nr || t->rows[lo].pc > start) &&
+	    t->rows[lo - 1].kind != UNW_ROW_INVALID)
 		return 0;
 	if (hi > lo)
 		at_end = t->rows[hi - 1];
