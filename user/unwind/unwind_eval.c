@@ -21,7 +21,7 @@ enum step {
 
 struct walk {
 	uint64_t ip, sp, bp;
-	uint64_t lr;		/* arm64: x30, valid while exact (the leaf, after a signal frame) */
+	uint64_t lr;		/* arm64: x30, while exact (the leaf, after a signal frame) */
 	uint64_t ra_mask;	/* arm64: strips a return address's PAC; x86: ~0 */
 	uint32_t causes;
 	bool interrupted;	/* ip is where a signal interrupted the code, not a return address */
