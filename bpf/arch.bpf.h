@@ -64,6 +64,7 @@ static __always_inline void tk_core_user_regs(struct pt_regs *regs, __u64 *ip, _
 #elif defined(__TARGET_ARCH_arm64)
 
 #define UNW_REG_BP 29		/* x29, the frame pointer */
+#define UNW_REG_LR 30		/* x30: the leaf's return address until it is saved */
 #define UNW_REG_SP 31		/* sp */
 #define UNW_REG_IP 32		/* pc */
 #define UNW_REG_MODE 33		/* pstate: M[4:0] is the exception level and stack */

@@ -31,6 +31,24 @@
 #include "unwind.h"
 #include "unwind_py.h"
 
+/*
+ * arm64 rows (bpf/unwind.h) in the walk: always in arm64 objects; in an x86
+ * object only where UNW_A64_ROWS is defined before this header (unwind_check,
+ * so the tests can run arm64 images through this evaluator on an x86 kernel),
+ * and there only in a walk marked arm64 (unw_a64_walk). Every other x86
+ * object compiles without them.
+ */
+#if defined(__TARGET_ARCH_arm64) && !defined(UNW_A64_ROWS)
+#define UNW_A64_ROWS 1
+#endif
+#if defined(__TARGET_ARCH_arm64)
+#define UNW_A64_WALK(s) 1
+#elif defined(UNW_A64_ROWS)
+/* set by the program before unw_walk: the walk is an arm64 stack's */
+volatile __u32 unw_a64_walk = 0;
+#define UNW_A64_WALK(s) ((s)->a64)
+#endif
+
 /* 0: rows unused, bpf_get_stack's frame-pointer walk; 1: unwind with the rows */
 const volatile bool unw_enabled = false;
 /*
@@ -71,6 +89,11 @@ struct unw_state {
 	__u32 limit;			/* frames this walk may hold (<= UNW_WALK_FRAMES) */
 	__u32 resent;			/* the miss is sent again (UNW_CNT_MISS_RESENT) */
 	__u32 pad;
+#ifdef UNW_A64_ROWS
+	__u64 lr;			/* x30: the leaf's, or the interrupted frame's */
+	__u32 sp_lost;			/* sp came from a frame record: a lower bound only */
+	__u32 a64;			/* the walk is an arm64 stack's (UNW_A64_WALK) */
+#endif
 	__u64 ips[UNW_WALK_FRAMES];
 	/* Python frames (unwind_py.bpf.h) */
 	__u32 py_on;			/* the process runs CPython: py holds its entry */
@@ -204,6 +227,57 @@ __noinline int unw_row_index(__u32 start, __u32 count, __u32 rel)
 	return found;
 }
 
+#ifdef UNW_A64_ROWS
+/*
+ * One frame by the arm64 row @r (bpf/unwind.h; user/unwind/unwind_eval.c's
+ * a64_row_step, the same rules): 0 found (*ra, *cfa, *nbp), 1 the walk ends,
+ * 2 take it by the frame record, 3 a read fault. @exact: the frame is the leaf
+ * or a signal's, so LR is its own.
+ */
+static __always_inline int unw_a64_row(struct unw_state *s, struct unw_row *r, __u64 sp,
+				       __u64 bp, bool exact, __u64 *ra, __u64 *cfa, __u64 *nbp)
+{
+	__u8 kind = r->kind;
+	__u64 base, slot = 0;
+
+	if (kind == UNW_ROW_A64_SIGNAL) {
+		if (unw_read(ra, sp + UNW_A64_SC_PC) || unw_read(cfa, sp + UNW_A64_SC_SP) ||
+		    unw_read(nbp, sp + UNW_A64_SC_X29) || unw_read(&s->lr, sp + UNW_A64_SC_LR))
+			return 3;
+		*ra &= UNW_A64_RA_MASK;
+		s->interrupted = 1;
+		s->sp_lost = 0;
+		return 0;
+	}
+	if ((kind & UNW_A64_SIGNAL) || (!(kind & UNW_A64_FP) && s->sp_lost) ||
+	    ((kind & UNW_A64_RA_LR) && !exact)) {
+		s->causes |= UNW_C_UNSUPPORTED;
+		return 2;
+	}
+	base = kind & UNW_A64_FP ? bp : sp;
+	*cfa = base + r->cfa_off;
+	if (*cfa < sp || (*cfa == sp && !(kind & UNW_A64_RA_LR))) {
+		s->causes |= UNW_C_BAD_FRAME;
+		return 1;
+	}
+	if (kind & UNW_A64_RA_LR) {
+		*ra = s->lr;
+	} else {
+		slot = r->ra_off < 0 ? *cfa + 8 * (__s64)r->ra_off : base + 8 * (__s64)r->ra_off;
+		if (unw_read(ra, slot))
+			return 3;
+	}
+	*nbp = bp;
+	if (kind & UNW_A64_X29_LOST)
+		*nbp = 0;
+	else if ((kind & UNW_A64_X29_PAIR) && !(kind & UNW_A64_RA_LR) && unw_read(nbp, slot - 8))
+		return 3;
+	*ra &= UNW_A64_RA_MASK;
+	s->sp_lost = 0;
+	return 0;
+}
+#endif
+
 /*
  * One frame: record the current ip, find the caller's registers. Returns 0
  * to go on, 1 when the walk ends. A global function: verified once.
@@ -287,6 +361,20 @@ __noinline int unw_step(void)
 		s->causes |= UNW_C_NO_ROW;
 		goto fp;
 	}
+#ifdef UNW_A64_ROWS
+	if ((r->kind & UNW_ROW_A64) && UNW_A64_WALK(s)) {
+		switch (unw_a64_row(s, r, sp, bp, look == ip, &ra, &cfa, &nbp)) {
+		case 0:
+			goto cfi_done;
+		case 1:
+			return 1;
+		case 2:
+			goto fp;
+		default:
+			goto fault;
+		}
+	}
+#endif
 	switch (r->kind) {
 	case UNW_ROW_END:
 		s->causes |= UNW_C_END;
@@ -352,6 +440,13 @@ fp:
 	if (unw_read(&ra, bp + 8) || unw_read(&nbp, bp))
 		goto fault;
 	s->fp_frames++;
+#ifdef UNW_A64_ROWS
+	/* a frame record: PAC-signed, at the bottom of its frame (x29 + 16 is not its sp) */
+	if (UNW_A64_WALK(s)) {
+		ra &= UNW_A64_RA_MASK;
+		s->sp_lost = 1;
+	}
+#endif
 	return unw_next(s, sp, ra, bp + 16, nbp);
 
 fault:
@@ -363,7 +458,7 @@ fault:
  * The user registers of the current task when the program runs in the
  * kernel (a syscall, a fault, an interrupt of user code): 0 or -1.
  */
-static __always_inline int unw_task_user_regs(__u64 *ip, __u64 *sp, __u64 *bp)
+static __always_inline int unw_task_user_regs(__u64 *ip, __u64 *sp, __u64 *bp, __u64 *lr)
 {
 	__u64 regs = 0, v[3];
 
@@ -384,6 +479,10 @@ static __always_inline int unw_task_user_regs(__u64 *ip, __u64 *sp, __u64 *bp)
 	*ip = v[0];
 	*sp = v[1];
 	*bp = v[2];
+#ifdef UNW_REG_LR
+	if (bpf_probe_read_kernel(lr, 8, (const void *)(regs + 8 * UNW_REG_LR)))
+		return -1;
+#endif
 	return 0;
 }
 
@@ -423,14 +522,14 @@ static __always_inline __u32 unw_recopy(__u32 skip, __u64 *ips, __u32 max)
 }
 
 /*
- * Walk the user stack of the current task from (@ip, @sp, @bp) into @ips (up
+ * Walk the user stack of the current task from (@ip, @sp, @bp; arm64: @lr) into @ips (up
  * to @max frames, the first @skip left out; the walk goes @more frames deeper
  * still, for a caller that may leave one more out). Returns the frame count;
  * *causes gets the walk's enum unw_cause bits, *miss whether user space
  * should capture the process's mappings again.
  */
-static __always_inline int unw_walk(__u64 ip, __u64 sp, __u64 bp, __u32 skip, __u32 more,
-				    __u64 *ips, __u32 max, __u32 *causes, __u32 *miss)
+static __always_inline int unw_walk(__u64 ip, __u64 sp, __u64 bp, __u64 lr, __u32 skip,
+				    __u32 more, __u64 *ips, __u32 max, __u32 *causes, __u32 *miss)
 {
 	__u32 zero = 0, i, n, c;
 	struct unw_state *s = bpf_map_lookup_elem(&unw_scratch, &zero);
@@ -444,6 +543,13 @@ static __always_inline int unw_walk(__u64 ip, __u64 sp, __u64 bp, __u32 skip, __
 	s->ip = ip;
 	s->sp = sp;
 	s->bp = bp;
+#ifdef UNW_A64_ROWS
+#ifndef __TARGET_ARCH_arm64
+	s->a64 = unw_a64_walk;
+#endif
+	s->lr = lr & UNW_A64_RA_MASK;
+	s->sp_lost = 0;
+#endif
 	s->tgid = bpf_get_current_pid_tgid() >> 32;
 	s->nr = 0;
 	p = bpf_map_lookup_elem(&unw_procs, &s->tgid);
@@ -519,7 +625,7 @@ static __always_inline int unw_walk(__u64 ip, __u64 sp, __u64 bp, __u32 skip, __
 static __always_inline int unw_user_stack(const void *regs, bool in_ctx, __u32 skip, __u32 more,
 					  __u64 *ips, __u32 max, __u32 *causes, __u32 *miss)
 {
-	__u64 ip = 0, sp = 0, bp = 0, mode = 0;
+	__u64 ip = 0, sp = 0, bp = 0, mode = 0, lr = 0;
 
 	if (regs && in_ctx) {
 		const __u64 *r = regs;
@@ -528,16 +634,23 @@ static __always_inline int unw_user_stack(const void *regs, bool in_ctx, __u32 s
 		sp = r[UNW_REG_SP];
 		bp = r[UNW_REG_BP];
 		mode = r[UNW_REG_MODE];
+#ifdef UNW_REG_LR
+		lr = r[UNW_REG_LR];
+#endif
 	} else if (regs) {
 		if (bpf_probe_read_kernel(&ip, 8, (const char *)regs + 8 * UNW_REG_IP) ||
 		    bpf_probe_read_kernel(&sp, 8, (const char *)regs + 8 * UNW_REG_SP) ||
 		    bpf_probe_read_kernel(&bp, 8, (const char *)regs + 8 * UNW_REG_BP) ||
 		    bpf_probe_read_kernel(&mode, 8, (const char *)regs + 8 * UNW_REG_MODE))
 			return -1;
+#ifdef UNW_REG_LR
+		if (bpf_probe_read_kernel(&lr, 8, (const char *)regs + 8 * UNW_REG_LR))
+			return -1;
+#endif
 	}
 	/* interrupted in the kernel (or no regs given): the task's own user registers */
 	if (!regs || !UNW_REGS_USER(mode)) {
-		if (unw_task_user_regs(&ip, &sp, &bp))
+		if (unw_task_user_regs(&ip, &sp, &bp, &lr))
 			return -1;
 	}
 	if (!ip) {
@@ -545,7 +658,7 @@ static __always_inline int unw_user_stack(const void *regs, bool in_ctx, __u32 s
 		*miss = 0;
 		return 0;	/* a kernel thread: no user stack */
 	}
-	return unw_walk(ip, sp, bp, skip, more, ips, max, causes, miss);
+	return unw_walk(ip, sp, bp, lr, skip, more, ips, max, causes, miss);
 }
 
 /*

@@ -18,6 +18,26 @@
  * outermost frame (return address undefined: _start, a thread's start), and
  * rows that say "no CFI here" or "CFI the rows cannot express": the walk then
  * takes that one frame by the frame pointer, and counts it.
+ *
+ * arm64 objects get rows of their own kinds (UNW_ROW_A64 and its bits; the
+ * x86 kinds and fields are unchanged, and END/INVALID/UNSUPPORTED are shared):
+ *
+ *   CFA  = sp + cfa_off | x29 + cfa_off
+ *   return address in x30 (LR: the leaf, before it is saved; a PLT stub), or
+ *                  at CFA + 8 * ra_off (ra_off < 0: clang saves it near the CFA)
+ *                  or at base + 8 * ra_off (ra_off >= 0, base = sp or x29: gcc
+ *                  saves it at the bottom of the frame, CFA - 8208 in a function
+ *                  with 8 KiB of locals but sp + 16), n from the CFI;
+ *   caller's x29  = unchanged, or in the slot below the return address (the
+ *                   frame record, stp x29, x30), or lost (set to 0)
+ *   caller's sp   = CFA
+ *
+ * A return address read from the stack or from LR may carry a pointer
+ * authentication code (paciasp; DW_CFA_AARCH64_negate_ra_state, which libdw
+ * does not report): it is stripped with the walk's address mask before use.
+ * A frame taken by the frame record ([x29] = caller's x29, [x29 + 8] = its
+ * return address) does not give the caller's sp on arm64 (the record is at
+ * the bottom of the frame): an sp-based row after it is not trusted.
  */
 #ifndef __UNWIND_H
 #define __UNWIND_H
@@ -47,6 +67,19 @@ enum unw_row_kind {
 	UNW_ROW_UNSUPPORTED,	/* CFI the rows cannot express: take this frame by rbp */
 	UNW_ROW_DRAP,		/* CFA = *(rbp + cfa_off), caller's rbp at rbp + 8 * rbp_off:
 				   gcc's realigned stack, rbp saved by an expression */
+	/* arm64: UNW_ROW_A64 | the UNW_A64_* bits below; ra_off in place of rbp_off */
+	UNW_ROW_A64 = 0x40,
+	UNW_ROW_A64_SIGNAL = 0x70,	/* arm64 signal trampoline: x29, x30, sp, pc from the
+					   rt_sigframe at sp */
+};
+
+/* Bits of an arm64 row's kind (with UNW_ROW_A64; UNW_ROW_A64_SIGNAL has no other bit). */
+enum unw_a64_bits {
+	UNW_A64_FP = 1 << 0,		/* CFA = x29 + cfa_off; else sp + cfa_off */
+	UNW_A64_RA_LR = 1 << 1,		/* the return address is in x30 (ra_off unused) */
+	UNW_A64_X29_PAIR = 1 << 2,	/* caller's x29 at the return address's slot - 8 */
+	UNW_A64_X29_LOST = 1 << 3,	/* caller's x29 lost (set to 0); neither bit: same */
+	UNW_A64_SIGNAL = 1 << 4 | 1 << 5,	/* (UNW_ROW_A64_SIGNAL) */
 };
 
 /* rbp_off: 0 = rbp unchanged; UNW_RBP_LOST = rbp is not recoverable (set to 0) */
@@ -56,7 +89,10 @@ enum unw_row_kind {
 struct unw_row {
 	__u32 pc;		/* ELF virtual address - the table's base */
 	__s16 cfa_off;		/* bytes (for UNW_ROW_PLT: the threshold of rip & 15) */
-	__s8 rbp_off;		/* caller's rbp at CFA + 8 * rbp_off; see UNW_RBP_LOST */
+	union {
+		__s8 rbp_off;	/* x86: caller's rbp at CFA + 8 * rbp_off; see UNW_RBP_LOST */
+		__s8 ra_off;	/* arm64: the return address's slot (see above) */
+	};
 	__u8 kind;		/* enum unw_row_kind */
 };
 
@@ -150,5 +186,22 @@ enum unw_counter {
 #define UNW_SC_RBP (UNW_UC_MCONTEXT + 10 * 8)
 #define UNW_SC_RSP (UNW_UC_MCONTEXT + 15 * 8)
 #define UNW_SC_RIP (UNW_UC_MCONTEXT + 16 * 8)
+
+/*
+ * arm64: offsets in the rt_sigframe at sp when __kernel_rt_sigreturn runs:
+ * siginfo (128), then the ucontext, whose uc_mcontext (struct sigcontext:
+ * fault_address, regs[31], sp, pc) is at 176 (aarch64 headers, offsetof).
+ */
+#define UNW_A64_SC (128 + 176 + 8)	/* regs[0] */
+#define UNW_A64_SC_X29 (UNW_A64_SC + 29 * 8)
+#define UNW_A64_SC_LR (UNW_A64_SC + 30 * 8)
+#define UNW_A64_SC_SP (UNW_A64_SC + 31 * 8)
+#define UNW_A64_SC_PC (UNW_A64_SC + 32 * 8)
+/*
+ * The mask that strips a pointer authentication code from a user return
+ * address: the kernel's user VA size on Debian's arm64 kernels is 48 bits
+ * (a PAC lives in bits 54..48 and 63..56; bit 55 is 0 for user addresses).
+ */
+#define UNW_A64_RA_MASK ((1ULL << 48) - 1)
 
 #endif /* __UNWIND_H */

@@ -10,6 +10,8 @@
  */
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
+/* arm64 rows on x86 too: the tests feed this evaluator arm64 images (bpf/unwind.bpf.h) */
+#define UNW_A64_ROWS 1
 #include "unwind.bpf.h"
 #include "unwind_check.h"
 
@@ -20,7 +22,7 @@ struct {
 	__type(value, struct unw_check_out);
 } check_out SEC(".maps");
 
-/* ctx: ip, sp, bp, skip */
+/* ctx: ip, sp, bp, skip, lr, a64 (the last two: an arm64 image's LR, and that it is one) */
 SEC("raw_tp/sys_enter")
 int unwind_check(__u64 *ctx)
 {
@@ -31,8 +33,11 @@ int unwind_check(__u64 *ctx)
 
 	if (!o)
 		return 0;
-	n = unw_walk(ctx[0], ctx[1], ctx[2], ctx[3] & 0xff, 0, o->ips, UNW_MAX_FRAMES, &causes,
-		     &miss);
+#ifndef __TARGET_ARCH_arm64
+	unw_a64_walk = ctx[5] != 0;
+#endif
+	n = unw_walk(ctx[0], ctx[1], ctx[2], ctx[4], ctx[3] & 0xff, 0, o->ips, UNW_MAX_FRAMES,
+		     &causes, &miss);
 	o->nr = n < 0 ? 0 : n;
 	o->causes = causes;
 	o->miss = miss;

@@ -4,7 +4,8 @@
  * image, build its table (and once more with the image as its own debug
  * file), and check what every reader of a table relies on: rows sorted, one
  * per pc, of known kinds, no two equal neighbours, stats that add up, lookups
- * that land on the row covering the address.
+ * that land on the row covering the address. An AArch64 image's table has
+ * arm64 rows (bpf/unwind.h) and the shared kinds only, never an x86 one.
  */
 #include <stddef.h>
 #include <stdint.h>
@@ -16,9 +17,23 @@
 #include "proc/elf_reader.h"
 #include "unwind/unwind.h"
 
+/* An arm64 kind: UNW_ROW_A64_SIGNAL, or UNW_ROW_A64 with FP/RA_LR and one x29 rule at most. */
+static bool a64_kind_ok(const struct unw_row *r)
+{
+	const uint8_t bits = UNW_A64_FP | UNW_A64_RA_LR | UNW_A64_X29_PAIR | UNW_A64_X29_LOST;
+
+	if (r->kind == UNW_ROW_A64_SIGNAL)
+		return !r->cfa_off && !r->ra_off;
+	if ((r->kind & ~bits) != UNW_ROW_A64)
+		return false;
+	if ((r->kind & UNW_A64_X29_PAIR) && (r->kind & (UNW_A64_X29_LOST | UNW_A64_RA_LR)))
+		return false;
+	return !(r->kind & UNW_A64_RA_LR) || !r->ra_off;
+}
+
 static void check(const struct tk_unw_table *t)
 {
-	uint64_t unsup = 0, sig = 0, plt = 0, deref = 0;
+	uint64_t unsup = 0, sig = 0, plt = 0, deref = 0, a64 = 0, x86 = 0, a64_lr = 0;
 	size_t i;
 
 	if (t->st.rows != t->nr || (t->nr == 0) != (t->source == TK_UNW_SRC_NONE) ||
@@ -27,8 +42,17 @@ static void check(const struct tk_unw_table *t)
 	for (i = 0; i < t->nr; i++) {
 		const struct unw_row *r = &t->rows[i], *p = i ? &t->rows[i - 1] : NULL;
 
-		if (r->kind < UNW_ROW_SP || r->kind > UNW_ROW_DRAP)
+		if (r->kind & UNW_ROW_A64) {
+			if (!a64_kind_ok(r))
+				abort();
+			a64++;
+			a64_lr += r->kind == (UNW_ROW_A64 | UNW_A64_RA_LR);
+		} else if (r->kind < UNW_ROW_SP || r->kind > UNW_ROW_DRAP) {
 			abort();
+		} else if (r->kind != UNW_ROW_END && r->kind != UNW_ROW_INVALID &&
+			   r->kind != UNW_ROW_UNSUPPORTED) {
+			x86++;
+		}
 		if (p && (p->pc >= r->pc || (p->kind == r->kind && p->cfa_off == r->cfa_off &&
 					     p->rbp_off == r->rbp_off)))
 			abort();
@@ -45,11 +69,16 @@ static void check(const struct tk_unw_table *t)
 		    tk_unw_table__find(t, t->base + r->pc + 1) != r)
 			abort();
 		unsup += r->kind == UNW_ROW_UNSUPPORTED;
-		sig += r->kind == UNW_ROW_SIGNAL;
+		sig += r->kind == UNW_ROW_SIGNAL || r->kind == UNW_ROW_A64_SIGNAL;
 		plt += r->kind == UNW_ROW_PLT;
 		deref += r->kind == UNW_ROW_DEREF_FP || r->kind == UNW_ROW_DRAP;
 	}
-	if (unsup != t->st.unsupported || sig != t->st.signal || plt != t->st.plt ||
+	/* arm64: st.plt counts .plt ranges given an LR row (tk_unw_a64_plt): one at most */
+	if (a64 && x86)
+		abort();
+	if (a64 && (t->st.plt > 1 || (t->st.plt && !a64_lr)))
+		abort();
+	if (unsup != t->st.unsupported || sig != t->st.signal || (!a64 && plt != t->st.plt) ||
 	    deref != t->st.deref)
 		abort();
 	if (t->nr && t->base + t->rows[0].pc > 0 &&

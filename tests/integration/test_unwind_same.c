@@ -7,7 +7,9 @@
  * frame counts. Images: hand-made ones for every row kind and every cause,
  * and this process's own live stack with the real tables of this binary and
  * of Debian's libc (built without frame pointers), whose frames must also be
- * the known chain up to _start.
+ * the known chain up to _start; and arm64 images (LR, frame records, x29
+ * CFAs, the signal frame, PAC-signed return addresses), which unwind_check
+ * walks on this x86 kernel too.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -501,6 +503,114 @@ static int teardown(void **state)
 	return 0;
 }
 
+/* ---- arm64 images (bpf/unwind.h's arm64 rows; unwind_check compiles them in on x86) ------- */
+
+#define A64R(p, k, c, r) { .pc = (p), .cfa_off = (c), .ra_off = (r), .kind = UNW_ROW_A64 | (k) }
+#define PAC(a) ((a) | 0x2700000000000000ULL | 0x0015000000000000ULL)
+
+static const struct unw_row a64_rows[] = {
+	A64R(0x000, UNW_A64_RA_LR, 0, 0),			/* a leaf */
+	A64R(0x100, UNW_A64_X29_PAIR, 48, -5),			/* stp x29, x30, [sp, -48]! */
+	A64R(0x200, 0, 544, 1),					/* x30 at sp + 8 */
+	A64R(0x300, UNW_A64_FP | UNW_A64_X29_PAIR, 16, -1),	/* CFA = x29 + 16 */
+	{ .pc = 0x400, .kind = UNW_ROW_A64_SIGNAL },		/* __kernel_rt_sigreturn */
+	{ .pc = 0x500, .kind = UNW_ROW_END },
+};
+#define A64_NR (sizeof(a64_rows) / sizeof(a64_rows[0]))
+
+static uint64_t a64stk[1024];
+#define S(off) ((uint64_t)(uintptr_t)a64stk + (off))
+static const struct image a64_image = { (uintptr_t)&a64stk[0], (uintptr_t)&a64stk[1024] };
+
+static void a64_put(uint64_t addr, uint64_t v)
+{
+	assert_true(addr >= S(0) && addr + 8 <= S(sizeof(a64stk)));
+	memcpy((void *)(uintptr_t)addr, &v, 8);
+}
+
+static struct unw_proc *a64_proc(void)
+{
+	struct unw_proc *p = proc_of(0);
+
+	p->maps[0].row_count = A64_NR;
+	return p;
+}
+
+/*
+ * A leaf (LR) <- a frame record frame (x30 at CFA-40, PAC-signed) <- x30 at sp+8
+ * <- a CFA from x29 <- the signal trampoline <- the interrupted leaf (its LR
+ * from the rt_sigframe) <- the frame record frame <- END.
+ */
+static void test_a64_chain(void **state)
+{
+	const uint64_t sp1 = S(48), sp2 = S(48 + 544), x1 = sp2 + 48, sp3 = sp2 + 64;
+	const uint64_t s4 = sp3 + 640;
+	const uint64_t want[] = { BASE + 0x010, BASE + 0x120, BASE + 0x210, BASE + 0x310,
+				  BASE + 0x404, BASE + 0x020, BASE + 0x130, BASE + 0x504 };
+	struct tk_unw_regs r = { .ip = BASE + 0x010, .sp = S(0), .bp = 0x1234,
+				 .lr = PAC(BASE + 0x120), .ra_mask = UNW_A64_RA_MASK };
+	struct walk k;
+	size_t i;
+
+	memset(a64stk, 0, sizeof(a64stk));
+	a64_put(S(0), x1);				/* the record: the caller's x29 */
+	a64_put(S(8), PAC(BASE + 0x210));
+	a64_put(sp1 + 8, BASE + 0x310);
+	a64_put(x1, 0x5678);				/* x29's record at CFA - 16 */
+	a64_put(x1 + 8, PAC(BASE + 0x404));
+	a64_put(sp3 + UNW_A64_SC_PC, BASE + 0x020);
+	a64_put(sp3 + UNW_A64_SC_SP, s4);
+	a64_put(sp3 + UNW_A64_SC_X29, 0x9abc);
+	a64_put(sp3 + UNW_A64_SC_LR, PAC(BASE + 0x130));
+	a64_put(s4, 0);
+	a64_put(s4 + 8, PAC(BASE + 0x504));
+	both(a64_proc(), a64_rows, A64_NR, &r, &a64_image, &k);
+	assert_int_equal(k.n, sizeof(want) / sizeof(want[0]));
+	for (i = 0; i < sizeof(want) / sizeof(want[0]); i++)
+		assert_int_equal(k.ips[i], want[i]);
+	assert_int_equal(k.causes, UNW_C_END);
+	assert_int_equal(k.frames[0], 7);
+}
+
+/*
+ * A frame without CFI (by record), then an sp row (not after a record: by
+ * record again), an x29 row, an LR row above the leaf (by record), END; and
+ * the same image walked as x86's (no mask): the arm64 rows do not apply.
+ */
+static void test_a64_records(void **state)
+{
+	const uint64_t want[] = { BASE + 0x10010, BASE + 0x120, BASE + 0x320, BASE + 0x030,
+				  BASE + 0x504 };
+	struct tk_unw_regs r = { .ip = BASE + 0x10010, .sp = S(0), .bp = S(0x40),
+				 .lr = BASE + 0x999, .ra_mask = UNW_A64_RA_MASK };
+	struct walk k;
+	size_t i;
+
+	memset(a64stk, 0, sizeof(a64stk));
+	a64_put(S(0x40), S(0x80));
+	a64_put(S(0x48), PAC(BASE + 0x120));
+	a64_put(S(0x80), S(0xc0));
+	a64_put(S(0x88), BASE + 0x320);
+	a64_put(S(0xc0), S(0x100));			/* x29 row: CFA = S(0xd0) */
+	a64_put(S(0xc8), BASE + 0x030);
+	a64_put(S(0x100), 0);
+	a64_put(S(0x108), PAC(BASE + 0x504));
+	both(a64_proc(), a64_rows, A64_NR, &r, &a64_image, &k);
+	assert_int_equal(k.n, sizeof(want) / sizeof(want[0]));
+	for (i = 0; i < sizeof(want) / sizeof(want[0]); i++)
+		assert_int_equal(k.ips[i], want[i]);
+	assert_int_equal(k.causes, UNW_C_FP | UNW_C_UNSUPPORTED | UNW_C_END);
+	assert_int_equal(k.frames[0], 1);
+	assert_int_equal(k.frames[1], 3);
+
+	r.ip = BASE + 0x010;
+	r.ra_mask = 0;
+	r.bp = 0;
+	both(a64_proc(), a64_rows, A64_NR, &r, &a64_image, &k);
+	assert_int_equal(k.n, 1);
+	assert_int_equal(k.causes, UNW_C_UNSUPPORTED);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -514,6 +624,8 @@ int main(void)
 		cmocka_unit_test(test_row_search_large_table),
 		cmocka_unit_test(test_miss_resent),
 		cmocka_unit_test(test_live_stack),
+		cmocka_unit_test(test_a64_chain),
+		cmocka_unit_test(test_a64_records),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);

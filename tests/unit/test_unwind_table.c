@@ -1247,10 +1247,25 @@ static void test_errors(void **state)
 	assert_non_null(c);
 	hand_cfi(c);
 	img = hand_elf(c, ".eh_frame", &len);
-	((Elf64_Ehdr *)img)->e_machine = EM_AARCH64;
+	((Elf64_Ehdr *)img)->e_machine = EM_PPC64;	/* neither x86-64 nor AArch64 */
 	FX(tk_elf__open_mem(img, len, &elf));
 	assert_int_equal(tk_unw_table__build(elf, NULL, &t), -ENOTSUP);
 	assert_null(t);
+	/* an x86-64 object whose debug file is an AArch64 one: not its debug file */
+	{
+		struct tk_elf *dbg;
+		uint8_t *img2 = hand_elf(c, ".eh_frame", &len);
+
+		((Elf64_Ehdr *)img2)->e_machine = EM_AARCH64;
+		((Elf64_Ehdr *)img)->e_machine = EM_X86_64;
+		tk_elf__free(elf);
+		FX(tk_elf__open_mem(img, len, &elf));
+		FX(tk_elf__open_mem(img2, len, &dbg));
+		assert_int_equal(tk_unw_table__build(elf, dbg, &t), -ENOTSUP);
+		assert_null(t);
+		tk_elf__free(dbg);
+		free(img2);
+	}
 	tk_elf__free(elf);
 	free(img);
 	/*

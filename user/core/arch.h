@@ -4,7 +4,9 @@
  * Makefile's ARCH). The perf_event user registers the unwinders read: by bit
  * number, which is the order a sample carries them in, the frame pointer, the
  * stack pointer and the program counter on both (x86: bp 6, sp 7, ip 8; arm64:
- * x29 29, sp 31, pc 32), so a sample's three registers mean the same on both.
+ * x29 29, sp 31, pc 32); arm64 adds LR (x30, bit 30: the leaf's return
+ * address until it is saved), so a sample carries TK_PERF_REGS_NR words in
+ * the order TK_PERF_REG_* say.
  */
 #ifndef __TK_CORE_ARCH_H
 #define __TK_CORE_ARCH_H
@@ -14,10 +16,24 @@
 #if defined(__x86_64__)
 #define TK_PERF_REGS_USER                                                            \
 	((1ULL << PERF_REG_X86_BP) | (1ULL << PERF_REG_X86_SP) | (1ULL << PERF_REG_X86_IP))
+#define TK_PERF_REGS_NR 3
+#define TK_PERF_REG_BP 0
+#define TK_PERF_REG_SP 1
+#define TK_PERF_REG_IP 2
+#define TK_PERF_REG_LR (-1)		/* none */
+/* what strips a return address before it is looked up (tk_unw_regs.ra_mask): nothing */
+#define TK_UNW_RA_MASK 0
 #elif defined(__aarch64__)
 #define TK_PERF_REGS_USER                                                            \
-	((1ULL << PERF_REG_ARM64_X29) | (1ULL << PERF_REG_ARM64_SP) |                  \
-	 (1ULL << PERF_REG_ARM64_PC))
+	((1ULL << PERF_REG_ARM64_X29) | (1ULL << PERF_REG_ARM64_LR) |                  \
+	 (1ULL << PERF_REG_ARM64_SP) | (1ULL << PERF_REG_ARM64_PC))
+#define TK_PERF_REGS_NR 4
+#define TK_PERF_REG_BP 0
+#define TK_PERF_REG_LR 1
+#define TK_PERF_REG_SP 2
+#define TK_PERF_REG_IP 3
+/* pointer authentication: a user address has 48 bits (bpf/unwind.h, UNW_A64_RA_MASK) */
+#define TK_UNW_RA_MASK ((1ULL << 48) - 1)
 #else
 #error "tracekit builds for x86-64 and arm64"
 #endif

@@ -26,6 +26,7 @@
 #include "cpu/cpu.h"
 #include "cpu/cpu_seed.h"
 #include "bpf/cpu_sample.h"
+#include "core/arch.h"
 #include "core/fsutil.h"
 #include "core/grow.h"
 #include "core/internal.h"
@@ -298,7 +299,8 @@ struct walker {
 /* Walk @r's user stack and store it under its seed hash; false: not read (counted). */
 static bool seed_stack(struct walker *w, const struct cpu_seed *r)
 {
-	struct tk_unw_regs regs = { .ip = r->ip, .sp = r->sp, .bp = r->bp };
+	struct tk_unw_regs regs = { .ip = r->ip, .sp = r->sp, .bp = r->bp,
+				    .ra_mask = TK_UNW_RA_MASK };
 	struct cpu_stack_key k = { .hash = r->ustack, .epoch = r->epoch };
 	const struct unw_row *rows = NULL;
 	bool have_proc = false, ok;

@@ -16,6 +16,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include "core/arch.h"
 #include "cpu/perf_ring.h"
 
 int tk_perf_ring__map(struct tk_perf_ring *r, int fd, unsigned int pages)
@@ -154,13 +155,19 @@ int tk_perf_sample__parse(const struct perf_event_header *h, bool unwind, bool s
 	s->regs_abi = *p++;
 	words--;
 	if (s->regs_abi != PERF_SAMPLE_REGS_ABI_NONE) {
-		if (words < 3)
+		if (words < TK_PERF_REGS_NR)
 			return -EINVAL;
-		s->regs.bp = p[0];
-		s->regs.sp = p[1];
-		s->regs.ip = p[2];
-		p += 3;
-		words -= 3;
+		s->regs.bp = p[TK_PERF_REG_BP];
+		s->regs.sp = p[TK_PERF_REG_SP];
+		s->regs.ip = p[TK_PERF_REG_IP];
+#if TK_PERF_REG_LR >= 0
+		s->regs.lr = p[TK_PERF_REG_LR];
+#else
+		s->regs.lr = 0;
+#endif
+		s->regs.ra_mask = TK_UNW_RA_MASK;
+		p += TK_PERF_REGS_NR;
+		words -= TK_PERF_REGS_NR;
 	}
 	/* stack size, then (unless 0) that many bytes and what of them was copied */
 	if (words < 1)

@@ -13,6 +13,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "core/arch.h"
 #include "stacks/stacks_int.h"
 #include "sym/symbolize.h"
 #include "unwind/unwind.h"
@@ -145,7 +146,8 @@ static void user_frames(struct stk_result *r, struct stk_proc *p, struct stk_raw
 	uint64_t merged[STK_MAX_UFRAMES + STK_MAX_PYFRAMES];
 	struct tk_stacks_frame *f;
 	const struct unw_row *rows;
-	struct tk_unw_regs regs = { .ip = x->ip, .sp = x->sp, .bp = x->bp };
+	struct tk_unw_regs regs = { .ip = x->ip, .sp = x->sp, .bp = x->bp, .lr = x->lr,
+				    .ra_mask = TK_UNW_RA_MASK };
 	struct img *m;
 	size_t nr_rows;
 	int n, native = 0;
@@ -320,6 +322,7 @@ static struct stk_oncpu *sample_running(struct stk_result *r, struct stk_raws *r
 			x->ip = q[k].ip;
 			x->sp = q[k].sp;
 			x->bp = q[k].bp;
+			x->lr = q[k].lr;
 			x->copy = q[k].stack;
 			x->copy_len = q[k].len;
 			x->nr = -2;

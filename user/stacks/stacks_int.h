@@ -38,6 +38,7 @@ struct stk_raw {
 	int64_t nr;			/* syscall: -1 none, -2 unknown */
 	uint64_t args[6];
 	uint64_t ip, sp, bp;
+	uint64_t lr;			/* arm64's x30 when a perf sample gave it; else 0 */
 	int64_t off_cpu_ns;		/* -1 unknown */
 	uint64_t switches;
 	bool have_switches;
@@ -133,6 +134,7 @@ struct stk_oncpu {
 	uint32_t tid;
 	bool ok;			/* sampled: */
 	uint64_t ip, sp, bp;
+	uint64_t lr;			/* arm64: x30 */
 	uint8_t *stack;			/* malloc'ed, from sp; the caller frees it */
 	uint32_t len;
 };

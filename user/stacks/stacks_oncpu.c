@@ -84,7 +84,7 @@ static bool read_sample(const struct ring *r, long page, struct stk_oncpu *q)
 		if (h.size < sizeof(h) || tail + h.size > head)
 			break;
 		if (h.type == PERF_RECORD_SAMPLE) {
-			uint64_t abi, regs[3], size, dyn;
+			uint64_t abi, regs[TK_PERF_REGS_NR], size, dyn;
 			size_t at = sizeof(h) + 8;	/* pid, tid */
 
 			rec = malloc(h.size);
@@ -104,9 +104,14 @@ static bool read_sample(const struct ring *r, long page, struct stk_oncpu *q)
 					memcpy(&dyn, rec + at + size, 8);
 					if (dyn > size)
 						dyn = size;
-					q->bp = regs[0];
-					q->sp = regs[1];
-					q->ip = regs[2];
+					q->bp = regs[TK_PERF_REG_BP];
+					q->sp = regs[TK_PERF_REG_SP];
+					q->ip = regs[TK_PERF_REG_IP];
+#if TK_PERF_REG_LR >= 0
+					q->lr = regs[TK_PERF_REG_LR];
+#else
+					q->lr = 0;
+#endif
 					q->len = dyn;
 					q->stack = malloc(dyn ? dyn : 1);
 					if (q->stack) {

@@ -24,6 +24,7 @@ enum tk_unw_source {
 	TK_UNW_SRC_NONE = 0,		/* the object has no CFI */
 	TK_UNW_SRC_EH_FRAME,		/* its own .eh_frame */
 	TK_UNW_SRC_DEBUG_FRAME,		/* .debug_frame (its own, or its debug file's) */
+	TK_UNW_SRC_VDSO,		/* none: arm64's vDSO, rows of its own (unwind_table.c) */
 };
 
 struct tk_unw_table_stats {
@@ -83,7 +84,15 @@ const struct unw_row *tk_unw_table__find(const struct tk_unw_table *t, uint64_t 
 struct tk_unw_regs {
 	uint64_t ip;
 	uint64_t sp;
-	uint64_t bp;
+	uint64_t bp;			/* rbp; arm64: x29 */
+	uint64_t lr;			/* arm64: x30 (the leaf's return address until saved) */
+	/*
+	 * arm64: the mask that strips a return address's pointer authentication
+	 * code (UNW_A64_RA_MASK); 0: none, the stack is x86-64's. Nonzero also
+	 * says the walk is arm64's: arm64 rows apply (an x86 walk takes them as
+	 * UNSUPPORTED) and a frame record does not give the caller's sp.
+	 */
+	uint64_t ra_mask;
 };
 
 /*

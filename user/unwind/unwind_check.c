@@ -93,7 +93,8 @@ int tk_unw_check__walk(struct tk_unw_check *c, const struct unw_proc *proc,
 		       const struct tk_unw_regs *regs, uint32_t skip, uint64_t *ips, int max,
 		       uint32_t *causes, uint32_t frames[2])
 {
-	__u64 args[4] = { regs->ip, regs->sp, regs->bp, skip };
+	/* an arm64 image: its LR, and that it is one (regs->ra_mask, tk_unw_regs) */
+	__u64 args[6] = { regs->ip, regs->sp, regs->bp, skip, regs->lr, regs->ra_mask != 0 };
 	LIBBPF_OPTS(bpf_test_run_opts, topts, .ctx_in = args, .ctx_size_in = sizeof(args));
 	struct unw_check_out o;
 	__u32 key = getpid(), zero = 0;
@@ -143,7 +144,7 @@ int tk_unw_check__selftest(char *msg, size_t msg_sz)
 	};
 	struct unw_proc *p = calloc(1, sizeof(*p));
 	uint64_t sp = (uintptr_t)&stack[0], ips[8], want[5];
-	struct tk_unw_regs regs;
+	struct tk_unw_regs regs = { 0 };
 	struct tk_unw_check *c = NULL;
 	uint32_t causes = 0, frames[2];
 	struct unw_row *r;

@@ -21,8 +21,12 @@ enum step {
 
 struct walk {
 	uint64_t ip, sp, bp;
+	uint64_t lr;		/* arm64: x30, while exact (the leaf, after a signal frame) */
+	uint64_t ra_mask;	/* arm64: strips a return address's PAC; x86: ~0 */
 	uint32_t causes;
 	bool interrupted;	/* ip is where a signal interrupted the code, not a return address */
+	bool exact;		/* the frame is the leaf or a signal's: ip and lr are its own */
+	bool sp_lost;		/* arm64: a frame record gave sp (a lower bound only) */
 	tk_unw_read_fn read;
 	void *ctx;
 	struct tk_unw_tramp *tramp;	/* NULL: no trampolines to know */
@@ -101,6 +105,65 @@ static enum step signal_frame(struct walk *w)
 	return STEP_ROW;
 }
 
+/* arm64's signal trampoline: x29, LR, sp and pc from the rt_sigframe at sp. */
+static enum step a64_signal_frame(struct walk *w)
+{
+	uint64_t ip, sp, bp, lr;
+
+	if (!read_u64(w, w->sp + UNW_A64_SC_PC, &ip) || !read_u64(w, w->sp + UNW_A64_SC_SP, &sp) ||
+	    !read_u64(w, w->sp + UNW_A64_SC_X29, &bp) || !read_u64(w, w->sp + UNW_A64_SC_LR, &lr))
+		return STEP_STOP;
+	w->ip = ip & w->ra_mask;
+	w->sp = sp;
+	w->bp = bp;
+	w->lr = lr;
+	w->interrupted = true;
+	return STEP_ROW;
+}
+
+/* One arm64 frame by row @r (kind UNW_ROW_A64 | bits, bpf/unwind.h). */
+static enum step a64_row_step(struct walk *w, const struct unw_row *r)
+{
+	uint64_t base, cfa, slot, ra, bp = w->bp;
+
+	if (r->kind == UNW_ROW_A64_SIGNAL)
+		return a64_signal_frame(w);
+	/*
+	 * After a frame record, sp is only a lower bound; LR is the leaf's (or the
+	 * interrupted frame's) own, nobody else's: either way the row does not apply.
+	 */
+	if ((r->kind & UNW_A64_SIGNAL) || (!(r->kind & UNW_A64_FP) && w->sp_lost) ||
+	    ((r->kind & UNW_A64_RA_LR) && !w->exact)) {
+		w->causes |= UNW_C_UNSUPPORTED;
+		return STEP_FP;
+	}
+	base = r->kind & UNW_A64_FP ? w->bp : w->sp;
+	cfa = base + r->cfa_off;
+	/* the caller's frame lies above this one (a leaf's CFA may be sp itself) */
+	if (cfa < w->sp || (cfa == w->sp && !(r->kind & UNW_A64_RA_LR))) {
+		w->causes |= UNW_C_BAD_FRAME;
+		return STEP_STOP;
+	}
+	if (r->kind & UNW_A64_RA_LR) {
+		ra = w->lr;
+		slot = 0;
+	} else {
+		slot = r->ra_off < 0 ? cfa + 8 * (int64_t)r->ra_off : base + 8 * (int64_t)r->ra_off;
+		if (!read_u64(w, slot, &ra))
+			return STEP_STOP;
+	}
+	if (r->kind & UNW_A64_X29_LOST)
+		bp = 0;
+	else if ((r->kind & UNW_A64_X29_PAIR) && !(r->kind & UNW_A64_RA_LR) &&
+		 !read_u64(w, slot - 8, &bp))
+		return STEP_STOP;
+	w->sp = cfa;
+	w->bp = bp;
+	w->ip = ra & w->ra_mask;
+	w->sp_lost = false;
+	return STEP_ROW;
+}
+
 /* One frame by row @r (NULL: none covers the address). */
 static enum step row_step(struct walk *w, const struct unw_row *r)
 {
@@ -131,6 +194,9 @@ static enum step row_step(struct walk *w, const struct unw_row *r)
 		w->causes |= UNW_C_NO_ROW;
 		return STEP_FP;
 	default:		/* UNW_ROW_UNSUPPORTED, or a kind this evaluator does not know */
+		/* an arm64 row, in an arm64 walk only (an x86 walk's pc in an AArch64 object) */
+		if ((r->kind & UNW_ROW_A64) && w->ra_mask != ~0ULL)
+			return a64_row_step(w, r);
 		w->causes |= UNW_C_UNSUPPORTED;
 		return STEP_FP;
 	}
@@ -175,7 +241,12 @@ static enum step fp_step(struct walk *w)
 		return STEP_STOP;
 	w->sp = w->bp + 16;
 	w->bp = bp;
-	w->ip = ra;
+	w->ip = ra & w->ra_mask;
+	/*
+	 * arm64 (a return address mask): the record is at the bottom of its frame,
+	 * x29 + 16 is not the caller's sp; x86: rbp + 16 is the caller's rsp.
+	 */
+	w->sp_lost = w->ra_mask != ~0ULL;
 	return STEP_FP;
 }
 
@@ -247,7 +318,8 @@ static int walk(const struct unw_proc *proc, const struct unw_row *rows, size_t 
 		uint64_t *sps, int max, uint32_t *causes, uint32_t frames[2],
 		struct tk_unw_tramp *t)
 {
-	struct walk w = { .ip = regs->ip, .sp = regs->sp, .bp = regs->bp,
+	struct walk w = { .ip = regs->ip, .sp = regs->sp, .bp = regs->bp, .lr = regs->lr,
+			  .ra_mask = regs->ra_mask ? regs->ra_mask : ~0ULL,
 			  .causes = proc ? 0 : UNW_C_NO_PROC, .read = read, .ctx = ctx,
 			  .tramp = t };
 	uint32_t by_row = 0, by_fp = 0;
@@ -270,6 +342,7 @@ static int walk(const struct unw_proc *proc, const struct unw_row *rows, size_t 
 		 * signal interrupted, are the instruction itself.
 		 */
 		w.interrupted = false;
+		w.exact = exact;
 		s = frame_step(&w, proc, rows, nr_rows, exact ? w.ip : w.ip - 1);
 		/* code of no file, or of no CFI: a trampoline's, before the frame pointer */
 		if (s == STEP_FP && !exact && tramp_step(&w))

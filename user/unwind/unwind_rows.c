@@ -12,6 +12,7 @@
 #include <elfutils/libdw.h>
 #include <errno.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include <linux/types.h>
 
@@ -22,6 +23,11 @@
 #define REG_RBP 6
 #define REG_RSP 7
 #define REG_RA 16
+
+/* arm64's DWARF numbers: x29 (the frame pointer), x30 (LR, the return address column), sp */
+#define A64_X29 29
+#define A64_LR 30
+#define A64_SP 31
 
 /* ---- rows -------------------------------------------------------------------------------- */
 
@@ -176,6 +182,91 @@ static void frame_row(Dwarf_Frame *f, int ra_reg, bool signal, struct unw_row *r
 	}
 }
 
+/*
+ * arm64's CFA rule: DW_OP_bregx 31 (sp) or 29 (x29), off; false when it is anything else.
+ * Sets the UNW_A64_FP bit of r->kind.
+ */
+static bool a64_cfa_rule(Dwarf_Frame *f, struct unw_row *r)
+{
+	Dwarf_Op *ops;
+	unsigned int reg;
+	size_t n;
+	int64_t off;
+
+	if (dwarf_frame_cfa(f, &ops, &n) || !ops || n != 1)
+		return false;
+	if (ops[0].atom == DW_OP_bregx) {
+		reg = ops[0].number > 255 ? 255 : ops[0].number;
+		off = (int64_t)ops[0].number2;
+	} else if (ops[0].atom >= DW_OP_breg0 && ops[0].atom <= DW_OP_breg31) {
+		reg = ops[0].atom - DW_OP_breg0;
+		off = (int64_t)ops[0].number;
+	} else {
+		return false;
+	}
+	if (!fits_s16(off) || (reg != A64_SP && reg != A64_X29))
+		return false;
+	r->cfa_off = off;
+	if (reg == A64_X29)
+		r->kind |= UNW_A64_FP;
+	return true;
+}
+
+/*
+ * The arm64 row @f describes (bpf/unwind.h): the return address in LR, or at
+ * CFA + @ra (libdw's offset), written as ra_off against the CFA when it is
+ * within 1 KiB of it, else against the base register (gcc keeps it at the
+ * bottom of the frame); the caller's x29 unchanged, beside it, or lost.
+ */
+static void a64_frame_row(Dwarf_Frame *f, int ra_reg, bool signal, struct unw_row *r)
+{
+	int64_t ra = 0, fp = 0, base;
+	enum reg_rule ra_rule, fp_rule;
+
+	r->cfa_off = 0;
+	r->ra_off = 0;
+	r->kind = UNW_ROW_UNSUPPORTED;
+	if (signal) {
+		r->kind = UNW_ROW_A64_SIGNAL;
+		return;
+	}
+	if (ra_reg != A64_LR)
+		return;
+	ra_rule = reg_rule(f, A64_LR, &ra);
+	if (ra_rule == REG_UNDEFINED) {
+		r->kind = UNW_ROW_END;
+		return;
+	}
+	r->kind = UNW_ROW_A64;
+	if (!a64_cfa_rule(f, r))
+		goto unsupported;
+	fp_rule = reg_rule(f, A64_X29, &fp);
+	if (ra_rule == REG_SAME) {
+		r->kind |= UNW_A64_RA_LR;
+		if (fp_rule != REG_SAME)
+			r->kind |= UNW_A64_X29_LOST;
+		return;
+	}
+	if (ra_rule != REG_AT_CFA || ra >= 0 || ra % 8)
+		goto unsupported;
+	base = r->cfa_off + ra;		/* the slot against sp or x29 */
+	if (ra / 8 >= -128)
+		r->ra_off = ra / 8;
+	else if (base >= 0 && base / 8 <= 127)
+		r->ra_off = base / 8;
+	else
+		goto unsupported;
+	if (fp_rule == REG_AT_CFA && fp == ra - 8)
+		r->kind |= UNW_A64_X29_PAIR;
+	else if (fp_rule != REG_SAME)
+		r->kind |= UNW_A64_X29_LOST;
+	return;
+unsupported:
+	r->kind = UNW_ROW_UNSUPPORTED;
+	r->cfa_off = 0;
+	r->ra_off = 0;
+}
+
 static bool same_row(const struct unw_row *a, const struct unw_row *b)
 {
 	return a->kind == b->kind && a->cfa_off == b->cfa_off && a->rbp_off == b->rbp_off;
@@ -244,7 +335,10 @@ int tk_unw_fde_rows(struct builder *b, Dwarf_CFI *cfi, const struct fde *fde, ui
 			err = emit(b, pc, row_unsupported);
 			break;
 		}
-		frame_row(f, ra, signal, &r);
+		if (b->a64)
+			a64_frame_row(f, ra, signal, &r);
+		else
+			frame_row(f, ra, signal, &r);
 		free(f);
 		err = emit(b, pc, r);
 		if (err)
@@ -256,3 +350,89 @@ int tk_unw_fde_rows(struct builder *b, Dwarf_CFI *cfi, const struct fde *fde, ui
 	return err;
 }
 
+
+/*
+ * arm64 code no FDE covers, [@start, @end), given the row kind @kind (cfa_off
+ * and ra_off 0): .plt (binutils: adrp, ldr, add, br x17), a stub that has not
+ * touched sp, x29 or LR yet ("CFA = sp, return address in LR"); the vDSO's
+ * __kernel_rt_sigreturn (UNW_ROW_A64_SIGNAL). When the rows say nothing of
+ * that range (no row, or INVALID ones), it gets the one row, and the row in
+ * force at @end is kept. The table may be rebased down to @start; an empty
+ * table gets the range and INVALID after it. Returns 0 or -ENOMEM.
+ */
+int tk_unw_a64_fill(struct builder *b, uint64_t start, uint64_t end, uint8_t kind)
+{
+	struct tk_unw_table *t = b->t;
+	struct unw_row at_end = row_invalid, *rows;
+	size_t i, lo, hi, keep, nr;
+	uint64_t shift = 0;
+
+	if (start >= end || end - start > UINT32_MAX)
+		return 0;
+	if (!t->nr) {
+		rows = reallocarray(t->rows, 2, sizeof(*rows));
+		if (!rows)
+			return -ENOMEM;
+		t->rows = rows;
+		b->cap = 2;
+		t->base = start;
+		t->rows[0] = (struct unw_row){ .pc = 0, .kind = kind };
+		t->rows[1] = (struct unw_row){ .pc = end - start, .kind = UNW_ROW_INVALID };
+		t->nr = 2;
+		t->st.plt += kind == (UNW_ROW_A64 | UNW_A64_RA_LR);
+		return 0;
+	}
+	if (start < t->base) {
+		shift = t->base - start;
+		if (t->rows[t->nr - 1].pc + shift > UINT32_MAX)
+			return 0;
+	} else if (end - t->base > UINT32_MAX) {
+		return 0;
+	}
+	for (i = 0; i < t->nr; i++)
+		t->rows[i].pc += shift;
+	t->base -= shift;
+	start -= t->base;
+	end -= t->base;
+	/* rows[lo..hi) lie in [start, end); the row before lo covers start, if any */
+	for (lo = 0; lo < t->nr && t->rows[lo].pc < start; lo++)
+		;
+	for (hi = lo; hi < t->nr && t->rows[hi].pc < end; hi++) {
+		if (t->rows[hi].kind != UNW_ROW_INVALID)
+			return 0;	/* CFI of its own: kept */
+	}
+	/* the row covering start: rows[lo] when it is at start, else the one before */
+	if (lo && (lo == t->nr || t->rows[lo].pc > start) &&
+	    t->rows[lo - 1].kind != UNW_ROW_INVALID)
+		return 0;
+	if (hi > lo)
+		at_end = t->rows[hi - 1];
+	else if (lo)
+		at_end = t->rows[lo - 1];
+	/* one row at start, one at end unless a row is there already: 2 - (hi - lo) more */
+	keep = hi < t->nr && t->rows[hi].pc == end;
+	nr = t->nr - (hi - lo) + 1 + !keep;
+	if (nr > b->cap) {
+		rows = reallocarray(t->rows, nr, sizeof(*rows));
+		if (!rows)
+			return -ENOMEM;
+		t->rows = rows;
+		b->cap = nr;
+	}
+	memmove(&t->rows[lo + 1 + !keep], &t->rows[hi], (t->nr - hi) * sizeof(*t->rows));
+	t->rows[lo] = (struct unw_row){ .pc = start, .kind = kind };
+	if (!keep) {
+		at_end.pc = end;
+		t->rows[lo + 1] = at_end;
+	}
+	t->nr = nr;
+	t->st.plt += kind == (UNW_ROW_A64 | UNW_A64_RA_LR);
+	/* a neighbour may now say the same (an FDE's first row at @end: LR too): merged */
+	keep = lo ? lo - 1 : 0;
+	for (i = keep + 1; i < t->nr; i++) {
+		if (!same_row(&t->rows[keep], &t->rows[i]))
+			t->rows[++keep] = t->rows[i];
+	}
+	t->nr = keep + 1;
+	return 0;
+}

@@ -267,13 +267,102 @@ static int exec_segments(struct builder *b, Elf *e)
 	return 0;
 }
 
-static bool is_x86_64(Elf *e)
+/* The object's machine, when the rows can describe it (64-bit little-endian x86-64 or AArch64). */
+static int machine(Elf *e)
 {
 	const char *ident = elf_getident(e, NULL);
 	GElf_Ehdr eh;
 
-	return ident && ident[EI_CLASS] == ELFCLASS64 && ident[EI_DATA] == ELFDATA2LSB &&
-	       gelf_getehdr(e, &eh) && eh.e_machine == EM_X86_64;
+	if (!ident || ident[EI_CLASS] != ELFCLASS64 || ident[EI_DATA] != ELFDATA2LSB ||
+	    !gelf_getehdr(e, &eh) || (eh.e_machine != EM_X86_64 && eh.e_machine != EM_AARCH64))
+		return -1;
+	return eh.e_machine;
+}
+
+/* arm64: rows for .plt, which has no FDE (tk_unw_a64_fill). */
+static int a64_plt(struct builder *b, Elf *e)
+{
+	GElf_Shdr shdr;
+
+	if (!b->t->nr || !find_section(e, ".plt", &shdr) || !(shdr.sh_flags & SHF_EXECINSTR) ||
+	    shdr.sh_addr + shdr.sh_size < shdr.sh_addr)
+		return 0;
+	return tk_unw_a64_fill(b, shdr.sh_addr, shdr.sh_addr + shdr.sh_size,
+			       UNW_ROW_A64 | UNW_A64_RA_LR);
+}
+
+/* The value of the defined .dynsym symbol @name of @e (any type: the vDSO's are NOTYPE), or 0. */
+static uint64_t dynsym(Elf *e, const char *name)
+{
+	Elf_Scn *scn = NULL;
+	GElf_Shdr shdr;
+	GElf_Sym sym;
+	Elf_Data *d;
+	size_t i, n;
+	const char *nm;
+
+	while ((scn = elf_nextscn(e, scn))) {
+		if (!gelf_getshdr(scn, &shdr) || shdr.sh_type != SHT_DYNSYM || !shdr.sh_entsize)
+			continue;
+		d = elf_getdata(scn, NULL);
+		n = d ? d->d_size / shdr.sh_entsize : 0;
+		for (i = 1; i < n; i++) {
+			if (!gelf_getsym(d, i, &sym) || sym.st_shndx == SHN_UNDEF)
+				continue;
+			nm = elf_strptr(e, shdr.sh_link, sym.st_name);
+			if (nm && !strcmp(nm, name))
+				return sym.st_value;
+		}
+	}
+	return 0;
+}
+
+/*
+ * arm64's vDSO: __kernel_rt_sigreturn has no CFI on any kernel measured
+ * (5.10's FDEs stop before it; 6.1+ have no .eh_frame at all), and 6.1+
+ * describe none of their functions. When its code is "mov x8, #139; svc #0"
+ * (rt_sigreturn: what libgcc matches too), it and the nop before it (a
+ * handler's return address is the symbol: looked up a byte before) get a
+ * signal row; a vDSO without CFI gets "return address in LR" over its .text:
+ * its clock functions are frameless leaves (__kernel_getrandom of 6.11+ is
+ * not: past its prologue the walk goes by its frame record, counted).
+ */
+static int a64_vdso(struct builder *b, struct tk_elf *elf)
+{
+	const uint32_t code[2] = { 0xd2801168, 0xd4000001 };
+	Elf *e = tk_elf__libelf(elf);
+	uint64_t at = dynsym(e, "__kernel_rt_sigreturn");
+	uint32_t insn[2];
+	GElf_Shdr shdr;
+
+	if (at < 4 ||
+	    tk_elf__read_vaddr(elf, at, insn, sizeof(insn)) != sizeof(insn) ||
+	    memcmp(insn, code, sizeof(code)))
+		return 0;
+	if (!b->t->nr && find_section(e, ".text", &shdr) && (shdr.sh_flags & SHF_EXECINSTR) &&
+	    at - 4 >= shdr.sh_addr && at + 8 <= shdr.sh_addr + shdr.sh_size &&
+	    shdr.sh_size <= (1 << 20)) {
+		struct tk_unw_table *t = b->t;
+		const uint8_t lr = UNW_ROW_A64 | UNW_A64_RA_LR;
+		const uint64_t s = shdr.sh_addr, end = s + shdr.sh_size;
+		struct unw_row *rows = reallocarray(t->rows, 4, sizeof(*rows));
+		size_t n = 0;
+
+		if (!rows)
+			return -ENOMEM;
+		t->rows = rows;
+		b->cap = 4;
+		t->base = s;
+		if (at - 4 > s)
+			t->rows[n++] = (struct unw_row){ .pc = 0, .kind = lr };
+		t->rows[n++] = (struct unw_row){ .pc = at - 4 - s, .kind = UNW_ROW_A64_SIGNAL };
+		if (at + 8 < end)
+			t->rows[n++] = (struct unw_row){ .pc = at + 8 - s, .kind = lr };
+		t->rows[n++] = (struct unw_row){ .pc = end - s, .kind = UNW_ROW_INVALID };
+		t->nr = n;
+		return 0;
+	}
+	return tk_unw_a64_fill(b, at - 4, at + 8, UNW_ROW_A64_SIGNAL);
 }
 
 int tk_unw_table__build(struct tk_elf *elf, struct tk_elf *debug, struct tk_unw_table **out)
@@ -290,8 +379,10 @@ int tk_unw_table__build(struct tk_elf *elf, struct tk_elf *debug, struct tk_unw_
 	*out = NULL;
 	if (!elf || !tk_elf__libelf(elf))
 		return -EINVAL;
-	if (!is_x86_64(tk_elf__libelf(elf)) || (debug && !is_x86_64(tk_elf__libelf(debug))))
+	ret = machine(tk_elf__libelf(elf));
+	if (ret < 0 || (debug && machine(tk_elf__libelf(debug)) != ret))
 		return -ENOTSUP;
+	b.a64 = ret == EM_AARCH64;
 	t = calloc(1, sizeof(*t));
 	if (!t)
 		return -ENOMEM;
@@ -307,6 +398,13 @@ int tk_unw_table__build(struct tk_elf *elf, struct tk_elf *debug, struct tk_unw_
 			ret = from_debug_frame(&b, debug);
 		if (ret > 0)
 			t->source = TK_UNW_SRC_DEBUG_FRAME;
+	}
+	if (ret > 0 && b.a64)
+		ret = a64_plt(&b, tk_elf__libelf(elf));
+	if (ret >= 0 && b.a64) {
+		ret = a64_vdso(&b, elf);
+		if (!ret && t->nr && t->source == TK_UNW_SRC_NONE)
+			t->source = TK_UNW_SRC_VDSO;
 	}
 	free(b.fdes);
 	free(b.offs);
@@ -329,9 +427,10 @@ int tk_unw_table__build(struct tk_elf *elf, struct tk_elf *debug, struct tk_unw_
 			t->st.unsupported++;
 			break;
 		case UNW_ROW_SIGNAL:
+		case UNW_ROW_A64_SIGNAL:
 			t->st.signal++;
 			break;
-		case UNW_ROW_PLT:
+		case UNW_ROW_PLT:	/* arm64's .plt row: counted by tk_unw_a64_plt */
 			t->st.plt++;
 			break;
 		case UNW_ROW_DEREF_FP:

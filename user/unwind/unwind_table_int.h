@@ -41,6 +41,7 @@ struct builder {
 	size_t nr_offs, cap_offs;
 	bool malformed;			/* an entry could not be parsed */
 	bool unsafe;			/* a program libdw must not run (program_ok) */
+	bool a64;			/* an AArch64 object: arm64 rows (bpf/unwind.h) */
 };
 
 /* One CFI section: its bytes for dwarf_next_cfi(), where they are loaded, its libdw handle. */
@@ -76,5 +77,8 @@ uint64_t tk_unw_now_ns(void);
  */
 int tk_unw_fde_rows(struct builder *b, Dwarf_CFI *cfi, const struct fde *fde,
 		    uint64_t next_start);
+
+/* arm64: code no FDE covers, [@start, @end), as @kind says (.plt, sigreturn: unwind_rows.c). */
+int tk_unw_a64_fill(struct builder *b, uint64_t start, uint64_t end, uint8_t kind);
 
 #endif /* __TK_UNWIND_TABLE_INT_H */
