@@ -176,7 +176,8 @@ check_offspan() {
 }
 
 # tracekit record over a command: $1 rc, $2 stderr, $3 the manifest, $4 the allocation summary.
-# Every collector is recorded, and the allocation profile names alloc_leak's leak_site.
+# Every collector is recorded (the stacks snapshots too), and the allocation profile names
+# alloc_leak's leak_site.
 check_record() {
 	local rc=$1 err=$2 manifest=$3 alloc=$4 st
 	T=record
@@ -187,7 +188,7 @@ check_record() {
 	ok "record: tracekit record exits 0"
 	st=$(jq -r '[.collectors[] | .name + "=" + .status] | join(" ")' "$manifest" 2>/dev/null)
 	expect "record: every collector recorded ($st)" \
-		'[[ $st == "alloc=recorded cpu=recorded numa=recorded" ]]' \
+		'[[ $st == "alloc=recorded cpu=recorded numa=recorded stacks=recorded" ]]' \
 		"manifest: $(head -c 800 "$manifest" 2>/dev/null)"
 	expect "record: the allocation profile names leak_site" 'grep -q leak_site "$alloc"' \
 		"alloc.txt: $(head -c 600 "$alloc" 2>/dev/null)"
