@@ -940,11 +940,18 @@ static void test_container(void **state)
  */
 static void test_example(void **state)
 {
-	char cmd[1024];
+	char cmd[2048];
 
 	NEED_ROOT();
-	snprintf(cmd, sizeof(cmd), "setpriv --reuid=65534 --regid=65534 --clear-groups "
-		 "%s/examples/stacks_self", tk_test_build_dir());
+	/*
+	 * Below a directory its user cannot search (as a checkout in /root), run from
+	 * inside: neither the path nor PID/root reach its executable, PID/map_files
+	 * needs CAP_SYS_ADMIN, and PID/exe is the way.
+	 */
+	snprintf(cmd, sizeof(cmd), "mkdir -m 0700 %s/closed && mkdir -m 0755 %s/closed/in && "
+		 "cp %s/examples/stacks_self %s/closed/in/ && cd %s/closed/in && "
+		 "setpriv --reuid=65534 --regid=65534 --clear-groups ./stacks_self", tmpdir,
+		 tmpdir, tk_test_build_dir(), tmpdir, tmpdir);
 	assert_int_equal(tk_test_capture(cmd, out, sizeof(out)), 0);
 	print_message("%s", out);
 	assert_non_null(strstr(out, "backend proc"));

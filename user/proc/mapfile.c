@@ -31,6 +31,8 @@ const char *tk_mapfile_way__name(enum tk_mapfile_way w)
 		return "root";
 	case TK_MAPFILE_PATH:
 		return "path";
+	case TK_MAPFILE_EXE:
+		return "exe";
 	}
 	return "?";
 }
@@ -80,7 +82,7 @@ static int try_way(const char *proc_root, int pid, const char *path, enum tk_map
 		r.flags = TK_OPEN_ANY_OWNER;
 		fd = tk_open_untrusted_path(path, &r, &st);
 	} else {
-		/* map_files; a fixture tree's PID/root (nothing there is another user's) */
+		/* map_files, exe; a fixture tree's PID/root (nothing there is another user's) */
 		fd = tk_open_untrusted(AT_FDCWD, out->path, &r, &st);
 	}
 	if (fd < 0)
@@ -134,6 +136,13 @@ int tk_mapfile__find(const char *proc_root, int pid, uint64_t start, uint64_t en
 		goto found;
 	stale |= e == -ESTALE;
 	err = e;
+	if (live && known) {
+		snprintf(rel, sizeof(rel), "%d/exe", pid);
+		e = tk_path_join(out->path, sizeof(out->path), proc_root, rel);
+		/* another file than the mapping's is no finding: the next way is tried */
+		if (!e && !(e = try_way(proc_root, pid, path, TK_MAPFILE_EXE, id, true, live, out)))
+			goto found;
+	}
 	if (known || (flags & TK_MAPFILE_TRUST_PATH)) {
 		copy_str(out->path, sizeof(out->path), path);
 		e = try_way(proc_root, pid, path, TK_MAPFILE_PATH, id, known, live, out);

@@ -34,6 +34,7 @@ enum tk_mapfile_way {
 	TK_MAPFILE_MAP_FILES = 1,	/* @proc_root/PID/map_files/START-END */
 	TK_MAPFILE_ROOT,		/* @proc_root/PID/root/PATH */
 	TK_MAPFILE_PATH,		/* PATH itself */
+	TK_MAPFILE_EXE,			/* @proc_root/PID/exe, when it is the file */
 };
 
 struct tk_mapfile {
@@ -66,7 +67,11 @@ enum tk_mapfile_flags {
  *      another mount namespace (needs CAP_SYS_ADMIN; a magic link that
  *      open(2), stat(2) and the kernel's uprobe attach all follow),
  *   2. @proc_root/PID/root/PATH: the process's view of its file system,
- *   3. PATH itself, only when @id is known (or with TK_MAPFILE_TRUST_PATH).
+ *   3. @proc_root/PID/exe when @id is known and it is that file (the
+ *      executable: a magic link as map_files, needing only ptrace read access
+ *      to the process — what an unprivileged process has to its own, whose
+ *      executable may lie below a directory it cannot search, as /root),
+ *   4. PATH itself, only when @id is known (or with TK_MAPFILE_TRUST_PATH).
  * Each way counts only when the file it opens (no symlink of the process's
  * followed, no FIFO or device ever opened: core/untrusted.h) is a regular file
  * of @id's device and inode (on overlayfs, of its inode alone: seen on 6.18 with the upper layer
@@ -85,7 +90,7 @@ int tk_mapfile__find(const char *proc_root, int pid, uint64_t start, uint64_t en
 /* Close what tk_mapfile__find() holds (out->fd); open_path is no more. */
 void tk_mapfile__release(struct tk_mapfile *mf);
 
-/* "map_files", "root", "path", for messages. */
+/* "map_files", "root", "exe", "path", for messages. */
 const char *tk_mapfile_way__name(enum tk_mapfile_way w);
 
 #endif /* __TK_MAPFILE_H */
