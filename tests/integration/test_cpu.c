@@ -1176,6 +1176,12 @@ static void test_off_cpu_thinned_bpf(void **state)
 		text = slurp(json);
 		/* the process: the one under ping_side */
 		sec = strstr(text, "\"name\":\"ping_side\"");
+		if (!sec) {
+			const char *l = strstr(text, "\"loss");
+
+			print_error("no ping_side in the profile (%zu bytes); %.1500s\n", strlen(text),
+				    l ? l : text);
+		}
 		assert_non_null(sec);
 		while (sec > text && strncmp(sec, "{\"pid\":", 7))
 			sec--;
