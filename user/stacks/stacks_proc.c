@@ -111,6 +111,14 @@ static int read_thread(const char *proc_root, int tdfd, uint32_t pid, uint32_t t
 		return 1;
 	r->have_switches = read_switches(tdfd, &r->switches);
 	for (int attempt = 0; attempt < 2; attempt++) {
+		/* once more: its state now, beside the registers read now */
+		if (attempt) {
+			n = read_at(tdfd, "stat", buf, sizeof(buf));
+			if (n < 0)
+				return -ESRCH;
+			if (stk_parse_stat(buf, r->comm, &r->state, &flags))
+				return -EINVAL;
+		}
 		/* a kernel thread has no user registers nor syscall: its kernel stack only */
 		err = r->kthread ? 0 : read_regs(tdfd, r);
 		if (err == -ESRCH)
@@ -140,6 +148,13 @@ static int read_thread(const char *proc_root, int tdfd, uint32_t pid, uint32_t t
 		r->switches = after;
 		r->torn = attempt == 1;
 	}
+	/*
+	 * stat and syscall are two reads: "running" in the later one is the
+	 * later word (a sleeper that woke between them is not shown asleep
+	 * without a system call)
+	 */
+	if (!r->kthread && r->nr == -2 && r->state != 'R' && r->state != 'Z' && r->state != 'X')
+		r->state = 'R';
 	r->on_cpu = r->nr == -2 && r->state == 'R' && !r->kthread;
 	if (nspid && read_at(tdfd, "status", buf, sizeof(buf)) > 0)
 		r->ns_tid = stk_parse_nspid(buf) ?: tid;
