@@ -304,7 +304,10 @@ $(BUILD)/bpf/%.bpf.o: $(BUILD)/bpf/%.tmp.bpf.o
 	$(call msg,GEN-OBJ,$@)
 	$(Q)$(BPFTOOL) gen object $@ $<
 
-$(SKEL)/%.skel.h: $(BUILD)/bpf/%.bpf.o | $(SKEL)
+# Every BPF header too: x86's skeletons live outside build/, and with build/ removed (its
+# dependency files with it) make would otherwise keep a skeleton older than a header its
+# object includes.
+$(SKEL)/%.skel.h: $(BUILD)/bpf/%.bpf.o $(wildcard bpf/*.h) | $(SKEL)
 	$(call msg,GEN-SKEL,$@)
 	$(Q)$(BPFTOOL) gen skeleton $< name $*_bpf > $@
 
