@@ -377,9 +377,7 @@ struct shape {
 static void start_shape(struct shape *s, const char *args)
 {
 	char line[512], cmd[1024];
-	struct pollfd p;
-	int pfd[2], n = 0;
-	ssize_t got;
+	int pfd[2];
 
 	memset(s, 0, sizeof(*s));
 	need_workload("stacks_shape");
@@ -395,18 +393,7 @@ static void start_shape(struct shape *s, const char *args)
 		_exit(127);
 	}
 	close(pfd[1]);
-	p.fd = pfd[0];
-	p.events = POLLIN;
-	while (n < (int)sizeof(line) - 1 && poll(&p, 1, 5000) == 1) {
-		got = read(pfd[0], line + n, sizeof(line) - 1 - n);
-		if (got <= 0)
-			break;
-		n += got;
-		if (memchr(line, '\n', n))
-			break;
-	}
-	close(pfd[0]);
-	line[n] = 0;
+	tk_test_read_line(pfd[0], line, sizeof(line), 5000);
 	if (sscanf(line, "pid %*d progress %*x signals %*x main %d holder %d waiter %d "
 		   "sleeper %d dthread %d dkind %7s", &s->main, &s->holder, &s->waiter,
 		   &s->sleeper, &s->dthread, s->dkind) != 6) {

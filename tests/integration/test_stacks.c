@@ -60,10 +60,8 @@ static uint64_t mono_ns(void)
 /* Start the workload (as uid/gid 65534 with @other) and read its line. */
 static void start_shape(struct shape *s, bool other, const char *arg)
 {
-	int pfd[2], n = 0;
+	int pfd[2];
 	char line[512];
-	struct pollfd p;
-	ssize_t r;
 
 	memset(s, 0, sizeof(*s));
 	NEED_DEP(!access(tk_test_workload("stacks_shape"), X_OK), "%s (make)\n",
@@ -87,18 +85,7 @@ static void start_shape(struct shape *s, bool other, const char *arg)
 			started[i] = s->pid;
 			break;
 		}
-	p.fd = pfd[0];
-	p.events = POLLIN;
-	while (n < (int)sizeof(line) - 1 && poll(&p, 1, 5000) == 1) {
-		r = read(pfd[0], line + n, sizeof(line) - 1 - n);
-		if (r <= 0)
-			break;
-		n += r;
-		if (memchr(line, '\n', n))
-			break;
-	}
-	close(pfd[0]);
-	line[n] = 0;
+	tk_test_read_line(pfd[0], line, sizeof(line), 5000);
 	assert_int_equal(sscanf(line, "pid %*d progress %llx signals %llx main %d holder %d "
 				"waiter %d sleeper %d dthread %d dkind %7s blocked_ns %llu",
 				&s->progress, &s->signals, &s->main, &s->holder, &s->waiter,

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <limits.h>
+#include <poll.h>
 #include <sched.h>
 #include <sys/mount.h>
 #include <sys/prctl.h>
@@ -325,4 +326,24 @@ pid_t tk_test_start_redis(int port)
 	kill(pid, SIGKILL);
 	waitpid(pid, NULL, 0);
 	return -ETIMEDOUT;
+}
+
+int tk_test_read_line(int fd, char *buf, size_t sz, int timeout_ms)
+{
+	struct pollfd p = { .fd = fd, .events = POLLIN };
+	size_t n = 0;
+	ssize_t r;
+
+	while (n + 1 < sz && poll(&p, 1, timeout_ms) == 1) {
+		r = read(fd, buf + n, sz - 1 - n);
+		if (r <= 0)
+			break;
+		n += r;
+		if (memchr(buf, '\n', n))
+			break;
+	}
+	close(fd);
+	if (sz)
+		buf[n] = 0;
+	return (int)n;
 }

@@ -64,6 +64,12 @@ pid_t tk_test_spawn_in_root(const char *root, char *const argv[], int in_fd, int
  */
 pid_t tk_test_start_redis(int port);
 
+/*
+ * Read from @fd up to its first newline (or @sz - 1 bytes, or @timeout_ms
+ * without data), then close it; @buf is NUL-terminated. The bytes read.
+ */
+int tk_test_read_line(int fd, char *buf, size_t sz, int timeout_ms);
+
 /* Run a shell command line and capture its stdout; the exit status, or -1. */
 int tk_test_capture(const char *cmdline, char *out, size_t out_sz);
 
