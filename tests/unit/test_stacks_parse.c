@@ -17,6 +17,7 @@
 #include <setjmp.h>
 #include <cmocka.h>
 
+#include "fixture.h"
 #include "stacks/stacks_int.h"
 
 static void test_syscall(void **state)
@@ -155,7 +156,6 @@ static void test_small(void **state)
 
 /* ---- waits ------------------------------------------------------------------------------------ */
 
-static char root[] = "/tmp/tk-stacks-unit.XXXXXX";
 
 struct fake_mem {
 	uint64_t addr;
@@ -173,50 +173,25 @@ static int fake_read(void *ctx, uint64_t addr, void *buf, size_t len)
 	return 0;
 }
 
-static void put(const char *rel, const char *text)
-{
-	char path[256];
-	FILE *f;
-
-	snprintf(path, sizeof(path), "%s/%s", root, rel);
-	f = fopen(path, "w");
-	assert_non_null(f);
-	fputs(text, f);
-	fclose(f);
-}
-
-static void link_fd(const char *rel, const char *target)
-{
-	char path[256];
-
-	snprintf(path, sizeof(path), "%s/%s", root, rel);
-	assert_int_equal(symlink(target, path), 0);
-}
-
 static void test_wait_fd(void **state)
 {
 	uint64_t args[6] = { 3 };
-	struct stk_wait_in in = { .proc_root = root, .pid = 42, .nr = 0, .args = args };
+	struct fx *fx = fx_new();
+	struct stk_wait_in in = { .pid = 42, .nr = 0, .args = args };
 	struct stk_wait_out out;
-	char dir[256];
 
-	assert_non_null(mkdtemp(root));
-	snprintf(dir, sizeof(dir), "%s/42", root);
-	assert_int_equal(mkdir(dir, 0700), 0);
-	strcat(dir, "/fd");
-	assert_int_equal(mkdir(dir, 0700), 0);
-	snprintf(dir, sizeof(dir), "%s/42/fdinfo", root);
-	assert_int_equal(mkdir(dir, 0700), 0);
-	link_fd("42/fd/3", "pipe:[42]");
-	link_fd("42/fd/4", "pipe:[42]");
-	link_fd("42/fd/5", "socket:[7]");
-	link_fd("42/fd/6", "/tmp/evil\nname");
-	put("42/fdinfo/3", "pos:\t0\nflags:\t00\n");
-	put("42/fdinfo/4", "pos:\t0\nflags:\t01\n");
+	assert_non_null(fx);
+	in.proc_root = fx->proc;
+	assert_int_equal(fx_symlink(fx, "pipe:[42]", "proc/42/fd/3"), 0);
+	assert_int_equal(fx_symlink(fx, "pipe:[42]", "proc/42/fd/4"), 0);
+	assert_int_equal(fx_symlink(fx, "socket:[7]", "proc/42/fd/5"), 0);
+	assert_int_equal(fx_symlink(fx, "/tmp/evil\nname", "proc/42/fd/6"), 0);
+	assert_int_equal(fx_write(fx, "proc/42/fdinfo/3", "pos:\t0\nflags:\t00\n"), 0);
+	assert_int_equal(fx_write(fx, "proc/42/fdinfo/4", "pos:\t0\nflags:\t01\n"), 0);
 	stk_wait__describe(&in, &out);
 	assert_string_equal(out.text, "fd 3 pipe:[42] (its write end is this process's fd 4)");
 	/* the write end read-only: no claim */
-	put("42/fdinfo/4", "pos:\t0\nflags:\t02000000\n");
+	assert_int_equal(fx_write(fx, "proc/42/fdinfo/4", "pos:\t0\nflags:\t02000000\n"), 0);
 	stk_wait__describe(&in, &out);
 	assert_string_equal(out.text, "fd 3 pipe:[42]");
 	args[0] = 5;
@@ -233,6 +208,7 @@ static void test_wait_fd(void **state)
 	in.nr = -1;
 	stk_wait__describe(&in, &out);
 	assert_string_equal(out.text, "");
+	fx_free(fx);
 }
 
 static void test_wait_futex(void **state)
@@ -456,17 +432,6 @@ static void test_python_frames(void **state)
 	free(t);
 }
 
-static int teardown(void **state)
-{
-	char cmd[300];
-
-	if (strcmp(root, "/tmp/tk-stacks-unit.XXXXXX")) {
-		snprintf(cmd, sizeof(cmd), "rm -rf %s", root);
-		return system(cmd) ? -1 : 0;
-	}
-	return 0;
-}
-
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -477,5 +442,5 @@ int main(void)
 		cmocka_unit_test(test_python_frames),
 	};
 
-	return cmocka_run_group_tests(tests, NULL, teardown);
+	return cmocka_run_group_tests(tests, NULL, NULL);
 }
