@@ -160,6 +160,11 @@ int stk_parse_syscall(const char *text, int64_t *nr, uint64_t args[6], uint64_t 
 #define STK_PF_KTHREAD 0x00200000
 int stk_parse_stat(const char *text, char comm[16], char *state, uint32_t *flags);
 /*
+ * A /proc file @name below directory @dfd (or a path from AT_FDCWD), whole up to
+ * @size - 1 bytes, NUL-terminated, no symlink followed: the bytes read or -errno.
+ */
+long stk_read_at(int dfd, const char *name, char *buf, size_t size);
+/*
  * /proc/PID/task/TID/stack: "[<0>] name+0x4fa/0x5a0" lines → names in @kf
  * (malloc'ed; free with stk_kframes_free), at most @max. Returns the count or
  * -ENOMEM.

@@ -21,7 +21,7 @@
 #include "core/fsutil.h"
 #include "stacks/stacks_int.h"
 
-static long read_at(int dfd, const char *name, char *buf, size_t size)
+long stk_read_at(int dfd, const char *name, char *buf, size_t size)
 {
 	int fd = openat(dfd, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
 	long n, got = 0;
@@ -63,7 +63,7 @@ static bool read_switches(int dfd, uint64_t *v)
 {
 	char buf[128];
 
-	return read_at(dfd, "schedstat", buf, sizeof(buf)) > 0 && !stk_parse_schedstat(buf, v);
+	return stk_read_at(dfd, "schedstat", buf, sizeof(buf)) > 0 && !stk_parse_schedstat(buf, v);
 }
 
 /* The registers and syscall of one thread: 0, or -ESRCH when it is gone. */
@@ -73,7 +73,7 @@ static int read_regs(int dfd, struct stk_raw *r)
 	char buf[512];
 	long n;
 
-	n = read_at(dfd, "syscall", buf, sizeof(buf));
+	n = stk_read_at(dfd, "syscall", buf, sizeof(buf));
 	if (n < 0)
 		return n == -ENOENT || n == -ESRCH ? -ESRCH : (int)n;
 	if (stk_parse_syscall(buf, &r->nr, r->args, &sp, &pc))
@@ -101,7 +101,7 @@ static int read_thread(const char *proc_root, int tdfd, uint32_t pid, uint32_t t
 	r->ns_tid = tid;
 	r->nr = -2;
 	r->off_cpu_ns = -1;
-	n = read_at(tdfd, "stat", buf, sizeof(buf));
+	n = stk_read_at(tdfd, "stat", buf, sizeof(buf));
 	if (n < 0)
 		return -ESRCH;
 	if (stk_parse_stat(buf, r->comm, &r->state, &flags))
@@ -113,7 +113,7 @@ static int read_thread(const char *proc_root, int tdfd, uint32_t pid, uint32_t t
 	for (int attempt = 0; attempt < 2; attempt++) {
 		/* once more: its state now, beside the registers read now */
 		if (attempt) {
-			n = read_at(tdfd, "stat", buf, sizeof(buf));
+			n = stk_read_at(tdfd, "stat", buf, sizeof(buf));
 			if (n < 0)
 				return -ESRCH;
 			if (stk_parse_stat(buf, r->comm, &r->state, &flags))
@@ -128,7 +128,7 @@ static int read_thread(const char *proc_root, int tdfd, uint32_t pid, uint32_t t
 		if (kernel && r->state != 'R' && (r->nr != -2 || r->kthread)) {
 			stk_kframes_free(r->kf, r->nk);
 			r->nk = 0;
-			n = read_at(tdfd, "stack", buf, sizeof(buf));
+			n = stk_read_at(tdfd, "stack", buf, sizeof(buf));
 			if (n >= 0) {
 				err = stk_parse_kstack(buf, r->kf, STK_MAX_KFRAMES);
 				if (err < 0)
@@ -139,7 +139,7 @@ static int read_thread(const char *proc_root, int tdfd, uint32_t pid, uint32_t t
 				if (n == -EACCES || n == -EPERM)
 					*kstack_denied = true;
 			}
-			if (read_at(tdfd, "wchan", buf, sizeof(buf)) > 0 && strcmp(buf, "0"))
+			if (stk_read_at(tdfd, "wchan", buf, sizeof(buf)) > 0 && strcmp(buf, "0"))
 				snprintf(r->wchan, sizeof(r->wchan), "%s", tk_rstrip(buf));
 		}
 		if (!r->have_switches || !read_switches(tdfd, &after) || after == r->switches)
@@ -156,7 +156,7 @@ static int read_thread(const char *proc_root, int tdfd, uint32_t pid, uint32_t t
 	if (!r->kthread && r->nr == -2 && r->state != 'R' && r->state != 'Z' && r->state != 'X')
 		r->state = 'R';
 	r->on_cpu = r->nr == -2 && r->state == 'R' && !r->kthread;
-	if (nspid && read_at(tdfd, "status", buf, sizeof(buf)) > 0)
+	if (nspid && stk_read_at(tdfd, "status", buf, sizeof(buf)) > 0)
 		r->ns_tid = stk_parse_nspid(buf) ?: tid;
 	(void)proc_root;
 	return 0;

@@ -176,19 +176,9 @@ static long read_file(const struct stk_result *r, const struct stk_raw *x, const
 		      char *buf, size_t size)
 {
 	char path[96];
-	long n;
-	int fd;
 
 	snprintf(path, sizeof(path), "%s/%u/task/%u/%s", r->proc_root, x->pid, x->tid, name);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-	n = read(fd, buf, size - 1);
-	close(fd);
-	if (n < 0)
-		return -errno;
-	buf[n] = 0;
-	return n;
+	return stk_read_at(AT_FDCWD, path, buf, size);
 }
 
 /*
