@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <stdarg.h>
@@ -148,10 +149,41 @@ static void test_small(void **state)
 	assert_string_equal(tk_stacks__state_name('D'), "uninterruptible");
 	assert_string_equal(tk_stacks__state_name('?'), "unknown");
 	assert_int_equal(stk_state_class('t'), TK_STACKS_STOPPED);
-	assert_string_equal(stk_syscall_name(202), "futex");
-	assert_null(stk_syscall_name(-1));
-	assert_null(stk_syscall_name(100000));
-	assert_null(stk_syscall_name(5));
+	assert_string_equal(stk_syscall_name_of(STK_ARCH_X86_64, 202), "futex");
+	assert_null(stk_syscall_name_of(STK_ARCH_X86_64, -1));
+	assert_null(stk_syscall_name_of(STK_ARCH_X86_64, 100000));
+	assert_null(stk_syscall_name_of(STK_ARCH_X86_64, 5));
+}
+
+/* The x86-64 table against the kernel's numbers (on x86-64: arm64's in test_stacks_sysnr.c) */
+static void test_x86_64_names(void **state)
+{
+#if defined(__x86_64__)
+	int listed = 0, named = 0;
+
+#define CHECK(n)                                                                                \
+	assert_non_null(stk_syscall_name_of(STK_ARCH_X86_64, SYS_##n));                        \
+	assert_string_equal(stk_syscall_name_of(STK_ARCH_X86_64, SYS_##n), #n);                \
+	listed++;
+	CHECK(read) CHECK(write) CHECK(open) CHECK(close) CHECK(poll) CHECK(ioctl)
+	CHECK(pread64) CHECK(pwrite64) CHECK(readv) CHECK(writev) CHECK(select)
+	CHECK(sched_yield) CHECK(pause) CHECK(nanosleep) CHECK(sendfile) CHECK(connect)
+	CHECK(accept) CHECK(sendto) CHECK(recvfrom) CHECK(sendmsg) CHECK(recvmsg) CHECK(clone)
+	CHECK(fork) CHECK(vfork) CHECK(execve) CHECK(wait4) CHECK(kill) CHECK(fcntl)
+	CHECK(flock) CHECK(fsync) CHECK(fdatasync) CHECK(ptrace) CHECK(rt_sigtimedwait)
+	CHECK(rt_sigsuspend) CHECK(futex) CHECK(clock_nanosleep) CHECK(epoll_wait)
+	CHECK(waitid) CHECK(openat) CHECK(pselect6) CHECK(ppoll) CHECK(splice)
+	CHECK(epoll_pwait) CHECK(accept4) CHECK(recvmmsg) CHECK(sendmmsg)
+	CHECK(process_vm_readv) CHECK(process_vm_writev) CHECK(io_uring_setup)
+	CHECK(io_uring_enter) CHECK(clone3) CHECK(epoll_pwait2) CHECK(futex_waitv)
+#undef CHECK
+	for (int64_t nr = 0; nr < 4096; nr++)
+		named += stk_syscall_name_of(STK_ARCH_X86_64, nr) != NULL;
+	assert_int_equal(named, listed);
+	assert_string_equal(stk_syscall_name(SYS_futex), "futex");
+#else
+	skip();
+#endif
 }
 
 /* ---- waits ------------------------------------------------------------------------------------ */
@@ -177,7 +209,7 @@ static void test_wait_fd(void **state)
 {
 	uint64_t args[6] = { 3 };
 	struct fx *fx = fx_new();
-	struct stk_wait_in in = { .pid = 42, .nr = 0, .args = args };
+	struct stk_wait_in in = { .pid = 42, .arch = STK_ARCH_X86_64, .nr = 0, .args = args };
 	struct stk_wait_out out;
 
 	assert_non_null(fx);
@@ -218,7 +250,8 @@ static void test_wait_futex(void **state)
 	const char *full[] = { "__futex_lock_pi64", "__pthread_mutex_lock_full" };
 	const char *cond[] = { "__futex_abstimed_wait_common", "pthread_cond_wait@@GLIBC_2.3.2" };
 	struct fake_mem m = { .addr = 0x1000, .w = { 2, 0, 1234, 1, 0 } };
-	struct stk_wait_in in = { .proc_root = "/nonexistent", .pid = 42, .nr = 202, .args = args,
+	struct stk_wait_in in = { .proc_root = "/nonexistent", .pid = 42, .arch = STK_ARCH_X86_64,
+				  .nr = 202, .args = args,
 				  .callers = lll, .nr_callers = 3, .mem = fake_read,
 				  .mem_ctx = &m };
 	struct stk_wait_out out;
@@ -439,7 +472,7 @@ int main(void)
 		cmocka_unit_test(test_kstack),	  cmocka_unit_test(test_small),
 		cmocka_unit_test(test_wait_fd),	  cmocka_unit_test(test_wait_futex),
 		cmocka_unit_test(test_text),	  cmocka_unit_test(test_json),
-		cmocka_unit_test(test_python_frames),
+		cmocka_unit_test(test_python_frames), cmocka_unit_test(test_x86_64_names),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -178,9 +178,17 @@ uint32_t stk_parse_nspid(const char *status);
 /* The state letter's class (enum tk_stacks_state); 0 unknown. */
 uint32_t stk_state_class(char state);
 
-/* ---- waits (stacks_wait.c) ------------------------------------------------------------- */
+/* ---- system calls (stacks_sysnr.c) and waits (stacks_wait.c) ----------------------------- */
 
-/* x86-64 syscall names; NULL unknown. */
+/* Whose numbering a system call number is in: HOST is the architecture tracekit runs on. */
+enum stk_arch {
+	STK_ARCH_HOST = 0,
+	STK_ARCH_X86_64,
+	STK_ARCH_ARM64,
+};
+/* The name of system call @nr in @arch's numbering ("futex"); NULL unknown. */
+const char *stk_syscall_name_of(enum stk_arch arch, int64_t nr);
+/* The same on this architecture. */
 const char *stk_syscall_name(int64_t nr);
 
 /* Read @len bytes at @addr of the process (its /proc/PID/mem fd): 0 or a negative errno. */
@@ -205,6 +213,7 @@ void stk_fdcache__free(struct stk_fdcache *c);
 struct stk_wait_in {
 	const char *proc_root;
 	uint32_t pid;
+	enum stk_arch arch;		/* @nr's numbering (HOST, zero: this one's) */
 	int64_t nr;
 	const uint64_t *args;
 	const char *const *callers;	/* the first user frames' functions, leaf first

@@ -1,14 +1,16 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
 /*
- * What a blocked thread waits for, from its syscall and first argument: an fd's
- * target (readlink of /proc/PID/fd/N: nothing is opened), and for a futex the
- * lock it belongs to and, where glibc's layout says it, the thread holding it
- * (research §3.1, layouts unchanged in glibc 2.31-2.42):
+ * What a blocked thread waits for, from its syscall (by name: stacks_sysnr.c knows
+ * each architecture's numbers) and first argument: an fd's target (readlink of
+ * /proc/PID/fd/N: nothing is opened), and for a futex the lock it belongs to and,
+ * where glibc's layout says it, the thread holding it (research §3.1, layouts
+ * unchanged in glibc 2.31-2.42):
  *   __lll_lock_wait (normal, recursive, errorcheck mutexes): owner at uaddr + 8;
  *   FUTEX_LOCK_PI, or __pthread_mutex_lock_full (PI, robust): the word's TID bits;
  *   pthread_cond_*, sem_wait: no owner.
  * The owner is the process's own word: a TID as the process sees it, checked by
- * the caller against the process's threads.
+ * the caller against the process's threads. glibc's mutex layout is the generic one
+ * on x86-64 and arm64 alike.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -21,37 +23,19 @@
 #include "core/fsutil.h"
 #include "stacks/stacks_int.h"
 
-static const char *const names[] = {
-	[0] = "read", [1] = "write", [2] = "open", [3] = "close", [7] = "poll",
-	[16] = "ioctl", [17] = "pread64", [18] = "pwrite64", [19] = "readv", [20] = "writev",
-	[23] = "select", [24] = "sched_yield", [34] = "pause", [35] = "nanosleep",
-	[40] = "sendfile", [42] = "connect", [43] = "accept", [44] = "sendto",
-	[45] = "recvfrom", [46] = "sendmsg", [47] = "recvmsg", [56] = "clone", [57] = "fork",
-	[58] = "vfork", [59] = "execve", [61] = "wait4", [62] = "kill", [72] = "fcntl",
-	[73] = "flock", [74] = "fsync", [75] = "fdatasync", [101] = "ptrace",
-	[128] = "rt_sigtimedwait", [130] = "rt_sigsuspend", [202] = "futex",
-	[230] = "clock_nanosleep", [232] = "epoll_wait", [247] = "waitid",
-	[270] = "pselect6", [271] = "ppoll", [275] = "splice", [281] = "epoll_pwait",
-	[288] = "accept4", [299] = "recvmmsg", [307] = "sendmmsg", [310] = "process_vm_readv",
-	[311] = "process_vm_writev", [425] = "io_uring_setup", [426] = "io_uring_enter",
-	[435] = "clone3", [441] = "epoll_pwait2", [449] = "futex_waitv",
-};
-
-const char *stk_syscall_name(int64_t nr)
+/* System calls whose first argument is the fd they wait on (or act on). */
+static bool fd_syscall(const char *name)
 {
-	if (nr < 0 || nr >= (int64_t)(sizeof(names) / sizeof(names[0])))
-		return NULL;
-	return names[nr];
-}
+	static const char *const fd_calls[] = {
+		"read", "write", "ioctl", "pread64", "pwrite64", "readv", "writev", "sendfile",
+		"connect", "accept", "sendto", "recvfrom", "sendmsg", "recvmsg", "fcntl", "flock",
+		"fsync", "fdatasync", "epoll_wait", "splice", "epoll_pwait", "accept4",
+		"recvmmsg", "sendmmsg", "io_uring_enter", "epoll_pwait2",
+	};
 
-static bool fd_syscall(int64_t nr)
-{
-	switch (nr) {
-	case 0: case 1: case 16: case 17: case 18: case 19: case 20: case 40: case 42: case 43:
-	case 44: case 45: case 46: case 47: case 72: case 73: case 74: case 75: case 232:
-	case 275: case 281: case 288: case 299: case 307: case 426: case 441:
-		return true;
-	}
+	for (size_t i = 0; i < sizeof(fd_calls) / sizeof(fd_calls[0]); i++)
+		if (!strcmp(name, fd_calls[i]))
+			return true;
 	return false;
 }
 
@@ -162,7 +146,8 @@ static long pipe_writer(const struct stk_wait_in *in, long fd, const char *targe
 	return found;
 }
 
-static void describe_fd(const struct stk_wait_in *in, struct stk_wait_out *out)
+static void describe_fd(const struct stk_wait_in *in, const char *name,
+			struct stk_wait_out *out)
 {
 	long fd = (long)(int)in->args[0], w;
 	char link[PATH_MAX];
@@ -171,7 +156,7 @@ static void describe_fd(const struct stk_wait_in *in, struct stk_wait_out *out)
 		snprintf(out->text, sizeof(out->text), "fd %ld", fd);
 		return;
 	}
-	if (!strncmp(link, "pipe:", 5) && (in->nr == 0 || in->nr == 19) &&
+	if (!strncmp(link, "pipe:", 5) && (!strcmp(name, "read") || !strcmp(name, "readv")) &&
 	    (w = pipe_writer(in, fd, link)) >= 0)
 		snprintf(out->text, sizeof(out->text),
 			 "fd %ld %s (its write end is this process's fd %ld)", fd, link, w);
@@ -264,24 +249,31 @@ static void describe_futex(const struct stk_wait_in *in, struct stk_wait_out *ou
 		snprintf(out->text, sizeof(out->text), "futex %#llx", uaddr);
 }
 
+#define CLONE_VFORK_FLAG 0x00004000	/* CLONE_VFORK: the same on every architecture */
+
 void stk_wait__describe(const struct stk_wait_in *in, struct stk_wait_out *out)
 {
+	const char *name = stk_syscall_name_of(in->arch, in->nr);
+
 	out->text[0] = 0;
 	out->alt[0] = 0;
 	out->holder_ns_tid = 0;
 	out->weak = false;
-	if (in->nr < 0)
+	if (!name)
 		return;
-	if (fd_syscall(in->nr)) {
-		describe_fd(in, out);
-	} else if (in->nr == 202) {
+	if (fd_syscall(name)) {
+		describe_fd(in, name, out);
+	} else if (!strcmp(name, "futex")) {
 		describe_futex(in, out);
-	} else if (in->nr == 58) {
+	} else if (!strcmp(name, "vfork") ||
+		   (!strcmp(name, "clone") && (in->args[0] & CLONE_VFORK_FLAG))) {
+		/* arm64 has no vfork: glibc's is clone(CLONE_VM | CLONE_VFORK | SIGCHLD) */
 		snprintf(out->text, sizeof(out->text), "its vfork child (to exec or exit)");
-	} else if (in->nr == 61 || in->nr == 247) {
-		snprintf(out->text, sizeof(out->text), "a child (%s %lld)",
-			 in->nr == 61 ? "wait4" : "waitid", (long long)(int)in->args[in->nr == 61 ? 0 : 1]);
-	} else if (in->nr == 7 || in->nr == 271) {
+	} else if (!strcmp(name, "wait4") || !strcmp(name, "waitid")) {
+		/* wait4(pid, ...), waitid(idtype, id, ...) */
+		snprintf(out->text, sizeof(out->text), "a child (%s %lld)", name,
+			 (long long)(int)in->args[name[4] == '4' ? 0 : 1]);
+	} else if (!strcmp(name, "poll") || !strcmp(name, "ppoll")) {
 		snprintf(out->text, sizeof(out->text), "%llu fds",
 			 (unsigned long long)in->args[1]);
 	}
