@@ -119,7 +119,12 @@ __attribute__((noinline)) static void d_vfork(void)
 		/* shares our memory: raw syscalls only; dies with us */
 		syscall(SYS_prctl, PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
 		for (;;)
+#ifdef SYS_pause
 			syscall(SYS_pause);
+#else
+			/* arm64 has no pause: ppoll of no fds without a timeout, as glibc's */
+			syscall(SYS_ppoll, NULL, 0, NULL, NULL, 0);
+#endif
 	}
 	if (p > 0)
 		waitpid(p, NULL, 0);
