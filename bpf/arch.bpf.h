@@ -43,15 +43,17 @@ static __always_inline long tk_entry_ret(struct pt_regs *ctx, __u64 *ret)
 }
 
 /*
- * A task's saved user registers (CO-RE): pc, sp, the frame pointer, the system call
- * number (-1: none) and its six arguments (the syscall convention: r10 for the 4th).
+ * A task's saved user registers (CO-RE): pc, sp, the frame pointer, the link register
+ * (x86: none, 0: the return address is on the stack), the system call number (-1: none)
+ * and its six arguments (the syscall convention: r10 for the 4th).
  */
 static __always_inline void tk_core_user_regs(struct pt_regs *regs, __u64 *ip, __u64 *sp,
-					      __u64 *fp, __u64 *nr, __u64 args[6])
+					      __u64 *fp, __u64 *lr, __u64 *nr, __u64 args[6])
 {
 	*ip = BPF_CORE_READ(regs, ip);
 	*sp = BPF_CORE_READ(regs, sp);
 	*fp = BPF_CORE_READ(regs, bp);
+	*lr = 0;
 	*nr = BPF_CORE_READ(regs, orig_ax);
 	args[0] = BPF_CORE_READ(regs, di);
 	args[1] = BPF_CORE_READ(regs, si);
@@ -100,11 +102,12 @@ static __always_inline long tk_entry_ret(struct pt_regs *ctx, __u64 *ret)
  * the argument in orig_x0; syscallno is an int, -1 (NO_SYSCALL) outside a system call.
  */
 static __always_inline void tk_core_user_regs(struct pt_regs *regs, __u64 *ip, __u64 *sp,
-					      __u64 *fp, __u64 *nr, __u64 args[6])
+					      __u64 *fp, __u64 *lr, __u64 *nr, __u64 args[6])
 {
 	*ip = BPF_CORE_READ(regs, pc);
 	*sp = BPF_CORE_READ(regs, sp);
 	*fp = BPF_CORE_READ(regs, regs[29]);
+	*lr = BPF_CORE_READ(regs, regs[30]);	/* a leaf's return address: no frame saved it */
 	*nr = (__s64)BPF_CORE_READ(regs, syscallno);
 	args[0] = BPF_CORE_READ(regs, orig_x0);
 	args[1] = BPF_CORE_READ(regs, regs[1]);

@@ -726,6 +726,11 @@ static __always_inline bool seed_regs(struct task_struct *t, __u64 task, struct 
 	    bpf_probe_read_kernel(&r->sp, 8, (const void *)(regs + 8 * UNW_REG_SP)) ||
 	    bpf_probe_read_kernel(&r->bp, 8, (const void *)(regs + 8 * UNW_REG_BP)))
 		return false;
+#if TK_ARCH_ARM64
+	/* a thread blocked in a libc system call wrapper, a leaf: its caller is in LR only */
+	if (bpf_probe_read_kernel(&r->lr, 8, (const void *)(regs + 8 * UNW_REG_LR)))
+		return false;
+#endif
 	return true;
 }
 

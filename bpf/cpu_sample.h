@@ -3,6 +3,8 @@
 #ifndef __CPU_SAMPLE_H
 #define __CPU_SAMPLE_H
 
+#include "rec_arch.h"
+
 #define CPU_MAX_FRAMES 127
 
 /* A stack, stored once under the 64-bit hash of its frames. */
@@ -71,7 +73,7 @@ enum cpu_off_state {
 #define CPU_SEED_USTACK(tid) (CPU_SEED_TAG | (__u32)(tid))
 
 enum cpu_seed_flags {
-	CPU_SEED_REGS = 1 << 0,		/* ip, sp, bp read */
+	CPU_SEED_REGS = 1 << 0,		/* ip, sp, bp (arm64: lr) read */
 };
 
 /* One seeded thread, as the iterator writes it (bpf_seq_write). */
@@ -86,6 +88,9 @@ struct cpu_seed {
 	__u32 pid, tid, gen, epoch;
 	__u32 state;			/* enum cpu_off_state, CPU_OFF_BEFORE or'ed */
 	__u32 flags;			/* enum cpu_seed_flags */
+#if TK_ARCH_ARM64
+	__u64 lr;			/* x30 (CPU_SEED_REGS): a leaf's return address */
+#endif
 };
 
 /* A thread switched out: its key (stacks taken then) and when. */

@@ -93,7 +93,7 @@ static __always_inline __u64 switches_of(struct task_struct *t)
 static __always_inline void user_regs(struct task_struct *t, struct stk_rec *r)
 {
 	struct pt_regs *regs = NULL;
-	__u64 stk;
+	__u64 stk, lr;
 
 	if (!regs_from_stack && bpf_core_enum_value_exists(enum bpf_func_id, BPF_FUNC_task_pt_regs)) {
 		regs = (struct pt_regs *)bpf_task_pt_regs(t);
@@ -104,7 +104,10 @@ static __always_inline void user_regs(struct task_struct *t, struct stk_rec *r)
 	}
 	if (!regs)
 		return;
-	tk_core_user_regs(regs, &r->ip, &r->sp, &r->bp, &r->orig_ax, r->args);
+	tk_core_user_regs(regs, &r->ip, &r->sp, &r->bp, &lr, &r->orig_ax, r->args);
+#if TK_ARCH_ARM64
+	r->lr = lr;
+#endif
 	r->flags |= STK_F_REGS;
 }
 

@@ -3,6 +3,8 @@
 #ifndef __STACKS_ITER_H
 #define __STACKS_ITER_H
 
+#include "rec_arch.h"
+
 #define STK_KFRAMES 64			/* kernel frames of one thread */
 #define STK_CHUNK (16 * 1024)		/* bytes of user stack copied from sp (sleepable only) */
 #define STK_MAX_PIDS 4096		/* processes of one snapshot (the pids map) */
@@ -21,7 +23,8 @@ enum stk_class {
 enum stk_flags {
 	STK_F_ON_CPU = 1 << 0,		/* on a CPU when read: saved registers stale */
 	STK_F_KTHREAD = 1 << 1,		/* a kernel thread: no user stack */
-	STK_F_REGS = 1 << 2,		/* ip, sp, bp and the syscall are the task's saved ones */
+	STK_F_REGS = 1 << 2,		/* ip, sp, bp (arm64: lr) and the syscall are the task's
+					   saved ones */
 	STK_F_TORN = 1 << 3,		/* switched (or got on a CPU) while it was read */
 	STK_F_MMAP_BUSY = 1 << 4,	/* its mm's mmap_lock write-held: no copy tried */
 	STK_F_SLEEPABLE = 1 << 5,	/* read by the sleepable program (copies user stacks) */
@@ -54,6 +57,10 @@ struct stk_rec {
 	__u32 copy_len;			/* bytes of user stack at the end, from sp */
 	__u32 knames_len;		/* bytes of names after the record */
 	__u64 fsbase;			/* thread.fsbase: its pthread_t (CPython's thread_id) */
+#if TK_ARCH_ARM64
+	__u64 lr;			/* x30 (STK_F_REGS): a leaf's return address (a libc
+					   system call wrapper saves no frame) */
+#endif
 };
 
 #endif /* __STACKS_ITER_H */

@@ -86,7 +86,8 @@ struct tk_stacks_thread {
 	bool torn;			/* ran while it was read: the stack may be mixed */
 	uint32_t unwind_causes;		/* enum unw_cause bits of the user walk */
 	bool user_whole;		/* the user walk reached the outermost frame */
-	const char *user_note;		/* why there is no user stack; NULL */
+	const char *user_note;		/* why there is no user stack (or, arm64's proc
+					   backend, why it stops at its leaf); NULL */
 	const char *python_note;	/* why a Python thread's Python frames are not
 					   shown (interleaved in uframes when they are) */
 	const struct tk_stacks_frame *kframes;	/* leaf first */

@@ -300,6 +300,9 @@ struct walker {
 static bool seed_stack(struct walker *w, const struct cpu_seed *r)
 {
 	struct tk_unw_regs regs = { .ip = r->ip, .sp = r->sp, .bp = r->bp,
+#if TK_ARCH_ARM64
+				    .lr = r->lr,
+#endif
 				    .ra_mask = TK_UNW_RA_MASK };
 	struct cpu_stack_key k = { .hash = r->ustack, .epoch = r->epoch };
 	const struct unw_row *rows = NULL;

@@ -201,6 +201,15 @@ static void user_frames(struct stk_result *r, struct stk_proc *p, struct stk_raw
 	t->user_whole = t->unwind_causes & UNW_C_END;
 	if (!t->user_whole)
 		r->loss[STK_L_UNWIND_PARTIAL]++;
+#if TK_PERF_REG_LR >= 0
+	/*
+	 * A leaf that saved no frame (a libc system call wrapper) returns by LR, which the
+	 * task iterator reads and /proc/PID/syscall does not give: the walk ends at the leaf
+	 * without a cause of its own.
+	 */
+	if (!t->user_whole && n == 1 && !x->lr && !t->unwind_causes)
+		t->user_note = "a leaf: its caller is in the link register, which /proc does not give";
+#endif
 	/* Python frames before the interpreter-loop frames that run them (stacks_py.c) */
 	n = stk_py_frames(r, p, x, all, nall, ips, sps, n, t->user_whole, merged,
 			  STK_MAX_UFRAMES + STK_MAX_PYFRAMES, t);

@@ -38,7 +38,8 @@ struct stk_raw {
 	int64_t nr;			/* syscall: -1 none, -2 unknown */
 	uint64_t args[6];
 	uint64_t ip, sp, bp;
-	uint64_t lr;			/* arm64's x30 when a perf sample gave it; else 0 */
+	uint64_t lr;			/* arm64's x30: the task iterator's saved one or a
+					   perf sample's; 0 unknown (proc: /proc has no LR) */
 	int64_t off_cpu_ns;		/* -1 unknown */
 	uint64_t switches;
 	bool have_switches;

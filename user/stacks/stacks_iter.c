@@ -204,6 +204,9 @@ static void to_raw(const struct stk_rec *x, struct stk_raw *r)
 	r->ip = x->ip;
 	r->sp = x->sp;
 	r->bp = x->bp;
+#if TK_ARCH_ARM64
+	r->lr = x->lr;
+#endif
 	r->switches = x->switches;
 	r->have_switches = true;
 	r->fsbase = x->fsbase;
