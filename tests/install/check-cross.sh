@@ -110,6 +110,17 @@ for t in "x86 $skel 168" "arm64 $A/skeletons 336"; do
 		fail "cannot read the object out of $dir/stacks_iter.skel.h"
 	fi
 done
+# the stacks iterator's record: arm64's carries LR (x30) after x86's fields, x86's is as it was
+rec_lr() { bpftool btf dump file "$1" 2>/dev/null | awk '
+	/^\[[0-9]+\] STRUCT / { in_rec = $3 == "\047stk_rec\047"; if (in_rec) size = $4; next }
+	/^\[/ { in_rec = 0 }
+	in_rec && $1 == "\047lr\047" { lr = $3 }
+	END { sub(/size=/, "", size); sub(/bits_offset=/, "", lr); print size, (lr == "" ? "none" : lr) }'; }
+read -r xs xl <<<"$(rec_lr "$B/bpf/stacks_iter.bpf.o")"
+read -r as al <<<"$(rec_lr "$A/bpf/stacks_iter.bpf.o")"
+[[ $xl == none && $al == $((xs * 8)) && $as == $((xs + 8)) ]] &&
+	pass "stk_rec: arm64's ($as bytes) carries lr after x86's $xs bytes, x86's none" ||
+	fail "stk_rec: x86 $xs bytes, lr at $xl; arm64 $as bytes, lr at bit $al (want none; $((xs * 8)), $((xs + 8)) bytes)"
 skels_named() { find "$1" \( "${@:2}" \) -prune -o -name '*.d' -type f -print0 |
 	xargs -0 grep -ho '[^ :]*\.skel\.h' | sed 's|/[^/]*$||' | sort -u; }
 m=$(skels_named "$A" -false)
@@ -131,4 +142,13 @@ bad=$(find "$B" \( -path "$A" -o -path "$B/roots" -o -path "$B/vm" \) -prune -o 
 n=$(make -n all static BUILD="$B" SKEL="$skel" 2>&1 | grep -c -- "$A/" || true)
 ((n == 0)) && pass "make (x86) after make ARCH=arm64 names nothing in $A" ||
 	fail "make (x86) after make ARCH=arm64 names $n lines in $A"
+# the guests' static workloads (tests/vm/matrix.sh) build for arm64 too
+for w in stacks_shape_static cpu_offcpu_span_static; do
+	if out=$(make -j"$JOBS" ARCH=arm64 BUILD="$A" "$A/workloads/$w" 2>&1) &&
+		[[ $(machine "$A/workloads/$w") == AArch64 ]]; then
+		pass "make ARCH=arm64 $A/workloads/$w: AArch64"
+	else
+		fail "make ARCH=arm64 $A/workloads/$w: $(oneline "$(printf '%s\n' "$out" | tail -n 5)")"
+	fi
+done
 summary cross
