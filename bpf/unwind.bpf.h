@@ -49,6 +49,17 @@ volatile __u32 unw_a64_walk = 0;
 #define UNW_A64_WALK(s) ((s)->a64)
 #endif
 
+#if defined(__TARGET_ARCH_arm64)
+/*
+ * What strips a PAC from a user return address: the kernel's mask (NT_ARM_PAC_MASK), set
+ * by user space (tk_unw_bpf__prepare); x86's unwind_check keeps the constant.
+ */
+const volatile __u64 unw_ra_mask = UNW_A64_RA_MASK;
+#define UNW_RA_STRIP unw_ra_mask
+#elif defined(UNW_A64_ROWS)
+#define UNW_RA_STRIP UNW_A64_RA_MASK
+#endif
+
 /* 0: rows unused, bpf_get_stack's frame-pointer walk; 1: unwind with the rows */
 const volatile bool unw_enabled = false;
 /*
@@ -244,7 +255,7 @@ static __always_inline int unw_a64_row(struct unw_state *s, struct unw_row *r, _
 		if (unw_read(ra, sp + UNW_A64_SC_PC) || unw_read(cfa, sp + UNW_A64_SC_SP) ||
 		    unw_read(nbp, sp + UNW_A64_SC_X29) || unw_read(&s->lr, sp + UNW_A64_SC_LR))
 			return 3;
-		*ra &= UNW_A64_RA_MASK;
+		*ra &= UNW_RA_STRIP;
 		s->interrupted = 1;
 		s->sp_lost = 0;
 		return 0;
@@ -272,7 +283,7 @@ static __always_inline int unw_a64_row(struct unw_state *s, struct unw_row *r, _
 		*nbp = 0;
 	else if ((kind & UNW_A64_X29_PAIR) && !(kind & UNW_A64_RA_LR) && unw_read(nbp, slot - 8))
 		return 3;
-	*ra &= UNW_A64_RA_MASK;
+	*ra &= UNW_RA_STRIP;
 	s->sp_lost = 0;
 	return 0;
 }
@@ -443,7 +454,7 @@ fp:
 #ifdef UNW_A64_ROWS
 	/* a frame record: PAC-signed, at the bottom of its frame (x29 + 16 is not its sp) */
 	if (UNW_A64_WALK(s)) {
-		ra &= UNW_A64_RA_MASK;
+		ra &= UNW_RA_STRIP;
 		s->sp_lost = 1;
 	}
 #endif
@@ -547,7 +558,7 @@ static __always_inline int unw_walk(__u64 ip, __u64 sp, __u64 bp, __u64 lr, __u3
 #ifndef __TARGET_ARCH_arm64
 	s->a64 = unw_a64_walk;
 #endif
-	s->lr = lr & UNW_A64_RA_MASK;
+	s->lr = lr & UNW_RA_STRIP;
 	s->sp_lost = 0;
 #endif
 	s->tgid = bpf_get_current_pid_tgid() >> 32;

@@ -198,9 +198,11 @@ enum unw_counter {
 #define UNW_A64_SC_SP (UNW_A64_SC + 31 * 8)
 #define UNW_A64_SC_PC (UNW_A64_SC + 32 * 8)
 /*
- * The mask that strips a pointer authentication code from a user return
- * address: the kernel's user VA size on Debian's arm64 kernels is 48 bits
- * (a PAC lives in bits 54..48 and 63..56; bit 55 is 0 for user addresses).
+ * The mask that strips a pointer authentication code from a user return address
+ * when the kernel's is unknown: a 48-bit user VA (a PAC in bits 54..48; bit 55 is 0
+ * for user addresses, the top byte ignored). The kernel's own (NT_ARM_PAC_MASK;
+ * 52 bits on Debian's 6.12 on a CPU with LVA) replaces it: user/unwind/unwind_pac.c,
+ * and unw_ra_mask in arm64 BPF objects.
  */
 #define UNW_A64_RA_MASK ((1ULL << 48) - 1)
 

@@ -264,6 +264,56 @@ static void test_x29_lost(void **state)
 	assert_true(r.causes & UNW_C_BAD_FRAME);
 }
 
+/*
+ * The PAC mask the kernel reports (NT_ARM_PAC_MASK's insn_mask, GENMASK(54, vabits)): the
+ * strip keeps the bits below it. On a 52-bit VA kernel (Debian's 6.12 on a CPU with LVA:
+ * 0x0070000000000000) code may lie above 2^48, where a 48-bit strip cuts its addresses.
+ */
+static void test_pac_mask(void **state)
+{
+	const uint64_t high = 0x0004000000000000ULL;	/* 2^50, as a64_high_code maps it */
+	const uint64_t m52 = tk_unw_ra_mask_of(0x0070000000000000ULL);
+	struct tk_unw_regs regs = { .ip = EXE + F_LEAF + 8, .sp = S(0), .bp = S(0),
+				    .lr = (high + 0x10) | 0x3a50000000000000ULL };
+	struct result r;
+	const char *how = "";
+
+	assert_int_equal(tk_unw_ra_mask_of(0x007f000000000000ULL), (1ULL << 48) - 1);
+	assert_int_equal(m52, (1ULL << 52) - 1);
+	assert_int_equal(tk_unw_ra_mask_of(0x007e000000000000ULL), (1ULL << 49) - 1);
+	/* not GENMASK(54, b) with b >= 32: no mask */
+	assert_int_equal(tk_unw_ra_mask_of(0), 0);
+	assert_int_equal(tk_unw_ra_mask_of(0x00ff000000000000ULL), 0);	/* bit 55 */
+	assert_int_equal(tk_unw_ra_mask_of(0x0050000000000000ULL), 0);	/* a hole */
+	assert_int_equal(tk_unw_ra_mask_of(0x003f000000000000ULL), 0);	/* not up to 54 */
+	assert_int_equal(tk_unw_ra_mask_of(0x007fffffff000000ULL), 0);	/* below bit 32 */
+#if !defined(__aarch64__)
+	/* x86-64: no mask, nothing said */
+	assert_int_equal(tk_unw_ra_mask(&how), 0);
+	assert_null(how);
+#endif
+	/* the leaf's LR into code of no CFI at 2^50, its frame record to _start */
+	proc.maps[2] = (struct unw_map){ .start = high, .end = high + 0x1000, .bias = high,
+					 .flags = UNW_MAP_NO_CFI };
+	proc.nr = 3;
+	put(S(0), 0);
+	/* a 52-bit kernel's PAC: bits 54..52 (and the top byte) */
+	put(S(8), (EXE + F_START + 8) | 0x3a50000000000000ULL);
+	regs.ra_mask = m52;
+	r.n = tk_unw__walk(&proc, rows, sizeof(rows) / sizeof(rows[0]), &regs, img_read, NULL,
+			   r.ips, 16, &r.causes, r.frames);
+	assert_int_equal(r.n, 3);
+	assert_int_equal(r.ips[1], high + 0x10);
+	assert_int_equal(r.ips[2], EXE + F_START + 8);
+	assert_true(r.causes & UNW_C_END);
+	/* 48 bits: the frame at 2^50 is cut to an address of nothing */
+	regs.ra_mask = UNW_A64_RA_MASK;
+	r.n = tk_unw__walk(&proc, rows, sizeof(rows) / sizeof(rows[0]), &regs, img_read, NULL,
+			   r.ips, 16, &r.causes, r.frames);
+	assert_true(r.n >= 2);
+	assert_int_equal(r.ips[1], 0x10);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -275,6 +325,7 @@ int main(void)
 		cmocka_unit_test_setup(test_lr_row_not_leaf, setup),
 		cmocka_unit_test_setup(test_sp_row_after_frame_record, setup),
 		cmocka_unit_test_setup(test_x29_lost, setup),
+		cmocka_unit_test_setup(test_pac_mask, setup),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

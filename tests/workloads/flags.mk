@@ -128,3 +128,6 @@ WORKLOAD_LIBS_unw_deep := -lpthread
 WORKLOAD_LIBS_stacks_shape := -lpthread
 WORKLOAD_CFLAGS_stacks_shape_static := -static
 WORKLOAD_LIBS_stacks_shape_static := -lpthread
+# a64_high_code: code above 2^48 on an arm64 stack (the PAC mask), static for the guests
+WORKLOAD_CFLAGS_a64_high_code := -static
+WORKLOAD_LIBS_a64_high_code := -lpthread

@@ -21,8 +21,6 @@
 #define TK_PERF_REG_SP 1
 #define TK_PERF_REG_IP 2
 #define TK_PERF_REG_LR (-1)		/* none */
-/* what strips a return address before it is looked up (tk_unw_regs.ra_mask): nothing */
-#define TK_UNW_RA_MASK 0
 #elif defined(__aarch64__)
 #define TK_PERF_REGS_USER                                                            \
 	((1ULL << PERF_REG_ARM64_X29) | (1ULL << PERF_REG_ARM64_LR) |                  \
@@ -32,8 +30,6 @@
 #define TK_PERF_REG_LR 1
 #define TK_PERF_REG_SP 2
 #define TK_PERF_REG_IP 3
-/* pointer authentication: a user address has 48 bits (bpf/unwind.h, UNW_A64_RA_MASK) */
-#define TK_UNW_RA_MASK ((1ULL << 48) - 1)
 #else
 #error "tracekit builds for x86-64 and arm64"
 #endif

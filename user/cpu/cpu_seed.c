@@ -303,7 +303,7 @@ static bool seed_stack(struct walker *w, const struct cpu_seed *r)
 #if TK_ARCH_ARM64
 				    .lr = r->lr,
 #endif
-				    .ra_mask = TK_UNW_RA_MASK };
+				    .ra_mask = tk_unw_ra_mask(NULL) };
 	struct cpu_stack_key k = { .hash = r->ustack, .epoch = r->epoch };
 	const struct unw_row *rows = NULL;
 	bool have_proc = false, ok;

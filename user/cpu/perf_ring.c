@@ -165,7 +165,7 @@ int tk_perf_sample__parse(const struct perf_event_header *h, bool unwind, bool s
 #else
 		s->regs.lr = 0;
 #endif
-		s->regs.ra_mask = TK_UNW_RA_MASK;
+		s->regs.ra_mask = tk_unw_ra_mask(NULL);
 		p += TK_PERF_REGS_NR;
 		words -= TK_PERF_REGS_NR;
 	}

@@ -147,7 +147,7 @@ static void user_frames(struct stk_result *r, struct stk_proc *p, struct stk_raw
 	struct tk_stacks_frame *f;
 	const struct unw_row *rows;
 	struct tk_unw_regs regs = { .ip = x->ip, .sp = x->sp, .bp = x->bp, .lr = x->lr,
-				    .ra_mask = TK_UNW_RA_MASK };
+				    .ra_mask = tk_unw_ra_mask(NULL) };
 	struct img *m;
 	size_t nr_rows;
 	int n, native = 0;

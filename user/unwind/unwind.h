@@ -96,6 +96,15 @@ struct tk_unw_regs {
 };
 
 /*
+ * This machine's ra_mask (unwind_pac.c): x86-64 0; arm64 the bits below the PAC the kernel
+ * reports (NT_ARM_PAC_MASK, read once from a child of our own under PTRACE_TRACEME), else
+ * 48 bits. *@how (may be NULL): the profile's comment saying which; NULL on x86-64.
+ */
+uint64_t tk_unw_ra_mask(const char **how);
+/* The strip mask of NT_ARM_PAC_MASK's insn_mask (GENMASK(54, b), 32 <= b): 0 when not one. */
+uint64_t tk_unw_ra_mask_of(uint64_t insn_mask);
+
+/*
  * Reads @len bytes of the stack image at user address @addr into @buf;
  * returns 0, or a negative errno when the image does not hold them.
  */

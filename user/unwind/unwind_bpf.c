@@ -78,6 +78,8 @@ int tk_unw_bpf__prepare(const struct tk_unw_bpf_vars *v, const struct tk_unw_bpf
 		why[0] = '\0';
 	*v->enabled = false;
 	*v->fsbase_off = 0;
+	if (v->ra_mask)		/* arm64: the kernel's PAC mask, for the walk and frame records */
+		*v->ra_mask = tk_unw_ra_mask(NULL);
 	python_maps(v, procs, false);
 	if (o->mode == TK_UNWIND_FP) {
 		/* unused: as small as a map can be */

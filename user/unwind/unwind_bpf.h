@@ -12,6 +12,7 @@
 
 #include <bpf/libbpf.h>
 
+#include "core/arch.h"
 #include "unwind/unwind.h"
 
 /* The unwinder's variables and maps in one skeleton. */
@@ -26,7 +27,14 @@ struct tk_unw_bpf_vars {
 	struct bpf_map *py_procs;	/* unw_py_procs */
 	struct bpf_map *py_codes;	/* unw_py_codes */
 	struct bpf_map *py_events;	/* unw_py_events */
+	__u64 *ra_mask;			/* rodata unw_ra_mask (arm64 objects); NULL */
 };
+
+#if TK_PERF_REG_LR >= 0
+#define TK_UNW_BPF_RA_MASK(skel) &(skel)->rodata->unw_ra_mask
+#else
+#define TK_UNW_BPF_RA_MASK(skel) NULL
+#endif
 
 #define TK_UNW_BPF_VARS(skel) {						\
 	.enabled = &(skel)->rodata->unw_enabled,			\
@@ -39,6 +47,7 @@ struct tk_unw_bpf_vars {
 	.py_procs = (skel)->maps.unw_py_procs,				\
 	.py_codes = (skel)->maps.unw_py_codes,				\
 	.py_events = (skel)->maps.unw_py_events,			\
+	.ra_mask = TK_UNW_BPF_RA_MASK(skel),				\
 }
 
 struct tk_unw_bpf_opts {

@@ -399,6 +399,7 @@ void tk_unw__report(struct tk_profile *p, const uint64_t cnt[UNW_CNT__COUNT],
 		    const struct tk_unw_info *info)
 {
 	uint64_t frames = cnt[UNW_CNT_CFI_FRAMES] + cnt[UNW_CNT_FP_FRAMES];
+	const char *pac;
 	int i;
 
 	for (i = 0; i < UNW_CNT__COUNT; i++)
@@ -408,6 +409,9 @@ void tk_unw__report(struct tk_profile *p, const uint64_t cnt[UNW_CNT__COUNT],
 	python_report(p, cnt, info);
 	if (!info)
 		return;
+	/* arm64: which mask stripped the return addresses' PACs (x86-64: none) */
+	if (tk_unw_ra_mask(&pac) && pac)
+		tk_profile__add_comment(p, "%s", pac);
 	tk_profile__add_comment(p, "unwinding: CFI %s: %" PRIu64 " stacks, %" PRIu64
 				" reached their outermost frame; %" PRIu64 " frames, %.1f %% by CFI",
 				info->in_kernel ? "in the kernel" : "in user space",
