@@ -582,6 +582,7 @@ cmd_run() {
 		fi
 		# pauth-impdef: the cheap PAC algorithm (the default QARMA5 in TCG took 6 s to /init
 		# against 1.6 s); the guest still signs and checks every return address
+		# shellcheck disable=SC2054 # the comma is QEMU's, inside one argument
 		machine=(-M virt -cpu max,pauth-impdef=on)
 		console=ttyAMA0
 	else
