@@ -113,7 +113,7 @@ MOVE_PAGES=16384	# numa_move: 64 MiB of 4 KiB pages
 BAL_PAGES=16384		# numa_balance 15 64: the same
 
 # ---- results: check lines, and the table's cells ------------------------------------
-TESTS=(caps cpu cpu-perf unwind unwind-perf off-cpu off-cpu-perf alloc-full alloc-sampled alloc-growth record numa-move
+TESTS=(caps cpu cpu-perf unwind unwind-perf off-cpu off-cpu-perf off-cpu-span alloc-full alloc-sampled alloc-growth record numa-move
 	numa-balance python stacks stacks-proc)
 NOBTF_TESTS=(nobtf-caps nobtf-cpu nobtf-off-cpu nobtf-alloc nobtf-numa)	# rows of the TK_VM_NOBTF guest
 ATTACH=(cpu cpu-perf off-cpu off-cpu-perf alloc numa fentry kprobe "misplaced_*" stacks)
