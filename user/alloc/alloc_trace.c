@@ -532,8 +532,10 @@ int tk_alloc_bpf__probe_load(char *msg, size_t msg_sz)
 		len = snprintf(msg, msg_sz, "%s; --mode growth does not load: %s", how,
 			       strerror(-gerr));
 	else
-		len = snprintf(msg, msg_sz, "%s; --mode growth: page faults by %s", how,
-			       tk_alloc_bpf__fault_source());
+		/* short: the backend's reason holds 255 bytes */
+		len = snprintf(msg, msg_sz, "%s; growth: faults by %s", how,
+			       tk_kfeat__page_fault_user() ? "tracepoint page_fault_user" :
+			       "perf event page-faults (no page_fault_user)");
 	if (len < msg_sz && !tk_kfeat__runtime_alloc_maps())
 		snprintf(msg + len, msg_sz - len, "; maps preallocated (smaller)");
 	return 0;
