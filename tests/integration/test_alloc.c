@@ -439,9 +439,9 @@ static void test_growth_perf_event(void **state)
 
 	NEED_ROOT();
 	for (i = 0; i < 2; i++) {
-		char *args[] = { "--mode", "growth", "-o", (char *)json[i], "-o", (char *)pb[i], "--",
-				 (char *)tk_test_workload("alloc_leak"), "-d", "1", "--leak-bytes",
-				 "67108864", "--leak-block", "65536", NULL };
+		char *args[] = { "--mode", "growth", "-o", (char *)json[i], "-o", (char *)pb[i],
+				 "--", (char *)tk_test_workload("alloc_leak"), "-d", "1",
+				 "--leak-bytes", "67108864", "--leak-block", "65536", NULL };
 
 		if (i)
 			setenv("TK_KFEAT_OFF", "page_fault_user", 1);
@@ -456,7 +456,8 @@ static void test_growth_perf_event(void **state)
 	}
 	print_message("  growth: leak_site %.1f MiB by the tracepoint, %.1f MiB by the perf event; "
 		      "all faults %.1f and %.1f MiB\n", site[0].cum / 1048576.0,
-		      site[1].cum / 1048576.0, fault[0].flat / 1048576.0, fault[1].flat / 1048576.0);
+		      site[1].cum / 1048576.0, fault[0].flat / 1048576.0,
+		      fault[1].flat / 1048576.0);
 	for (i = 0; i < 2; i++) {
 		assert_true(site[i].found);
 		assert_true(fault[i].flat >= 0.95 * 67108864 &&

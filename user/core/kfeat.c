@@ -94,7 +94,7 @@ bool tk_kfeat__attach_cookie(void)
 	return v == 2;
 }
 
-/* An empty raw_tp program attached to page_fault_user, and let go: ENOENT is "no such tracepoint". */
+/* An empty raw_tp program attached to page_fault_user and let go: ENOENT is "no such tracepoint" */
 static bool probe_fault_tp(void)
 {
 	struct bpf_insn insns[2] = {
