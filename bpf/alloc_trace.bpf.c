@@ -797,9 +797,9 @@ int fault_user(void *ctx)
  * has none, 5.10 to 7.x): the software event page-faults
  * (PERF_COUNT_SW_PAGE_FAULTS, sample_period 1, one event per CPU), which the
  * architecture's fault handler raises once per fault with the faulting
- * registers, as the tracepoint fires. The event also counts faults the
- * kernel takes on user addresses (copy_to_user); the tracepoint's are the
- * faults of user mode only, and so are these.
+ * registers, as the tracepoint fires. The tracepoint reports faults taken
+ * in user mode only; so does this (exclude_kernel on the event, and the mode
+ * of the registers here, should an event be opened without it).
  */
 SEC("?perf_event")
 int fault_event(struct bpf_perf_event_data *ctx)

@@ -215,9 +215,10 @@ static int attach_raw_tp(struct at_state *st, struct bpf_program *prog)
 /*
  * Growth's page faults where the kernel has no page_fault_user: the software
  * event page-faults, period 1, on every CPU (as the raw tracepoint sees every
- * task; the program keeps the traced ones), user mode only (exclude_kernel:
- * not the faults the kernel takes on user addresses, which the tracepoint
- * does not report either). A CPU that is offline now is skipped (ENODEV).
+ * task; the program keeps the traced ones), faults taken in user mode only
+ * (exclude_kernel), which is what the tracepoint reports. A CPU that is
+ * offline now is skipped (ENODEV), and one brought online later is not
+ * watched (as for the cpu collector's events).
  */
 static int attach_fault_event(struct at_state *st)
 {
