@@ -532,10 +532,13 @@ int tk_alloc_bpf__probe_load(char *msg, size_t msg_sz)
 		len = snprintf(msg, msg_sz, "%s; --mode growth does not load: %s", how,
 			       strerror(-gerr));
 	else
-		/* short: the backend's reason holds 255 bytes */
-		len = snprintf(msg, msg_sz, "%s; growth: faults by %s", how,
-			       tk_kfeat__page_fault_user() ? "tracepoint page_fault_user" :
-			       "perf event page-faults (no page_fault_user)");
+		/*
+		 * The perf event named where growth takes it (no page_fault_user:
+		 * caps' tracepoint entry says so); short: the backend's reason holds
+		 * 255 bytes, and arm64 5.10's is 251 long with it
+		 */
+		len = snprintf(msg, msg_sz, "%s%s", how,
+			       tk_kfeat__page_fault_user() ? "" : "; growth: page-faults perf event");
 	if (len < msg_sz && !tk_kfeat__runtime_alloc_maps())
 		snprintf(msg + len, msg_sz - len, "; maps preallocated (smaller)");
 	return 0;
