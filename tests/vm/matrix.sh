@@ -37,7 +37,8 @@
 #           blocked_read and blocked_lock, labelled off_cpu_began (the task iterator seeds
 #           them); a kernel that refuses the iterator fails here, saying why
 #   alloc   `tracekit alloc` full (the leak exactly), sampled (within 5 %), growth
-#           (the leak's page faults) on alloc_leak; the uprobes must be sessions on a
+#           (the leak's page faults, from the tracepoint page_fault_user, or the page-faults
+#           perf event where caps says the kernel has none: arm64) on alloc_leak; the uprobes must be sessions on a
 #           kernel of 6.13 or later (by uname -r) and entry/return pairs before
 #   numa    (guests) `tracekit numa` while numa_move moves 64 MiB node 0 → 1 with
 #           move_pages: >= 16384 pages, reason syscall_or_cpuset, for its pid, and
@@ -116,7 +117,7 @@ BAL_PAGES=16384		# numa_balance 15 64: the same
 TESTS=(caps cpu cpu-perf unwind unwind-perf off-cpu off-cpu-perf off-cpu-span alloc-full alloc-sampled alloc-growth record numa-move
 	numa-balance python stacks stacks-proc)
 NOBTF_TESTS=(nobtf-caps nobtf-cpu nobtf-off-cpu nobtf-alloc nobtf-numa)	# rows of the TK_VM_NOBTF guest
-ATTACH=(cpu cpu-perf off-cpu off-cpu-perf alloc numa fentry kprobe "misplaced_*" stacks)
+ATTACH=(cpu cpu-perf off-cpu off-cpu-perf alloc growth numa fentry kprobe "misplaced_*" stacks)
 declare -A CELL REASON_NO ATT LABEL
 REASONS=()
 passed=0 failed=0 skipped=0
@@ -387,7 +388,7 @@ fi
 
 tk_run alloc_full tracekit alloc -v --mode full --format folded -- alloc_leak -d 1 --leak-bytes 1048576 --leak-block 4096
 tk_run alloc_sampled tracekit alloc -v --sample-bytes 4096 --format folded -- alloc_leak -d 1 --leak-bytes 16777216 --leak-block 262144 --no-touch
-tk_run alloc_growth tracekit alloc --mode growth --format folded -- alloc_leak -d 1 --leak-bytes 4194304 --leak-block 65536
+tk_run alloc_growth tracekit alloc -v --mode growth --format folded -- alloc_leak -d 1 --leak-bytes 4194304 --leak-block 65536
 # every collector over one window: the bundle's manifest and allocation summary
 tk_run record tracekit record -d 8 -o /tmp/rec -- alloc_leak -d 1 --leak-bytes 4194304 --leak-block 65536
 tk_run record.manifest cat /tmp/rec/manifest.json
@@ -824,7 +825,7 @@ check_host() {
 	"$bin" alloc -v --sample-bytes 4096 --format folded -- "$leak" -d 1 --leak-bytes 16777216 \
 		--leak-block 262144 --no-touch >"$tmp/alloc_sampled.out" 2>"$tmp/alloc_sampled.stderr.out"
 	echo $? >"$tmp/alloc_sampled.rc"
-	"$bin" alloc --mode growth --format folded -- "$leak" -d 1 --leak-bytes 4194304 --leak-block 65536 \
+	"$bin" alloc -v --mode growth --format folded -- "$leak" -d 1 --leak-bytes 4194304 --leak-block 65536 \
 		>"$tmp/alloc_growth.out" 2>"$tmp/alloc_growth.stderr.out"
 	echo $? >"$tmp/alloc_growth.rc"
 	check_alloc "$tmp" "$(uname -r)"

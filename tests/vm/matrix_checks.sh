@@ -255,7 +255,7 @@ alloc_how() {
 # (uname -r): uprobe sessions (BPF_TRACE_UPROBE_SESSION) came in 6.13, so from there on the
 # allocator's uprobes must be sessions, before it entry/return pairs
 check_alloc() {
-	local dir=$1 release=$2 v name how want
+	local dir=$1 release=$2 v name how want s src
 	if release_ge "$release" 6 13; then
 		want="uprobe sessions"
 	else
@@ -297,6 +297,17 @@ check_alloc() {
 			v=$(folded_sum "$dir/alloc_growth.out" ';leak_site;\\[page fault\\]$')
 			expect "alloc growth: leak_site's page faults ($v of 4194304)" \
 				'((v >= 4194304 * 75 / 100 && v <= 4194304 + 65536))' "got $v of 4194304"
+			# the fault source by what the kernel has (caps), not by the architecture:
+			# the tracepoint, or the page-faults perf event where there is none (arm64)
+			s=$(entry tracepoint.page_fault_user status "$dir/caps.out")
+			if [[ $s == supported ]]; then
+				src="the raw tracepoint page_fault_user" ATT[$K/growth]="raw_tp page_fault_user"
+			else
+				src="the software perf event page-faults" ATT[$K/growth]="perf event page-faults"
+			fi
+			expect "alloc growth: page faults by $src (caps: tracepoint.page_fault_user $s)" \
+				'grep -qF "page faults by $src" "$dir/alloc_growth.stderr.out"' \
+				"$(grep -i 'backend' "$dir/alloc_growth.stderr.out" | head -c 500)"
 			;;
 		esac
 	done
