@@ -135,6 +135,66 @@ out:
 	return err;
 }
 
+/*
+ * arm64: the Py_tss_t that PyGILState_GetThisThreadState reads, from its code at @pc:
+ * addresses built by adrp/add are followed to the call that ends it, whose argument is
+ * the key (ldr w0, [xN, #off]: pthread_getspecific, the Py_tss_t 4 bytes before) or the
+ * Py_tss_t itself (x0 an address: PyThread_tss_get). Measured shapes: Debian 3.9 and 3.11
+ * (adrp; add; [add;] ldr x1; cbz; ldr w0; b pthread_getspecific), 3.13 (bti first, ldr w1)
+ * and 3.14 (bti; adrp; ldr w0; cbz; adrp x0; add x0; b PyThread_tss_get).
+ */
+int tk_py__a64_tss_addr(const uint8_t *code, size_t len, uint64_t pc, uint64_t *addr)
+{
+	uint64_t reg[31], key = 0;
+	uint32_t known = 0, w, d, n, imm;
+	size_t i;
+
+	for (i = 0; i + 4 <= len && i < 64; i += 4) {
+		w = word(code + i);
+		d = w & 31;
+		n = (w >> 5) & 31;
+		if (a64_hint(w) || (w & 0x7e000000) == 0x34000000)
+			continue;	/* bti, paciasp; cbz/cbnz: the fall-through is the path */
+		if ((w & 0x9f000000) == 0x90000000) {
+			/* adrp xd, page */
+			uint64_t imm21 = ((w >> 5) & 0x7ffff) << 2 | ((w >> 29) & 3);
+			int64_t page = (int64_t)(imm21 << 43) >> 31;
+
+			reg[d] = (pc + i) / 4096 * 4096 + page;
+			known |= 1u << d;
+		} else if ((w & 0xff800000) == 0x91000000) {
+			/* add xd, xn, #imm{, lsl 12} */
+			imm = (w >> 10) & 0xfff;
+			if (w & (1u << 22))
+				imm <<= 12;
+			if (n == 31 || !(known & 1u << n)) {
+				known &= ~(1u << d);
+				continue;
+			}
+			reg[d] = reg[n] + imm;
+			known |= 1u << d;
+		} else if ((w & 0xbfc00000) == 0xb9400000) {
+			/* ldr wt / xt, [xn, #imm] */
+			imm = ((w >> 10) & 0xfff) << (w & (1u << 30) ? 3 : 2);
+			key = d == 0 && !(w & (1u << 30)) && n != 31 && (known & 1u << n) ?
+				      reg[n] + imm : (d == 0 ? 0 : key);
+			known &= ~(1u << d);
+		} else if ((w & 0x7c000000) == 0x14000000) {
+			/* b or bl: the call */
+			if (known & 1)
+				*addr = reg[0];
+			else if (key >= 4)
+				*addr = key - 4;
+			else
+				return -ENOTSUP;
+			return 0;
+		} else {
+			return -ENOTSUP;
+		}
+	}
+	return -ENOTSUP;
+}
+
 /* x86-64: jmp rel32 (e9), jcc rel32 (0f 8x); byte by byte, as they may start anywhere */
 static bool x86_next_jump(const uint8_t *code, size_t len, size_t *at, uint64_t start,
 			  uint64_t *tgt)

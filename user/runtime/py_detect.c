@@ -63,6 +63,7 @@ static bool py_name(const char *module, int *minor)
 struct syms {
 	uint64_t runtime, version, eval, eval_size, cold, cold_size, code_type, frame_type;
 	uint64_t tramp, tramp_end;
+	uint64_t gil_this;		/* PyGILState_GetThisThreadState */
 	uint64_t *funcs;		/* defined functions' starts: tail calls, not parts */
 	size_t nr_funcs, cap_funcs;
 };
@@ -103,6 +104,31 @@ static int sym_cb(const struct tk_elf_sym *s, void *ctx)
 		y->tramp = s->value;
 	else if (!strcmp(s->name, "_Py_trampoline_func_end"))
 		y->tramp_end = s->value;
+	else if (!strcmp(s->name, "PyGILState_GetThisThreadState"))
+		y->gil_this = s->value;
+	return 0;
+}
+
+/*
+ * arm64: the pthread key's place in _PyRuntime, from the interpreter's own code
+ * (py_arch.c): _PyRuntime embeds pthread mutexes before it up to 3.11, 48 bytes on
+ * arm64 against 40 (Debian 3.9: 600, table 584; 3.11: 608, table 592; 3.13 and 3.14 as
+ * the table). 0, or -ENOTSUP with im->why set.
+ */
+static int a64_tss(struct py_image *im, struct tk_elf *elf, const struct syms *y)
+{
+	uint8_t code[64];
+	uint64_t addr;
+	long got;
+
+	got = y->gil_this ? tk_elf__read_vaddr(elf, y->gil_this, code, sizeof(code)) : 0;
+	if (got <= 0 || tk_py__a64_tss_addr(code, got, y->gil_this, &addr) ||
+	    addr < y->runtime || addr - y->runtime >= 65536) {
+		snprintf(im->why, sizeof(im->why), "the pthread key's place in _PyRuntime not "
+			 "found (PyGILState_GetThisThreadState of another shape)");
+		return -ENOTSUP;
+	}
+	im->off.rt_tss = addr - y->runtime;
 	return 0;
 }
 
@@ -394,6 +420,8 @@ static int read_image(struct py_image *im, const char *path, int name_minor)
 	}
 	if (check_members(im, elf, &y))
 		goto out;
+	if (im->machine == EM_AARCH64 && a64_tss(im, elf, &y))
+		goto out;
 	loop_ranges(im, elf, &y);
 	/* -X perf's trampolines: x86-64's shapes (arm64's keep a frame record) */
 	if (im->machine == EM_X86_64)
@@ -543,8 +571,10 @@ static int find_cb(const struct tk_sym_map_info *m, void *ctx)
 
 /*
  * arm64: struct pthread's size below the thread pointer, from the process's libc (kept
- * with the interpreter's image for the next process of the same pair). 0, or -ENOTSUP
- * with @why set.
+ * with the interpreter's image for the next process of the same pair). 0, -ENOTSUP with
+ * @why set, or -EAGAIN when no libc is in the mappings as captured (the process was
+ * captured at exec, before the loader mapped it: measured in the arm64 guests; asked
+ * again after the mappings are read again, as after a miss).
  */
 static int tp_off(struct find *f, char *why, size_t why_sz)
 {
@@ -555,8 +585,9 @@ static int tp_off(struct find *f, char *why, size_t why_sz)
 	if (im->machine != EM_AARCH64)
 		return 0;
 	if (!f->libc[0]) {
-		snprintf(why, why_sz, "no glibc (libc.so.6) mapped: struct pthread's place unknown");
-		return -ENOTSUP;
+		snprintf(why, why_sz, "no glibc (libc.so.6) in its mappings as read: struct "
+			 "pthread's place unknown");
+		return -EAGAIN;
 	}
 	if (im->tp_off && im->libc_dev == f->libc_st.st_dev && im->libc_ino == f->libc_st.st_ino)
 		return 0;
@@ -607,12 +638,6 @@ int tk_py__detect(struct tk_py *py, struct tk_symbolizer *sym, uint32_t pid, uin
 	}
 	if (tk_py__glibc_layout(im->machine, &g))
 		return -ENOTSUP;	/* read_image refused other machines */
-	err = tp_off(&f, info->why, sizeof(info->why));
-	if (err) {
-		if (err == -ENOTSUP)
-			tk_py__set_unknown(py, pid, info->why);
-		return err;
-	}
 	snprintf(path, sizeof(path), "/proc/%u/mem", pid);
 	fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
@@ -627,6 +652,9 @@ int tk_py__detect(struct tk_py *py, struct tk_symbolizer *sym, uint32_t pid, uin
 	info->key = tss[1];
 	err = check_threads(fd, im, f.bias + im->runtime, tss[1], info, info->why,
 			    sizeof(info->why));
+	/* after the key: at exec its libc is not mapped yet (-EAGAIN above, asked again) */
+	if (!err)
+		err = tp_off(&f, info->why, sizeof(info->why));
 	if (err == -ENOTSUP)
 		tk_py__set_unknown(py, pid, info->why);
 	if (!err)

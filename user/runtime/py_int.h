@@ -46,7 +46,12 @@ int tk_py__glibc_layout(unsigned int machine, struct tk_py_glibc *out);
  * when it is not "mrs xT, tpidr_el0; sub x0, xT, #n; ret" (hints before it allowed).
  */
 int tk_py__a64_tp_off(const uint8_t *code, size_t len, uint32_t *off);
-/* The same, from the libc file at @path: 0, -ENOTSUP or a negative errno, @why set. */
+/*
+ * arm64: the address of the Py_tss_t (autoTSSkey) PyGILState_GetThisThreadState reads,
+ * from its code (@code, @len bytes at ELF address @pc): 0, or -ENOTSUP for another shape.
+ */
+int tk_py__a64_tss_addr(const uint8_t *code, size_t len, uint64_t pc, uint64_t *addr);
+/* tk_py__a64_tp_off from the libc file at @path: 0, -ENOTSUP or a negative errno, @why set. */
 int tk_py__libc_tp_off(const char *path, uint32_t *off, char *why, size_t why_sz);
 /*
  * The next jump (no call) in @code (@len bytes of ELF machine @machine, at address
