@@ -178,12 +178,17 @@ static void test_tss_addr(void **state)
 		static const uint32_t store[] = { 0x90002e20, 0xf9000001, 0x17feb9aa };
 		static const uint32_t none[] = { 0xd503245f, 0x17feb9aa };
 		static const uint32_t ret[] = { 0x90002e20, 0xd65f03c0 };
+		/* adrp into xzr, add into sp, ldr into xzr (31 is no register to follow: the
+		   fuzzer's first find) */
+		static const uint32_t xzr[] = { 0x9000001f, 0x910003ff, 0xb940001f, 0x17feb9aa };
 
 		assert_int_equal(tk_py__a64_tss_addr(b, put(b, store, 3), 0x4714a4, &addr),
 				 -ENOTSUP);
 		assert_int_equal(tk_py__a64_tss_addr(b, put(b, none, 2), 0x4714a4, &addr),
 				 -ENOTSUP);
 		assert_int_equal(tk_py__a64_tss_addr(b, put(b, ret, 2), 0x4714a4, &addr),
+				 -ENOTSUP);
+		assert_int_equal(tk_py__a64_tss_addr(b, put(b, xzr, 4), 0x4714a4, &addr),
 				 -ENOTSUP);
 	}
 }

@@ -145,11 +145,12 @@ out:
  */
 int tk_py__a64_tss_addr(const uint8_t *code, size_t len, uint64_t pc, uint64_t *addr)
 {
-	uint64_t reg[31], key = 0;
+	uint64_t reg[32], key = 0;	/* reg[31]: sp or xzr, never known */
 	uint32_t known = 0, w, d, n, imm;
 	size_t i;
 
 	for (i = 0; i + 4 <= len && i < 64; i += 4) {
+		known &= ~(1u << 31);
 		w = word(code + i);
 		d = w & 31;
 		n = (w >> 5) & 31;
