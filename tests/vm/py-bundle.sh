@@ -139,9 +139,12 @@ find_lib() {
 	return 1
 }
 
+# The NEEDED libraries of ELF file $1, one a line.
+needed() { readelf -d "$1" | sed -n 's/.*(NEEDED).*\[\(.*\)\]/\1/p'; }
+
 arm64_bundle() {
 	local pkgs=(python3.11-minimal libpython3.11-minimal libpython3.11-stdlib libexpat1)
-	local py lib todo seen=" " path ld
+	local py lib seen=" " path ld todo=()
 	command -v dpkg-deb >/dev/null || die "no dpkg-deb here"
 	command -v aarch64-linux-gnu-readelf >/dev/null || command -v readelf >/dev/null ||
 		die "no readelf here"
@@ -154,17 +157,15 @@ arm64_bundle() {
 	[[ -x $py ]] || die "no usr/bin/python3.11 in python3.11-minimal:arm64"
 	echo "$py:/usr/bin/python3.11"
 	# the libraries it needs, and theirs
-	todo=$(readelf -d "$py" | sed -n 's/.*(NEEDED).*\[\(.*\)\]/\1/p')
-	while [[ -n $todo ]]; do
-		set -- $todo
-		lib=$1
-		shift
-		todo=$*
+	mapfile -t todo < <(needed "$py")
+	while ((${#todo[@]})); do
+		lib=${todo[0]}
+		todo=("${todo[@]:1}")
 		[[ $seen == *" $lib "* ]] && continue
 		seen+="$lib "
 		path=$(find_lib "$lib") || die "no arm64 $lib (here: tools/install-deps.sh --arm64)"
 		echo "$path:/lib/aarch64-linux-gnu/$lib"
-		todo+=" $(readelf -d "$path" | sed -n 's/.*(NEEDED).*\[\(.*\)\]/\1/p' | tr '\n' ' ')"
+		mapfile -t -O "${#todo[@]}" todo < <(needed "$path")
 	done
 	ld=$(find_lib ld-linux-aarch64.so.1) || die "no arm64 ld-linux-aarch64.so.1"
 	echo "$ld:/lib/ld-linux-aarch64.so.1"
