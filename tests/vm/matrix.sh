@@ -191,36 +191,18 @@ skip_all() {
 guest_files=() NUMA_SKIP="" MOVE_SKIP="" CPU_SKIP="" BAL_SKIP="" UNW_SKIP="" OFF_SKIP="" PY_SKIP=""
 STK_SKIP=""
 SPAN_SKIP=""
-# Debian bookworm's CPython 3.11 (this host's) for the guests: the interpreter, the libraries
-# it links (at their paths: the guest's only dynamic program), and the stdlib modules
-# tests/workloads/py/pywork.py imports, zipped where python3.11 looks (/usr/lib/python311.zip).
+# Debian bookworm's CPython 3.11 for a guest of $GARCH (tests/vm/py-bundle.sh: this host's for
+# x86, bookworm's arm64 packages for arm64): the interpreter, its libraries, the stdlib modules
+# tests/workloads/py/pywork.py imports; SRC:DEST lines into guest_files.
 py_bundle() {
-	local dir=$1 py=/usr/bin/python3.11 l
-	[[ -x $py ]] || { PY_SKIP="no $py on this host (Debian bookworm's python3.11)"; return; }
-	mkdir -p "$dir"
-	guest_files+=("$py:$py" "tests/workloads/py/pywork.py:/root/pywork.py")
-	for l in $(ldd "$py" | grep -o '/[^ ]*'); do guest_files+=("$l:$l"); done
-	if ! /usr/bin/python3.11 - "$dir/python311.zip" <<'PYEOF'; then
-import os, sys, zipfile
-mods = ("abc codecs collections contextlib copyreg enum functools genericpath io keyword "
-        "linecache operator os posixpath re reprlib stat textwrap threading token tokenize "
-        "traceback types _collections_abc _weakrefset encodings").split()
-base = "/usr/lib/python3.11"
-enc = ("__init__.py", "aliases.py", "utf_8.py", "latin_1.py", "ascii.py")
-with zipfile.ZipFile(sys.argv[1], "w", zipfile.ZIP_DEFLATED) as z:
-    for m in mods:
-        p = os.path.join(base, m)
-        if os.path.isdir(p):
-            for f in sorted(os.listdir(p)):
-                if f.endswith(".py") and (m != "encodings" or f in enc):
-                    z.write(os.path.join(p, f), m + "/" + f)
-        else:
-            z.write(p + ".py", m + ".py")
-PYEOF
-		PY_SKIP="cannot zip python3.11's modules"
+	local dir=$1 lines rc
+	lines=$(tests/vm/py-bundle.sh "$GARCH" "$dir" 2>"$dir.err")
+	rc=$?
+	if ((rc != 0)); then
+		PY_SKIP="tests/vm/py-bundle.sh $GARCH: $(tail -n1 "$dir.err")"
 		return
 	fi
-	guest_files+=("$dir/python311.zip:/usr/lib/python311.zip")
+	mapfile -t -O "${#guest_files[@]}" guest_files <<<"$lines"
 }
 # What goes into a guest of architecture $GARCH (guest_arch), and what cannot be tested
 # there and why.
@@ -284,11 +266,7 @@ plan_guests() {
 	else
 		guest_files+=("$W/numa_move:/bin/numa_move")
 	fi
-	if [[ $GARCH == arm64 ]]; then
-		PY_SKIP="no arm64 Python bundle"
-	else
-		py_bundle "$work/py"
-	fi
+	py_bundle "$work/py-$GARCH"
 	return 0
 }
 
@@ -735,7 +713,7 @@ check_guest() {
 		check_numa_balance "$d"
 	fi
 	if [[ -n $PY_SKIP ]]; then
-		T=python skip python "$PY_SKIP"
+		T=python unavailable python "$PY_SKIP"
 	else
 		check_python python "$d/python.folded.out" "$(rc_of "$d/python.rc")" \
 			"$d/python.stderr.out" "$d/python.txt.out"
