@@ -162,7 +162,7 @@ endif
 
 .DELETE_ON_ERROR:
 .SECONDARY:
-.PHONY: all static tests test check bench deps clean fuzz vmlinux run vmtest install uninstall FORCE
+.PHONY: all static guest tests test check bench deps clean fuzz vmlinux run vmtest install uninstall FORCE
 
 ifeq ($(ARCH),x86)
 all: $(BUILD)/tracekit $(PRELOADS) $(SHLIB_LINKS) $(PC) $(MANPAGES) tests
@@ -177,6 +177,13 @@ tests: $(UNIT_BINS) $(SAN_UNIT_BINS) $(INTEG_BINS) $(WORKLOAD_LIBS) $(WORKLOADS)
 	$(EXAMPLES) $(BUILD)/examples/headers.ok
 
 static: $(BUILD)/tracekit-static
+
+# What a guest of the kernel matrix runs (tests/vm/matrix.sh): tracekit-static and the
+# workloads, all statically linked; with ARCH=arm64 BUILD=build/arm64, the arm64 guests'.
+GUEST_WORKLOADS := $(patsubst %,$(BUILD)/workloads/%,alloc_leak_static cpu_split_static \
+	cpu_offcpu_static cpu_offcpu_span_static unw_chain_static stacks_shape_static numa_balance \
+	numa_move)
+guest: $(BUILD)/tracekit-static $(GUEST_WORKLOADS)
 
 # What runs here, or installs, is for this machine's architecture: a cross build stops at
 # once with why, rather than running tests it did not build or installing x86's names.
@@ -205,11 +212,13 @@ run: deps
 	@echo '$$ tracekit alloc -- $(BUILD)/workloads/alloc_leak -d 2 --leak-bytes 67108864'
 	$(Q)$(BUILD)/tracekit alloc -- $(BUILD)/workloads/alloc_leak -d 2 --leak-bytes 67108864
 
-# The README's test command: install (the cross tier's arm64 compiler and libraries too),
-# build, run every tier, print a summary.
+# The README's test command: install (the arm64 compiler, libraries and QEMU too), build
+# this architecture's tree and what the arm64 guests of the kernel matrix run, run every
+# tier, print a summary.
 test: deps
 	$(Q)tools/install-deps.sh --arm64
 	$(Q)$(MAKE) --no-print-directory all static
+	$(Q)$(MAKE) --no-print-directory ARCH=arm64 BUILD=$(BUILD)/arm64 guest
 	$(Q)TK_BUILD_DIR=$(BUILD) tests/run.sh
 
 # The fast loop while changing code: the unit tests and their sanitizer builds, with no
@@ -224,7 +233,9 @@ VM_WORKLOADS := $(patsubst %,$(BUILD)/workloads/%,cpu_split alloc_leak cpu_split
 	unw_chain_static stacks_shape_static \
 	alloc_leak_static numa_balance $(if $(wildcard tests/workloads/numa_move.c),numa_move))
 vmtest: deps
-	$(Q)$(MAKE) --no-print-directory $(BUILD)/tracekit $(PRELOADS) static $(VM_WORKLOADS)
+	$(Q)tools/install-deps.sh --arm64
+	$(Q)$(MAKE) --no-print-directory $(BUILD)/tracekit $(PRELOADS) static $(VM_WORKLOADS) guest
+	$(Q)$(MAKE) --no-print-directory ARCH=arm64 BUILD=$(BUILD)/arm64 guest
 	$(Q)TK_BUILD_DIR=$(BUILD) tests/vm/matrix.sh
 
 # vmlinux/x86/vmlinux.h from this machine's kernel; with ARCH=arm64 vmlinux/arm64/vmlinux.h

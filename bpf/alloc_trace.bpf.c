@@ -14,7 +14,8 @@
  * Markers: libtkalloc.so samples in-process and calls two marker functions
  * for sampled allocations and their frees; uprobes sit on those only.
  *
- * Growth: page faults, brk and mmap of the target processes, counted per
+ * Growth: page faults (the raw tracepoint page_fault_user, else the software
+ * perf event page-faults), brk and mmap of the target processes, counted per
  * stack in kernel maps (no allocator hook at all).
  */
 /*
@@ -710,7 +711,8 @@ static __always_inline __u64 hash_stack(const struct at_stack *st)
 	return h ? h : 1;
 }
 
-static __always_inline void add_growth(void *ctx, __u32 kind, __u64 bytes)
+/* @uregs: the user registers in the program's context (a perf_event's), or NULL to find them */
+static __always_inline void add_growth(void *ctx, const void *uregs, __u32 kind, __u64 bytes)
 {
 	__u64 id = bpf_get_current_pid_tgid();
 	struct at_growth_key key = { .pid = id >> 32, .tid = (__u32)id, .kind = kind };
@@ -729,7 +731,7 @@ static __always_inline void add_growth(void *ctx, __u32 kind, __u64 bytes)
 		__u32 miss;
 
 		/* a fault or a syscall: the task's own user registers */
-		n = unw_get_user_stack(NULL, false, 0, 0, st->ips, AT_MAX_FRAMES, &miss);
+		n = unw_get_user_stack(uregs, uregs != NULL, 0, 0, st->ips, AT_MAX_FRAMES, &miss);
 		if (miss)
 			emit_free(AT_REC_UNWIND_MISS, id >> 32, key.gen, 0);
 	} else {
@@ -786,7 +788,26 @@ SEC("?raw_tp/page_fault_user")
 int fault_user(void *ctx)
 {
 	if (traced())
-		add_growth(ctx, AT_GROWTH_FAULT, page_size);
+		add_growth(ctx, NULL, AT_GROWTH_FAULT, page_size);
+	return 0;
+}
+
+/*
+ * The same faults where the kernel has no exceptions:page_fault_user (arm64
+ * has none, 5.10 to 7.x): the software event page-faults
+ * (PERF_COUNT_SW_PAGE_FAULTS, sample_period 1, one event per CPU), which the
+ * architecture's fault handler raises once per fault with the faulting
+ * registers, as the tracepoint fires. The tracepoint reports faults taken
+ * in user mode only; so does this (exclude_kernel on the event, and the mode
+ * of the registers here, should an event be opened without it).
+ */
+SEC("?perf_event")
+int fault_event(struct bpf_perf_event_data *ctx)
+{
+	const __u64 *r = (const __u64 *)&ctx->regs;
+
+	if (UNW_REGS_USER(r[UNW_REG_MODE]) && traced())
+		add_growth(ctx, &ctx->regs, AT_GROWTH_FAULT, page_size);
 	return 0;
 }
 
@@ -822,7 +843,7 @@ int sys_enter(__u64 *ctx)
 	bpf_probe_read_kernel(&flags, sizeof(flags), &PT_REGS_PARM4_SYSCALL(regs));
 	if (!(flags & MAP_ANONYMOUS) && !((flags & MAP_PRIVATE) && (prot & PROT_WRITE)))
 		return 0;
-	add_growth(ctx, AT_GROWTH_MMAP, (len + page_size - 1) & ~(page_size - 1));
+	add_growth(ctx, NULL, AT_GROWTH_MMAP, (len + page_size - 1) & ~(page_size - 1));
 	return 0;
 }
 
@@ -848,7 +869,7 @@ int sys_exit(__u64 *ctx)
 	if (!bpf_map_delete_elem(&brk_old, &tid))
 		__sync_fetch_and_add(&brk_pending, (__u64)-1);
 	if (was && brk > was)
-		add_growth(ctx, AT_GROWTH_BRK, brk - was);
+		add_growth(ctx, NULL, AT_GROWTH_BRK, brk - was);
 	return 0;
 }
 

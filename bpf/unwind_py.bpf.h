@@ -16,17 +16,20 @@
  * tail calls: 5.10 on).
  *
  * The thread state is glibc's thread-specific data of the interpreter's
- * pthread key: *(fsbase + tsd_off + tsd_stride * key), where fsbase is the
- * task's (task_struct.thread.fsbase, at the offset user space found in the
- * kernel's BTF) and is also the thread's pthread_t, which the thread state
- * holds as thread_id: a stale key or a wrong layout cannot pass that check.
+ * pthread key: *(pthread_t + tsd_off + tsd_stride * key). The thread's
+ * pthread_t comes from its thread pointer, at the offset user space found in
+ * the kernel's BTF: x86's fsbase (task_struct.thread.fsbase) is the pthread_t
+ * itself; arm64's TPIDR_EL0 (thread.uw.tp_value, saved at each switch) points
+ * past struct pthread (glibc's TLS variant I: pthread_t = tp - tp_off, the
+ * size user space read from the process's libc). The thread state holds the
+ * pthread_t as thread_id: a stale key or a wrong layout cannot pass that check.
  */
 #ifndef __UNWIND_PY_BPF_H
 #define __UNWIND_PY_BPF_H
 
 #include "unwind_py.h"
 
-/* task_struct.thread.fsbase; 0: no offset known (no BTF): no Python frames */
+/* task_struct.thread.fsbase (arm64: thread.uw.tp_value); 0: none known (no BTF): no Python frames */
 const volatile __u32 unw_fsbase_off = 0;
 
 struct {
@@ -118,6 +121,10 @@ __noinline int unw_py_begin(void)
 	if (!unw_fsbase_off ||
 	    bpf_probe_read_kernel(&v[0], 8,
 				  (const void *)(bpf_get_current_task() + unw_fsbase_off)) ||
+#if defined(__TARGET_ARCH_arm64)
+	    /* struct pthread lies below the thread pointer (v[0] > tp_off: not 0 after) */
+	    v[0] <= s->py.tp_off || !(v[0] -= s->py.tp_off) ||
+#endif
 	    !v[0] || unw_read(&v[1], v[0] + s->py.tsd_off + (__u64)s->py.tsd_stride *
 			      (s->py.tss_key & 31)) ||
 	    !v[1] || unw_read(&v[2], v[1] + s->py.ts_thread_id) || v[2] != v[0]) {

@@ -9,8 +9,9 @@
  * frames are read from the thread's frame chain and written just before it
  * (leaf-ward), so a Python function called back from C lies below the C
  * frames that called it. The thread state comes from glibc's thread-specific
- * data of the interpreter's pthread key (found through the task's fsbase),
- * which holds for every thread, with or without the GIL.
+ * data of the interpreter's pthread key (found through the task's thread
+ * pointer: x86's fsbase is the pthread_t, arm64's TPIDR_EL0 lies tp_off above
+ * it), which holds for every thread, with or without the GIL.
  *
  * A Python frame is one u64 of the stack, told apart from any user address
  * (< 2^47) and any kernel address or context marker (top bits 111):
@@ -75,9 +76,9 @@ struct unw_py {
 	__u8 exec_tag;		/* low bits of f_executable to clear (3.14: 3) */
 	__u8 tramp;		/* enum unw_py_tramp: -X perf trampolines' shape */
 	__u32 tss_key;		/* the interpreter's pthread key (< 32) */
-	__u16 tsd_off;		/* the key's data at fsbase + tsd_off + tsd_stride * key */
+	__u16 tsd_off;		/* the key's data at pthread_t + tsd_off + tsd_stride * key */
 	__u16 tsd_stride;
-	__u16 ts_thread_id;	/* PyThreadState.thread_id (== the thread's fsbase) */
+	__u16 ts_thread_id;	/* PyThreadState.thread_id (== the thread's pthread_t) */
 	__u16 ts_frame;		/* PyThreadState.frame / .cframe / .current_frame */
 	__u16 cf_current;	/* _PyCFrame.current_frame */
 	__u16 fr_code;		/* f_code / f_executable */
@@ -91,7 +92,7 @@ struct unw_py {
 	__u16 co_first;		/* co_firstlineno, in the window */
 	__u16 co_lines;		/* the line table pointer, in the window */
 	__u16 co_name;		/* co_qualname (co_name before 3.11), in the window */
-	__u16 pad;
+	__u16 tp_off;		/* arm64: pthread_t = thread pointer - tp_off (x86: 0, unused) */
 	__u64 lo[UNW_PY_RANGES];	/* interpreter-loop ranges, absolute, [lo, hi) */
 	__u64 hi[UNW_PY_RANGES];
 };

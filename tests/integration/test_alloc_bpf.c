@@ -29,6 +29,7 @@
 
 #include "alloc/alloc_int.h"
 #include "alloc/alloc_rate.h"
+#include "core/kfeat.h"
 #include "profile/profile.h"
 #include "spawn.h"
 #include "caps/caps.h"
@@ -273,6 +274,11 @@ static void test_growth(void **state)
 	/* leak_site's memset faults its blocks in */
 	assert_true(st.growth_events > 100);
 	assert_true(leaf_sum(folded, "[page fault]") > 1u << 20);
+	/* by the source this kernel has (TK_KFEAT_OFF=page_fault_user: arm64's, the perf event) */
+	print_message("  %s\n", describe);
+	assert_non_null(strstr(describe, tk_kfeat__page_fault_user() ?
+						 "page faults by the raw tracepoint page_fault_user" :
+						 "page faults by the software perf event page-faults"));
 }
 
 static void test_rate(void **state)
@@ -628,6 +634,10 @@ int main(void)
 		cmocka_unit_test_teardown(test_container_rate, ct_teardown),
 	};
 
+	const char *filter = getenv("TK_TEST_FILTER");
+
+	if (filter && *filter)
+		cmocka_set_test_filter(filter);
 	if (tk_caps__snapshot(&co, &caps))
 		return 1;
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -960,10 +960,19 @@ static void test_tracepoints_absent(void **state)
 			   NULL);
 	expect_cap(caps, TK_CAP_TP_MM_MIGRATE_PAGES, TK_UNSUPPORTED, "absent",
 		   "migrate:mm_migrate_pages is not in this kernel", NULL);
+	/* arm64's case: growth takes the software event page-faults, so it is not needed */
 	expect_cap(caps, TK_CAP_TP_PAGE_FAULT_USER, TK_UNSUPPORTED, "absent",
-		   "exceptions:page_fault_user", NULL);
+		   "exceptions:page_fault_user", "none needed|software perf event page-faults");
+	assert_true(caps->caps[TK_CAP_TP_PAGE_FAULT_USER].not_needed);
 	expect_backend(caps, TK_COLLECT_NUMA, TK_BACKEND_VMSTAT,
 		       "tracepoint.mm_migrate_pages is unsupported");
+	/* without perf_event programs there is nothing instead */
+	fx_probe_result[TK_PROBE_PROG_PERF_EVENT] = -EINVAL;
+	caps = snap(t);
+	expect_cap(caps, TK_CAP_TP_PAGE_FAULT_USER, TK_UNSUPPORTED, "absent",
+		   "exceptions:page_fault_user", "");
+	assert_false(caps->caps[TK_CAP_TP_PAGE_FAULT_USER].not_needed);
+	fx_probe_result[TK_PROBE_PROG_PERF_EVENT] = 0;
 
 	/* no kallsyms at all */
 	FX(fx_remove(t->fx, "proc/kallsyms"));

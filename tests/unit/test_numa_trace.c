@@ -459,6 +459,56 @@ static void test_nodes_pgshift(void **state)
 			 -EOPNOTSUPP);
 }
 
+/*
+ * Where the node sits, by BTF: vmemmap_populate_basepages (mm/sparse-vmemmap.c,
+ * SPARSEMEM_VMEMMAP on every architecture) puts it at the top; page_to_nid as a
+ * function (NODE_NOT_IN_PAGE_FLAGS) means it is not in the flags at all.
+ */
+static void test_node_at_top(void **state)
+{
+	struct kbtf k;
+	int proto;
+
+	kbtf_base(&k);
+	/* neither: cannot tell (a section may sit above the node) */
+	assert_int_equal(tk_numa_btf__node_at_top(k.btf), -ENOENT);
+	proto = btf__add_func_proto(k.btf, k.t_int);
+	assert_true(proto > 0);
+	/* vmemmap_populate alone is not the generic file's (the architecture's own) */
+	assert_true(btf__add_func(k.btf, "vmemmap_populate", BTF_FUNC_STATIC, proto) > 0);
+	assert_int_equal(tk_numa_btf__node_at_top(k.btf), -ENOENT);
+	assert_true(btf__add_func(k.btf, "vmemmap_populate_basepages", BTF_FUNC_STATIC, proto) > 0);
+	assert_int_equal(tk_numa_btf__node_at_top(k.btf), 0);
+	assert_true(btf__add_func(k.btf, "page_to_nid", BTF_FUNC_GLOBAL, proto) > 0);
+	assert_int_equal(tk_numa_btf__node_at_top(k.btf), -EOPNOTSUPP);
+	btf__free(k.btf);
+}
+
+/*
+ * Debian's arm64 cloud kernels (the lines of /boot/config-5.10.0-32-cloud-arm64,
+ * -6.1.0-57-, -6.12.118+deb12-: all three alike): SPARSEMEM_VMEMMAP, NODES_SHIFT 4,
+ * so the node is bits 60-63 (the 6.12 guest's pairs of numa_move: 16384 pages 0 -> 1).
+ */
+static void test_nodes_pgshift_debian_arm64(void **state)
+{
+	static const char config[] = "CONFIG_ARM64=y\n"
+				     "CONFIG_ARM64_4K_PAGES=y\n"
+				     "CONFIG_ARM64_PA_BITS=48\n"
+				     "CONFIG_NUMA=y\n"
+				     "CONFIG_NODES_SHIFT=4\n"
+				     "CONFIG_SPARSEMEM_MANUAL=y\n"
+				     "CONFIG_SPARSEMEM=y\n"
+				     "CONFIG_SPARSEMEM_EXTREME=y\n"
+				     "CONFIG_SPARSEMEM_VMEMMAP_ENABLE=y\n"
+				     "CONFIG_SPARSEMEM_VMEMMAP=y\n"
+				     "CONFIG_NUMA_BALANCING=y\n";
+	int shift = -1, ns = -1;
+
+	assert_int_equal(tk_numa__nodes_pgshift(config, &shift, &ns), 0);
+	assert_int_equal(ns, 4);
+	assert_int_equal(shift, 60);
+}
+
 static void test_read_kconfig(void **state)
 {
 	struct fx *fx = fx_new();
@@ -568,11 +618,13 @@ static void test_host_btf(void **state)
 	if (!tk_numa_btf__folio_fn(btf, &ff))
 		assert_true(ff.src >= 0 && ff.dst >= 0 && ff.src != ff.dst);
 
-	/* NODES_SHIFT by BTF agrees with the config, where the config can be read */
+	/* NODES_SHIFT (and SPARSEMEM_VMEMMAP) by BTF agree with the config, where it can be read */
 	if (!tk_numa__read_kconfig("/proc", "/boot", NULL, &config, from, sizeof(from))) {
-		if (!tk_numa__nodes_pgshift(config, &shift, &ns) &&
-		    tk_numa_btf__max_numnodes(btf) > 0)
-			assert_int_equal(tk_numa_btf__max_numnodes(btf), 1 << ns);
+		if (!tk_numa__nodes_pgshift(config, &shift, &ns)) {
+			if (tk_numa_btf__max_numnodes(btf) > 0)
+				assert_int_equal(tk_numa_btf__max_numnodes(btf), 1 << ns);
+			assert_int_equal(tk_numa_btf__node_at_top(btf), 0);
+		}
 		free(config);
 	}
 	btf__free(btf);
@@ -592,6 +644,8 @@ int main(void)
 		cmocka_unit_test(test_folio_fn),
 		cmocka_unit_test(test_max_numnodes),
 		cmocka_unit_test(test_nodes_pgshift),
+		cmocka_unit_test(test_node_at_top),
+		cmocka_unit_test(test_nodes_pgshift_debian_arm64),
 		cmocka_unit_test(test_read_kconfig),
 		cmocka_unit_test(test_host_btf),
 	};

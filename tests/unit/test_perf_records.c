@@ -255,6 +255,58 @@ static void test_off_cpu_switches(void **state)
 }
 
 /*
+ * Records out of time order or lost (a ring that filled; a record that became
+ * visible after the merge passed its time): a wait whose end was not seen is
+ * not paired with a later switch-in, which would count the time the thread ran
+ * in between as a wait; it is counted in off_cpu_unpaired.
+ */
+static void test_off_cpu_unpaired(void **state)
+{
+	struct fix *x = *state;
+	struct off_seen o = { .tid = 111 };
+
+	x->c.opts.off_cpu = true;
+	comm(x, 100, 111, "pp", true);
+	/* out at 1000, in at 2000: 1000 ns */
+	x->time = 999;
+	sample(x, 100, 111, 0xffffffff81000010ull);
+	switch_rec(x, true, 0, 100, 111, 2000);
+	/* a switch-out of 1500 seen after that switch-in: its end was already taken */
+	x->time = 1499;
+	sample(x, 100, 111, 0xffffffff81000010ull);
+	switch_rec(x, true, 0, 100, 111, 900000);
+	assert_int_equal(tk_stacks__for_each(x->c.stacks, off_cb, &o), 0);
+	assert_int_equal(o.waits, 1);
+	assert_int_equal(o.ns, 1000);
+	assert_int_equal(x->c.losses[TK_LOSS_OFF_UNPAIRED], 1);
+
+	/* two switch-outs with no switch-in between (its record lost): the first is not
+	 * counted to the second's end */
+	o = (struct off_seen){ .tid = 112 };
+	x->time = 9999;
+	sample(x, 100, 112, 0xffffffff81000020ull);
+	x->time = 19999;
+	sample(x, 100, 112, 0xffffffff81000020ull);
+	switch_rec(x, true, 0, 100, 112, 20500);
+	assert_int_equal(tk_stacks__for_each(x->c.stacks, off_cb, &o), 0);
+	assert_int_equal(o.waits, 1);
+	assert_int_equal(o.ns, 500);
+	assert_int_equal(x->c.losses[TK_LOSS_OFF_UNPAIRED], 2);
+
+	/* a switch-in older than the switch-out waiting (an earlier wait's, late) does not
+	 * end it; its own does */
+	o = (struct off_seen){ .tid = 113 };
+	x->time = 29999;
+	sample(x, 100, 113, 0xffffffff81000030ull);
+	switch_rec(x, true, 0, 100, 113, 29000);
+	switch_rec(x, true, 0, 100, 113, 30300);
+	assert_int_equal(tk_stacks__for_each(x->c.stacks, off_cb, &o), 0);
+	assert_int_equal(o.waits, 1);
+	assert_int_equal(o.ns, 300);
+	assert_int_equal(x->c.losses[TK_LOSS_OFF_UNPAIRED], 2);
+}
+
+/*
  * A sched:sched_switch sample (period 1, PERF_SAMPLE_RAW after its callchain:
  * u32 size, then the tracepoint's fields) of @tid leaving in report state
  * @prev_state, at raw offset 24 (8 bytes); @raw_size not 36 makes it malformed.
@@ -426,6 +478,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_thread_churn, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_short_records_skipped, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_off_cpu_switches, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_off_cpu_unpaired, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_off_cpu_switch_state, setup, teardown),
 	};
 

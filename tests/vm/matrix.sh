@@ -6,6 +6,11 @@
 #   6.1     Debian's 6.1 cloud kernel (bookworm)           } build/tracekit-static and
 #   6.12    Debian's 6.12 cloud kernel (bookworm-backports)} static workloads
 #   newest  the newest cloud kernel in Debian sid (7.x)    }
+#   arm64/5.10 arm64/6.1 arm64/6.12 arm64/newest  the same series' cloud-arm64 kernels, in
+#           two-node qemu-system-aarch64 guests (-cpu max with pointer authentication and
+#           BTI), running BUILD/arm64/tracekit-static and BUILD/arm64/workloads (make
+#           ARCH=arm64 BUILD=BUILD/arm64 guest: cross-built, static, no frame pointers where
+#           the x86 ones have none)
 # (tests/vm/vm.sh fetches them; its header says from where.) Guests boot one after another:
 # TCG uses both cores. One guest boot per kernel runs one payload that exercises every
 # collector; the checks run here, on the host, with jq and awk, on what the guest sent
@@ -32,7 +37,8 @@
 #           blocked_read and blocked_lock, labelled off_cpu_began (the task iterator seeds
 #           them); a kernel that refuses the iterator fails here, saying why
 #   alloc   `tracekit alloc` full (the leak exactly), sampled (within 5 %), growth
-#           (the leak's page faults) on alloc_leak; the uprobes must be sessions on a
+#           (the leak's page faults, from the tracepoint page_fault_user, or the page-faults
+#           perf event where caps says the kernel has none: arm64) on alloc_leak; the uprobes must be sessions on a
 #           kernel of 6.13 or later (by uname -r) and entry/return pairs before
 #   numa    (guests) `tracekit numa` while numa_move moves 64 MiB node 0 → 1 with
 #           move_pages: >= 16384 pages, reason syscall_or_cpuset, for its pid, and
@@ -56,7 +62,8 @@
 # and the attach point each collector chose on each kernel, then the time of each part and
 # "vm: N passed, N failed, N skipped". Exit 0 no check failed, 1 a check failed, 77 nothing
 # could be tested or a kernel was skipped (no QEMU, no kernel, no jq; outside CI).
-#   TK_VM_KERNELS   guest kernel series (default "5.10 6.1 6.12 newest"; "" for none)
+#   TK_VM_KERNELS   guest kernel series (default "5.10 6.1 6.12 newest arm64/5.10 arm64/6.1
+#                   arm64/6.12 arm64/newest"; "" for none)
 #   TK_VM_NOBTF     the series whose guest also runs the nobtf-* checks (default 6.12)
 #   TK_MATRIX_HOST  1 (default) also the host column, 0 not
 #   TK_BUILD_DIR    where make put tracekit, tracekit-static, workloads/ (default build)
@@ -74,25 +81,43 @@ cd "$(dirname "$0")/../.." || exit 1
 VM=tests/vm/vm.sh
 B=${TK_BUILD_DIR:-build}
 OUT=${TK_VM_OUT:-$B/vm}
-KERNELS=${TK_VM_KERNELS-5.10 6.1 6.12 newest}
+KERNELS=${TK_VM_KERNELS-5.10 6.1 6.12 newest arm64/5.10 arm64/6.1 arm64/6.12 arm64/newest}
 NOBTF=${TK_VM_NOBTF-6.12}
 HOST=${TK_MATRIX_HOST:-1}
+# a guest's binaries: set per architecture by guest_arch
 SBIN=$B/tracekit-static
 W=$B/workloads
+GARCH=x86
 
-# needed on every kernel; the guests' kernels also have fentry and kprobes
+# guest_arch SERIES: the architecture of a guest (arm64/SERIES: arm64), and where its
+# tracekit-static and workloads are
+guest_arch() {
+	if [[ $1 == arm64/* ]]; then
+		GARCH=arm64 SBIN=$B/arm64/tracekit-static W=$B/arm64/workloads
+	else
+		GARCH=x86 SBIN=$B/tracekit-static W=$B/workloads
+	fi
+}
+guest_qemu() {
+	if [[ $1 == arm64/* ]]; then echo "${TK_VM_QEMU_ARM64:-qemu-system-aarch64} qemu-system-arm"
+	else echo "${TK_VM_QEMU:-qemu-system-x86_64} qemu-system-x86"; fi
+}
+
+# needed on every kernel; the guests' kernels also have kprobes, and fentry where their
+# kallsyms has ftrace's direct calls (register_ftrace_direct: every x86 guest; arm64 from
+# 6.4 on, so not arm64's 5.10 and 6.1)
 NEEDED=(bpf.syscall bpf.btf bpf.ringbuf bpf.core bpf.prog.tp_btf bpf.prog.uprobe bpf.prog.perf_event
 	bpf.unwind)
-GUEST_ALSO=(bpf.prog.fentry bpf.prog.kprobe)
+GUEST_ALSO=(bpf.prog.kprobe)
 
 MOVE_PAGES=16384	# numa_move: 64 MiB of 4 KiB pages
 BAL_PAGES=16384		# numa_balance 15 64: the same
 
 # ---- results: check lines, and the table's cells ------------------------------------
-TESTS=(caps cpu cpu-perf unwind unwind-perf off-cpu off-cpu-perf alloc-full alloc-sampled alloc-growth record numa-move
+TESTS=(caps cpu cpu-perf unwind unwind-perf off-cpu off-cpu-perf off-cpu-span alloc-full alloc-sampled alloc-growth record numa-move
 	numa-balance python stacks stacks-proc)
 NOBTF_TESTS=(nobtf-caps nobtf-cpu nobtf-off-cpu nobtf-alloc nobtf-numa)	# rows of the TK_VM_NOBTF guest
-ATTACH=(cpu cpu-perf off-cpu off-cpu-perf alloc numa fentry kprobe "misplaced_*" stacks)
+ATTACH=(cpu cpu-perf off-cpu off-cpu-perf alloc growth numa fentry kprobe "misplaced_*" stacks)
 declare -A CELL REASON_NO ATT LABEL
 REASONS=()
 passed=0 failed=0 skipped=0
@@ -166,45 +191,34 @@ skip_all() {
 guest_files=() NUMA_SKIP="" MOVE_SKIP="" CPU_SKIP="" BAL_SKIP="" UNW_SKIP="" OFF_SKIP="" PY_SKIP=""
 STK_SKIP=""
 SPAN_SKIP=""
-# Debian bookworm's CPython 3.11 (this host's) for the guests: the interpreter, the libraries
-# it links (at their paths: the guest's only dynamic program), and the stdlib modules
-# tests/workloads/py/pywork.py imports, zipped where python3.11 looks (/usr/lib/python311.zip).
+# Debian bookworm's CPython 3.11 for a guest of $GARCH (tests/vm/py-bundle.sh: this host's for
+# x86, bookworm's arm64 packages for arm64): the interpreter, its libraries, the stdlib modules
+# tests/workloads/py/pywork.py imports; SRC:DEST lines into guest_files.
 py_bundle() {
-	local dir=$1 py=/usr/bin/python3.11 l
-	[[ -x $py ]] || { PY_SKIP="no $py on this host (Debian bookworm's python3.11)"; return; }
-	mkdir -p "$dir"
-	guest_files+=("$py:$py" "tests/workloads/py/pywork.py:/root/pywork.py")
-	for l in $(ldd "$py" | grep -o '/[^ ]*'); do guest_files+=("$l:$l"); done
-	if ! /usr/bin/python3.11 - "$dir/python311.zip" <<'PYEOF'; then
-import os, sys, zipfile
-mods = ("abc codecs collections contextlib copyreg enum functools genericpath io keyword "
-        "linecache operator os posixpath re reprlib stat textwrap threading token tokenize "
-        "traceback types _collections_abc _weakrefset encodings").split()
-base = "/usr/lib/python3.11"
-enc = ("__init__.py", "aliases.py", "utf_8.py", "latin_1.py", "ascii.py")
-with zipfile.ZipFile(sys.argv[1], "w", zipfile.ZIP_DEFLATED) as z:
-    for m in mods:
-        p = os.path.join(base, m)
-        if os.path.isdir(p):
-            for f in sorted(os.listdir(p)):
-                if f.endswith(".py") and (m != "encodings" or f in enc):
-                    z.write(os.path.join(p, f), m + "/" + f)
-        else:
-            z.write(p + ".py", m + ".py")
-PYEOF
-		PY_SKIP="cannot zip python3.11's modules"
+	local dir=$1 lines rc
+	lines=$(tests/vm/py-bundle.sh "$GARCH" "$dir" 2>"$dir.err")
+	rc=$?
+	if ((rc != 0)); then
+		PY_SKIP="tests/vm/py-bundle.sh $GARCH: $(tail -n1 "$dir.err")"
 		return
 	fi
-	guest_files+=("$dir/python311.zip:/usr/lib/python311.zip")
+	mapfile -t -O "${#guest_files[@]}" guest_files <<<"$lines"
 }
-# What goes into the guests, and what cannot be tested there and why.
+# What goes into a guest of architecture $GARCH (guest_arch), and what cannot be tested
+# there and why.
 plan_guests() {
 	local f
+	NUMA_SKIP="" MOVE_SKIP="" CPU_SKIP="" BAL_SKIP="" UNW_SKIP="" OFF_SKIP="" PY_SKIP=""
+	STK_SKIP="" SPAN_SKIP=""
 	for f in "$SBIN" "$W/alloc_leak_static"; do
 		if [[ ! -x $f ]]; then
 			# the thing under test or its fixture is missing: a failure, not a skip
 			K=all T=caps
-			fail "$f exists" "run: make static and make"
+			if [[ $GARCH == arm64 ]]; then
+				fail "$f exists" "run: make ARCH=arm64 BUILD=$B/arm64 guest"
+			else
+				fail "$f exists" "run: make static and make"
+			fi
 			return 1
 		fi
 	done
@@ -240,7 +254,9 @@ plan_guests() {
 	else
 		BAL_SKIP="no $W/numa_balance (make)"
 	fi
-	if ! "$SBIN" numa --help >/dev/null 2>&1; then
+	# whether numa is built: the x86 tracekit-static answers for both architectures (one
+	# source, one configuration; an arm64 binary does not run here)
+	if ! "$B/tracekit-static" numa --help >/dev/null 2>&1; then
 		NUMA_SKIP="tracekit numa not built"
 		MOVE_SKIP=$NUMA_SKIP
 	elif [[ ! -x $W/numa_move ]]; then
@@ -250,7 +266,7 @@ plan_guests() {
 	else
 		guest_files+=("$W/numa_move:/bin/numa_move")
 	fi
-	py_bundle "$work/py"
+	py_bundle "$work/py-$GARCH"
 	return 0
 }
 
@@ -266,6 +282,8 @@ tk_run caps tracekit caps --json
 # what this kernel has, for the checks to compare caps with: the misplaced-page function,
 # the record of mm_migrate_pages, whether the balancing scan's skips are traced
 tk_run kallsyms grep -E ' migrate_misplaced_(page|folio)$' /proc/kallsyms
+# ftrace's direct calls, which BPF trampolines (fentry) attach through
+tk_run ftrace_direct grep -c -E ' register_ftrace_direct(_multi)?$' /proc/kallsyms
 tk_run migrate_format cat /sys/kernel/tracing/events/migrate/mm_migrate_pages/format
 tk_run skip_vma_format cat /sys/kernel/tracing/events/sched/sched_skip_vma_numa/format
 tk_run migrate_start_format cat /sys/kernel/tracing/events/migrate/mm_migrate_pages_start/format
@@ -348,7 +366,7 @@ fi
 
 tk_run alloc_full tracekit alloc -v --mode full --format folded -- alloc_leak -d 1 --leak-bytes 1048576 --leak-block 4096
 tk_run alloc_sampled tracekit alloc -v --sample-bytes 4096 --format folded -- alloc_leak -d 1 --leak-bytes 16777216 --leak-block 262144 --no-touch
-tk_run alloc_growth tracekit alloc --mode growth --format folded -- alloc_leak -d 1 --leak-bytes 4194304 --leak-block 65536
+tk_run alloc_growth tracekit alloc -v --mode growth --format folded -- alloc_leak -d 1 --leak-bytes 4194304 --leak-block 65536
 # every collector over one window: the bundle's manifest and allocation summary
 tk_run record tracekit record -d 8 -o /tmp/rec -- alloc_leak -d 1 --leak-bytes 4194304 --leak-block 65536
 tk_run record.manifest cat /tmp/rec/manifest.json
@@ -546,9 +564,17 @@ check_nobtf() {
 	expect "nobtf: numa says BTF is why" 'grep -qi btf <<<"$why"' "it says: ${why:0:600}"
 }
 
+# a column's label: the release without -cloud-amd64, or with " arm64" for -cloud-arm64
+guest_label() {
+	case $1 in
+	*-cloud-arm64) echo "${1%-cloud-arm64} arm64" ;;
+	*) echo "${1%-cloud-amd64}" ;;
+	esac
+}
+
 check_guest() {
 	local kver=$1 payload=$2
-	local dir=$OUT/matrix-$kver rc t0 t1 s d field r says v t release errf tests want
+	local dir=$OUT/matrix-${kver//\//-} rc t0 t1 s d field r says v t release errf tests want
 	K=$kver
 	mapfile -t tests < <(guest_tests "$kver")
 	errf=$work/vm-$kver.err
@@ -559,8 +585,8 @@ check_guest() {
 	rc=${PIPESTATUS[0]}
 	t1=$(date +%s.%N)
 	release=$(cat "$dir/release" 2>/dev/null)
-	# the column: the release the guest booted, without the flavour
-	LABEL[$kver]=${release%-cloud-amd64}
+	# the column: the release the guest booted, without the flavour (arm64's named)
+	LABEL[$kver]=$(guest_label "$release")
 	times+=("$(awk -v a="$t0" -v b="$t1" -v k="$kver" -v r="${release:-?}" \
 		'BEGIN { printf "vm: %s guest (%s) end to end: %.1f s", k, r, b - a }')")
 	if ((rc == 77 || rc == 3)); then
@@ -591,13 +617,22 @@ check_guest() {
 	expect "guest runs the kernel booted (${r:-?})" '[[ -n $r && ( -z $release || $r == "$release" ) ]]' \
 		"booted ${release:-?}; results: $(head -c 300 "$dir/results.txt")"
 	release=${r:-$release}
-	[[ -n $release ]] && LABEL[$kver]=${release%-cloud-amd64}
+	[[ -n $release ]] && LABEL[$kver]=$(guest_label "$release")
 
 	if check_caps_common "$d/caps.out" "$d/caps.rc" "$d/caps.stderr.out" "${release:-$kver.*}"; then
 		for k in "${GUEST_ALSO[@]}"; do
 			s=$(entry "$k" status "$d/caps.out")
 			expect "$k" '[[ $s == supported ]]' "$(explain "$k" "$d/caps.out")"
 		done
+		# fentry where the guest's kallsyms has ftrace's direct calls, and only there
+		s=$(entry bpf.prog.fentry status "$d/caps.out")
+		if [[ $(cat "$d/ftrace_direct.out" 2>/dev/null) -gt 0 ]]; then
+			expect "bpf.prog.fentry (the guest's kallsyms has register_ftrace_direct)" \
+				'[[ $s == supported ]]' "$(explain bpf.prog.fentry "$d/caps.out")"
+		else
+			expect "bpf.prog.fentry unsupported (no register_ftrace_direct in the guest's kallsyms)" \
+				'[[ $s != supported ]]' "$(explain bpf.prog.fentry "$d/caps.out")"
+		fi
 		v=$(entry numa.nodes value "$d/caps.out")
 		expect "numa.nodes" '[[ $v == "2 nodes" ]]' "$(explain numa.nodes "$d/caps.out")"
 		# the guest's kallsyms says which misplaced-page function there is (folio from 6.7)
@@ -678,7 +713,7 @@ check_guest() {
 		check_numa_balance "$d"
 	fi
 	if [[ -n $PY_SKIP ]]; then
-		T=python skip python "$PY_SKIP"
+		T=python unavailable python "$PY_SKIP"
 	else
 		check_python python "$d/python.folded.out" "$(rc_of "$d/python.rc")" \
 			"$d/python.stderr.out" "$d/python.txt.out"
@@ -768,7 +803,7 @@ check_host() {
 	"$bin" alloc -v --sample-bytes 4096 --format folded -- "$leak" -d 1 --leak-bytes 16777216 \
 		--leak-block 262144 --no-touch >"$tmp/alloc_sampled.out" 2>"$tmp/alloc_sampled.stderr.out"
 	echo $? >"$tmp/alloc_sampled.rc"
-	"$bin" alloc --mode growth --format folded -- "$leak" -d 1 --leak-bytes 4194304 --leak-block 65536 \
+	"$bin" alloc -v --mode growth --format folded -- "$leak" -d 1 --leak-bytes 4194304 --leak-block 65536 \
 		>"$tmp/alloc_growth.out" 2>"$tmp/alloc_growth.stderr.out"
 	echo $? >"$tmp/alloc_growth.rc"
 	check_alloc "$tmp" "$(uname -r)"
@@ -810,7 +845,7 @@ row() {
 	local line
 	line=$(printf '%-16s' "$1")
 	shift
-	for c in "$@"; do line+=$(printf ' %-19s' "$c"); done
+	for c in "$@"; do line+=$(printf ' %-20s' "$c"); done
 	echo "${line%"${line##*[! ]}"}"
 }
 print_table() {
@@ -856,28 +891,26 @@ if ((HOST)); then
 	times+=("$(awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN { printf "vm: host checks: %.1f s", b - a }')")
 fi
 
-if [[ -n ${KERNELS// /} ]]; then
-	if ! command -v "${TK_VM_QEMU:-qemu-system-x86_64}" >/dev/null; then
-		for kver in $KERNELS; do
-			K=$kver
-			mapfile -t tests < <(guest_tests "$kver")
-			for t in "${tests[@]}"; do
-				T=$t
-				unavailable "$t" "no ${TK_VM_QEMU:-qemu-system-x86_64} (tools/install-deps.sh installs qemu-system-x86)"
-			done
-			in_ci || guests_skipped=$((guests_skipped + 1))
-			nguests=$((nguests + 1))
+for kver in $KERNELS; do
+	nguests=$((nguests + 1))
+	guest_arch "$kver"
+	read -r qemu qpkg < <(guest_qemu "$kver")
+	if ! command -v "$qemu" >/dev/null; then
+		K=$kver
+		mapfile -t tests < <(guest_tests "$kver")
+		for t in "${tests[@]}"; do
+			T=$t
+			unavailable "$t" "no $qemu (tools/install-deps.sh$([[ $GARCH == arm64 ]] && echo " --arm64") installs $qpkg)"
 		done
-	elif plan_guests; then
-		for kver in $KERNELS; do
-			nguests=$((nguests + 1))
-			nb=0
-			[[ " $NOBTF " == *" $kver "* ]] && nb=1
-			write_payload "$work/payload-$kver" $nb
-			check_guest "$kver" "$work/payload-$kver"
-		done
+		in_ci || guests_skipped=$((guests_skipped + 1))
+		continue
 	fi
-fi
+	plan_guests || continue
+	nb=0
+	[[ " $NOBTF " == *" $kver "* ]] && nb=1
+	write_payload "$work/payload-${kver//\//-}" $nb
+	check_guest "$kver" "$work/payload-${kver//\//-}"
+done
 t_end=$(date +%s.%N)
 
 print_table

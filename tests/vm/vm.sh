@@ -21,6 +21,11 @@
 #   6.12    linux-image-6.12.NNN+debNN-cloud-amd64-unsigned (bookworm-backports, -security)
 #   newest  the highest-versioned cloud kernel in sid; there linux-image-RELEASE is a meta
 #           package and the image is in linux-binary-RELEASE
+#   arm64/SERIES  the same series' cloud-arm64 kernel, booted by qemu-system-aarch64
+#           (-M virt -cpu max,pauth-impdef=on: pointer authentication and BTI emulated,
+#           the cheap PAC algorithm) with console ttyAMA0; its busybox is bookworm's
+#           busybox-static:arm64, downloaded the same way into $TK_VM_CACHE/busybox-arm64
+#           (it cannot be installed beside the amd64 one), unless TK_VM_BUSYBOX_ARM64 names one.
 # The image is ./boot/vmlinuz-RELEASE or ./usr/lib/modules/RELEASE/vmlinuz, in any series.
 # The index is apt's, under a configuration of our own in $TK_VM_CACHE/apt (sources.list,
 # lists/, cache/): the machine's Debian mirror (the URIs serving bookworm in
@@ -56,8 +61,9 @@
 # Environment: TK_VM_CACHE (default /var/cache/tracekit-vm), TK_VM_TIMEOUT (seconds
 # per boot, default 300), TK_VM_ACCEL (default tcg,thread=multi; /dev/kvm on these
 # machines is a nested hypervisor that cannot run stock Debian kernels, so KVM is
-# never tried unless asked for), TK_VM_QEMU (default qemu-system-x86_64),
-# TK_VM_BUSYBOX (default /bin/busybox, must be static), TK_VM_SMP (default 2, the
+# never tried unless asked for), TK_VM_QEMU (default qemu-system-x86_64; for arm64/
+# series TK_VM_QEMU_ARM64, default qemu-system-aarch64), TK_VM_BUSYBOX (default
+# /bin/busybox, must be static; arm64: TK_VM_BUSYBOX_ARM64), TK_VM_SMP (default 2, the
 # two-node layout the notes measured; both CPUs then sit in one socket, so the
 # guest warns "llc-sibling CPU #0 is not on the same node" at boot;
 # "2,sockets=2" gives each node its own socket), TK_VM_VERBOSE=1 to echo the
@@ -69,6 +75,8 @@ TIMEOUT=${TK_VM_TIMEOUT:-300}
 ACCEL=${TK_VM_ACCEL:-tcg,thread=multi}
 QEMU=${TK_VM_QEMU:-qemu-system-x86_64}
 BUSYBOX=${TK_VM_BUSYBOX:-/bin/busybox}
+# the guest architecture: set from an arm64/ series by arch_of
+ARCH=x86 FLAVOUR=amd64 DEB_ARCH=amd64
 SMP=${TK_VM_SMP:-2}
 SKIP=77
 UNAVAILABLE=3	# what would be a skip, under CI
@@ -114,17 +122,35 @@ APT_OPTS=(
 	# (measured in a fresh minbase root: "invalid since 25d"); the signatures are still
 	# checked, only their age is not: these packages are guest kernels, never installed
 	-o Acquire::Check-Valid-Until=false -o Acquire::Check-Date=false
+	# both architectures' indexes, whatever dpkg's foreign architectures are: the arm64
+	# guests' kernels and busybox come from the same lists
+	-o APT::Architecture=amd64 -o APT::Architectures::=amd64 -o APT::Architectures::=arm64
 )
 SERIES="5.10 6.1 6.12 newest"
 
+# Split an arm64/ prefix off a series: sets ARCH, FLAVOUR (the package flavour), DEB_ARCH,
+# QEMU and BUSYBOX for that architecture; prints the bare series.
+arch_of() {
+	case $1 in
+	arm64/*)
+		ARCH=arm64 FLAVOUR=arm64 DEB_ARCH=arm64
+		QEMU=${TK_VM_QEMU_ARM64:-qemu-system-aarch64}
+		BUSYBOX=${TK_VM_BUSYBOX_ARM64:-}
+		SERIES_BARE=${1#arm64/}
+		;;
+	*) SERIES_BARE=$1 ;;
+	esac
+}
+
 # A series' release names (uname -r), as an ERE. newest is whatever sid's highest is.
 series_re() {
+	local f=cloud-$FLAVOUR
 	case $1 in
-	5.10) echo '5\.10\.0-[0-9]+-cloud-amd64' ;;
-	6.1) echo '6\.1\.0-[0-9]+-cloud-amd64' ;;
-	6.12) echo '6\.12\.[0-9]+\+deb[0-9]+-cloud-amd64' ;;
-	newest) echo '[0-9]+\.[0-9]+[^ /]*-cloud-amd64' ;;
-	*) die "unknown kernel series '$1' (known: $SERIES)" ;;
+	5.10) echo "5\\.10\\.0-[0-9]+-$f" ;;
+	6.1) echo "6\\.1\\.0-[0-9]+-$f" ;;
+	6.12) echo "6\\.12\\.[0-9]+\\+deb[0-9]+-$f" ;;
+	newest) echo "[0-9]+\\.[0-9]+[^ /]*-$f" ;;
+	*) die "unknown kernel series '$1' (known: $SERIES, each also as arm64/SERIES)" ;;
 	esac
 }
 
@@ -185,12 +211,12 @@ apt_index() {
 	read -r mirror security < <(machine_mirrors)
 	{
 		for s in bullseye bookworm bookworm-backports sid; do
-			echo "deb [signed-by=$APT_KEYRING] $mirror $s main"
+			echo "deb [arch=amd64,arm64 signed-by=$APT_KEYRING] $mirror $s main"
 		done
 		# point releases of the stable kernels reach the security archive first
 		if [[ $security != - ]]; then
 			for s in bullseye-security bookworm-security; do
-				echo "deb [signed-by=$APT_KEYRING] $security $s main"
+				echo "deb [arch=amd64,arm64 signed-by=$APT_KEYRING] $security $s main"
 			done
 		fi
 	} >"$new"
@@ -220,7 +246,7 @@ apt_index() {
 index_releases() {
 	local series=$1 re names
 	re=$(series_re "$series")
-	names=$(apt-cache "${APT_OPTS[@]}" search --names-only '^linux-(image|binary)-[0-9].*-cloud-amd64' \
+	names=$(apt-cache "${APT_OPTS[@]}" search --names-only "^linux-(image|binary)-[0-9].*-cloud-$FLAVOUR" \
 		2>/dev/null | awk '{ print $1 }' |
 		grep -E "^linux-(image-$re-unsigned|binary-$re)\$" || true)
 	[[ -n $names ]] || return 1
@@ -228,7 +254,8 @@ index_releases() {
 		# only what sid has: the other suites' kernels are the other series
 		# shellcheck disable=SC2086 # one word per package
 		names=$(apt-cache "${APT_OPTS[@]}" madison $names 2>/dev/null |
-			awk -F' [|] ' '$3 ~ / sid\// { gsub(/ /, "", $1); print $1 }' | sort -u)
+			awk -F' [|] ' '$3 ~ / sid\// { gsub(/ /, "", $1); sub(/:[a-z0-9]+$/, "", $1); print $1 }' |
+			sort -u)
 		[[ -n $names ]] || return 1
 	fi
 	# one package per release: linux-binary- sorts before linux-image- and wins
@@ -270,7 +297,7 @@ fetch_package() {
 	tmp=$(mktemp -d "$CACHE/.fetch.XXXXXX")
 	# apt-get download writes into the current folder; as root it warns that it runs
 	# unsandboxed, which is expected here
-	if ! (cd "$tmp" && apt-get "${APT_OPTS[@]}" download -q "$pkg" >download.log 2>&1); then
+	if ! (cd "$tmp" && apt-get "${APT_OPTS[@]}" download -q "$pkg:$DEB_ARCH" >download.log 2>&1); then
 		sed 's/^/  /' "$tmp/download.log" >&2
 		rm -rf "$tmp"
 		return 1
@@ -300,7 +327,8 @@ fetch_package() {
 
 cmd_fetch() {
 	[[ $# -eq 1 ]] || usage
-	local series=$1 release pkg dir cached found=0
+	arch_of "$1"
+	local name=$1 series=$SERIES_BARE release pkg dir cached found=0
 	series_re "$series" >/dev/null
 	mkdir -p "$CACHE/kernels" 2>/dev/null || skip "cannot create cache $CACHE (set TK_VM_CACHE)"
 	# serialise fetches: two runs must not half-extract the same kernel or update the
@@ -332,20 +360,58 @@ cmd_fetch() {
 				return 0
 			fi
 			echo "$pkg" >>"$APT_DIR/failed"
-			note "$series: cannot download $pkg"
+			note "$name: cannot download $pkg"
 		done < <(index_releases "$series" || true)
 	fi
 	# no package index (offline, or not Debian), or nothing in it downloads: a cached
 	# kernel is still good
 	if cached_kernel "$series"; then
-		note "$series: $( ((found)) && echo "nothing newer in the index could be downloaded" ||
+		note "$name: $( ((found)) && echo "nothing newer in the index could be downloaded" ||
 			echo "not in a package index here"); using the cached $(cached_kernel "$series")"
 		return 0
 	fi
 	if ((found)); then
-		skip "no $series kernel in the package index ($APT_DIR) could be downloaded, and none is cached in $CACHE/kernels"
+		skip "no $name kernel in the package index ($APT_DIR) could be downloaded, and none is cached in $CACHE/kernels"
 	fi
-	skip "no $series kernel in the package index ($APT_DIR) and none cached in $CACHE/kernels"
+	skip "no $name kernel in the package index ($APT_DIR) and none cached in $CACHE/kernels"
+}
+
+# The arm64 guests' busybox: bookworm's busybox-static:arm64 (the x86 guests' is bookworm's too) (Multi-Arch: foreign, so not
+# installable beside the amd64 one), downloaded through the private index like a kernel and
+# kept in $CACHE/busybox-arm64/busybox. Prints its path.
+fetch_busybox_arm64() {
+	local dir=$CACHE/busybox-arm64 tmp deb bin
+	if [[ -x $dir/busybox ]]; then
+		echo "$dir/busybox"
+		return 0
+	fi
+	mkdir -p "$CACHE" 2>/dev/null || return 1
+	exec 9>"$CACHE/.lock"
+	flock 9
+	apt_index || return 1
+	note "fetching busybox-static:arm64"
+	tmp=$(mktemp -d "$CACHE/.fetch.XXXXXX")
+	if ! (cd "$tmp" && apt-get "${APT_OPTS[@]}" download -q busybox-static:arm64/bookworm >download.log 2>&1); then
+		sed 's/^/  /' "$tmp/download.log" >&2
+		rm -rf "$tmp"
+		return 1
+	fi
+	deb=$(ls "$tmp"/*.deb)
+	mkdir -p "$tmp/x"
+	dpkg-deb -x "$deb" "$tmp/x"
+	bin=$tmp/x/bin/busybox
+	[[ -f $bin ]] || bin=$tmp/x/usr/bin/busybox
+	if [[ ! -f $bin || -L $bin ]]; then
+		note "$(basename "$deb") has no ./bin/busybox or ./usr/bin/busybox"
+		rm -rf "$tmp"
+		return 1
+	fi
+	mkdir -p "$dir"
+	mv "$bin" "$dir/busybox.new"
+	chmod 755 "$dir/busybox.new"
+	mv "$dir/busybox.new" "$dir/busybox"
+	rm -rf "$tmp"
+	echo "$dir/busybox"
 }
 
 # The guest's /init. Runs under busybox sh with nothing mounted and, until it
@@ -507,7 +573,21 @@ cmd_run() {
 	# results of an earlier run in DIR must not pass for this one's when it ends early
 	rm -rf "$out/sections" "$out/results.txt" "$out/status" "$out/release"
 
-	command -v "$QEMU" >/dev/null || skip "no $QEMU (apt-get install qemu-system-x86)"
+	arch_of "$kver"
+	local console=ttyS0 machine=()
+	if [[ $ARCH == arm64 ]]; then
+		command -v "$QEMU" >/dev/null || skip "no $QEMU (apt-get install qemu-system-arm)"
+		if [[ -z $BUSYBOX ]]; then
+			BUSYBOX=$(fetch_busybox_arm64) || skip "cannot download busybox-static:arm64"
+		fi
+		# pauth-impdef: the cheap PAC algorithm (the default QARMA5 in TCG took 6 s to /init
+		# against 1.6 s); the guest still signs and checks every return address
+		# shellcheck disable=SC2054 # the comma is QEMU's, inside one argument
+		machine=(-M virt -cpu max,pauth-impdef=on)
+		console=ttyAMA0
+	else
+		command -v "$QEMU" >/dev/null || skip "no $QEMU (apt-get install qemu-system-x86)"
+	fi
 	local kernel
 	kernel=$(cmd_fetch "$kver") || exit $?
 	mkdir -p "$out"
@@ -515,10 +595,11 @@ cmd_run() {
 	cmd_initramfs "$out/initramfs.gz" "$payload" "$@"
 
 	local qargs=(
+		"${machine[@]}"
 		-accel "$ACCEL" -nographic -no-reboot -nodefaults -serial stdio
 		-m 2048M -smp "$SMP"
 		-kernel "$kernel" -initrd "$out/initramfs.gz"
-		-append "console=ttyS0 panic=-1 softlockup_panic=1 oops=panic rdinit=/init $append"
+		-append "console=$console panic=-1 softlockup_panic=1 oops=panic rdinit=/init $append"
 	)
 	if ((numa2)); then
 		# shellcheck disable=SC2054 # the commas are QEMU's, inside one argument

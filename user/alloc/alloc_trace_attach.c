@@ -3,11 +3,13 @@
  * The BPF backend of allocation sessions: placing its probes. uprobe_multi
  * links (sessions, or counting), uprobes and uretprobes on the allocator's
  * functions, uprobes on the preload sampler's markers, raw tracepoints for
- * exec and growth; and the backend's start, which picks among them by mode.
+ * exec and growth (and the page-faults perf event where the kernel has no
+ * page_fault_user); and the backend's start, which picks among them by mode.
  */
 #include <errno.h>
 #include <limits.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -21,6 +23,7 @@
 #include "alloc/alloc_syms.h"
 #include "alloc/alloc_trace_int.h"
 #include "unwind/unwind_bpf.h"
+#include "core/internal.h"
 #include "core/kfeat.h"
 #include "bpf/alloc_trace.h"
 #include "alloc_trace.skel.h"
@@ -209,6 +212,51 @@ static int attach_raw_tp(struct at_state *st, struct bpf_program *prog)
 							       strlen("raw_tp/")));
 }
 
+/*
+ * Growth's page faults where the kernel has no page_fault_user: the software
+ * event page-faults, period 1, on every CPU (as the raw tracepoint sees every
+ * task; the program keeps the traced ones), faults taken in user mode only
+ * (exclude_kernel), which is what the tracepoint reports. A CPU that is
+ * offline now is skipped (ENODEV), and one brought online later is not
+ * watched (as for the cpu collector's events).
+ */
+static int attach_fault_event(struct at_state *st)
+{
+	struct perf_event_attr attr = {
+		.type = PERF_TYPE_SOFTWARE,
+		.size = sizeof(attr),
+		.config = PERF_COUNT_SW_PAGE_FAULTS,
+		.sample_period = 1,
+		.exclude_kernel = 1,
+		.exclude_hv = 1,
+	};
+	int ncpus = libbpf_num_possible_cpus(), cpu, fd;
+
+	if (ncpus < 0)
+		return ncpus;
+	st->cpu_links = calloc(ncpus, sizeof(*st->cpu_links));
+	if (!st->cpu_links)
+		return -ENOMEM;
+	for (cpu = 0; cpu < ncpus; cpu++) {
+		struct bpf_link *l;
+
+		fd = tk_perf_event_open(&attr, -1, cpu, 0);
+		if (fd == -ENODEV)
+			continue;
+		if (fd < 0)
+			return fd;
+		l = bpf_program__attach_perf_event(st->skel->progs.fault_event, fd);
+		if (!l) {
+			int err = -errno;
+
+			close(fd);
+			return err;
+		}
+		st->cpu_links[st->nr_cpu_links++] = l;
+	}
+	return st->nr_cpu_links ? 0 : -ENODEV;
+}
+
 void tk_alloc_bpf__detach(struct at_state *st)
 {
 	int i;
@@ -216,6 +264,11 @@ void tk_alloc_bpf__detach(struct at_state *st)
 	for (i = 0; i < st->nr_links; i++)
 		bpf_link__destroy(st->links[i]);
 	st->nr_links = 0;
+	for (i = 0; i < st->nr_cpu_links; i++)
+		bpf_link__destroy(st->cpu_links[i]);
+	free(st->cpu_links);
+	st->cpu_links = NULL;
+	st->nr_cpu_links = 0;
 	for (i = 0; i < 2; i++) {
 		if (st->multi_fds[i] >= 0)
 			close(st->multi_fds[i]);
@@ -267,16 +320,21 @@ int tk_alloc_bpf__start(struct tk_alloc *a, char *why, size_t why_sz)
 		goto fail;
 
 	if (a->opts.mode == TK_ALLOC_MODE_GROWTH) {
-		bool syscalls = !a->opts.growth_faults_only;
+		bool syscalls = !a->opts.growth_faults_only, tp = tk_kfeat__page_fault_user();
 
-		if ((err = attach_raw_tp(st, st->skel->progs.fault_user)) ||
-		    (syscalls && (err = attach_raw_tp(st, st->skel->progs.sys_enter))) ||
+		err = tp ? attach_raw_tp(st, st->skel->progs.fault_user) : attach_fault_event(st);
+		if (err) {
+			snprintf(why, why_sz, "cannot attach to page faults (%s): %s",
+				 tk_alloc_bpf__fault_source(), strerror(-err));
+			goto fail;
+		}
+		if ((syscalls && (err = attach_raw_tp(st, st->skel->progs.sys_enter))) ||
 		    (syscalls && (err = attach_raw_tp(st, st->skel->progs.sys_exit))))
 			goto fail;
-		snprintf(a->describe, sizeof(a->describe),
-			 syscalls ? "raw tracepoints page_fault_user, sys_enter/sys_exit (brk, mmap) "
-			 "of pid %d: no allocator hook" : "raw tracepoint page_fault_user of pid %d "
-			 "(page faults only: no brk, mmap): no allocator hook", a->pid);
+		snprintf(a->describe, sizeof(a->describe), "page faults by %s%s of pid %d: no "
+			 "allocator hook", tk_alloc_bpf__fault_source(),
+			 syscalls ? ", brk and mmap by raw tracepoints sys_enter/sys_exit" :
+				    " (page faults only: no brk, mmap)", a->pid);
 		return 0;
 	}
 	if (a->hook == TK_ALLOC_HOOK_PRELOAD) {

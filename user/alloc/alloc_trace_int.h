@@ -54,6 +54,8 @@ struct at_state {
 	int multi_fds[2];		/* uprobe_multi links: allocating, freeing */
 	struct bpf_link *links[MAX_LINKS];
 	int nr_links;
+	struct bpf_link **cpu_links;	/* growth's page-faults event, one per online CPU */
+	int nr_cpu_links;
 	struct ring_buffer *rb;
 	uint64_t seen[AT_CNT__COUNT];	/* counters delivered so far */
 	struct tk_hashmap growth;	/* struct growth_seen by key; set up at first use */
@@ -84,6 +86,12 @@ enum load_kind {
  * (@a NULL: frame pointers). NULL with *@errp set when that fails.
  */
 struct alloc_trace_bpf *tk_alloc_bpf__load(struct tk_alloc *a, enum load_kind k, int *errp);
+/*
+ * What growth's page faults come by here, for people: the raw tracepoint
+ * page_fault_user where the kernel has it (tk_kfeat__page_fault_user), else
+ * the software perf event page-faults.
+ */
+const char *tk_alloc_bpf__fault_source(void);
 /* Slot program alloc_enter_s@slot (kernels without attach cookies). */
 struct bpf_program *tk_alloc_bpf__slot_prog(struct alloc_trace_bpf *s, int slot);
 /* alloc_session (in the objects loaded for uprobe sessions only). */

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "caps/caps_int.h"
+#include "core/arch.h"
 #include "core/kfeat.h"
 #include "runtime/py.h"
 #include "sym/symbolize.h"
@@ -27,8 +28,7 @@ static const char *version_str(const struct tk_py_info *in, char *buf, size_t sz
 void snap_python_runtime(struct snap *s, struct tk_caps *caps)
 {
 	struct tk_symbolizer_opts so = { .sz = sizeof(so), .proc_root = s->proc };
-	bool fsbase = tk_kfeat__member_offset("task_struct", "thread") > 0 &&
-		      tk_kfeat__member_offset("thread_struct", "fsbase") >= 0;
+	bool fsbase = tk_kfeat__member_offset("task_struct", TK_ARCH_TP_MEMBER) > 0;
 	struct tk_symbolizer *sym = NULL;
 	struct tk_py_info in = { 0 };
 	char ver[32], how[200];
@@ -73,11 +73,11 @@ void snap_python_runtime(struct snap *s, struct tk_caps *caps)
 		c->has_cause = false;
 	} else if (err) {
 		REASON(c, "%s; its Python frames are not walked: %s", how, in.why);
-		REMEDY(c, "CPython 3.9-3.14 built for glibc, x86-64 (a free-threaded build is "
-		       "not walked)");
+		REMEDY(c, "CPython 3.9-3.14 built for glibc, x86-64 or arm64 (a free-threaded "
+		       "build is not walked)");
 	} else if (!fsbase) {
-		REASON(c, "%s; the kernel's BTF has no task_struct.thread.fsbase: its Python "
-		       "frames are not walked", how);
+		REASON(c, "%s; the kernel's BTF has no task_struct." TK_ARCH_TP_MEMBER ": its "
+		       "Python frames are not walked", how);
 		REMEDY(c, "a kernel with CONFIG_DEBUG_INFO_BTF");
 	} else {
 		REASON(c, "%s%s; pthread key %u, %d of %d thread states found through it; "

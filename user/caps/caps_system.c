@@ -168,6 +168,13 @@ void snap_tracepoints(struct snap *s, struct tk_caps *caps)
 			tracepoint_absent(s, caps, tps[i].id, tps[i].cat, tps[i].name);
 		}
 	}
+	/* arm64 has no page_fault_user: growth counts faults by the software event page-faults */
+	c = &caps->caps[TK_CAP_TP_PAGE_FAULT_USER];
+	if (c->status != TK_SUPPORTED && ok(caps, TK_CAP_PROG_PERF_EVENT)) {
+		REMEDY(c, "none needed: alloc --mode growth counts page faults with the software "
+			  "perf event page-faults (one per CPU, a perf_event program) instead");
+		c->not_needed = true;
+	}
 	c = &caps->caps[TK_CAP_TP_MM_MIGRATE_PAGES];
 	if (c->status == TK_SUPPORTED && ok(caps, TK_CAP_CORE)) {
 		size_t n = strlen(c->reason);

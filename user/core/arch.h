@@ -21,6 +21,10 @@
 #define TK_PERF_REG_SP 1
 #define TK_PERF_REG_IP 2
 #define TK_PERF_REG_LR (-1)		/* none */
+/* the programs this build reads (ELF e_machine EM_X86_64) */
+#define TK_ARCH_ELF_MACHINE 62
+/* task_struct's thread pointer (glibc's pthread_t: CPython's thread_id), by BTF path */
+#define TK_ARCH_TP_MEMBER "thread.fsbase"
 #elif defined(__aarch64__)
 #define TK_PERF_REGS_USER                                                            \
 	((1ULL << PERF_REG_ARM64_X29) | (1ULL << PERF_REG_ARM64_LR) |                  \
@@ -30,6 +34,10 @@
 #define TK_PERF_REG_LR 1
 #define TK_PERF_REG_SP 2
 #define TK_PERF_REG_IP 3
+/* EM_AARCH64 */
+#define TK_ARCH_ELF_MACHINE 183
+/* TPIDR_EL0 as saved at each switch: glibc's struct pthread lies below it */
+#define TK_ARCH_TP_MEMBER "thread.uw.tp_value"
 #else
 #error "tracekit builds for x86-64 and arm64"
 #endif

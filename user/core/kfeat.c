@@ -14,7 +14,7 @@
 #include "core/log.h"
 
 /* 0: not probed yet; 1: no; 2: yes (a race probes twice and agrees) */
-static int cached_runtime_alloc, cached_cookie, cached_session;
+static int cached_runtime_alloc, cached_cookie, cached_session, cached_fault_tp;
 
 /* Is @name in TK_KFEAT_OFF? */
 static bool forced_off(const char *name)
@@ -90,6 +90,42 @@ bool tk_kfeat__attach_cookie(void)
 			    : 1;
 		tk_log__pop(&quiet);
 		__atomic_store_n(&cached_cookie, v, __ATOMIC_RELAXED);
+	}
+	return v == 2;
+}
+
+/* An empty raw_tp program attached to page_fault_user and let go: ENOENT is "no such tracepoint" */
+static bool probe_fault_tp(void)
+{
+	struct bpf_insn insns[2] = {
+		{ .code = BPF_ALU64 | BPF_MOV | BPF_K, .dst_reg = BPF_REG_0, .imm = 0 },
+		{ .code = BPF_JMP | BPF_EXIT },
+	};
+	int prog, fd, err;
+
+	prog = bpf_prog_load(BPF_PROG_TYPE_RAW_TRACEPOINT, "tk_kfeat", "Dual BSD/GPL", insns, 2,
+			     NULL);
+	if (prog < 0)
+		return true;	/* no BPF at all: nothing will attach either way */
+	fd = bpf_raw_tracepoint_open("page_fault_user", prog);
+	err = fd < 0 ? -errno : 0;
+	if (fd >= 0)
+		close(fd);
+	close(prog);
+	return err != -ENOENT;
+}
+
+bool tk_kfeat__page_fault_user(void)
+{
+	int v = __atomic_load_n(&cached_fault_tp, __ATOMIC_RELAXED);
+
+	if (!v) {
+		struct tk_log_scope quiet;
+
+		tk_log__push(&tk_log_quiet, &quiet);
+		v = !forced_off("page_fault_user") && probe_fault_tp() ? 2 : 1;
+		tk_log__pop(&quiet);
+		__atomic_store_n(&cached_fault_tp, v, __ATOMIC_RELAXED);
 	}
 	return v == 2;
 }

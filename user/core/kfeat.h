@@ -14,7 +14,11 @@
  *  - The kfunc bpf_session_is_return() (uprobe sessions, 6.13+): declared
  *    (void) up to 6.18, (void *ctx) since; read from the kernel's own BTF.
  *
- * TK_KFEAT_OFF=a,b,… (runtime_alloc_maps, attach_cookie) makes this process
+ *  - The raw tracepoint exceptions:page_fault_user: x86 has it; arm64 has
+ *    none (5.10 to 7.x). alloc --mode growth takes the software perf event
+ *    page-faults where it is missing.
+ *
+ * TK_KFEAT_OFF=a,b,… (runtime_alloc_maps, attach_cookie, page_fault_user) makes this process
  * act as if the kernel lacked a feature: the tests take older kernels' paths
  * on a new one.
  */
@@ -37,6 +41,13 @@ enum tk_kfeat_session_kfunc {
 bool tk_kfeat__runtime_alloc_maps(void);
 /* Has the kernel bpf_get_attach_cookie() for kprobe/uprobe programs? */
 bool tk_kfeat__attach_cookie(void);
+/*
+ * Can a raw_tp program attach to page_fault_user here? Probed by attaching
+ * an empty one (bpf_raw_tracepoint_open: no tracefs or BTF needed). True
+ * when the attach works or fails for another reason than ENOENT (no BPF at
+ * all: nothing will attach either way).
+ */
+bool tk_kfeat__page_fault_user(void);
 /* The prototype of bpf_session_is_return() in the running kernel's BTF. */
 enum tk_kfeat_session_kfunc tk_kfeat__session_kfunc(void);
 

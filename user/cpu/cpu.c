@@ -33,6 +33,7 @@ static const char *const loss_names[TK_LOSS__COUNT] = {
 	[TK_LOSS_OFF_COUNT_FULL] = "off_cpu_count_map_full",
 	[TK_LOSS_OFF_SEED_RACED] = "off_cpu_seed_raced",
 	[TK_LOSS_OFF_SEED_UNREAD] = "off_cpu_seed_stack_unread",
+	[TK_LOSS_OFF_UNPAIRED] = "off_cpu_unpaired",
 };
 
 const char *tk_cpu_loss__name(enum tk_cpu_loss l)

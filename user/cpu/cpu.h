@@ -72,6 +72,9 @@ enum tk_cpu_loss {
 					   wait until then is not counted */
 	TK_LOSS_OFF_SEED_UNREAD,	/* "off_cpu_seed_stack_unread": waits from before
 					   the start counted without their user stack */
+	TK_LOSS_OFF_UNPAIRED,		/* "off_cpu_unpaired": perf switch-outs whose
+					   switch-in was not seen in time order (a record
+					   lost or late): their waits are not counted */
 	TK_LOSS__COUNT,
 };
 const char *tk_cpu_loss__name(enum tk_cpu_loss l);

@@ -121,7 +121,8 @@ struct pend {
 	uint32_t pid;
 	uint32_t gen;
 	uint32_t kind;		/* enum tk_stack_kind */
-	uint64_t time;		/* of the switch-out sample */
+	uint64_t time;		/* of the switch-out sample; 0: not out */
+	uint64_t in_time;	/* of the latest switch-in record taken */
 	uint32_t nk, nu;
 	bool trunc;
 	char comm[16];
@@ -451,6 +452,16 @@ static uint32_t switch_kind(const struct tk_perf_records *st, const struct tk_pe
 /*
  * A switch-out sample: its stacks (in st->kbuf, st->ubuf) are kept for the
  * thread until its switch-in record, with how it left (switch_kind).
+ *
+ * The rings of the CPUs are merged in time order, but a record can become
+ * visible later than the merge's margin (a vCPU of a loaded host stopped
+ * while writing it, measured in arm64 TCG guests), and records are lost when
+ * a ring fills: a switch-out older than a switch-in already taken for its
+ * thread, or a switch-out while the thread's last one still waits for its
+ * switch-in, has a wait whose end was not seen. Pairing it with a later
+ * switch-in would count the time between as off the CPU (on_spin's waits
+ * grew 2.5-fold in one such run): it is not counted, and the loss is
+ * (off_cpu_unpaired).
  */
 static int switched_out(struct tk_perf_records *st, const struct tk_perf_sample *s, uint32_t gen,
 			const char *comm, uint32_t nk, uint32_t nu, bool trunc)
@@ -461,6 +472,15 @@ static int switched_out(struct tk_perf_records *st, const struct tk_perf_sample 
 	w = tab_get(&st->pends, s->tid, &fresh);
 	if (!w)
 		return -ENOMEM;
+	if (fresh) {
+		w->time = 0;
+		w->in_time = 0;
+	} else if (w->time || s->time < w->in_time) {
+		st->c->losses[TK_LOSS_OFF_UNPAIRED]++;
+		w->time = 0;
+		if (s->time < w->in_time)
+			return 0;	/* this one's end was taken before it */
+	}
 	if (w->cap < nk + nu) {
 		uint64_t *f = realloc(w->frames, (nk + nu) * sizeof(*f));
 
@@ -521,13 +541,18 @@ static int on_switch(struct tk_perf_records *st, const struct perf_event_header 
 	if (h->size < sizeof(*h) + (wide ? 32 : 24))
 		return 0;
 	w = tab_find(&st->pends, id[1]);
-	if (!w || !w->time)
+	if (!w)
 		return 0;
 	if (h->misc & PERF_RECORD_MISC_SWITCH_OUT) {
-		if (h->misc & PERF_RECORD_MISC_SWITCH_OUT_PREEMPT)
+		if (w->time && (h->misc & PERF_RECORD_MISC_SWITCH_OUT_PREEMPT))
 			w->kind = TK_STACK_OFF_RUNNABLE;
 		return 0;
 	}
+	if (time > w->in_time)
+		w->in_time = time;
+	/* a switch-in older than the switch-out waiting: an earlier wait's, late */
+	if (!w->time || time < w->time)
+		return 0;
 	return wait_ends(st, w, time);
 }
 

@@ -387,6 +387,15 @@ int tk_numa_btf__max_numnodes(const struct btf *btf)
 	return -ENOENT;
 }
 
+int tk_numa_btf__node_at_top(const struct btf *btf)
+{
+	if (btf__find_by_name_kind(btf, "page_to_nid", BTF_KIND_FUNC) > 0)
+		return -EOPNOTSUPP;	/* NODE_NOT_IN_PAGE_FLAGS: a table by section */
+	if (btf__find_by_name_kind(btf, "vmemmap_populate_basepages", BTF_KIND_FUNC) > 0)
+		return 0;		/* mm/sparse-vmemmap.c: SPARSEMEM_VMEMMAP */
+	return -ENOENT;
+}
+
 /* The value of CONFIG_@name in @config: 1 and *@val, 0 "is not set", -ENOENT absent. */
 static int config_value(const char *config, const char *name, long *val)
 {

@@ -74,7 +74,23 @@ int tk_numa_btf__folio_fn(const struct btf *btf, struct tk_numa_folio_fn *f);
 /* MAX_NUMNODES: struct zonelist has MAX_NUMNODES * __MAX_NR_ZONES + 1 zonerefs; or -ENOENT. */
 int tk_numa_btf__max_numnodes(const struct btf *btf);
 /*
- * NODES_PGSHIFT of x86_64 from a kernel config text: 64 - SECTIONS_WIDTH -
+ * page->flags of a 64-bit kernel, any architecture (include/linux/mm.h,
+ * page-flags-layout.h), from the top: | SECTION | NODE | ZONE | LAST_CPUPID
+ * | KASAN_TAG | LRU_GEN ... | FLAGS |. Only SECTION sits above the node, and
+ * only with SPARSEMEM without VMEMMAP (its width, MAX_PHYSMEM_BITS -
+ * SECTION_SIZE_BITS, is in no BTF); the node is always in the flags on
+ * 64 bits (NODE_NOT_IN_PAGE_FLAGS needs more bits than there are). So
+ * NODES_PGSHIFT = 64 - NODES_SHIFT where SPARSEMEM_VMEMMAP, as Debian's
+ * amd64 and arm64 kernels are (5.10 to 7.2: arm64 NODES_SHIFT 4, 60).
+ *
+ * From BTF: 0 when the node is the top bits (mm/sparse-vmemmap.c's
+ * vmemmap_populate_basepages exists, which is built with SPARSEMEM_VMEMMAP
+ * on every architecture); -EOPNOTSUPP when it is not (page_to_nid is a
+ * function: NODE_NOT_IN_PAGE_FLAGS); -ENOENT when BTF does not say.
+ */
+int tk_numa_btf__node_at_top(const struct btf *btf);
+/*
+ * NODES_PGSHIFT from a kernel config text: 64 - SECTIONS_WIDTH -
  * NODES_SHIFT, SECTIONS_WIDTH 0 with SPARSEMEM_VMEMMAP. Returns 0 with
  * *shift and *nodes_shift set; -ENOENT without CONFIG_NODES_SHIFT;
  * -EOPNOTSUPP when not SPARSEMEM_VMEMMAP (the section sits in the flags too).

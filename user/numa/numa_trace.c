@@ -55,12 +55,16 @@ static void missing(struct nt_state *st, const char *fmt, ...)
 
 /* ---- open: what the kernel has ---------------------------------------------------- */
 
-/* NODES_PGSHIFT from the config, else NODES_SHIFT from BTF (x86_64 is SPARSEMEM_VMEMMAP). */
+/*
+ * NODES_PGSHIFT (numa_btf.h: 64 - NODES_SHIFT where the sparse-memory section
+ * is not in the flags): from the config, else NODES_SHIFT and SPARSEMEM_VMEMMAP
+ * from BTF (the arm64 and x86 guests have no config file).
+ */
 static void find_node_bits(struct tk_numa *n, struct nt_state *st, const struct btf *btf)
 {
 	char *config = NULL, from[4096];
 	struct utsname u;
-	int err, max;
+	int err, max, top;
 
 	st->nodes_shift = -1;
 	uname(&u);
@@ -81,10 +85,20 @@ static void find_node_bits(struct tk_numa *n, struct nt_state *st, const struct 
 	}
 	/* MAX_NUMNODES = 1 << NODES_SHIFT */
 	max = tk_numa_btf__max_numnodes(btf);
-	if (max > 0 && !(max & (max - 1))) {
+	top = tk_numa_btf__node_at_top(btf);
+	if (max > 0 && !(max & (max - 1)) && !top) {
 		st->nodes_shift = __builtin_ctz(max);
 		st->nodes_pgshift = 64 - st->nodes_shift;
-		snprintf(st->nodes_from, sizeof(st->nodes_from), "NODES_SHIFT by BTF");
+		snprintf(st->nodes_from, sizeof(st->nodes_from), "NODES_SHIFT and "
+			 "SPARSEMEM_VMEMMAP by BTF");
+		return;
+	}
+	if (max > 0 && top) {
+		missing(st, "no kernel config (/proc/config.gz, /boot/config-%.40s), and BTF %s: "
+			    "the source node of misplaced pages is unknown", u.release,
+			top == -EOPNOTSUPP ? "has page_to_nid (the node is not in page flags)" :
+					     "shows no SPARSEMEM_VMEMMAP (a section may sit above "
+					     "the node in page flags)");
 		return;
 	}
 	missing(st, "no kernel config (/proc/config.gz, /boot/config-%.40s) and no NODES_SHIFT in "

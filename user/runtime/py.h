@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause */
 /*
- * CPython 3.9-3.14 (x86-64, glibc): what the unwinder needs to walk Python
+ * CPython 3.9-3.14 (x86-64 and arm64, glibc): what the unwinder needs to walk Python
  * frames in the kernel (bpf/unwind_py.h), and what symbolization needs to
  * name them. One struct tk_py per symbolizer (tk_symbolizer__py):
  *

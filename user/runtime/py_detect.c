@@ -19,7 +19,9 @@
  * again later), and the check that ties key, glibc's layout and the thread
  * states together: every PyThreadState's thread_id is its thread's
  * pthread_t, whose key slot must point back at it. The kernel checks the
- * same per sample (thread_id == fsbase).
+ * same per sample (thread_id == the pthread_t its thread pointer gives: x86's
+ * fsbase, arm64's TPIDR_EL0 less struct pthread's size, read from the
+ * process's libc: py_arch.c).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -30,14 +32,12 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "core/arch.h"
 #include "core/fsutil.h"
 #include "proc/elf_reader.h"
 #include "runtime/py_int.h"
 #include "sym/symbolize.h"
 
-/* glibc (2.2x-2.4x, x86-64): struct pthread.specific_1stblock[key].data from the thread pointer */
-#define GLIBC_TSD_OFF (0x310 + 8)
-#define GLIBC_TSD_STRIDE 16
 #define MAX_THREADS 4096
 #define MAX_LOOP_BYTES (1u << 20)
 
@@ -63,6 +63,7 @@ static bool py_name(const char *module, int *minor)
 struct syms {
 	uint64_t runtime, version, eval, eval_size, cold, cold_size, code_type, frame_type;
 	uint64_t tramp, tramp_end;
+	uint64_t gil_this;		/* PyGILState_GetThisThreadState */
 	uint64_t *funcs;		/* defined functions' starts: tail calls, not parts */
 	size_t nr_funcs, cap_funcs;
 };
@@ -103,6 +104,31 @@ static int sym_cb(const struct tk_elf_sym *s, void *ctx)
 		y->tramp = s->value;
 	else if (!strcmp(s->name, "_Py_trampoline_func_end"))
 		y->tramp_end = s->value;
+	else if (!strcmp(s->name, "PyGILState_GetThisThreadState"))
+		y->gil_this = s->value;
+	return 0;
+}
+
+/*
+ * arm64: the pthread key's place in _PyRuntime, from the interpreter's own code
+ * (py_arch.c): _PyRuntime embeds pthread mutexes before it up to 3.11, 48 bytes on
+ * arm64 against 40 (Debian 3.9: 600, table 584; 3.11: 608, table 592; 3.13 and 3.14 as
+ * the table). 0, or -ENOTSUP with im->why set.
+ */
+static int a64_tss(struct py_image *im, struct tk_elf *elf, const struct syms *y)
+{
+	uint8_t code[64];
+	uint64_t addr;
+	long got;
+
+	got = y->gil_this ? tk_elf__read_vaddr(elf, y->gil_this, code, sizeof(code)) : 0;
+	if (got <= 0 || tk_py__a64_tss_addr(code, got, y->gil_this, &addr) ||
+	    addr < y->runtime || addr - y->runtime >= 65536) {
+		snprintf(im->why, sizeof(im->why), "the pthread key's place in _PyRuntime not "
+			 "found (PyGILState_GetThisThreadState of another shape)");
+		return -ENOTSUP;
+	}
+	im->off.rt_tss = addr - y->runtime;
 	return 0;
 }
 
@@ -244,7 +270,7 @@ static uint64_t eh_fde_end(struct tk_elf *elf, const struct eh_hdr *h, uint64_t 
 	return 0;
 }
 
-/* The loop's symbol, .cold, and the FDEs its rel32 jumps land on at their start. */
+/* The loop's symbol, .cold, and the FDEs its jumps land on at their start (py_arch.c). */
 static void loop_ranges(struct py_image *im, struct tk_elf *elf, const struct syms *y)
 {
 	uint64_t start = y->eval, size = y->eval_size, tgt, end;
@@ -260,19 +286,8 @@ static void loop_ranges(struct py_image *im, struct tk_elf *elf, const struct sy
 		return;
 	code = malloc(size);
 	got = code ? tk_elf__read_vaddr(elf, start, code, size) : -ENOMEM;
-	for (i = 0; got > 6 && i + 6 <= (size_t)got; i++) {
-		int32_t rel;
-
-		if (code[i] == 0xe9) {
-			n = 5;
-			memcpy(&rel, code + i + 1, 4);
-		} else if (code[i] == 0x0f && (code[i + 1] & 0xf0) == 0x80) {
-			n = 6;
-			memcpy(&rel, code + i + 2, 4);
-		} else {
-			continue;
-		}
-		tgt = start + i + n + (int64_t)rel;
+	n = got > 0 ? (size_t)got : 0;
+	for (i = 0; tk_py__next_jump(im->machine, code, n, &i, start, &tgt);) {
 		if ((tgt >= start && tgt < start + size) || is_func_start(y, tgt))
 			continue;
 		end = eh_fde_end(elf, &h, tgt);
@@ -347,6 +362,7 @@ static int read_image(struct py_image *im, const char *path, int name_minor)
 	unsigned char dbg[1024];
 	struct syms y = { 0 };
 	struct tk_elf *elf;
+	GElf_Ehdr eh;
 	uint32_t v = 0;
 	long got;
 	int err;
@@ -354,6 +370,8 @@ static int read_image(struct py_image *im, const char *path, int name_minor)
 	err = tk_elf__open(path, &elf);
 	if (err)
 		return err;
+	if (tk_elf__libelf(elf) && gelf_getehdr(tk_elf__libelf(elf), &eh))
+		im->machine = eh.e_machine;
 	err = tk_elf__for_each_sym(elf, sym_cb, &y);
 	if (err)
 		goto out;
@@ -382,6 +400,12 @@ static int read_image(struct py_image *im, const char *path, int name_minor)
 		snprintf(im->why, sizeof(im->why), "no _PyEval_EvalFrameDefault symbol");
 		goto out;
 	}
+	if (im->machine != TK_ARCH_ELF_MACHINE) {
+		/* qemu-user running another architecture's interpreter: not its thread pointer */
+		snprintf(im->why, sizeof(im->why), "an interpreter for another architecture (ELF "
+			 "machine %u)", im->machine);
+		goto out;
+	}
 	if (im->minor >= 13) {
 		uint64_t dv;
 
@@ -396,8 +420,12 @@ static int read_image(struct py_image *im, const char *path, int name_minor)
 	}
 	if (check_members(im, elf, &y))
 		goto out;
+	if (im->machine == EM_AARCH64 && a64_tss(im, elf, &y))
+		goto out;
 	loop_ranges(im, elf, &y);
-	im->tramp = tramp_shape(elf, &y);
+	/* -X perf's trampolines: x86-64's shapes (arm64's keep a frame record) */
+	if (im->machine == EM_X86_64)
+		im->tramp = tramp_shape(elf, &y);
 	err = 0;
 out:
 	free(y.funcs);
@@ -431,6 +459,10 @@ static int check_threads_once(int fd, const struct py_image *im, uint64_t runtim
 {
 	uint64_t interp, ts, tid, slot;
 	int n = 0, found = 0, i, j, err = 0;
+	struct tk_py_glibc g;
+
+	if (tk_py__glibc_layout(im->machine, &g))
+		return -ENOTSUP;
 
 	if (pmem(fd, runtime + im->off.rt_interp_head, &interp, 8) || !interp ||
 	    pmem(fd, interp + im->off.interp_threads, &ts, 8))
@@ -442,7 +474,7 @@ static int check_threads_once(int fd, const struct py_image *im, uint64_t runtim
 	}
 	for (i = 0; i < n && !err; i++) {
 		if (pmem(fd, all[i] + im->off.ts_thread_id, &tid, 8) ||
-		    pmem(fd, tid + GLIBC_TSD_OFF + GLIBC_TSD_STRIDE * key, &slot, 8))
+		    pmem(fd, tid + g.tsd_off + g.tsd_stride * key, &slot, 8))
 			continue;	/* exiting */
 		if (slot == all[i]) {
 			found++;
@@ -492,30 +524,80 @@ struct find {
 	struct py_image *im;
 	uint64_t bias;
 	char module[256];
+	char libc[64];			/* its libc's /proc/PID/map_files path, "" none */
+	struct stat libc_st;
 	int err;
 };
+
+/* glibc's file: libc.so.6 (2.34+), libc-2.NN.so before */
+static bool libc_name(const char *module)
+{
+	const char *b = module ? tk_path_basename(module) : NULL;
+
+	return b && (!strcmp(b, "libc.so.6") ||
+		     (!strncmp(b, "libc-2.", 7) && strlen(b) > 10 && !strcmp(b + strlen(b) - 3, ".so")));
+}
 
 static int find_cb(const struct tk_sym_map_info *m, void *ctx)
 {
 	struct find *f = ctx;
+	struct py_image *im;
 	char path[64];
 	struct stat st;
 	int minor;
+	bool py = !f->im && py_name(m->module, &minor);
 
-	if (!py_name(m->module, &minor) || !m->have_vaddr)
+	if ((!py && (f->libc[0] || !libc_name(m->module))) || !m->have_vaddr)
 		return 0;
 	snprintf(path, sizeof(path), "/proc/%u/map_files/%llx-%llx", f->pid,
 		 (unsigned long long)m->start, (unsigned long long)m->end);
 	if (stat(path, &st))
 		return 0;
-	f->im = tk_py__image(f->py, st.st_dev, st.st_ino, path, minor);
-	if (!f->im)
+	if (!py) {
+		snprintf(f->libc, sizeof(f->libc), "%s", path);
+		f->libc_st = st;
+		return f->im ? 1 : 0;
+	}
+	im = tk_py__image(f->py, st.st_dev, st.st_ino, path, minor);
+	if (!im)
 		return -ENOMEM;
-	if (!f->im->is_py)
+	if (!im->is_py)
 		return 0;
+	f->im = im;
 	f->bias = m->start - m->vaddr;
 	snprintf(f->module, sizeof(f->module), "%s", m->module);
-	return 1;
+	return f->libc[0] ? 1 : 0;
+}
+
+/*
+ * arm64: struct pthread's size below the thread pointer, from the process's libc (kept
+ * with the interpreter's image for the next process of the same pair). 0, -ENOTSUP with
+ * @why set, or -EAGAIN when no libc is in the mappings as captured (the process was
+ * captured at exec, before the loader mapped it: measured in the arm64 guests; asked
+ * again after the mappings are read again, as after a miss).
+ */
+static int tp_off(struct find *f, char *why, size_t why_sz)
+{
+	struct py_image *im = f->im;
+	uint32_t off;
+	int err;
+
+	if (im->machine != EM_AARCH64)
+		return 0;
+	if (!f->libc[0]) {
+		snprintf(why, why_sz, "no glibc (libc.so.6) in its mappings as read: struct "
+			 "pthread's place unknown");
+		return -EAGAIN;
+	}
+	if (im->tp_off && im->libc_dev == f->libc_st.st_dev && im->libc_ino == f->libc_st.st_ino)
+		return 0;
+	err = tk_py__libc_tp_off(f->libc, &off, why, why_sz);
+	if (err)
+		return err == -ENOMEM ? err : -ENOTSUP;
+	im->libc_dev = f->libc_st.st_dev;
+	im->libc_ino = f->libc_st.st_ino;
+	im->tp_off = off;
+	return 0;
 }
 
 int tk_py__detect(struct tk_py *py, struct tk_symbolizer *sym, uint32_t pid, uint32_t gen,
@@ -523,6 +605,7 @@ int tk_py__detect(struct tk_py *py, struct tk_symbolizer *sym, uint32_t pid, uin
 {
 	struct find f = { .py = py, .pid = pid };
 	struct tk_py_info dummy;
+	struct tk_py_glibc g;
 	struct py_image *im;
 	uint32_t tss[2];
 	char path[64];
@@ -535,7 +618,7 @@ int tk_py__detect(struct tk_py *py, struct tk_symbolizer *sym, uint32_t pid, uin
 	err = tk_symbolizer__for_each_map(sym, pid, gen, find_cb, &f);
 	if (err < 0)
 		return err;
-	if (err == 0)
+	if (!f.im)
 		return -ENOENT;
 	im = f.im;
 	info->found = true;
@@ -553,6 +636,8 @@ int tk_py__detect(struct tk_py *py, struct tk_symbolizer *sym, uint32_t pid, uin
 		tk_py__set_unknown(py, pid, im->why);
 		return -ENOTSUP;
 	}
+	if (tk_py__glibc_layout(im->machine, &g))
+		return -ENOTSUP;	/* read_image refused other machines */
 	snprintf(path, sizeof(path), "/proc/%u/mem", pid);
 	fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
@@ -567,6 +652,9 @@ int tk_py__detect(struct tk_py *py, struct tk_symbolizer *sym, uint32_t pid, uin
 	info->key = tss[1];
 	err = check_threads(fd, im, f.bias + im->runtime, tss[1], info, info->why,
 			    sizeof(info->why));
+	/* after the key: at exec its libc is not mapped yet (-EAGAIN above, asked again) */
+	if (!err)
+		err = tp_off(&f, info->why, sizeof(info->why));
 	if (err == -ENOTSUP)
 		tk_py__set_unknown(py, pid, info->why);
 	if (!err)
@@ -575,8 +663,9 @@ int tk_py__detect(struct tk_py *py, struct tk_symbolizer *sym, uint32_t pid, uin
 		goto out;
 	tk_py_offsets__to_bpf(&im->off, out);
 	out->tss_key = tss[1];
-	out->tsd_off = GLIBC_TSD_OFF;
-	out->tsd_stride = GLIBC_TSD_STRIDE;
+	out->tsd_off = g.tsd_off;
+	out->tsd_stride = g.tsd_stride;
+	out->tp_off = im->machine == EM_AARCH64 ? im->tp_off : 0;
 	out->tramp = im->tramp;
 	out->nranges = im->nranges;
 	for (i = 0; i < im->nranges; i++) {

@@ -23,8 +23,43 @@ struct py_image {
 	uint64_t lo[UNW_PY_RANGES];	/* ELF virtual addresses */
 	uint64_t hi[UNW_PY_RANGES];
 	int tramp;
+	unsigned int machine;		/* its ELF machine: EM_X86_64, EM_AARCH64 */
+	/* arm64: the libc last seen with it, and its struct pthread size (py_arch.c) */
+	dev_t libc_dev;
+	ino_t libc_ino;
+	uint32_t tp_off;
 	char why[200];			/* CPython that cannot be walked: why */
 };
+
+/* glibc's struct pthread, per architecture (py_arch.c) */
+struct tk_py_glibc {
+	uint16_t tsd_off;		/* a key's value at pthread_t + tsd_off + tsd_stride * key */
+	uint16_t tsd_stride;
+	uint16_t tid_off;		/* struct pthread.tid */
+};
+
+/* glibc's layout for an interpreter of ELF machine @machine: 0, or -ENOTSUP. */
+int tk_py__glibc_layout(unsigned int machine, struct tk_py_glibc *out);
+/*
+ * arm64: the bytes below the thread pointer that struct pthread takes (TLS variant I),
+ * from glibc's pthread_self's code (@code, @len bytes from its start): 0, or -ENOTSUP
+ * when it is not "mrs xT, tpidr_el0; sub x0, xT, #n; ret" (hints before it allowed).
+ */
+int tk_py__a64_tp_off(const uint8_t *code, size_t len, uint32_t *off);
+/*
+ * arm64: the address of the Py_tss_t (autoTSSkey) PyGILState_GetThisThreadState reads,
+ * from its code (@code, @len bytes at ELF address @pc): 0, or -ENOTSUP for another shape.
+ */
+int tk_py__a64_tss_addr(const uint8_t *code, size_t len, uint64_t pc, uint64_t *addr);
+/* tk_py__a64_tp_off from the libc file at @path: 0, -ENOTSUP or a negative errno, @why set. */
+int tk_py__libc_tp_off(const char *path, uint32_t *off, char *why, size_t why_sz);
+/*
+ * The next jump (no call) in @code (@len bytes of ELF machine @machine, at address
+ * @start) from byte offset *@at on: its target in *@tgt and *@at moved past it, true; false
+ * at the end.
+ */
+bool tk_py__next_jump(unsigned int machine, const uint8_t *code, size_t len, size_t *at,
+		      uint64_t start, uint64_t *tgt);
 
 /*
  * The image of file (@dev, @ino), read from @path (named python3.@minor or

@@ -13,16 +13,14 @@
  *
  * The thread states come from the interpreter's thread list, each tied to its
  * thread by its thread_id (the thread's pthread_t): the thread's fsbase where
- * the caller knows it (the task iterator), else glibc's struct pthread.tid,
- * checked by the caller (every state a distinct thread of the process).
+ * the caller knows it (x86's task iterator), else glibc's struct pthread.tid
+ * (py_arch.c: per architecture), checked by the caller (every state a
+ * distinct thread of the process).
  */
 #include <errno.h>
 #include <string.h>
 
 #include "runtime/py_int.h"
-
-/* glibc's struct pthread.tid: 2.31, 2.36, 2.41, 2.43 (pthread_getcpuclockid reads it there) */
-#define GLIBC_PTHREAD_TID 0x2d0
 
 void tk_py_walk__begin(struct tk_py_walk *w, const struct unw_py *py, tk_py_read_fn read,
 		       void *ctx, uint64_t tstate, uint32_t max)
@@ -111,11 +109,12 @@ int tk_py__thread_states(struct tk_py *py, uint32_t pid, struct tk_py_tstate *ou
 {
 	const struct py_image *im;
 	uint64_t bias, interp, ts;
+	struct tk_py_glibc g;
 	size_t n = 0;
 	int32_t tid;
 
 	im = tk_py__proc_image(py, pid, &bias);
-	if (!im)
+	if (!im || tk_py__glibc_layout(im->machine, &g))
 		return -ENOENT;
 	if (tk_py__mem(py, pid, bias + im->runtime + im->off.rt_interp_head, &interp, 8) ||
 	    !interp || tk_py__mem(py, pid, interp + im->off.interp_threads, &ts, 8))
@@ -127,7 +126,7 @@ int tk_py__thread_states(struct tk_py *py, uint32_t pid, struct tk_py_tstate *ou
 		/* a thread exiting meanwhile: its state or its pthread unreadable, 0 */
 		if (!tk_py__mem(py, pid, ts + im->off.ts_thread_id, &out[n].thread_id, 8) &&
 		    out[n].thread_id &&
-		    !tk_py__mem(py, pid, out[n].thread_id + GLIBC_PTHREAD_TID, &tid, 4))
+		    !tk_py__mem(py, pid, out[n].thread_id + g.tid_off, &tid, 4))
 			out[n].tid = tid;
 		n++;
 		if (tk_py__mem(py, pid, ts + im->off.ts_next, &ts, 8))

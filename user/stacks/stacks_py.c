@@ -4,7 +4,8 @@
  * once per take (tk_py__detect, as the collectors find it); per snapshot its
  * interpreter's thread states are read and tied to its threads: by the task's fsbase,
  * which is its pthread_t and the state's thread_id (the bpf backend's record carries
- * it), else by glibc's struct pthread.tid, read at the thread_id (the proc backend),
+ * it on x86-64), else by glibc's struct pthread.tid, read at the thread_id (the proc
+ * backend, and arm64, whose thread pointer lies above the pthread_t),
  * which must name a distinct thread of the process for every state, or the process is
  * refused (python_threads_unmatched). A thread whose native stack has interpreter-loop
  * frames, and which was off the CPU when read, gets its frame chain read from
@@ -27,6 +28,16 @@
 #include "sym/symbolize.h"
 
 #define STK_PY_TSTATES 4096		/* thread states of one interpreter */
+/*
+ * Whether the bpf backend's records tie threads by fsbase (bpf/stacks_iter.bpf.c): x86-64.
+ * arm64's thread pointer (TPIDR_EL0) is not the pthread_t, so its threads are tied by
+ * struct pthread.tid on both backends.
+ */
+#if defined(__x86_64__)
+#define STK_PY_BY_FSBASE 1
+#else
+#define STK_PY_BY_FSBASE 0
+#endif
 #define STK_PY_TRIES 3			/* reads of the list before a process is refused */
 
 static int mem_read(void *ctx, uint64_t addr, void *buf, size_t len)
@@ -101,7 +112,7 @@ static bool is_thread(const struct stk_result *r, const struct stk_proc *p, int3
 static int check_tstates(const struct stk_result *r, const struct stk_proc *p,
 			 const struct stk_raw *all, size_t nall)
 {
-	bool by_fsbase = r->pub.backend == TK_BACKEND_BPF;
+	bool by_fsbase = STK_PY_BY_FSBASE && r->pub.backend == TK_BACKEND_BPF;
 	int tied = 0;
 
 	for (int i = 0; i < p->nts; i++) {
@@ -163,7 +174,8 @@ static uint64_t tstate_of(const struct stk_proc *p, const struct stk_raw *x)
 	for (int i = 0; i < p->nts; i++) {
 		const struct tk_py_tstate *a = &p->ts[i];
 
-		if (x->fsbase ? a->thread_id != x->fsbase : a->tid != (int32_t)x->ns_tid)
+		if (STK_PY_BY_FSBASE && x->fsbase ? a->thread_id != x->fsbase :
+		    a->tid != (int32_t)x->ns_tid)
 			continue;
 		if (ts)
 			return 0;	/* two states claim it (3.9/3.10, a thread starting) */

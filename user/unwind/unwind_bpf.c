@@ -18,6 +18,7 @@
 #include <bpf/btf.h>
 #include <bpf/libbpf.h>
 
+#include "core/arch.h"
 #include "core/internal.h"
 #include "core/kfeat.h"
 #include "core/percpu.h"
@@ -51,13 +52,15 @@ struct tk_unw_bpf {
 	struct tk_symbolizer *sym;	/* the one whose processes are described */
 };
 
-/* The kernel's task_struct.thread.fsbase, from its BTF; 0 when not found. */
+/*
+ * The kernel's task_struct.thread.fsbase (arm64: thread.uw.tp_value, TK_ARCH_TP_MEMBER),
+ * from its BTF; 0 when not found.
+ */
 static __u32 fsbase_offset(void)
 {
-	int t = tk_kfeat__member_offset("task_struct", "thread");
-	int f = tk_kfeat__member_offset("thread_struct", "fsbase");
+	int off = tk_kfeat__member_offset("task_struct", TK_ARCH_TP_MEMBER);
 
-	return t > 0 && f >= 0 ? (__u32)(t + f) : 0;
+	return off > 0 ? (__u32)off : 0;
 }
 
 static void python_maps(const struct tk_unw_bpf_vars *v, size_t procs, bool on)
@@ -161,7 +164,7 @@ int tk_unw_bpf__open(const struct tk_unw_bpf_vars *v, struct tk_unw_bpf **out)
 	u->procs_cap = bpf_map__max_entries(v->procs);
 	u->procs_fd = bpf_map__fd(v->procs);
 	u->python = *v->fsbase_off != 0;
-	u->python_off = u->python ? NULL : "no task_struct.thread.fsbase in the kernel's BTF";
+	u->python_off = u->python ? NULL : "no task_struct." TK_ARCH_TP_MEMBER " in the kernel's BTF";
 	u->py_procs_fd = bpf_map__fd(v->py_procs);
 	u->py_events_fd = bpf_map__fd(v->py_events);
 	u->map_len = (cap * sizeof(struct unw_row) + page - 1) / page * page;

@@ -1,0 +1,185 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
+# Debian bookworm's CPython 3.11 for a guest of ARCH (x86 or arm64): the interpreter, the
+# shared libraries it loads, the standard modules tests/workloads/py/pywork.py imports (a zip
+# at /usr/lib/python311.zip, which the interpreter's sys.path names even with -S), pywork.py
+# at /root/pywork.py and tracekit stacks' workload pystacks.py at /root/pystacks.py.
+#
+#   py-bundle.sh ARCH OUTDIR
+#
+# Prints one SRC:DEST line per file for vm.sh's initramfs (SRC under OUTDIR or on this host,
+# DEST the guest's path); exit 0. Exit 77 with the reason on stderr when it cannot be had
+# here (the caller's skip), 64 on usage.
+#   x86    this host's /usr/bin/python3.11 and its libraries (ldd), as the x86 guests had it.
+#   arm64  python3.11-minimal, libpython3.11-minimal, libpython3.11-stdlib and libexpat1 for
+#          arm64, downloaded from bookworm (and bookworm-security) with `apt-get download`
+#          under a private apt configuration in $TK_VM_CACHE/py-arm64/apt (/etc/apt is never
+#          changed; lists refreshed after 12 h) and unpacked with dpkg-deb -x into OUTDIR;
+#          libc, libm, libz and the dynamic loader from this host's /usr/lib/aarch64-linux-gnu
+#          (libc6:arm64 and zlib1g:arm64: tools/install-deps.sh --arm64), else downloaded
+#          too. The libraries go to the guest's /lib/aarch64-linux-gnu, the loader to
+#          /lib/ld-linux-aarch64.so.1, the path the interpreter's PT_INTERP names.
+# Environment: TK_VM_CACHE (default /var/cache/tracekit-vm), TK_VM_MIRROR (default
+# http://deb.debian.org/debian), TK_VM_SECURITY (default http://deb.debian.org/debian-security).
+set -euo pipefail
+
+SKIP=77
+die() {
+	echo "py-bundle: $*" >&2
+	exit $SKIP
+}
+[[ $# == 2 ]] || {
+	sed -n '3,/^set -euo/p' "$0" | sed -e '$d' -e 's/^# \{0,1\}//' >&2
+	exit 64
+}
+arch=$1 out=$2
+here=$(cd "$(dirname "$0")/../.." && pwd)
+work=$here/tests/workloads/py/pywork.py
+swork=$here/tests/workloads/py/pystacks.py
+[[ -r $work && -r $swork ]] || die "no $work or $swork"
+mkdir -p "$out"
+out=$(cd "$out" && pwd)
+
+# The modules pywork.py imports and theirs, from the standard library at $1, into $2.
+zip_modules() {
+	local zipper
+	zipper=$(command -v python3 || command -v python3.11) || die "no python3 here to zip the modules"
+	"$zipper" - "$1" "$2" <<'PYEOF' || die "cannot zip python3.11's modules from $1"
+import os, sys, zipfile
+mods = ("abc codecs collections contextlib copyreg enum functools genericpath io keyword "
+        "linecache operator os posixpath re reprlib stat textwrap threading token tokenize "
+        "traceback types _collections_abc _weakrefset encodings").split()
+base = sys.argv[1]
+enc = ("__init__.py", "aliases.py", "utf_8.py", "latin_1.py", "ascii.py")
+with zipfile.ZipFile(sys.argv[2], "w", zipfile.ZIP_DEFLATED) as z:
+    for m in mods:
+        p = os.path.join(base, m)
+        if os.path.isdir(p):
+            for f in sorted(os.listdir(p)):
+                if f.endswith(".py") and (m != "encodings" or f in enc):
+                    z.write(os.path.join(p, f), m + "/" + f)
+        else:
+            z.write(p + ".py", m + ".py")
+PYEOF
+}
+
+x86_bundle() {
+	local py=/usr/bin/python3.11 l
+	[[ -x $py ]] || die "no $py on this host (Debian bookworm's python3.11)"
+	echo "$py:$py"
+	for l in $(ldd "$py" | grep -o '/[^ ]*'); do echo "$l:$l"; done
+	zip_modules /usr/lib/python3.11 "$out/python311.zip"
+	echo "$out/python311.zip:/usr/lib/python311.zip"
+	echo "$work:/root/pywork.py"
+	echo "$swork:/root/pystacks.py"
+}
+
+# ---- arm64 ------------------------------------------------------------------------------
+CACHE=${TK_VM_CACHE:-/var/cache/tracekit-vm}
+MIRROR=${TK_VM_MIRROR:-http://deb.debian.org/debian}
+SECURITY=${TK_VM_SECURITY:-http://deb.debian.org/debian-security}
+APT_DIR=$CACHE/py-arm64/apt
+APT_KEYRING=/usr/share/keyrings/debian-archive-keyring.gpg
+HOST_LIBS=/usr/lib/aarch64-linux-gnu
+APT_OPTS=(
+	-o "Dir::Etc::SourceList=$APT_DIR/sources.list" -o Dir::Etc::SourceParts=/dev/null
+	-o "Dir::State::Lists=$APT_DIR/lists" -o "Dir::Cache=$APT_DIR/cache"
+	-o Dir::Etc::Preferences=/dev/null -o Dir::Etc::PreferencesParts=/dev/null
+	-o APT::Architecture=arm64 -o APT::Architectures=arm64
+	-o Acquire::http::Timeout=30 -o Acquire::https::Timeout=30 -o Acquire::Retries=1
+	-o Acquire::Check-Valid-Until=false -o Acquire::Check-Date=false
+)
+
+apt_index() {
+	local new=$APT_DIR/sources.list.new stamp=$APT_DIR/updated
+	command -v apt-get >/dev/null || die "no apt-get here"
+	[[ -r $APT_KEYRING ]] || die "no $APT_KEYRING (apt-get install debian-archive-keyring)"
+	mkdir -p "$APT_DIR/lists/partial" "$APT_DIR/cache/archives/partial"
+	{
+		echo "deb [arch=arm64 signed-by=$APT_KEYRING] $MIRROR bookworm main"
+		echo "deb [arch=arm64 signed-by=$APT_KEYRING] $SECURITY bookworm-security main"
+	} >"$new"
+	if ! cmp -s "$new" "$APT_DIR/sources.list"; then
+		mv "$new" "$APT_DIR/sources.list"
+		rm -f "$stamp"
+	else
+		rm -f "$new"
+	fi
+	if [[ -z $(find "$stamp" -mmin -720 2>/dev/null) ]]; then
+		if timeout 600 apt-get "${APT_OPTS[@]}" -q update >"$APT_DIR/update.log" 2>&1; then
+			touch "$stamp"
+		else
+			echo "py-bundle: apt-get update failed (keeping the lists there were):" >&2
+			grep -E '^(E|W|Err):' "$APT_DIR/update.log" | head -n 8 | sed 's/^/    /' >&2 || true
+		fi
+	fi
+}
+
+# Download packages $@ (arm64, bookworm) into $out/debs and unpack them into $out/root.
+fetch() {
+	local p deb
+	mkdir -p "$out/debs" "$out/root"
+	for p in "$@"; do
+		# apt-get download writes into the current folder; as root it warns that it runs
+		# unsandboxed, which is expected here (nothing is installed)
+		(cd "$out/debs" && apt-get "${APT_OPTS[@]}" download -q "$p:arm64" \
+			>"$out/debs/$p.log" 2>&1) ||
+			die "cannot download $p:arm64: $(grep -E '^(E|Err):' "$out/debs/$p.log" | head -n 2)"
+	done
+	for deb in "$out"/debs/*.deb; do dpkg-deb -x "$deb" "$out/root"; done
+}
+
+# Where library $1 (a NEEDED name) is: the unpacked packages first, then this host's arm64 libraries.
+find_lib() {
+	local d
+	for d in "$out/root/lib/aarch64-linux-gnu" "$out/root/usr/lib/aarch64-linux-gnu" "$HOST_LIBS" \
+		/lib/aarch64-linux-gnu; do
+		[[ -e $d/$1 ]] && { readlink -f "$d/$1"; return 0; }
+	done
+	return 1
+}
+
+# The NEEDED libraries of ELF file $1, one a line.
+needed() { readelf -d "$1" | sed -n 's/.*(NEEDED).*\[\(.*\)\]/\1/p'; }
+
+arm64_bundle() {
+	local pkgs=(python3.11-minimal libpython3.11-minimal libpython3.11-stdlib libexpat1)
+	local py lib seen=" " path ld todo=()
+	command -v dpkg-deb >/dev/null || die "no dpkg-deb here"
+	command -v aarch64-linux-gnu-readelf >/dev/null || command -v readelf >/dev/null ||
+		die "no readelf here"
+	[[ -e $HOST_LIBS/libc.so.6 ]] || pkgs+=(libc6)
+	[[ -e $HOST_LIBS/libz.so.1 ]] || pkgs+=(zlib1g)
+	rm -rf "$out/debs" "$out/root"
+	apt_index
+	fetch "${pkgs[@]}"
+	py=$out/root/usr/bin/python3.11
+	[[ -x $py ]] || die "no usr/bin/python3.11 in python3.11-minimal:arm64"
+	echo "$py:/usr/bin/python3.11"
+	# the libraries it needs, and theirs
+	mapfile -t todo < <(needed "$py")
+	while ((${#todo[@]})); do
+		lib=${todo[0]}
+		todo=("${todo[@]:1}")
+		[[ $seen == *" $lib "* ]] && continue
+		seen+="$lib "
+		path=$(find_lib "$lib") || die "no arm64 $lib (here: tools/install-deps.sh --arm64)"
+		echo "$path:/lib/aarch64-linux-gnu/$lib"
+		mapfile -t -O "${#todo[@]}" todo < <(needed "$path")
+	done
+	ld=$(find_lib ld-linux-aarch64.so.1) || die "no arm64 ld-linux-aarch64.so.1"
+	echo "$ld:/lib/ld-linux-aarch64.so.1"
+	zip_modules "$out/root/usr/lib/python3.11" "$out/python311.zip"
+	echo "$out/python311.zip:/usr/lib/python311.zip"
+	echo "$work:/root/pywork.py"
+	echo "$swork:/root/pystacks.py"
+}
+
+case $arch in
+x86 | x86_64 | amd64) x86_bundle ;;
+arm64 | aarch64) arm64_bundle ;;
+*)
+	echo "py-bundle: unknown ARCH '$arch' (x86, arm64)" >&2
+	exit 64
+	;;
+esac
