@@ -577,7 +577,7 @@ check_guest() {
 	local dir=$OUT/matrix-${kver//\//-} rc t0 t1 s d field r says v t release errf tests want
 	K=$kver
 	mapfile -t tests < <(guest_tests "$kver")
-	errf=$work/vm-$kver.err
+	errf=$work/vm-${kver//\//-}.err
 	t0=$(date +%s.%N)
 	# vm.sh's stderr shows as it comes and is kept for the reason of a failure
 	{ "$VM" run "$kver" --numa2 --out "$dir" "$payload" "${guest_files[@]}" 2>&1 1>&3 |
