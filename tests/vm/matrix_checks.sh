@@ -303,7 +303,7 @@ check_alloc() {
 			if [[ $s == supported ]]; then
 				src="the raw tracepoint page_fault_user" ATT[$K/growth]="raw_tp page_fault_user"
 			else
-				src="the software perf event page-faults" ATT[$K/growth]="perf event page-faults"
+				src="the software perf event page-faults" ATT[$K/growth]="perf page-faults"
 			fi
 			expect "alloc growth: page faults by $src (caps: tracepoint.page_fault_user $s)" \
 				'grep -qF "page faults by $src" "$dir/alloc_growth.stderr.out"' \
