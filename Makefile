@@ -228,7 +228,8 @@ check:
 	$(Q)TK_BUILD_DIR=$(BUILD) TK_TIERS="unit san" tests/run.sh
 
 # The kernel matrix alone (tests/vm/matrix.sh; `make test` runs it as its vm tier): every
-# collector on this kernel, then in two-node QEMU guests on Debian's 5.10, 6.1, 6.12 and sid's newest kernels.
+# collector on this kernel, then in two-node QEMU guests on Debian's 5.10, 6.1, 6.12 and sid's newest kernels,
+# x86-64 and arm64 (the arm64 guests run what make ARCH=arm64 BUILD=build/arm64 guest builds).
 VM_WORKLOADS := $(patsubst %,$(BUILD)/workloads/%,cpu_split alloc_leak cpu_split_static unw_chain \
 	unw_chain_static stacks_shape_static \
 	alloc_leak_static numa_balance $(if $(wildcard tests/workloads/numa_move.c),numa_move))
