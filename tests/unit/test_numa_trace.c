@@ -538,6 +538,31 @@ static void test_read_kconfig(void **state)
 	fx_free(fx);
 }
 
+/*
+ * Debian's x86 5.10 encodes no function of an init section in BTF (its pahole), so
+ * vmemmap_populate_basepages is asked of kallsyms (the 5.10 guest's lines): only a text
+ * symbol of that exact name counts, not a module's, a data symbol or a longer name.
+ */
+static void test_node_at_top_ksyms(void **state)
+{
+	struct fx *fx = fx_new();
+
+	assert_non_null(fx);
+	assert_int_equal(tk_numa__node_at_top_ksyms(fx->proc), -ENOENT);	/* no file */
+	assert_int_equal(fx_write(fx, "proc/kallsyms",
+				  "ffffffff8f4b5b46 T vmemmap_populate\n"
+				  "ffffffff8f4b5b50 T vmemmap_populate_basepages_x\n"
+				  "ffffffff8f4b5b60 D vmemmap_populate_basepages\n"
+				  "ffffffffc0001000 t vmemmap_populate_basepages\t[mod]\n"),
+			 0);
+	assert_int_equal(tk_numa__node_at_top_ksyms(fx->proc), -ENOENT);
+	assert_int_equal(fx_append(fx, "proc/kallsyms",
+				   "ffffffff8f4b87fa T vmemmap_populate_basepages\n"),
+			 0);
+	assert_int_equal(tk_numa__node_at_top_ksyms(fx->proc), 0);
+	fx_free(fx);
+}
+
 /* ---- this machine's kernel ------------------------------------------------------------ */
 
 static bool has_member(const struct btf *btf, const char *st, const char *member)
@@ -645,6 +670,7 @@ int main(void)
 		cmocka_unit_test(test_max_numnodes),
 		cmocka_unit_test(test_nodes_pgshift),
 		cmocka_unit_test(test_node_at_top),
+		cmocka_unit_test(test_node_at_top_ksyms),
 		cmocka_unit_test(test_nodes_pgshift_debian_arm64),
 		cmocka_unit_test(test_read_kconfig),
 		cmocka_unit_test(test_host_btf),

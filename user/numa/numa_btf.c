@@ -13,6 +13,7 @@
  * And NODES_PGSHIFT, which no BTF has, from the kernel config.
  */
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <zlib.h>
@@ -467,6 +468,32 @@ static int read_gz(const char *path, char **text)
 	buf[len] = '\0';
 	*text = buf;
 	return 0;
+}
+
+int tk_numa__node_at_top_ksyms(const char *proc_root)
+{
+	char path[4096], line[512];
+	int ret = -ENOENT;
+	FILE *f;
+
+	if (tk_path_join(path, sizeof(path), proc_root ? proc_root : "/proc", "kallsyms"))
+		return -ENAMETOOLONG;
+	f = fopen(path, "re");
+	if (!f)
+		return -errno;
+	/* "ADDR TYPE NAME[\t[MODULE]]": the generic file's function, in the kernel's text */
+	while (fgets(line, sizeof(line), f)) {
+		char *p = strchr(line, ' ');
+
+		if (!p || (p[1] != 'T' && p[1] != 't') || p[2] != ' ')
+			continue;
+		if (!strcmp(p + 3, "vmemmap_populate_basepages\n")) {
+			ret = 0;
+			break;
+		}
+	}
+	fclose(f);
+	return ret;
 }
 
 int tk_numa__read_kconfig(const char *proc_root, const char *boot_root, const char *release,

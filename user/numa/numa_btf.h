@@ -89,6 +89,14 @@ int tk_numa_btf__max_numnodes(const struct btf *btf);
  * function: NODE_NOT_IN_PAGE_FLAGS); -ENOENT when BTF does not say.
  */
 int tk_numa_btf__node_at_top(const struct btf *btf);
+
+/*
+ * The same question asked of PROC_ROOT/kallsyms (NULL: /proc), for a BTF that does
+ * not encode the functions of init sections (Debian's 5.10: pahole of bullseye):
+ * 0 when vmemmap_populate_basepages is a function of the kernel's text, -ENOENT
+ * when not, or -errno.
+ */
+int tk_numa__node_at_top_ksyms(const char *proc_root);
 /*
  * NODES_PGSHIFT from a kernel config text: 64 - SECTIONS_WIDTH -
  * NODES_SHIFT, SECTIONS_WIDTH 0 with SPARSEMEM_VMEMMAP. Returns 0 with

@@ -65,6 +65,7 @@ static void find_node_bits(struct tk_numa *n, struct nt_state *st, const struct 
 	char *config = NULL, from[4096];
 	struct utsname u;
 	int err, max, top;
+	bool ksyms;
 
 	st->nodes_shift = -1;
 	uname(&u);
@@ -86,19 +87,23 @@ static void find_node_bits(struct tk_numa *n, struct nt_state *st, const struct 
 	/* MAX_NUMNODES = 1 << NODES_SHIFT */
 	max = tk_numa_btf__max_numnodes(btf);
 	top = tk_numa_btf__node_at_top(btf);
+	/* a BTF without the functions of init sections (5.10's): kallsyms has them */
+	ksyms = top == -ENOENT && !tk_numa__node_at_top_ksyms(n->opts.proc_root);
+	if (ksyms)
+		top = 0;
 	if (max > 0 && !(max & (max - 1)) && !top) {
 		st->nodes_shift = __builtin_ctz(max);
 		st->nodes_pgshift = 64 - st->nodes_shift;
-		snprintf(st->nodes_from, sizeof(st->nodes_from), "NODES_SHIFT and "
-			 "SPARSEMEM_VMEMMAP by BTF");
+		snprintf(st->nodes_from, sizeof(st->nodes_from), "NODES_SHIFT by BTF, "
+			 "SPARSEMEM_VMEMMAP by %s", ksyms ? "kallsyms" : "BTF");
 		return;
 	}
 	if (max > 0 && top) {
 		missing(st, "no kernel config (/proc/config.gz, /boot/config-%.40s), and BTF %s: "
 			    "the source node of misplaced pages is unknown", u.release,
 			top == -EOPNOTSUPP ? "has page_to_nid (the node is not in page flags)" :
-					     "shows no SPARSEMEM_VMEMMAP (a section may sit above "
-					     "the node in page flags)");
+					     "and kallsyms show no SPARSEMEM_VMEMMAP (a section may sit "
+					     "above the node in page flags)");
 		return;
 	}
 	missing(st, "no kernel config (/proc/config.gz, /boot/config-%.40s) and no NODES_SHIFT in "
