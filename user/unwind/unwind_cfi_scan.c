@@ -322,9 +322,17 @@ uint64_t tk_unw_next_change(struct tk_unw_prog *c, uint64_t from, bool a64, int 
 		default:
 			switch (op) {
 			case DW_CFA_nop:
+				break;
 			case DW_CFA_remember_state:	/* changes no row by itself */
+				if (++c->depth <= 64)
+					c->dirty &= ~(1ULL << (c->depth - 1));
 				break;
 			case DW_CFA_restore_state:
+				/* a change only when a rule of a row changed since the remember */
+				change = !c->depth || c->depth > 64 ||
+					 (c->dirty >> (c->depth - 1) & 1);
+				c->depth -= c->depth > 0;
+				break;
 			case DW_CFA_GNU_window_save:	/* arm64: DW_CFA_AARCH64_negate_ra_state */
 				change = true;
 				break;
@@ -384,7 +392,12 @@ uint64_t tk_unw_next_change(struct tk_unw_prog *c, uint64_t from, bool a64, int 
 			c->loc += delta * c->code_align;
 			continue;
 		}
-		if ((change || (reg != UINT64_MAX && row_reg(reg, a64, ra))) && c->loc >= from)
+		if (reg != UINT64_MAX && row_reg(reg, a64, ra))
+			change = true;
+		if (!change)
+			continue;
+		c->dirty = ~0ULL;	/* every state remembered before differs now */
+		if (c->loc >= from)
 			return c->loc;
 	}
 	return UINT64_MAX;

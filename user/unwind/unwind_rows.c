@@ -306,7 +306,8 @@ static const struct unw_row row_unsupported = { .kind = UNW_ROW_UNSUPPORTED };
 /* The rows of the FDE @fde; an INVALID row at its end when @next_start is not there. */
 int tk_unw_fde_rows(struct builder *b, Dwarf_CFI *cfi, const struct fde *fde, uint64_t next_start)
 {
-	struct tk_unw_prog c = { fde->prog, fde->prog_end, fde->start, fde->code_align, !fde->prog };
+	struct tk_unw_prog c = { .p = fde->prog, .end = fde->prog_end, .loc = fde->start,
+				 .code_align = fde->code_align, .lost = !fde->prog };
 	uint64_t pc = fde->start, next;
 	int err = 0;
 

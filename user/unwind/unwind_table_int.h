@@ -29,6 +29,8 @@ struct tk_unw_prog {
 	const uint8_t *p, *end;
 	uint64_t loc;		/* the location the instructions at p apply to */
 	uint64_t code_align;
+	uint64_t dirty;		/* bit d: a row's rule changed since remember_state d */
+	unsigned int depth;	/* of remember_state */
 	bool lost;		/* an instruction it does not follow: every location counts */
 };
 
@@ -80,8 +82,10 @@ void tk_unw_sort_fdes(struct builder *b);
 /*
  * The first location at or after @from whose instructions may change a row: one that
  * touches the CFA, the return address column @ra, the frame pointer or the stack pointer
- * (x86-64 rbp/rsp, arm64 x29/sp), or the state (remember/restore, arm64's
- * negate_ra_state); an instruction it cannot follow makes every location one. UINT64_MAX
+ * (x86-64 rbp/rsp, arm64 x29/sp), arm64's negate_ra_state, or a restore_state after
+ * such a change since its remember_state (an epilogue's restore_state that brings back
+ * only x19..x28 changes no row); an instruction it cannot follow makes every location one.
+ * UINT64_MAX
  * past the last. Locations before @from are read past; @c keeps the place, so an FDE's
  * queries read its instructions once in all.
  */
