@@ -333,14 +333,14 @@ uint64_t tk_unw_next_change(struct tk_unw_prog *c, uint64_t from, bool a64, int 
 					 (c->dirty >> (c->depth - 1) & 1);
 				c->depth -= c->depth > 0;
 				break;
-			case DW_CFA_GNU_window_save:	/* arm64: DW_CFA_AARCH64_negate_ra_state */
+			case DW_CFA_GNU_window_save:	/* arm64: negate_ra_state */
 				change = true;
 				break;
 			case DW_CFA_advance_loc1:
 			case DW_CFA_advance_loc2:
 			case DW_CFA_advance_loc4:
-				if (read_fixed(&c->p, c->end, 1 << (op - DW_CFA_advance_loc1), false,
-					       &delta))
+				v = 1 << (op - DW_CFA_advance_loc1);
+				if (read_fixed(&c->p, c->end, v, false, &delta))
 					goto lost;
 				break;
 			case DW_CFA_GNU_args_size:
@@ -380,7 +380,8 @@ uint64_t tk_unw_next_change(struct tk_unw_prog *c, uint64_t from, bool a64, int 
 			case DW_CFA_expression:
 			case DW_CFA_val_expression:
 				if (read_leb(&c->p, c->end, false, &reg) ||
-				    read_leb(&c->p, c->end, false, &v) || (uint64_t)(c->end - c->p) < v)
+				    read_leb(&c->p, c->end, false, &v) ||
+				    (uint64_t)(c->end - c->p) < v)
 					goto lost;
 				c->p += v;
 				break;
