@@ -1474,6 +1474,67 @@ static void test_quadratic_budget(void **state)
 }
 
 /*
+ * One FDE of 20000 locations, where each either remembers the state and saves rbx (a
+ * register no row reads) or restores the state, and every 5000th moves the CFA too: five
+ * rows. libdw runs the program from its start for each query, so a query at every location
+ * is quadratic: 20000 queries of 70 KB each passed the budget (1024 times the section) a
+ * fraction of the way in, and the rest was UNSUPPORTED; so did a query at each of the 10000
+ * restore_state. trixie's arm64 python3.13 has such an FDE: 8385 locations, most restoring
+ * x19..x28, 1677 restore_state after its epilogues. Queried only where a row may change, the
+ * five rows are all there.
+ */
+static void test_many_locations_few_rows(void **state)
+{
+	struct cfi *c = calloc(1, sizeof(*c));
+	const struct unw_row *r;
+	struct tk_unw_table *t;
+	uint8_t *prog, *img;
+	size_t len, n = 0, i, ci;
+
+	assert_non_null(c);
+	prog = malloc(6 * 20000);
+	assert_non_null(prog);
+	for (i = 0; i < 20000; i++) {
+		prog[n++] = 0x41;			/* DW_CFA_advance_loc 1 */
+		if (i & 1) {
+			prog[n++] = 0x0b;		/* DW_CFA_restore_state */
+		} else {
+			prog[n++] = 0x0a;		/* DW_CFA_remember_state */
+			prog[n++] = 0x83;		/* DW_CFA_offset rbx, */
+			prog[n++] = 2 + (i & 2);	/* at cfa-16 or cfa-32 */
+		}
+		if (i % 5000 == 4999) {
+			prog[n++] = 0x0e;		/* DW_CFA_def_cfa_offset */
+			prog[n++] = 16 + 8 * (i / 5000);
+		}
+	}
+	ci = cie(c, false);
+	fde(c, ci, 0x10000, 20001, prog, n);
+	put32(c, 0);
+	img = hand_elf(c, ".eh_frame", &len);
+	t = build_mem(img, len);
+	check_invariants(t);
+	print_message("  %zu rows of 20001 locations in %.1f ms\n", t->nr, t->st.build_ns / 1e6);
+	assert_int_equal(t->st.unsupported, 0);
+	for (i = 0; i < 4; i++) {
+		/* the CFA moves at 5000 * i (i > 0) and holds up to the next move */
+		r = tk_unw_table__find(t, 0x10000 + 5000 * i);
+		assert_non_null(r);
+		assert_int_equal(r->kind, UNW_ROW_SP);
+		assert_int_equal(r->cfa_off, 8 + 8 * i);
+		r = tk_unw_table__find(t, 0x10000 + 5000 * i + 4999);
+		assert_non_null(r);
+		assert_int_equal(r->cfa_off, 8 + 8 * i);
+	}
+	/* five CFA moves, then the FDE's end (INVALID) */
+	assert_int_equal(t->nr, 6);
+	tk_unw_table__free(t);
+	free(img);
+	free(prog);
+	free(c);
+}
+
+/*
  * A crafted .eh_frame of 16 MiB: 140 FDEs of 40000 rows each. The budget that grows with the
  * section (1024 bytes run per byte, 16 GiB here) kept the builder at it for 4.75 s (measured; 300
  * MB would be 90 s); the absolute ceiling (2 GiB of program run, 2 s) ends it after 0.24 s, and
@@ -1639,6 +1700,7 @@ int main(void)
 		cmocka_unit_test(test_debug_frame),
 		cmocka_unit_test(test_no_section_headers),
 		cmocka_unit_test(test_quadratic_budget),
+		cmocka_unit_test(test_many_locations_few_rows),
 		cmocka_unit_test(test_absolute_ceiling),
 		cmocka_unit_test(test_corrupt),
 		cmocka_unit_test(test_build_times),

@@ -6,6 +6,7 @@
 # at /root/pywork.py and tracekit stacks' workload pystacks.py at /root/pystacks.py.
 #
 #   py-bundle.sh ARCH OUTDIR
+#   py-bundle.sh arm64 OUTDIR trixie
 #
 # Prints one SRC:DEST line per file for vm.sh's initramfs (SRC under OUTDIR or on this host,
 # DEST the guest's path); exit 0. Exit 77 with the reason on stderr when it cannot be had
@@ -19,6 +20,20 @@
 #          (libc6:arm64 and zlib1g:arm64: tools/install-deps.sh --arm64), else downloaded
 #          too. The libraries go to the guest's /lib/aarch64-linux-gnu, the loader to
 #          /lib/ld-linux-aarch64.so.1, the path the interpreter's PT_INTERP names.
+#   arm64 OUTDIR trixie
+#          a whole minimal root under the guest's /trixie, for a container (chroot in new
+#          mount and pid namespaces): Debian trixie's python3.13-minimal,
+#          libpython3.13-minimal, libpython3.13-stdlib and every shared library the
+#          interpreter needs, all from trixie (libc6, zlib1g, libexpat1; never this host's
+#          bookworm libraries), under a private apt configuration of its own in
+#          $TK_VM_CACHE/py-arm64/apt-trixie. trixie's arm64 userland is built with branch
+#          protection (PAC and BTI): stderr says how many paciasp the interpreter and libc
+#          have (aarch64-linux-gnu-objdump). /trixie/usr/bin/python3.13, its libraries in
+#          /trixie/usr/lib/aarch64-linux-gnu, the loader at /trixie/lib/ld-linux-aarch64.so.1,
+#          the modules pywork.py imports in /trixie/usr/lib/python313.zip, pywork.py and
+#          pystacks.py in /trixie/root, and /trixie/{proc,tmp,dev} (an empty .keep each:
+#          the initramfs holds files only). Its files are under OUTDIR/trixie, so one OUTDIR
+#          can hold both bundles.
 # Environment: TK_VM_CACHE (default /var/cache/tracekit-vm), TK_VM_MIRROR (default
 # http://deb.debian.org/debian), TK_VM_SECURITY (default http://deb.debian.org/debian-security).
 set -euo pipefail
@@ -28,11 +43,11 @@ die() {
 	echo "py-bundle: $*" >&2
 	exit $SKIP
 }
-[[ $# == 2 ]] || {
+[[ $# == 2 || ($# == 3 && $3 == trixie && ($1 == arm64 || $1 == aarch64)) ]] || {
 	sed -n '3,/^set -euo/p' "$0" | sed -e '$d' -e 's/^# \{0,1\}//' >&2
 	exit 64
 }
-arch=$1 out=$2
+arch=$1 out=$2 release=${3:-}
 here=$(cd "$(dirname "$0")/../.." && pwd)
 work=$here/tests/workloads/py/pywork.py
 swork=$here/tests/workloads/py/pystacks.py
@@ -44,11 +59,12 @@ out=$(cd "$out" && pwd)
 zip_modules() {
 	local zipper
 	zipper=$(command -v python3 || command -v python3.11) || die "no python3 here to zip the modules"
-	"$zipper" - "$1" "$2" <<'PYEOF' || die "cannot zip python3.11's modules from $1"
+	"$zipper" - "$1" "$2" ${3:+"$3"} <<'PYEOF' || die "cannot zip the modules from $1"
 import os, sys, zipfile
 mods = ("abc codecs collections contextlib copyreg enum functools genericpath io keyword "
         "linecache operator os posixpath re reprlib stat textwrap threading token tokenize "
         "traceback types _collections_abc _weakrefset encodings").split()
+mods += sys.argv[3].split() if len(sys.argv) > 3 else []
 base = sys.argv[1]
 enc = ("__init__.py", "aliases.py", "utf_8.py", "latin_1.py", "ascii.py")
 with zipfile.ZipFile(sys.argv[2], "w", zipfile.ZIP_DEFLATED) as z:
@@ -78,7 +94,12 @@ x86_bundle() {
 CACHE=${TK_VM_CACHE:-/var/cache/tracekit-vm}
 MIRROR=${TK_VM_MIRROR:-http://deb.debian.org/debian}
 SECURITY=${TK_VM_SECURITY:-http://deb.debian.org/debian-security}
+SUITE=bookworm
 APT_DIR=$CACHE/py-arm64/apt
+if [[ $release == trixie ]]; then
+	SUITE=trixie
+	APT_DIR=$CACHE/py-arm64/apt-trixie
+fi
 APT_KEYRING=/usr/share/keyrings/debian-archive-keyring.gpg
 HOST_LIBS=/usr/lib/aarch64-linux-gnu
 APT_OPTS=(
@@ -96,8 +117,8 @@ apt_index() {
 	[[ -r $APT_KEYRING ]] || die "no $APT_KEYRING (apt-get install debian-archive-keyring)"
 	mkdir -p "$APT_DIR/lists/partial" "$APT_DIR/cache/archives/partial"
 	{
-		echo "deb [arch=arm64 signed-by=$APT_KEYRING] $MIRROR bookworm main"
-		echo "deb [arch=arm64 signed-by=$APT_KEYRING] $SECURITY bookworm-security main"
+		echo "deb [arch=arm64 signed-by=$APT_KEYRING] $MIRROR $SUITE main"
+		echo "deb [arch=arm64 signed-by=$APT_KEYRING] $SECURITY $SUITE-security main"
 	} >"$new"
 	if ! cmp -s "$new" "$APT_DIR/sources.list"; then
 		mv "$new" "$APT_DIR/sources.list"
@@ -115,7 +136,7 @@ apt_index() {
 	fi
 }
 
-# Download packages $@ (arm64, bookworm) into $out/debs and unpack them into $out/root.
+# Download packages $@ (arm64, $SUITE) into $out/debs and unpack them into $out/root.
 fetch() {
 	local p deb
 	mkdir -p "$out/debs" "$out/root"
@@ -175,9 +196,66 @@ arm64_bundle() {
 	echo "$swork:/root/pystacks.py"
 }
 
+# How many paciasp (pointer authentication of the return address) ELF file $1 has.
+paciasp() {
+	aarch64-linux-gnu-objdump -d --no-show-raw-insn "$1" 2>/dev/null | grep -c $'\tpaciasp' || true
+}
+
+# trixie: a whole root under the guest's /trixie, every library from trixie itself
+trixie_bundle() {
+	local pkgs=(python3.13-minimal libpython3.13-minimal libpython3.13-stdlib libc6 zlib1g libexpat1)
+	local root py lib seen=" " path ld todo=() d f
+	# its own folder: the same OUTDIR can hold bookworm's bundle as well
+	out=$out/trixie
+	root=$out/root
+	mkdir -p "$out"
+	command -v dpkg-deb >/dev/null || die "no dpkg-deb here"
+	command -v readelf >/dev/null || die "no readelf here"
+	rm -rf "$out/debs" "$root"
+	apt_index
+	fetch "${pkgs[@]}"
+	py=$root/usr/bin/python3.13
+	[[ -x $py ]] || die "no usr/bin/python3.13 in trixie's python3.13-minimal:arm64"
+	echo "$py:/trixie/usr/bin/python3.13"
+	mapfile -t todo < <(needed "$py")
+	while ((${#todo[@]})); do
+		lib=${todo[0]}
+		todo=("${todo[@]:1}")
+		[[ $seen == *" $lib "* ]] && continue
+		seen+="$lib "
+		path=
+		for d in "$root/usr/lib/aarch64-linux-gnu" "$root/lib/aarch64-linux-gnu"; do
+			[[ -e $d/$lib ]] && { path=$(readlink -f "$d/$lib"); break; }
+		done
+		# never this host's (bookworm's) libraries: the root is trixie's alone
+		[[ -n $path ]] || die "$lib (needed by the interpreter) is in none of ${pkgs[*]} (trixie)"
+		echo "$path:/trixie/usr/lib/aarch64-linux-gnu/$lib"
+		mapfile -t -O "${#todo[@]}" todo < <(needed "$path")
+	done
+	for ld in "$root/usr/lib/ld-linux-aarch64.so.1" "$root/lib/ld-linux-aarch64.so.1" ""; do
+		[[ -e $ld ]] && break
+	done
+	[[ -n $ld ]] || die "no ld-linux-aarch64.so.1 in trixie's libc6:arm64"
+	echo "$(readlink -f "$ld"):/trixie/lib/ld-linux-aarch64.so.1"
+	# 3.13: traceback imports _colorize; __future__ (annotations) and warnings
+	zip_modules "$root/usr/lib/python3.13" "$out/python313.zip" "_colorize __future__ warnings"
+	echo "$out/python313.zip:/trixie/usr/lib/python313.zip"
+	echo "$work:/trixie/root/pywork.py"
+	echo "$swork:/trixie/root/pystacks.py"
+	: >"$out/keep"
+	for d in proc tmp dev; do echo "$out/keep:/trixie/$d/.keep"; done
+	if command -v aarch64-linux-gnu-objdump >/dev/null; then
+		f=$(find_trixie_libc)
+		echo "py-bundle: trixie's python3.13 has $(paciasp "$py") paciasp, its libc.so.6" \
+			"$(paciasp "$f")" >&2
+	fi
+}
+
+find_trixie_libc() { readlink -f "$out/root/usr/lib/aarch64-linux-gnu/libc.so.6"; }
+
 case $arch in
 x86 | x86_64 | amd64) x86_bundle ;;
-arm64 | aarch64) arm64_bundle ;;
+arm64 | aarch64) if [[ $release == trixie ]]; then trixie_bundle; else arm64_bundle; fi ;;
 *)
 	echo "py-bundle: unknown ARCH '$arch' (x86, arm64)" >&2
 	exit 64

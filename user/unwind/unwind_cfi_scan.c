@@ -286,6 +286,127 @@ static bool program_ok(const uint8_t *p, const uint8_t *end, uint8_t enc)
 	return true;
 }
 
+/* Does a rule for register @reg change a row? */
+static bool row_reg(uint64_t reg, bool a64, int ra)
+{
+	if (reg == (uint64_t)ra)
+		return true;
+	return a64 ? reg == 29 || reg == 30 || reg == 31 : reg == 6 || reg == 7 || reg == 16;
+}
+
+uint64_t tk_unw_next_change(struct tk_unw_prog *c, uint64_t from, bool a64, int ra)
+{
+	uint64_t reg, v, delta;
+	bool change;
+
+	if (c->lost)
+		return from;
+	while (c->p < c->end) {
+		uint8_t op = *c->p++;
+
+		reg = UINT64_MAX;
+		delta = 0;
+		change = false;
+		switch (op & 0xc0) {
+		case DW_CFA_advance_loc:
+			delta = op & 0x3f;
+			break;
+		case DW_CFA_offset:
+			if (read_leb(&c->p, c->end, false, &v))
+				goto lost;
+			reg = op & 0x3f;
+			break;
+		case DW_CFA_restore:
+			reg = op & 0x3f;
+			break;
+		default:
+			switch (op) {
+			case DW_CFA_nop:
+				break;
+			case DW_CFA_remember_state:	/* changes no row by itself */
+				if (++c->depth <= 64)
+					c->dirty &= ~(1ULL << (c->depth - 1));
+				break;
+			case DW_CFA_restore_state:
+				/* a change only when a rule of a row changed since the remember */
+				change = !c->depth || c->depth > 64 ||
+					 (c->dirty >> (c->depth - 1) & 1);
+				c->depth -= c->depth > 0;
+				break;
+			case DW_CFA_GNU_window_save:	/* arm64: negate_ra_state */
+				change = true;
+				break;
+			case DW_CFA_advance_loc1:
+			case DW_CFA_advance_loc2:
+			case DW_CFA_advance_loc4:
+				v = 1 << (op - DW_CFA_advance_loc1);
+				if (read_fixed(&c->p, c->end, v, false, &delta))
+					goto lost;
+				break;
+			case DW_CFA_GNU_args_size:
+				if (read_leb(&c->p, c->end, false, &v))
+					goto lost;
+				break;
+			case DW_CFA_def_cfa_offset:
+			case DW_CFA_def_cfa_offset_sf:
+			case DW_CFA_def_cfa_register:
+				if (read_leb(&c->p, c->end, false, &v))
+					goto lost;
+				change = true;
+				break;
+			case DW_CFA_def_cfa:
+			case DW_CFA_def_cfa_sf:
+				if (read_leb(&c->p, c->end, false, &v) ||
+				    read_leb(&c->p, c->end, false, &v))
+					goto lost;
+				change = true;
+				break;
+			case DW_CFA_restore_extended:
+			case DW_CFA_undefined:
+			case DW_CFA_same_value:
+				if (read_leb(&c->p, c->end, false, &reg))
+					goto lost;
+				break;
+			case DW_CFA_offset_extended:
+			case DW_CFA_register:
+			case DW_CFA_offset_extended_sf:
+			case DW_CFA_val_offset:
+			case DW_CFA_val_offset_sf:
+			case DW_CFA_GNU_negative_offset_extended:
+				if (read_leb(&c->p, c->end, false, &reg) ||
+				    read_leb(&c->p, c->end, false, &v))
+					goto lost;
+				break;
+			case DW_CFA_expression:
+			case DW_CFA_val_expression:
+				if (read_leb(&c->p, c->end, false, &reg) ||
+				    read_leb(&c->p, c->end, false, &v) ||
+				    (uint64_t)(c->end - c->p) < v)
+					goto lost;
+				c->p += v;
+				break;
+			default:	/* DW_CFA_set_loc, def_cfa_expression, what else there is */
+				goto lost;
+			}
+		}
+		if (delta) {
+			c->loc += delta * c->code_align;
+			continue;
+		}
+		if (reg != UINT64_MAX && row_reg(reg, a64, ra))
+			change = true;
+		if (!change)
+			continue;
+		c->dirty = ~0ULL;	/* every state remembered before differs now */
+		if (c->loc >= from)
+			return c->loc;
+	}
+	return UINT64_MAX;
+lost:
+	c->lost = true;
+	return from;
+}
+
 /* ---- FDEs -------------------------------------------------------------------------------- */
 
 static bool in_exec(const struct builder *b, uint64_t addr)
@@ -301,7 +422,8 @@ static bool in_exec(const struct builder *b, uint64_t addr)
 	return false;
 }
 
-static int add_fde(struct builder *b, uint64_t start, uint64_t len, uint64_t cost)
+static int add_fde(struct builder *b, uint64_t start, uint64_t len, uint64_t cost,
+		   const uint8_t *prog, const uint8_t *prog_end, uint64_t code_align)
 {
 	struct fde *f;
 
@@ -320,6 +442,9 @@ static int add_fde(struct builder *b, uint64_t start, uint64_t len, uint64_t cos
 	f->start = start;
 	f->end = start + len;
 	f->cost = cost + 64;	/* and the frame libdw allocates */
+	f->prog = prog;
+	f->prog_end = prog_end;
+	f->code_align = code_align;
 	return 0;
 }
 
@@ -359,7 +484,8 @@ static int read_fde(struct builder *b, const struct cfi_sec *s, const Dwarf_FDE 
 	}
 	if (!cie->ok || !program_ok(p, end, cie->enc))
 		goto unsafe;
-	return add_fde(b, loc, len, fde->end - fde->start);
+	return add_fde(b, loc, len, fde->end - fde->start, p, end,
+		       cie->ent.cie.code_alignment_factor);
 unsafe:
 	b->unsafe = true;
 	return 0;

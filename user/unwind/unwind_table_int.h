@@ -19,6 +19,19 @@ struct fde {
 	uint64_t start;
 	uint64_t end;		/* exclusive */
 	uint64_t cost;		/* bytes libdw runs, at most, for one query in it */
+	const uint8_t *prog;	/* its instructions (checked by program_ok), NULL unknown */
+	const uint8_t *prog_end;
+	uint64_t code_align;	/* its CIE's code alignment factor */
+};
+
+/* A place in an FDE's instructions: tk_unw_next_change() reads them once, in order. */
+struct tk_unw_prog {
+	const uint8_t *p, *end;
+	uint64_t loc;		/* the location the instructions at p apply to */
+	uint64_t code_align;
+	uint64_t dirty;		/* bit d: a row's rule changed since remember_state d */
+	unsigned int depth;	/* of remember_state */
+	bool lost;		/* an instruction it does not follow: every location counts */
 };
 
 struct range {
@@ -65,6 +78,18 @@ int tk_unw_collect_fdes(struct builder *b, const struct cfi_sec *s);
 bool tk_unw_hdrs_ok(const struct builder *b, const struct cfi_sec *s);
 /* Sort b->fdes and drop those that overlap one before them. */
 void tk_unw_sort_fdes(struct builder *b);
+
+/*
+ * The first location at or after @from whose instructions may change a row: one that
+ * touches the CFA, the return address column @ra, the frame pointer or the stack pointer
+ * (x86-64 rbp/rsp, arm64 x29/sp), arm64's negate_ra_state, or a restore_state after
+ * such a change since its remember_state (an epilogue's restore_state that brings back
+ * only x19..x28 changes no row); an instruction it cannot follow makes every location one.
+ * UINT64_MAX
+ * past the last. Locations before @from are read past; @c keeps the place, so an FDE's
+ * queries read its instructions once in all.
+ */
+uint64_t tk_unw_next_change(struct tk_unw_prog *c, uint64_t from, bool a64, int ra);
 
 /* CLOCK_MONOTONIC in nanoseconds. */
 uint64_t tk_unw_now_ns(void);
