@@ -48,6 +48,11 @@
 #           timed where tracefs has mm_migrate_pages_start; skip_vma an object where it
 #           has sched_skip_vma_numa; each else null and named in missing. (host, one
 #           node) numa starts, says its backend and what it cannot see.
+#   python-trixie (one arm64 guest: TK_VM_TRIXIE) Debian trixie's arm64 userland, built with
+#           pointer authentication and BTI (its python3.13 and libc 2.41: thousands of
+#           paciasp), in a container root (unshare -m -p, chroot /trixie; tests/vm/py-bundle.sh
+#           arm64 DIR trixie): the python checks on its 3.13, so the chains cross PAC-signed
+#           frames of the interpreter and of libc whole
 #   nobtf-* (the 6.12 guest only, to save time: TK_VM_NOBTF) the same tracekit in a
 #           private mount namespace with an empty file bound over /sys/kernel/btf/vmlinux,
 #           so libbpf finds no kernel BTF: caps reports bpf.btf unsupported with a
@@ -65,6 +70,7 @@
 #   TK_VM_KERNELS   guest kernel series (default "5.10 6.1 6.12 newest arm64/5.10 arm64/6.1
 #                   arm64/6.12 arm64/newest"; "" for none)
 #   TK_VM_NOBTF     the series whose guest also runs the nobtf-* checks (default 6.12)
+#   TK_VM_TRIXIE    the arm64 series whose guest also runs python-trixie (default arm64/newest)
 #   TK_MATRIX_HOST  1 (default) also the host column, 0 not
 #   TK_BUILD_DIR    where make put tracekit, tracekit-static, workloads/ (default build)
 #   TK_VM_OUT       folder for guest logs (default $TK_BUILD_DIR/vm)
@@ -83,6 +89,7 @@ B=${TK_BUILD_DIR:-build}
 OUT=${TK_VM_OUT:-$B/vm}
 KERNELS=${TK_VM_KERNELS-5.10 6.1 6.12 newest arm64/5.10 arm64/6.1 arm64/6.12 arm64/newest}
 NOBTF=${TK_VM_NOBTF-6.12}
+TRIXIE=${TK_VM_TRIXIE-arm64/newest}
 HOST=${TK_MATRIX_HOST:-1}
 # a guest's binaries: set per architecture by guest_arch
 SBIN=$B/tracekit-static
@@ -117,6 +124,7 @@ BAL_PAGES=16384		# numa_balance 15 64: the same
 TESTS=(caps cpu cpu-perf unwind unwind-perf off-cpu off-cpu-perf off-cpu-span alloc-full alloc-sampled alloc-growth record numa-move
 	numa-balance python stacks stacks-proc)
 NOBTF_TESTS=(nobtf-caps nobtf-cpu nobtf-off-cpu nobtf-alloc nobtf-numa)	# rows of the TK_VM_NOBTF guest
+TRIXIE_TESTS=(python-trixie)	# the row of the TK_VM_TRIXIE guest
 ATTACH=(cpu cpu-perf off-cpu off-cpu-perf alloc growth numa fentry kprobe "misplaced_*" stacks)
 declare -A CELL REASON_NO ATT LABEL
 REASONS=()
@@ -188,7 +196,7 @@ skip_all() {
 . tests/vm/matrix_checks.sh
 
 # ---- the guests ---------------------------------------------------------------------
-guest_files=() NUMA_SKIP="" MOVE_SKIP="" CPU_SKIP="" BAL_SKIP="" UNW_SKIP="" OFF_SKIP="" PY_SKIP=""
+guest_files=() TRIXIE_SKIP="" TRIXIE_PAC="" NUMA_SKIP="" MOVE_SKIP="" CPU_SKIP="" BAL_SKIP="" UNW_SKIP="" OFF_SKIP="" PY_SKIP=""
 STK_SKIP=""
 SPAN_SKIP=""
 # Debian bookworm's CPython 3.11 for a guest of $GARCH (tests/vm/py-bundle.sh: this host's for
@@ -270,12 +278,28 @@ plan_guests() {
 	return 0
 }
 
+# trixie's arm64 root at /trixie in the guest (py-bundle.sh arm64 DIR trixie), into
+# guest_files; TRIXIE_SKIP says why not, TRIXIE_PAC how many paciasp its python3.13 has
+trixie_bundle() {
+	local dir=$1 lines rc
+	TRIXIE_SKIP="" TRIXIE_PAC=""
+	lines=$(tests/vm/py-bundle.sh arm64 "$dir" trixie 2>"$dir.err")
+	rc=$?
+	if ((rc != 0)); then
+		TRIXIE_SKIP="tests/vm/py-bundle.sh arm64 DIR trixie: $(tail -n1 "$dir.err")"
+		return
+	fi
+	TRIXIE_PAC=$(sed -n "s/.*python3.13 has \([0-9]*\) paciasp.*/\1/p" "$dir.err")
+	mapfile -t -O "${#guest_files[@]}" guest_files <<<"$lines"
+}
+
 # The guest's payload into $1; $2 1 when it also runs the no-BTF section
 write_payload() {
 	{
 		echo "NUMA_SKIP='$NUMA_SKIP' MOVE_SKIP='$MOVE_SKIP' CPU_SKIP='$CPU_SKIP' BAL_SKIP='$BAL_SKIP'"
 		echo "UNW_SKIP='$UNW_SKIP' OFF_SKIP='$OFF_SKIP' PY_SKIP='$PY_SKIP' NOBTF=$2"
 		echo "STK_SKIP='$STK_SKIP'"
+		echo "TRIXIE=$3"
 		echo "SPAN_SKIP='$SPAN_SKIP'"
 		cat <<'EOF'
 tk_run caps tracekit caps --json
@@ -361,6 +385,15 @@ if [ -z "$PY_SKIP" ]; then
 	tk_run python.folded cat /tmp/py.folded
 	# the losses and notes, for a failure's message
 	tk_run python.txt cat /tmp/py.txt
+	rm -f /tmp/py.folded /tmp/py.txt
+fi
+
+# trixie's arm64 userland (PAC and BTI) in a container root: its python3.13
+if [ "$TRIXIE" = 1 ]; then
+	tk_run trixie_py tracekit cpu -F 499 -d 12 -o /tmp/py.folded -o /tmp/py.txt \
+		-- unshare -m -p -f chroot /trixie /usr/bin/python3.13 -S /root/pywork.py mix 6
+	tk_run trixie_py.folded cat /tmp/py.folded
+	tk_run trixie_py.txt cat /tmp/py.txt
 	rm -f /tmp/py.folded /tmp/py.txt
 fi
 
@@ -485,6 +518,7 @@ EOF
 guest_tests() {
 	printf '%s\n' "${TESTS[@]}"
 	[[ " $NOBTF " == *" $1 "* ]] && printf '%s\n' "${NOBTF_TESTS[@]}"
+	[[ " $TRIXIE " == *" $1 "* ]] && printf '%s\n' "${TRIXIE_TESTS[@]}"
 	return 0
 }
 
@@ -728,6 +762,18 @@ check_guest() {
 			"$(rc_of "$d/stacks_proc.rc")" "$d/stacks_proc.stderr.out" proc
 	fi
 	[[ " $NOBTF " == *" $kver "* ]] && check_nobtf "$d"
+	if [[ " $TRIXIE " == *" $kver "* ]]; then
+		T=python-trixie
+		if [[ -n $TRIXIE_SKIP ]]; then
+			unavailable python-trixie "$TRIXIE_SKIP"
+		else
+			# the row tests pointer-authenticated code only if there is some
+			expect "python-trixie: trixie's python3.13 is built with PAC (${TRIXIE_PAC:-?} paciasp)" \
+				'((${TRIXIE_PAC:-0} > 1000))' "py-bundle.sh counted ${TRIXIE_PAC:-none}"
+			check_python python-trixie "$d/trixie_py.folded.out" "$(rc_of "$d/trixie_py.rc")" \
+				"$d/trixie_py.stderr.out" "$d/trixie_py.txt.out"
+		fi
+	fi
 	return 0
 }
 
@@ -854,11 +900,11 @@ print_table() {
 	for c in $KERNELS; do cols+=("$c"); labels+=("${LABEL[$c]:-$c guest}"); done
 	echo
 	row kernel "${labels[@]}"
-	for t in "${TESTS[@]}" "${NOBTF_TESTS[@]}"; do
+	for t in "${TESTS[@]}" "${NOBTF_TESTS[@]}" "${TRIXIE_TESTS[@]}"; do
 		cells=()
 		for c in "${cols[@]}"; do cells+=("${CELL[$c/$t]:--}"); done
-		# a nobtf row only when some column ran it
-		[[ $t == nobtf-* && " ${cells[*]} " != *[!-\ ]* ]] && continue
+		# a nobtf or trixie row only when some column ran it
+		[[ ($t == nobtf-* || $t == *-trixie) && " ${cells[*]} " != *[!-\ ]* ]] && continue
 		row "$t" "${cells[@]}"
 	done
 	echo
@@ -906,9 +952,14 @@ for kver in $KERNELS; do
 		continue
 	fi
 	plan_guests || continue
-	nb=0
+	nb=0 tx=0
 	[[ " $NOBTF " == *" $kver "* ]] && nb=1
-	write_payload "$work/payload-${kver//\//-}" $nb
+	if [[ " $TRIXIE " == *" $kver "* ]]; then
+		tx=1
+		trixie_bundle "$work/trixie"
+		[[ -n $TRIXIE_SKIP ]] && tx=0
+	fi
+	write_payload "$work/payload-${kver//\//-}" $nb $tx
 	check_guest "$kver" "$work/payload-${kver//\//-}"
 done
 t_end=$(date +%s.%N)
