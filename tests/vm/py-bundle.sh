@@ -13,9 +13,9 @@
 # here (the caller's skip), 64 on usage.
 #   x86    this host's /usr/bin/python3.11 and its libraries (ldd), as the x86 guests had it.
 #   arm64  python3.11-minimal, libpython3.11-minimal, libpython3.11-stdlib and libexpat1 for
-#          arm64, downloaded from bookworm (and bookworm-security) with `apt-get download`
-#          under a private apt configuration in $TK_VM_CACHE/py-arm64/apt (/etc/apt is never
-#          changed; lists refreshed after 12 h) and unpacked with dpkg-deb -x into OUTDIR;
+#          arm64, bookworm's, downloaded by `tests/vm/vm.sh download` (its private apt
+#          configuration, the kernels' own: /etc/apt is never changed) and unpacked with
+#          dpkg-deb -x into OUTDIR;
 #          libc, libm, libz and the dynamic loader from this host's /usr/lib/aarch64-linux-gnu
 #          (libc6:arm64 and zlib1g:arm64: tools/install-deps.sh --arm64), else downloaded
 #          too. The libraries go to the guest's /lib/aarch64-linux-gnu, the loader to
@@ -25,8 +25,7 @@
 #          mount and pid namespaces): Debian trixie's python3.13-minimal,
 #          libpython3.13-minimal, libpython3.13-stdlib and every shared library the
 #          interpreter needs, all from trixie (libc6, zlib1g, libexpat1; never this host's
-#          bookworm libraries), under a private apt configuration of its own in
-#          $TK_VM_CACHE/py-arm64/apt-trixie. trixie's arm64 userland is built with branch
+#          bookworm libraries), downloaded the same way. trixie's arm64 userland is built with branch
 #          protection (PAC and BTI): stderr says how many paciasp the interpreter and libc
 #          have (aarch64-linux-gnu-objdump). /trixie/usr/bin/python3.13, its libraries in
 #          /trixie/usr/lib/aarch64-linux-gnu, the loader at /trixie/lib/ld-linux-aarch64.so.1,
@@ -34,8 +33,7 @@
 #          pystacks.py in /trixie/root, and /trixie/{proc,tmp,dev} (an empty .keep each:
 #          the initramfs holds files only). Its files are under OUTDIR/trixie, so one OUTDIR
 #          can hold both bundles.
-# Environment: TK_VM_CACHE (default /var/cache/tracekit-vm), TK_VM_MIRROR (default
-# http://deb.debian.org/debian), TK_VM_SECURITY (default http://deb.debian.org/debian-security).
+# Environment: vm.sh's (TK_VM_CACHE).
 set -euo pipefail
 
 SKIP=77
@@ -91,71 +89,44 @@ x86_bundle() {
 }
 
 # ---- arm64 ------------------------------------------------------------------------------
-CACHE=${TK_VM_CACHE:-/var/cache/tracekit-vm}
-MIRROR=${TK_VM_MIRROR:-http://deb.debian.org/debian}
-SECURITY=${TK_VM_SECURITY:-http://deb.debian.org/debian-security}
 SUITE=bookworm
-APT_DIR=$CACHE/py-arm64/apt
-if [[ $release == trixie ]]; then
-	SUITE=trixie
-	APT_DIR=$CACHE/py-arm64/apt-trixie
-fi
-APT_KEYRING=/usr/share/keyrings/debian-archive-keyring.gpg
+[[ $release == trixie ]] && SUITE=trixie
 HOST_LIBS=/usr/lib/aarch64-linux-gnu
-APT_OPTS=(
-	-o "Dir::Etc::SourceList=$APT_DIR/sources.list" -o Dir::Etc::SourceParts=/dev/null
-	-o "Dir::State::Lists=$APT_DIR/lists" -o "Dir::Cache=$APT_DIR/cache"
-	-o Dir::Etc::Preferences=/dev/null -o Dir::Etc::PreferencesParts=/dev/null
-	-o APT::Architecture=arm64 -o APT::Architectures=arm64
-	-o Acquire::http::Timeout=30 -o Acquire::https::Timeout=30 -o Acquire::Retries=1
-	-o Acquire::Check-Valid-Until=false -o Acquire::Check-Date=false
-)
 
-apt_index() {
-	local new=$APT_DIR/sources.list.new stamp=$APT_DIR/updated
-	command -v apt-get >/dev/null || die "no apt-get here"
-	[[ -r $APT_KEYRING ]] || die "no $APT_KEYRING (apt-get install debian-archive-keyring)"
-	mkdir -p "$APT_DIR/lists/partial" "$APT_DIR/cache/archives/partial"
-	{
-		echo "deb [arch=arm64 signed-by=$APT_KEYRING] $MIRROR $SUITE main"
-		echo "deb [arch=arm64 signed-by=$APT_KEYRING] $SECURITY $SUITE-security main"
-	} >"$new"
-	if ! cmp -s "$new" "$APT_DIR/sources.list"; then
-		mv "$new" "$APT_DIR/sources.list"
-		rm -f "$stamp"
-	else
-		rm -f "$new"
-	fi
-	if [[ -z $(find "$stamp" -mmin -720 2>/dev/null) ]]; then
-		if timeout 600 apt-get "${APT_OPTS[@]}" -q update >"$APT_DIR/update.log" 2>&1; then
-			touch "$stamp"
-		else
-			echo "py-bundle: apt-get update failed (keeping the lists there were):" >&2
-			grep -E '^(E|W|Err):' "$APT_DIR/update.log" | head -n 8 | sed 's/^/    /' >&2 || true
-		fi
-	fi
-}
-
-# Download packages $@ (arm64, $SUITE) into $out/debs and unpack them into $out/root.
+# Download packages $@ (arm64, $SUITE) into $out/debs through tests/vm/vm.sh's private index
+# (the kernels' own: /etc/apt is never changed) and unpack them into $out/root.
 fetch() {
-	local p deb
+	local p deb names=()
 	mkdir -p "$out/debs" "$out/root"
-	for p in "$@"; do
-		# apt-get download writes into the current folder; as root it warns that it runs
-		# unsandboxed, which is expected here (nothing is installed)
-		(cd "$out/debs" && apt-get "${APT_OPTS[@]}" download -q "$p:arm64" \
-			>"$out/debs/$p.log" 2>&1) ||
-			die "cannot download $p:arm64: $(grep -E '^(E|Err):' "$out/debs/$p.log" | head -n 2)"
-	done
+	for p in "$@"; do names+=("$p:arm64/$SUITE"); done
+	"$here/tests/vm/vm.sh" download "$out/debs" "${names[@]}" 2>"$out/debs/download.err" ||
+		die "cannot download ${names[*]}: $(tail -n1 "$out/debs/download.err")"
 	for deb in "$out"/debs/*.deb; do dpkg-deb -x "$deb" "$out/root"; done
 }
 
-# Where library $1 (a NEEDED name) is: the unpacked packages first, then this host's arm64 libraries.
+# The libraries ELF file $1 needs, and theirs, each found by find_lib in the folders $3...:
+# one "PATH:$2/NAME" line each (vm.sh's SRC:DEST)
+closure() {
+	local elf=$1 dest=$2 lib path seen=" " todo=()
+	shift 2
+	mapfile -t todo < <(needed "$elf")
+	while ((${#todo[@]})); do
+		lib=${todo[0]}
+		todo=("${todo[@]:1}")
+		[[ $seen == *" $lib "* ]] && continue
+		seen+="$lib "
+		path=$(find_lib "$lib" "$@") || die "no arm64 $lib in $*"
+		echo "$path:$dest/$lib"
+		mapfile -t -O "${#todo[@]}" todo < <(needed "$path")
+	done
+}
+
+# Where library $1 (a NEEDED name) is, in the first of the folders $2... that has it.
 find_lib() {
-	local d
-	for d in "$out/root/lib/aarch64-linux-gnu" "$out/root/usr/lib/aarch64-linux-gnu" "$HOST_LIBS" \
-		/lib/aarch64-linux-gnu; do
-		[[ -e $d/$1 ]] && { readlink -f "$d/$1"; return 0; }
+	local name=$1 d
+	shift
+	for d in "$@"; do
+		[[ -e $d/$name ]] && { readlink -f "$d/$name"; return 0; }
 	done
 	return 1
 }
@@ -165,30 +136,23 @@ needed() { readelf -d "$1" | sed -n 's/.*(NEEDED).*\[\(.*\)\]/\1/p'; }
 
 arm64_bundle() {
 	local pkgs=(python3.11-minimal libpython3.11-minimal libpython3.11-stdlib libexpat1)
-	local py lib seen=" " path ld todo=()
+	local py ld dirs
 	command -v dpkg-deb >/dev/null || die "no dpkg-deb here"
 	command -v aarch64-linux-gnu-readelf >/dev/null || command -v readelf >/dev/null ||
 		die "no readelf here"
 	[[ -e $HOST_LIBS/libc.so.6 ]] || pkgs+=(libc6)
 	[[ -e $HOST_LIBS/libz.so.1 ]] || pkgs+=(zlib1g)
 	rm -rf "$out/debs" "$out/root"
-	apt_index
 	fetch "${pkgs[@]}"
 	py=$out/root/usr/bin/python3.11
 	[[ -x $py ]] || die "no usr/bin/python3.11 in python3.11-minimal:arm64"
 	echo "$py:/usr/bin/python3.11"
-	# the libraries it needs, and theirs
-	mapfile -t todo < <(needed "$py")
-	while ((${#todo[@]})); do
-		lib=${todo[0]}
-		todo=("${todo[@]:1}")
-		[[ $seen == *" $lib "* ]] && continue
-		seen+="$lib "
-		path=$(find_lib "$lib") || die "no arm64 $lib (here: tools/install-deps.sh --arm64)"
-		echo "$path:/lib/aarch64-linux-gnu/$lib"
-		mapfile -t -O "${#todo[@]}" todo < <(needed "$path")
-	done
-	ld=$(find_lib ld-linux-aarch64.so.1) || die "no arm64 ld-linux-aarch64.so.1"
+	# the libraries it needs, and theirs: the unpacked packages first, then this host's
+	# arm64 libraries (tools/install-deps.sh --arm64)
+	dirs=("$out/root/lib/aarch64-linux-gnu" "$out/root/usr/lib/aarch64-linux-gnu" "$HOST_LIBS"
+		/lib/aarch64-linux-gnu)
+	closure "$py" /lib/aarch64-linux-gnu "${dirs[@]}" || exit
+	ld=$(find_lib ld-linux-aarch64.so.1 "${dirs[@]}") || die "no arm64 ld-linux-aarch64.so.1"
 	echo "$ld:/lib/ld-linux-aarch64.so.1"
 	zip_modules "$out/root/usr/lib/python3.11" "$out/python311.zip"
 	echo "$out/python311.zip:/usr/lib/python311.zip"
@@ -204,7 +168,7 @@ paciasp() {
 # trixie: a whole root under the guest's /trixie, every library from trixie itself
 trixie_bundle() {
 	local pkgs=(python3.13-minimal libpython3.13-minimal libpython3.13-stdlib libc6 zlib1g libexpat1)
-	local root py lib seen=" " path ld todo=() d f
+	local root py ld f
 	# its own folder: the same OUTDIR can hold bookworm's bundle as well
 	out=$out/trixie
 	root=$out/root
@@ -212,26 +176,13 @@ trixie_bundle() {
 	command -v dpkg-deb >/dev/null || die "no dpkg-deb here"
 	command -v readelf >/dev/null || die "no readelf here"
 	rm -rf "$out/debs" "$root"
-	apt_index
 	fetch "${pkgs[@]}"
 	py=$root/usr/bin/python3.13
 	[[ -x $py ]] || die "no usr/bin/python3.13 in trixie's python3.13-minimal:arm64"
 	echo "$py:/trixie/usr/bin/python3.13"
-	mapfile -t todo < <(needed "$py")
-	while ((${#todo[@]})); do
-		lib=${todo[0]}
-		todo=("${todo[@]:1}")
-		[[ $seen == *" $lib "* ]] && continue
-		seen+="$lib "
-		path=
-		for d in "$root/usr/lib/aarch64-linux-gnu" "$root/lib/aarch64-linux-gnu"; do
-			[[ -e $d/$lib ]] && { path=$(readlink -f "$d/$lib"); break; }
-		done
-		# never this host's (bookworm's) libraries: the root is trixie's alone
-		[[ -n $path ]] || die "$lib (needed by the interpreter) is in none of ${pkgs[*]} (trixie)"
-		echo "$path:/trixie/usr/lib/aarch64-linux-gnu/$lib"
-		mapfile -t -O "${#todo[@]}" todo < <(needed "$path")
-	done
+	# never this host's (bookworm's) libraries: the root is trixie's alone
+	closure "$py" /trixie/usr/lib/aarch64-linux-gnu "$root/usr/lib/aarch64-linux-gnu" \
+		"$root/lib/aarch64-linux-gnu" || exit
 	for ld in "$root/usr/lib/ld-linux-aarch64.so.1" "$root/lib/ld-linux-aarch64.so.1" ""; do
 		[[ -e $ld ]] && break
 	done

@@ -14,6 +14,10 @@
 #       Build the guest's initramfs (cpio newc + gzip) into OUT.
 #   vm.sh run SERIES [--numa2] [--out DIR] [--timeout S] [--append ARGS] PAYLOAD [FILE...]
 #       fetch + initramfs + boot; writes DIR/console.log and the results below.
+#   vm.sh download DIR PACKAGE...
+#       Download Debian packages (NAME:ARCH/SUITE, e.g. python3.11-minimal:arm64/bookworm)
+#       through the same private index into DIR, for what a guest runs besides tracekit
+#       (tests/vm/py-bundle.sh); nothing is installed.
 #
 # SERIES, found by package name, newest version first, nothing pinned:
 #   5.10    linux-image-5.10.0-NN-cloud-amd64-unsigned (bullseye, bullseye-security)
@@ -30,10 +34,10 @@
 # The index is apt's, under a configuration of our own in $TK_VM_CACHE/apt (sources.list,
 # lists/, cache/): the machine's Debian mirror (the URIs serving bookworm in
 # /etc/apt/sources.list.d/*.sources or /etc/apt/sources.list; deb.debian.org when none
-# does) with bullseye, bookworm, bookworm-backports and sid, and the machine's security
-# archive (when it names none, MIRROR-security beside a .../debian mirror, as deb.debian.org
-# serves it: a debootstrap root picks the host's kernels) with bullseye-security and
-# bookworm-security. /etc/apt is
+# does) with bullseye, bookworm, bookworm-backports, trixie and sid, and the machine's
+# security archive (when it names none, MIRROR-security beside a .../debian mirror, as
+# deb.debian.org serves it: a debootstrap root picks the host's kernels) with
+# bullseye-security, bookworm-security and trixie-security. /etc/apt is
 # never changed. The lists are refreshed when older than 12 h. When there is no index
 # (offline, not Debian) or nothing in it downloads, the newest cached kernel of the series
 # is used; for newest that is the highest cached release of none of the other series.
@@ -210,12 +214,12 @@ apt_index() {
 	mkdir -p "$APT_DIR/lists/partial" "$APT_DIR/cache/archives/partial" || return 1
 	read -r mirror security < <(machine_mirrors)
 	{
-		for s in bullseye bookworm bookworm-backports sid; do
+		for s in bullseye bookworm bookworm-backports trixie sid; do
 			echo "deb [arch=amd64,arm64 signed-by=$APT_KEYRING] $mirror $s main"
 		done
 		# point releases of the stable kernels reach the security archive first
 		if [[ $security != - ]]; then
-			for s in bullseye-security bookworm-security; do
+			for s in bullseye-security bookworm-security trixie-security; do
 				echo "deb [arch=amd64,arm64 signed-by=$APT_KEYRING] $security $s main"
 			done
 		fi
@@ -412,6 +416,29 @@ fetch_busybox_arm64() {
 	mv "$dir/busybox.new" "$dir/busybox"
 	rm -rf "$tmp"
 	echo "$dir/busybox"
+}
+
+# Download packages through the private index into a folder.
+cmd_download() {
+	[[ $# -ge 2 ]] || usage
+	local dir=$1 p
+	shift
+	mkdir -p "$dir" "$CACHE" || die "cannot create $dir or $CACHE"
+	dir=$(cd "$dir" && pwd)
+	(
+		exec 9>"$CACHE/.lock"
+		flock 9
+		apt_index
+	) || skip "no package index here (apt-get, $APT_KEYRING)"
+	for p in "$@"; do
+		# apt-get download writes into the current folder; as root it warns that it runs
+		# unsandboxed, which is expected here (nothing is installed)
+		if ! (cd "$dir" && apt-get "${APT_OPTS[@]}" download -q "$p" >"$dir/.download.log" 2>&1); then
+			sed 's/^/  /' "$dir/.download.log" >&2
+			skip "cannot download $p"
+		fi
+	done
+	rm -f "$dir/.download.log"
 }
 
 # The guest's /init. Runs under busybox sh with nothing mounted and, until it
@@ -659,6 +686,7 @@ case $sub in
 fetch) cmd_fetch "$@" ;;
 initramfs) cmd_initramfs "$@" ;;
 run) cmd_run "$@" ;;
+download) cmd_download "$@" ;;
 -h | --help | help) usage ;;
-*) die "unknown command '$sub' (fetch, initramfs, run)" ;;
+*) die "unknown command '$sub' (fetch, initramfs, run, download)" ;;
 esac
