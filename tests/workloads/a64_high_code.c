@@ -10,7 +10,8 @@
  * spin_leaf;[jit];run. Prints "high 0xADDR" (or "low 0xADDR": no address above
  * 2^48 here), then spins SECONDS.
  *   a64_high_code SECONDS
- * Exits 0; 2 on a usage error or elsewhere than arm64; 1 when the mapping fails.
+ * Exits 0 (and --help); 2 on a usage error or elsewhere than arm64; 1 when the
+ * mapping fails.
  */
 #include <pthread.h>
 #include <stdint.h>
@@ -56,6 +57,10 @@ int main(int argc, char **argv)
 	void *p;
 	int secs;
 
+	if (argc == 2 && !strcmp(argv[1], "--help")) {
+		printf("usage: a64_high_code SECONDS (arm64)\n");
+		return 0;
+	}
 	if (argc != 2 || (secs = atoi(argv[1])) <= 0) {
 		fprintf(stderr, "usage: a64_high_code SECONDS\n");
 		return 2;
@@ -77,8 +82,12 @@ int main(int argc, char **argv)
 	return 0;
 }
 #else
-int main(void)
+int main(int argc, char **argv)
 {
+	if (argc == 2 && !strcmp(argv[1], "--help")) {
+		printf("usage: a64_high_code SECONDS (arm64; elsewhere it exits 2)\n");
+		return 0;
+	}
 	fprintf(stderr, "a64_high_code: arm64 only\n");
 	return 2;
 }
