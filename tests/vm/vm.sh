@@ -22,7 +22,8 @@
 # SERIES, found by package name, newest version first, nothing pinned:
 #   5.10    linux-image-5.10.0-NN-cloud-amd64-unsigned (bullseye, bullseye-security)
 #   6.1     linux-image-6.1.0-NN-cloud-amd64-unsigned (bookworm, bookworm-security)
-#   6.12    linux-image-6.12.NNN+debNN-cloud-amd64-unsigned (bookworm-backports, -security)
+#   6.12    linux-image-6.12.NNN+debNN-cloud-amd64-unsigned (bookworm-backports, trixie, and
+#           their security archives: the highest, +deb13 over +deb12)
 #   newest  the highest-versioned cloud kernel in sid; there linux-image-RELEASE is a meta
 #           package and the image is in linux-binary-RELEASE
 #   arm64/SERIES  the same series' cloud-arm64 kernel, booted by qemu-system-aarch64
