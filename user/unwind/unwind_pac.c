@@ -81,10 +81,17 @@ static int read_pac_mask(uint64_t *insn_mask, char *why, size_t why_sz)
 	} else {
 		*insn_mask = m.insn_mask;
 	}
-	kill(c, SIGKILL);
-	if (w == c && WIFSTOPPED(st))
+	/*
+	 * Killed only while it is ours: stopped, or not yet waited for. A child that
+	 * exited (PTRACE_TRACEME refused) was reaped above, and its pid may already be
+	 * another process's; one gone with ECHILD (SIGCHLD ignored by an embedder:
+	 * reaped by the kernel) likewise.
+	 */
+	if ((w == c && WIFSTOPPED(st)) || (w != c && err != -ECHILD)) {
+		kill(c, SIGKILL);
 		while (waitpid(c, &st, __WALL) < 0 && errno == EINTR)
 			;
+	}
 	return err;
 }
 
