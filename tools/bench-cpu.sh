@@ -46,10 +46,10 @@ stop_tracer() {
 	for ((i = 0; i < 300; i++)); do
 		# gone, or a zombie waiting to be reaped
 		grep -qs '^State:[[:space:]]*[^Z[:space:]]' "/proc/$TPID/status" || break
-		((i % 50 == 0)) && kill -INT "$TPID" 2>/dev/null
+		((i % 50 == 0)) && { kill -INT "$TPID" 2>/dev/null || true; }
 		sleep 0.1
 	done
-	kill -KILL "$TPID" 2>/dev/null
+	kill -KILL "$TPID" 2>/dev/null || true
 	wait "$TPID" 2>/dev/null || true
 }
 
@@ -111,7 +111,7 @@ for ((r = 1; r <= ROUNDS; r++)); do
 		perf999) res=$(cpu_of perf record -q -F 999 -g -a -o "$TMP/perf.data" -- sleep 10) ;;
 		bpftrace999) res=$(cpu_of timeout -s INT 10 bpftrace -e "$BPFTRACE_PROG") ;;
 		esac
-		kill "$load" 2>/dev/null
+		kill "$load" 2>/dev/null || true
 		wait "$load" 2>/dev/null || true
 		CPU[$t]+="${res% *} "
 		RSS[$t]+="${res#* } "
