@@ -7,7 +7,9 @@
 #     each tracer samples the whole system, over an untraced run right next to it;
 #  2. the tracer's own CPU seconds (user+sys) and peak RSS for a 10-second whole-system
 #     capture while both CPUs are busy;
-#  3. start-up: command start to its sampling events open (build/workloads/attach_time).
+#  3. start-up: exec to the sampler attached: build/workloads/attach_time --settle, the
+#     time until the tracer first held every perf event and BPF link it holds once settled
+#     (probes a tool opens and closes while it starts do not count).
 # Figures, not a pass/fail test: this machine is shared and noisy.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -119,11 +121,12 @@ for ((r = 1; r <= ROUNDS; r++)); do
 	printf '  round %d done\n' "$r"
 done
 
-echo "3/3 start-up: command start to $NCPU sampling events open"
+echo "3/3 start-up: exec to the sampler attached (attach_time --settle 2000)"
 for ((r = 1; r <= ROUNDS; r++)); do
-	START[tk99]+="$("$ATTACH" "$NCPU" "$TK" cpu -F 99 -o "$TMP/tk.pb.gz") "
-	START[perf999]+="$("$ATTACH" "$NCPU" perf record -q -F 999 -g -a -o "$TMP/perf.data" 2>/dev/null) "
-	START[bpftrace999]+="$("$ATTACH" "$NCPU" bpftrace -e "$BPFTRACE_PROG" 2>/dev/null) "
+	START[tk99]+="$("$ATTACH" --settle 2000 "$TK" cpu -F 99 -o "$TMP/tk.pb.gz") "
+	START[perf999]+="$("$ATTACH" --settle 2000 perf record -q -F 999 -g -a -o "$TMP/perf.data" \
+		2>/dev/null) "
+	START[bpftrace999]+="$("$ATTACH" --settle 2000 bpftrace -e "$BPFTRACE_PROG" 2>/dev/null) "
 done
 
 echo

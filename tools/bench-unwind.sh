@@ -319,12 +319,13 @@ for ((r = 1; r <= ROUNDS; r++)); do
 			ST[$c]+="$s "
 			TOT[$c]+="$t "
 		done
-		# and to its sampling events open (one a CPU), as tools/bench-cpu.sh measures it
+		# and to its sampler attached (every event and BPF link it keeps), as tools/bench-cpu.sh
+		# measures it
 		[[ -x $ATTACH ]] || continue
 		mapfile -t order < <(printf '%s\n' fp cfi | shuf)
 		for c in "${order[@]}"; do
-			v=$("$ATTACH" "$(nproc)" "$TK" cpu -F 99 --unwind "$c" -o "$TMP/at.folded" -- \
-				sleep 0.5 2>/dev/null) ||
+			v=$("$ATTACH" --settle 2000 "$TK" cpu -F 99 --unwind "$c" -o "$TMP/at.folded" \
+				-- sleep 100 2>/dev/null) ||
 				{ echo "bench-unwind: $ATTACH failed on tracekit --unwind $c" >&2; exit 1; }
 			EV[$c]+="$v "
 		done
