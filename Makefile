@@ -384,14 +384,15 @@ $(BUILD)/man/%.8: tools/man/%.8.scd $(INSTALL_CONFIG)
 
 SERVE_OBJS := $(patsubst %.c,$(OBJ)/%.o,$(sort $(wildcard tools/serve/*.c)))
 TOOL_OBJS := $(patsubst %.c,$(OBJ)/%.o,$(sort $(wildcard tools/*.c))) $(SERVE_OBJS)
-# `tracekit serve` is libmicrohttpd's HTTP server: the dynamic binary only. A static
+# `tracekit serve` is libmicrohttpd's HTTP server: the dynamic binary only, loaded by dlopen
+# when serve starts (tools/serve/serve_mhd.c), so no other command maps gnutls. A static
 # libmicrohttpd would pull in gnutls and its crypto stack for nothing served over TLS here;
 # tracekit-static says so instead (tools/static/serve_none.c). serve is tools/serve/.
 STATIC_TOOL_OBJS := $(filter-out $(SERVE_OBJS),$(TOOL_OBJS)) $(OBJ)/tools/static/serve_none.o
 
 $(BUILD)/tracekit: $(TOOL_OBJS) $(LIB)
 	$(call msg,LINK,$@)
-	$(Q)$(CC) $(CFLAGS) $^ $(LIBS) -lmicrohttpd -o $@
+	$(Q)$(CC) $(CFLAGS) $^ $(LIBS) -o $@
 
 $(BUILD)/tracekit-static: $(STATIC_TOOL_OBJS) $(LIB)
 	$(call msg,LINK,$@)

@@ -483,6 +483,39 @@ static void test_idle(void **state)
 	stop_server(&s);
 }
 
+/*
+ * libmicrohttpd (and gnutls, p11-kit, nettle... under it) is mapped by serve
+ * only: every other command starts without them (dlopen in serve_mhd.c).
+ */
+static void test_http_stack_in_serve_only(void **state)
+{
+	struct server s;
+	pid_t pid;
+	char pb[600];
+
+	NEED_ROOT();
+	need_tools();
+	assert_int_equal(start_server(&s, "--listen", "127.0.0.1:0", NULL), 0);
+	sh("grep -c libmicrohttpd /proc/%d/maps", (int)s.pid);
+	assert_true(atoi(out) > 0);
+	stop_server(&s);
+
+	snprintf(pb, sizeof(pb), "%s/plain.pb.gz", tmpdir);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		execl(tk_test_path(tk_test_build_dir(), "tracekit"), "tracekit", "cpu", "-F", "19",
+		      "-d", "2", "-o", pb, (char *)NULL);
+		_exit(127);
+	}
+	usleep(800 * 1000);
+	sh("grep -cE 'libmicrohttpd|libgnutls|libp11-kit|libnettle' /proc/%d/maps; "
+	   "grep -c libbpf /proc/%d/maps", (int)pid, (int)pid);
+	print_message("tracekit cpu's maps: http stack, libbpf: %s", out);
+	assert_true(atoi(out) == 0 && atoi(strchr(out, '\n') + 1) > 0);
+	assert_int_equal(waitpid(pid, NULL, 0), pid);
+}
+
 /* A capture longer than libmicrohttpd's 30 s idle timeout is still answered. */
 static void test_long_capture(void **state)
 {
@@ -1066,6 +1099,7 @@ int main(void)
 		cmocka_unit_test_teardown(test_concurrent_captures, kill_servers),
 		cmocka_unit_test_teardown(test_client_gone_leaks_nothing, kill_servers),
 		cmocka_unit_test_teardown(test_idle, kill_servers),
+		cmocka_unit_test_teardown(test_http_stack_in_serve_only, kill_servers),
 		cmocka_unit_test_teardown(test_long_capture, kill_servers),
 		cmocka_unit_test_teardown(test_listen_policy, kill_servers),
 		cmocka_unit_test_teardown(test_unix_socket, kill_servers),

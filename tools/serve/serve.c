@@ -487,6 +487,8 @@ int cmd_serve(int argc, char **argv)
 		return fail(EXIT_FAILURE, "serve: %s", why);
 	if (token_file && (err = read_token(token_file)))
 		return err;
+	if (serve_mhd_open(why, sizeof(why)))
+		return fail(EXIT_FAILURE, "serve: %s", why);
 
 	if (!strncmp(listen_addr, "unix:", 5)) {
 		srv.unix_sock = true;

@@ -21,6 +21,39 @@
 
 #include <microhttpd.h>
 
+/*
+ * libmicrohttpd's functions, from dlopen at serve's start (serve_mhd.c): the
+ * names below stand for the loaded ones everywhere else in serve.
+ */
+#define SERVE_MHD_SONAME "libmicrohttpd.so.12"
+struct serve_mhd {
+	__typeof__(MHD_start_daemon) *MHD_start_daemon;
+	__typeof__(MHD_stop_daemon) *MHD_stop_daemon;
+	__typeof__(MHD_quiesce_daemon) *MHD_quiesce_daemon;
+	__typeof__(MHD_get_connection_info) *MHD_get_connection_info;
+	__typeof__(MHD_set_connection_option) *MHD_set_connection_option;
+	__typeof__(MHD_lookup_connection_value) *MHD_lookup_connection_value;
+	__typeof__(MHD_create_response_from_buffer) *MHD_create_response_from_buffer;
+	__typeof__(MHD_add_response_header) *MHD_add_response_header;
+	__typeof__(MHD_queue_response) *MHD_queue_response;
+	__typeof__(MHD_destroy_response) *MHD_destroy_response;
+};
+extern struct serve_mhd serve_mhd;
+/* load it (once); 0, or -errno with why[] filled */
+int serve_mhd_open(char *why, size_t why_sz);
+#ifndef SERVE_MHD_IMPL
+#define MHD_start_daemon serve_mhd.MHD_start_daemon
+#define MHD_stop_daemon serve_mhd.MHD_stop_daemon
+#define MHD_quiesce_daemon serve_mhd.MHD_quiesce_daemon
+#define MHD_get_connection_info serve_mhd.MHD_get_connection_info
+#define MHD_set_connection_option serve_mhd.MHD_set_connection_option
+#define MHD_lookup_connection_value serve_mhd.MHD_lookup_connection_value
+#define MHD_create_response_from_buffer serve_mhd.MHD_create_response_from_buffer
+#define MHD_add_response_header serve_mhd.MHD_add_response_header
+#define MHD_queue_response serve_mhd.MHD_queue_response
+#define MHD_destroy_response serve_mhd.MHD_destroy_response
+#endif
+
 #include "core/httpauth.h"
 #include "numa/numa_report.h"
 #include "tracekit/tracekit.h"
