@@ -117,6 +117,8 @@ struct tk_cpu {
 	int nr_cpus;
 	uint64_t maps_missed;			/* bpf: captures that failed */
 	uint64_t drain_missing;			/* bpf: stacks not found when drained */
+	uint64_t drain_entries, drain_calls;	/* bpf: counts drained; bpf(2) calls for it */
+	bool drain_batched;			/* bpf: ... with the batch commands */
 	uint64_t maps_from_records;		/* bpf: gone processes named by MMAP2 records */
 	char mmaps_note[200];			/* bpf: why there are no MMAP2 records */
 	char off_cpu_note[200];			/* how off-CPU time was taken */
