@@ -19,6 +19,7 @@
 
 #include "cpu/cpu.h"
 #include "core/fsutil.h"
+#include "core/grow.h"
 #include "core/hash.h"
 #include "core/hashmap.h"
 #include "profile/profile_locs.h"
@@ -385,13 +386,42 @@ static int build_entry(const struct tk_stack_entry *e, void *ctx)
 	return tk_profile__add_sample(b->p, b->locs, n, values, e->pid, e->tid, e->comm);
 }
 
+/* The kernel addresses of the stacks, as kernel_location looks them up. */
+struct kaddrs {
+	uint64_t *v;
+	size_t n, cap;
+};
+
+static int collect_kernel(const struct tk_stack_entry *e, void *ctx)
+{
+	struct kaddrs *k = ctx;
+	uint32_t i;
+
+	for (i = 0; i < e->nr_kernel; i++) {
+		if (!e->kernel[i])
+			continue;
+		if (tk_grow((void **)&k->v, &k->cap, k->n + 1, sizeof(*k->v), 1024))
+			return -ENOMEM;
+		k->v[k->n++] = i ? e->kernel[i] - 1 : e->kernel[i];
+	}
+	return 0;
+}
+
 int tk_cpu_profile__build(const struct tk_stacks *t, struct tk_symbolizer *s, struct tk_profile *p,
 			  uint64_t *unsymbolized, uint64_t *jit_unnamed)
 {
 	struct tk_locs b = { .s = s, .p = p, .cache = LOC_CACHE_INIT };
+	struct kaddrs k = { 0 };
 	int err;
 
 	tk_symbolizer__settle(s);
+	/* the kernel's symbols in one pass, for these addresses only */
+	err = tk_stacks__for_each(t, collect_kernel, &k);
+	if (!err)
+		err = tk_symbolizer__kernel_prepare(s, k.v, k.n);
+	free(k.v);
+	if (err)
+		return err;
 	b.locs = malloc(2 * TK_MAX_FRAMES * sizeof(*b.locs));
 	if (!b.locs)
 		return -ENOMEM;
