@@ -968,6 +968,23 @@ static void test_profile_build(void **state)
 	assert_int_equal(p->nr_samples, 3);
 	/* "[kernel]+0x0" twice; the stripped frame and two unknown ones */
 	assert_int_equal(unsym, 5);
+	{
+		struct tk_sym_frame f;
+
+		/*
+		 * kallsyms was read once for the stacks' own kernel addresses, its
+		 * table not kept: with the file gone, those still resolve, another
+		 * does not
+		 */
+		snprintf(rel, sizeof(rel), "%s/kallsyms", proc);
+		assert_int_equal(unlink(rel), 0);
+		assert_int_equal(tk_symbolizer__kernel_status(s), 0);
+		assert_int_equal(tk_symbolizer__kernel(s, k1[0], &f), 0);
+		assert_string_equal(f.function, "kfunc_a");
+		assert_int_equal(tk_symbolizer__kernel(s, k1[1] - 1, &f), 0);
+		assert_string_equal(f.function, "kfunc_b");
+		assert_int_equal(tk_symbolizer__kernel(s, 0xffffffff81000210, &f), -ESRCH);
+	}
 
 	sm = sample_of(p, c1.pid, c1.pid);
 	assert_int_equal(sm->values[0], 3);
