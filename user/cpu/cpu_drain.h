@@ -41,8 +41,10 @@ struct tk_cpu_drain {
 
 /*
  * Read the counts of @counts_fd (and @offcounts_fd unless < 0) whose epoch
- * @take selects, then, when any was or @stacks_always, the stacks of those
- * epochs in @kfd and @ufd. 0; -EOPNOTSUPP when the kernel has no batch
+ * @take selects, then, when any was or @stacks_always (the last drain: a
+ * stack whose count was never written goes too; before it, such a stack
+ * waits for a drain that takes counts), the stacks of those epochs in @kfd
+ * and @ufd. 0; -EOPNOTSUPP when the kernel has no batch
  * lookups (nothing read or changed: walk one by one); -ENOMEM.
  */
 int tk_cpu_drain__read(struct tk_cpu_drain *d, int counts_fd, int offcounts_fd, int kfd, int ufd,

@@ -372,7 +372,7 @@ static int walk_batched(struct tk_cpu *c, struct bpf_state *st, struct tk_stacks
 	size_t i;
 
 	err = tk_cpu_drain__read(&d, fds[0], st->off_cpu ? fds[1] : -1, sfds[0], sfds[1],
-				 take_epoch, &tc, del);
+				 take_epoch, &tc, del && all);
 	for (side = 0; !err && side < 2; side++) {
 		for (i = 0; !err && i < d.keys[side].n; i++) {
 			const struct cpu_key *key = (const struct cpu_key *)d.keys[side].v + i;
