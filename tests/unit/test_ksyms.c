@@ -235,6 +235,15 @@ static void test_symbolizer_kernel(void **state)
 	assert_int_equal(tk_symbolizer__kernel(s, 0xffffffff81001000, &f), -ESRCH);
 	tk_symbolizer__free(s);
 
+	/* the status alone reads kallsyms without keeping its table */
+	write_kallsyms(fx, excerpt, 0);
+	assert_int_equal(tk_symbolizer__new(&o, &s), 0);
+	assert_int_equal(tk_symbolizer__kernel_status(s), 0);
+	write_kallsyms(fx, "", 0);
+	assert_int_equal(tk_symbolizer__kernel(s, 0xffffffff81001010, &f), -ESRCH);
+	assert_int_equal(tk_symbolizer__kernel_status(s), 0);
+	tk_symbolizer__free(s);
+
 	/* loaded once, on first use */
 	write_kallsyms(fx, excerpt, 0);
 	assert_int_equal(tk_symbolizer__new(&o, &s), 0);

@@ -715,7 +715,8 @@ static int resolve(const char *proc_root, const char *text, size_t len, const ui
 		tk_ksyms_resolved__free(r);
 		return -ENOMEM;
 	}
-	memcpy(r->w, addrs, n * sizeof(*r->w));
+	if (n)
+		memcpy(r->w, addrs, n * sizeof(*r->w));
 	qsort(r->w, n, sizeof(*r->w), cmp_u64);
 	for (i = 0; i < n; i++)
 		if (!d || r->w[i] != r->w[d - 1])

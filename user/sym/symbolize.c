@@ -275,6 +275,16 @@ int tk_symbolizer__kernel(struct tk_symbolizer *s, uint64_t addr, struct tk_sym_
 
 int tk_symbolizer__kernel_status(struct tk_symbolizer *s)
 {
+	int err;
+
+	/* a pass that keeps nothing says as much as the table would */
+	if (!s->kres && !s->ksyms_tried) {
+		err = tk_ksyms__resolve(s->proc_root, NULL, 0, &s->kres);
+		if (err) {
+			s->ksyms_tried = true;
+			s->ksyms_err = err;
+		}
+	}
 	if (s->kres && !s->ksyms_tried)
 		return tk_ksyms_resolved__restricted(s->kres) ? -EPERM : 0;
 	return load_ksyms(s);

@@ -202,7 +202,7 @@ void tk_symbolizer__settle(struct tk_symbolizer *s);
 /*
  * 0 when kernel frames can be named; -EPERM when kallsyms shows every address
  * as 0 (kptr_restrict: the reader lacks CAP_SYSLOG), or the errno of reading
- * it. Loads kallsyms if not yet loaded.
+ * it. Reads kallsyms if not yet read (a pass that keeps no table).
  */
 int tk_symbolizer__kernel_status(struct tk_symbolizer *s);
 
