@@ -638,9 +638,13 @@ static void drained_maps(bool one_by_one)
 		assert_string_equal(how, "one by one");
 		assert_true(calls > 3 * counts);
 	} else {
-		/* a few calls a drain (every 100 ms), whatever the number of counts */
+		/*
+		 * a few calls a drain (every 100 ms; one when nothing was counted), whatever
+		 * the number of counts: 132 for 379 counts on a quiet machine, 367 for 191
+		 * when a load stretched the run to 60 drains
+		 */
 		assert_string_equal(how, "batched");
-		assert_true(calls < counts);
+		assert_true(calls < 3 * counts);
 	}
 	free(text);
 }
