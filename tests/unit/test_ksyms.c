@@ -235,6 +235,15 @@ static void test_symbolizer_kernel(void **state)
 	assert_int_equal(tk_symbolizer__kernel(s, 0xffffffff81001000, &f), -ESRCH);
 	tk_symbolizer__free(s);
 
+	/* the status alone reads kallsyms without keeping its table */
+	write_kallsyms(fx, excerpt, 0);
+	assert_int_equal(tk_symbolizer__new(&o, &s), 0);
+	assert_int_equal(tk_symbolizer__kernel_status(s), 0);
+	write_kallsyms(fx, "", 0);
+	assert_int_equal(tk_symbolizer__kernel(s, 0xffffffff81001010, &f), -ESRCH);
+	assert_int_equal(tk_symbolizer__kernel_status(s), 0);
+	tk_symbolizer__free(s);
+
 	/* loaded once, on first use */
 	write_kallsyms(fx, excerpt, 0);
 	assert_int_equal(tk_symbolizer__new(&o, &s), 0);
@@ -246,6 +255,163 @@ static void test_symbolizer_kernel(void **state)
 	assert_int_equal(tk_symbolizer__kernel(s, 0xffffffffc0200010, &f), 0);
 	assert_string_equal(f.function, "nft_do_chain");
 	tk_symbolizer__free(s);
+}
+
+/* tk_ksyms__resolve_text(@text) gives for each of @addrs exactly what the table's find does. */
+static void same_as_table(const char *text, size_t len, const uint64_t *addrs, size_t n,
+			  bool streamed)
+{
+	struct tk_ksyms_resolved *r;
+	struct tk_sym_frame a, b;
+	struct tk_ksyms *k;
+	size_t i;
+	int ea, eb;
+
+	assert_int_equal(tk_ksyms__parse(text, len, &k), 0);
+	assert_int_equal(tk_ksyms__resolve_text(text, len, addrs, n, &r), 0);
+	assert_int_equal(tk_ksyms_resolved__streamed(r), streamed);
+	assert_int_equal(tk_ksyms_resolved__restricted(r), tk_ksyms__restricted(k));
+	for (i = 0; i < n; i++) {
+		ea = tk_ksyms__find(k, addrs[i], &a);
+		eb = tk_ksyms_resolved__find(r, addrs[i], &b);
+		if (ea != eb)
+			fail_msg("0x%" PRIx64 ": table %d, streamed %d", addrs[i], ea, eb);
+		if (ea)
+			continue;
+		if (strcmp(a.function, b.function) || strcmp(a.module, b.module) ||
+		    a.map_start != b.map_start || a.map_limit != b.map_limit ||
+		    a.module_offset != b.module_offset)
+			fail_msg("0x%" PRIx64 ": table %s %s [%" PRIx64 ", %" PRIx64 ") +%" PRIx64
+				 ", streamed %s %s [%" PRIx64 ", %" PRIx64 ") +%" PRIx64, addrs[i],
+				 a.function, a.module, a.map_start, a.map_limit, a.module_offset,
+				 b.function, b.module, b.map_start, b.map_limit, b.module_offset);
+	}
+	tk_ksyms_resolved__free(r);
+	tk_ksyms__free(k);
+}
+
+/* Every edge of the excerpt: at, before and after each symbol, past the modules, 0 and ~0. */
+static void test_resolve_excerpt(void **state)
+{
+	static const uint64_t at[] = {
+		0, 1, 0xffffffff80000000, 0xffffffff81000000, 0xffffffff81000fff,
+		0xffffffff81001000, 0xffffffff81001234, 0xffffffff81002010, 0xffffffff81003010,
+		0xffffffff81004000, 0xffffffff81006000, 0xffffffff81007000, 0xffffffff81007010,
+		0xffffffff81016fff, 0xffffffff81017000, 0xffffffff81017001, 0xffffffffc01fffff,
+		0xffffffffc0200000, 0xffffffffc0200010, 0xffffffffc0200410, 0xffffffffc020ffff,
+		0xffffffffc0210400, 0xffffffffc0280000, 0xffffffffc0300000, 0xffffffffc0300020,
+		0xffffffffc030ffff, 0xffffffffc0310000, 0xffffffffc0400000, UINT64_MAX,
+		0xffffffff81001000,	/* twice: asked once */
+	};
+	static const char open_end[] = "fffffffffffffff0 T last\nfffffffffffff000 t m\t[mod]\n";
+	static const uint64_t ends[] = { UINT64_MAX, 0xfffffffffffffff0, 0xffffffffffffffef,
+					 0xfffffffffffff001 };
+	struct tk_ksyms_resolved *r;
+	struct tk_sym_frame f;
+
+	same_as_table(excerpt, strlen(excerpt), at, sizeof(at) / sizeof(at[0]), true);
+	/* one address alone, and none */
+	same_as_table(excerpt, strlen(excerpt), &at[6], 1, true);
+	same_as_table(excerpt, strlen(excerpt), at, 0, true);
+	/* a span that runs past the end of the address space */
+	same_as_table(open_end, strlen(open_end), ends, 4, true);
+	/* an address not asked */
+	assert_int_equal(tk_ksyms__resolve_text(excerpt, strlen(excerpt), &at[6], 1, &r), 0);
+	assert_int_equal(tk_ksyms_resolved__find(r, at[7], &f), -ENOENT);
+	assert_int_equal(tk_ksyms_resolved__find(r, at[6], &f), 0);
+	assert_string_equal(f.function, "do_one");
+	assert_int_equal(f.module_offset, 0x1234);
+	tk_ksyms_resolved__free(r);
+}
+
+/*
+ * Aliases across modules and within one (the lowest module index wins an
+ * address, then the name), a module whose lowest and highest symbols lose
+ * their addresses to the core kernel (its span is then what it won: the
+ * table is built after all; so too for a module that loses its lowest to
+ * another), unsorted lines, and kptr_restrict.
+ */
+static void test_resolve_aliases(void **state)
+{
+	static const char aliases[] =
+		"ffffffff81000200 T b\n"
+		"ffffffffc0000000 t m_first\t[m]\n"
+		"ffffffff81000100 T __a\n"
+		"ffffffff81000100 T _a\n"
+		"ffffffff81000100 T zz\n"
+		"ffffffff81000100 T aa\n"
+		"ffffffffc0000100 t m_x\t[m]\n"
+		"ffffffffc0000100 t m_y\t[n]\n"		/* [n] loses to [m] here, */
+		"ffffffffc0000050 t n_low\t[n]\n"	/* not at its ends: streamed */
+		"ffffffffc0000200 t n_only\t[n]\n"
+		"ffffffff81000300 T c\n";
+	static const char shadowed[] =
+		"ffffffff81000100 T a\n"
+		"ffffffff81000200 t m_low\t[m]\n"	/* loses to b: [m] starts at 0x300 */
+		"ffffffff81000300 t m_mid\t[m]\n"
+		"ffffffff81000400 t m_high\t[m]\n"	/* loses to c: [m]'s last is 0x300 */
+		"ffffffff81000200 T b\n"
+		"ffffffff81000400 T c\n";
+	static const char restricted[] = "0000000000000000 T a\n0000000000000000 t b\t[m]\n";
+	static const uint64_t at[] = {
+		0xffffffff81000100, 0xffffffff81000150, 0xffffffff81000200, 0xffffffff81000310,
+		0xffffffffc0000000, 0xffffffffc0000100, 0xffffffffc0000180, 0xffffffffc0000200,
+		0xffffffffc0000210, 0xffffffff81000250, 0xffffffff81000350, 0xffffffff81000410,
+	};
+	struct tk_ksyms_resolved *r;
+	struct tk_sym_frame f;
+
+	same_as_table(aliases, strlen(aliases), at, sizeof(at) / sizeof(at[0]), true);
+	assert_int_equal(tk_ksyms__resolve_text(aliases, strlen(aliases), at, 2, &r), 0);
+	assert_int_equal(tk_ksyms_resolved__find(r, at[0], &f), 0);
+	assert_string_equal(f.function, "aa");
+	tk_ksyms_resolved__free(r);
+
+	same_as_table(shadowed, strlen(shadowed), at, sizeof(at) / sizeof(at[0]), false);
+	assert_int_equal(tk_ksyms__resolve_text(shadowed, strlen(shadowed), at, 12, &r), 0);
+	assert_int_equal(tk_ksyms_resolved__find(r, 0xffffffff81000310, &f), 0);
+	assert_string_equal(f.function, "m_mid");
+	assert_int_equal(f.map_start, 0xffffffff81000300);
+	assert_int_equal(f.module_offset, 0x10);
+	tk_ksyms_resolved__free(r);
+
+	{
+		static const char lost_low[] = "ffffffffc0000100 t m_x\t[m]\n"
+					       "ffffffffc0000200 t m_z\t[m]\n"
+					       "ffffffffc0000100 t n_x\t[n]\n"
+					       "ffffffffc0000300 t n_z\t[n]\n";
+		static const uint64_t in_n[] = { 0xffffffffc0000110, 0xffffffffc0000310 };
+
+		/* only a module some address resolves into has its span checked */
+		same_as_table(lost_low, strlen(lost_low), in_n, 1, true);
+		same_as_table(lost_low, strlen(lost_low), in_n, 2, false);
+	}
+	same_as_table(restricted, strlen(restricted), at, 4, true);
+	assert_int_equal(tk_ksyms__resolve_text(restricted, strlen(restricted), at, 1, &r), 0);
+	assert_true(tk_ksyms_resolved__restricted(r));
+	tk_ksyms_resolved__free(r);
+}
+
+/* Through a fixture /proc: as loaded, overlong lines skipped; a missing file is its errno. */
+static void test_resolve_fixture(void **state)
+{
+	static const uint64_t at[] = { 0xffffffff81000900, 0xffffffff81007010,
+				       0xffffffffc0200010 };
+	struct fixture *fx = *state;
+	struct tk_ksyms_resolved *r;
+	struct tk_sym_frame f;
+
+	write_kallsyms(fx, excerpt, (1 << 20) + 7);
+	assert_int_equal(tk_ksyms__resolve(fx->proc, at, 3, &r), 0);
+	assert_int_equal(tk_ksyms_resolved__find(r, at[0], &f), 0);
+	assert_string_equal(f.function, "_text");
+	assert_int_equal(tk_ksyms_resolved__find(r, at[1], &f), 0);
+	assert_string_equal(f.function, "weak_local");
+	assert_int_equal(tk_ksyms_resolved__find(r, at[2], &f), 0);
+	assert_string_equal(f.module, "[nf_tables]");
+	tk_ksyms_resolved__free(r);
+	assert_int_equal(tk_ksyms__resolve("/nonexistent", at, 3, &r), -ENOENT);
+	assert_null(r);
 }
 
 /* Every text symbol of the live kernel resolves to itself or an alias at its address. */
@@ -290,6 +456,50 @@ static void test_live_kallsyms(void **state)
 	tk_ksyms__free(k);
 }
 
+/* The live kernel's: 4000 addresses, at and between symbols, as the table resolves them. */
+static void test_live_resolve(void **state)
+{
+	struct tk_ksyms_resolved *r;
+	struct tk_sym_frame a, b;
+	struct tk_ksyms *k;
+	unsigned long long v;
+	uint64_t *at;
+	size_t n = 0, i;
+	char line[512], type;
+	FILE *fp;
+
+	if (access("/proc/kallsyms", R_OK))
+		skip();
+	assert_int_equal(tk_ksyms__load(NULL, &k), 0);
+	if (tk_ksyms__restricted(k)) {
+		tk_ksyms__free(k);
+		skip();
+	}
+	at = calloc(4000, sizeof(*at));
+	assert_non_null(at);
+	fp = fopen("/proc/kallsyms", "r");
+	assert_non_null(fp);
+	for (i = 0; fgets(line, sizeof(line), fp) && n < 4000; i++)
+		if (i % 29 == 0 && sscanf(line, "%llx %c", &v, &type) == 2 && v)
+			at[n++] = v + (i % 3 ? 0x11 * (i % 7) : 0);
+	fclose(fp);
+	assert_int_equal(tk_ksyms__resolve(NULL, at, n, &r), 0);
+	assert_true(tk_ksyms_resolved__streamed(r));
+	for (i = 0; i < n; i++) {
+		int ea = tk_ksyms__find(k, at[i], &a), eb = tk_ksyms_resolved__find(r, at[i], &b);
+
+		assert_int_equal(ea, eb);
+		if (!ea && (strcmp(a.function, b.function) || strcmp(a.module, b.module) ||
+			    a.map_start != b.map_start || a.map_limit != b.map_limit))
+			fail_msg("0x%" PRIx64 ": %s %s vs %s %s", at[i], a.function, a.module,
+				 b.function, b.module);
+	}
+	print_message("/proc/kallsyms: %zu addresses resolved streaming, as the table does\n", n);
+	tk_ksyms_resolved__free(r);
+	tk_ksyms__free(k);
+	free(at);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -298,7 +508,11 @@ int main(void)
 		cmocka_unit_test(test_unsorted),
 		cmocka_unit_test_setup_teardown(test_load_fixture, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_symbolizer_kernel, setup, teardown),
+		cmocka_unit_test(test_resolve_excerpt),
+		cmocka_unit_test(test_resolve_aliases),
+		cmocka_unit_test_setup_teardown(test_resolve_fixture, setup, teardown),
 		cmocka_unit_test(test_live_kallsyms),
+		cmocka_unit_test(test_live_resolve),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

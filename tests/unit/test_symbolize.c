@@ -897,6 +897,41 @@ static const struct tk_sample *sample_of(const struct tk_profile *p, uint32_t pi
 	return NULL;
 }
 
+/*
+ * The cache of a profile build is sized once from tk_cpu_profile__frames:
+ * 24000 distinct user frames of 40 processes and 500 kernel ones, each in
+ * many stacks (leaf and return addresses apart), estimated within 5 %.
+ */
+static void test_profile_frames(void **state)
+{
+	uint64_t k[4], u[6];
+	struct tk_stacks *t = tk_stacks__new();
+	size_t est, want = 0, i, j;
+
+	assert_non_null(t);
+	assert_int_equal(tk_cpu_profile__frames(t), 0);
+	for (i = 0; i < 8000; i++) {
+		uint32_t pid = 1000 + i % 40;
+
+		for (j = 0; j < 6; j++)
+			u[j] = 0x400000 + ((i / 40) * 6 + j) * 16;	/* 200 × 6 per pid */
+		for (j = 0; j < 4; j++)
+			k[j] = 0xffffffff81000000 + ((i + j) % 125) * 64;
+		/* each stack three times, from three threads */
+		for (j = 0; j < 3; j++)
+			assert_int_equal(tk_stacks__add(t, pid, pid + j, 0, "w", k, 4, u, 6, 1,
+							false), 0);
+	}
+	/* user: 40 pids × 1200 addresses, the first of each stack a leaf: 6 keys a stack */
+	want += 40 * 200 * 6;
+	/* kernel: 125 addresses, each as a leaf and as a return address */
+	want += 125 * 2;
+	est = tk_cpu_profile__frames(t);
+	print_message("distinct frames %zu, estimated %zu\n", want, est);
+	assert_true(est > want - want / 20 && est < want + want / 20);
+	tk_stacks__free(t);
+}
+
 static void test_profile_build(void **state)
 {
 	static const char kallsyms[] = "ffffffff81000000 T _stext\n"
@@ -968,6 +1003,23 @@ static void test_profile_build(void **state)
 	assert_int_equal(p->nr_samples, 3);
 	/* "[kernel]+0x0" twice; the stripped frame and two unknown ones */
 	assert_int_equal(unsym, 5);
+	{
+		struct tk_sym_frame f;
+
+		/*
+		 * kallsyms was read once for the stacks' own kernel addresses, its
+		 * table not kept: with the file gone, those still resolve, another
+		 * does not
+		 */
+		snprintf(rel, sizeof(rel), "%s/kallsyms", proc);
+		assert_int_equal(unlink(rel), 0);
+		assert_int_equal(tk_symbolizer__kernel_status(s), 0);
+		assert_int_equal(tk_symbolizer__kernel(s, k1[0], &f), 0);
+		assert_string_equal(f.function, "kfunc_a");
+		assert_int_equal(tk_symbolizer__kernel(s, k1[1] - 1, &f), 0);
+		assert_string_equal(f.function, "kfunc_b");
+		assert_int_equal(tk_symbolizer__kernel(s, 0xffffffff81000210, &f), -ESRCH);
+	}
 
 	sm = sample_of(p, c1.pid, c1.pid);
 	assert_int_equal(sm->values[0], 3);
@@ -1028,6 +1080,7 @@ int main(void)
 		cmocka_unit_test(test_retire_prune),
 		cmocka_unit_test(test_fixture_maps),
 		cmocka_unit_test(test_profile_build),
+		cmocka_unit_test(test_profile_frames),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

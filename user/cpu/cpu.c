@@ -230,6 +230,10 @@ static int build(struct tk_cpu *c, const struct tk_stacks *t, uint64_t *losses, 
 		tk_profile__add_comment(p, "%s", c->kernel_note);
 	if (c->mmaps_note[0])
 		tk_profile__add_comment(p, "%s", c->mmaps_note);
+	if (c->drain_calls)
+		tk_profile__add_comment(p, "maps drained: %" PRIu64 " counts in %" PRIu64
+					" bpf(2) calls (%s)", c->drain_entries, c->drain_calls,
+					c->drain_batched ? "batched" : "one by one");
 	if (c->off_cpu_note[0])
 		tk_profile__add_comment(p, "%s", c->off_cpu_note);
 	if (c->opts.off_cpu)

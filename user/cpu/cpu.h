@@ -117,6 +117,8 @@ struct tk_cpu {
 	int nr_cpus;
 	uint64_t maps_missed;			/* bpf: captures that failed */
 	uint64_t drain_missing;			/* bpf: stacks not found when drained */
+	uint64_t drain_entries, drain_calls;	/* bpf: counts drained; bpf(2) calls for it */
+	bool drain_batched;			/* bpf: ... with the batch commands */
 	uint64_t maps_from_records;		/* bpf: gone processes named by MMAP2 records */
 	char mmaps_note[200];			/* bpf: why there are no MMAP2 records */
 	char off_cpu_note[200];			/* how off-CPU time was taken */
@@ -167,6 +169,12 @@ int tk_online_cpus(int *cpus, int max);
  */
 int tk_cpu_profile__build(const struct tk_stacks *t, struct tk_symbolizer *s, struct tk_profile *p,
 			  uint64_t *unsymbolized, uint64_t *jit_unnamed);
+/*
+ * The number of distinct frames of @t's stacks as the build keys them
+ * ((pid, gen, address, leaf or not) for user frames, (address, leaf or not)
+ * for kernel ones), estimated within a few percent; 0 without memory.
+ */
+size_t tk_cpu_profile__frames(const struct tk_stacks *t);
 /* The thread_state label of an off-CPU kind ("sleeping"), or NULL for samples. */
 const char *tk_cpu_profile__state(enum tk_stack_kind kind);
 /*

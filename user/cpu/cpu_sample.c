@@ -20,6 +20,7 @@
 #include <linux/types.h>
 
 #include "cpu/cpu.h"
+#include "cpu/cpu_drain.h"
 #include "cpu/cpu_mmaps.h"
 #include "bpf/cpu_sample.h"
 #include "core/kfeat.h"
@@ -47,6 +48,7 @@ struct bpf_state {
 	int64_t next_drain_ns;		/* CLOCK_MONOTONIC */
 	useconds_t capture_delay_us;	/* TK_TEST_CAPTURE_DELAY_MS (tests): captures held back */
 	bool off_cpu;			/* off_switch_btf or off_switch attached */
+	bool one_by_one;		/* drains without the batch commands (cpu_drain.h) */
 	uint64_t off_cpu_min_ns;
 	char off_raw_why[96];		/* why tp_btf was refused (raw_tp then); "": not */
 };
@@ -250,19 +252,18 @@ static bool held_wait(const struct tk_cpu *c, const struct cpu_key *key)
 }
 
 /* A drained count (@off: an off-CPU one, @n nanoseconds over @waits) into @t. */
-static int add_key(struct tk_stacks *t, const struct cpu_key *key, const struct cpu_stack *ks,
-		   uint32_t nk, const struct cpu_stack *us, uint32_t nu, uint64_t n, uint64_t waits,
-		   bool off)
+static int add_key(struct tk_stacks *t, const struct cpu_key *key, const __u64 *kips, uint32_t nk,
+		   const __u64 *uips, uint32_t nu, uint64_t n, uint64_t waits, bool off)
 {
 	bool trunc = key->flags & (CPU_KSTACK_TRUNCATED | CPU_USTACK_TRUNCATED);
 
 	if (!off)
 		return tk_stacks__add(t, key->pid, key->tid, key->gen, key->comm,
-				      (const uint64_t *)ks->ips, nk, (const uint64_t *)us->ips, nu,
-				      n, trunc);
+				      (const uint64_t *)kips, nk, (const uint64_t *)uips, nu, n,
+				      trunc);
 	return tk_stacks__add_off(t, key->pid, key->tid, key->gen, key->comm,
-				  (const uint64_t *)ks->ips, nk, (const uint64_t *)us->ips, nu, n,
-				  waits, key->state, trunc);
+				  (const uint64_t *)kips, nk, (const uint64_t *)uips, nu, n, waits,
+				  key->state, trunc);
 }
 
 /* Copy stack @hash of epoch @from into epoch @to in map @fd (when it is not there yet). */
@@ -336,13 +337,84 @@ static int pending_waits(struct tk_cpu *c, struct bpf_state *st, struct tk_stack
 			v.key.state |= CPU_OFF_SHORT;
 			nk = nu = 0;
 		}
-		err = add_key(t, &v.key, ks, nk, us, nu,
+		err = add_key(t, &v.key, ks->ips, nk, us->ips, nu,
 			      (v.ts < now ? now - v.ts : 0) * (v.weight ? v.weight : 1),
 			      v.weight ? v.weight : 1, true);
 		if (err)
 			return err;
 	}
 	return 0;
+}
+
+struct take_ctx {
+	const struct bpf_state *st;
+	bool (*take)(const struct bpf_state *, __u32, bool);
+	bool all;
+};
+
+static bool take_epoch(const void *ctx, __u32 ep)
+{
+	const struct take_ctx *tc = ctx;
+
+	return tc->take(tc->st, ep, tc->all);
+}
+
+/* walk_counts with batched reads and deletes (cpu_drain.h); -EOPNOTSUPP: none done */
+static int walk_batched(struct tk_cpu *c, struct bpf_state *st, struct tk_stacks *t,
+			bool (*take)(const struct bpf_state *, __u32, bool), bool all, bool del,
+			struct cpu_stack *ks, struct cpu_stack *us)
+{
+	int fds[2] = { bpf_map__fd(st->skel->maps.counts), bpf_map__fd(st->skel->maps.offcounts) };
+	int sfds[2] = { bpf_map__fd(st->skel->maps.kstacks), bpf_map__fd(st->skel->maps.ustacks) };
+	struct take_ctx tc = { .st = st, .take = take, .all = all };
+	struct tk_cpu_drain d;
+	int err, side;
+	size_t i;
+
+	err = tk_cpu_drain__read(&d, fds[0], st->off_cpu ? fds[1] : -1, sfds[0], sfds[1],
+				 take_epoch, &tc, del && all);
+	for (side = 0; !err && side < 2; side++) {
+		for (i = 0; !err && i < d.keys[side].n; i++) {
+			const struct cpu_key *key = (const struct cpu_key *)d.keys[side].v + i;
+			const void *val = (const char *)d.vals[side].v + i * d.vals[side].sz;
+			struct cpu_off_val ov = { 0 };
+			const __u64 *kips, *uips;
+			int nk, nu;
+			__u64 n = 0;
+
+			if (side)
+				memcpy(&ov, val, sizeof(ov));
+			else
+				memcpy(&n, val, sizeof(n));
+			nk = tk_cpu_drain__stack(&d, 0, key->kstack, key->epoch, &kips);
+			nu = tk_cpu_drain__stack(&d, 1, key->ustack, key->epoch, &uips);
+			c->drain_missing += (nk < 0) + (nu < 0);
+			c->drain_entries++;
+			err = side && held_wait(c, key) ? 0 :
+			      add_key(t, key, kips, nk < 0 ? 0 : nk, uips, nu < 0 ? 0 : nu,
+				      side ? ov.ns : n, ov.n, side);
+		}
+		if (!err && del)
+			tk_cpu_drain__delete(&d, fds[side], d.keys[side].v, d.keys[side].n,
+					     d.keys[side].sz);
+	}
+	/* threads still switched out at the end: their wait so far */
+	if (!err && del && st->off_cpu && all)
+		err = pending_waits(c, st, t, ks, us);
+	/* then the stacks of those epochs: every count naming them is gone */
+	for (side = 0; !err && del && side < 2; side++)
+		tk_cpu_drain__delete(&d, sfds[side], d.skeys[side].v, d.skeys[side].n,
+				     d.skeys[side].sz);
+	c->drain_calls += d.calls;
+	tk_cpu_drain__free(&d);
+	return err;
+}
+
+/* bpf_map_get_next_key, counted in c->drain_calls */
+static int next_key(struct tk_cpu *c, int fd, const void *key, void *next)
+{
+	c->drain_calls++;
+	return bpf_map_get_next_key(fd, key, next);
 }
 
 /*
@@ -376,10 +448,19 @@ static int walk_counts(struct tk_cpu *c, struct bpf_state *st, struct tk_stacks 
 	}
 	if (st->off_cpu && del)
 		rehome_waits(c, st, take, all);
+	if (!st->one_by_one) {
+		err = walk_batched(c, st, t, take, all, del, ks, us);
+		c->drain_batched = err != -EOPNOTSUPP;
+		if (c->drain_batched)
+			goto out;
+		st->one_by_one = true;	/* no batch commands here: nothing was read */
+		c->drain_batched = false;
+		err = 0;
+	}
 	for (side = 0; side < (st->off_cpu ? 2 : 1); side++) {
 		fd = side ? offcounts_fd : counts_fd;
 		first = true;
-		while (!bpf_map_get_next_key(fd, first ? NULL : &key, &next)) {
+		while (!next_key(c, fd, first ? NULL : &key, &next)) {
 			bool kmiss = false, umiss = false;
 			struct cpu_off_val ov = { 0 };
 			uint32_t nk, nu;
@@ -387,21 +468,28 @@ static int walk_counts(struct tk_cpu *c, struct bpf_state *st, struct tk_stacks 
 
 			first = false;
 			key = next;
-			if (!take(st, key.epoch, all) ||
-			    bpf_map_lookup_elem(fd, &key, side ? (void *)&ov : (void *)&n))
+			if (!take(st, key.epoch, all))
 				continue;
+			c->drain_calls++;
+			if (bpf_map_lookup_elem(fd, &key, side ? (void *)&ov : (void *)&n))
+				continue;
+			c->drain_entries++;
+			c->drain_calls += (key.kstack != CPU_NO_STACK) + (key.ustack != CPU_NO_STACK);
 			nk = lookup_stack(kstacks_fd, key.kstack, key.epoch, ks, &kmiss);
 			nu = lookup_stack(ustacks_fd, key.ustack, key.epoch, us, &umiss);
 			c->drain_missing += kmiss + umiss;
 			err = side && held_wait(c, &key) ? 0 :
-			      add_key(t, &key, ks, nk, us, nu, side ? ov.ns : n, ov.n, side);
+			      add_key(t, &key, ks->ips, nk, us->ips, nu, side ? ov.ns : n, ov.n,
+				      side);
 			if (!err && del)
 				err = keys_push(&gone, &key);
 			if (err)
 				goto out;
 		}
-		if (del)
+		if (del) {
+			c->drain_calls += gone.n;
 			keys_delete(fd, &gone);
+		}
 	}
 	if (!del)
 		goto out;
@@ -412,12 +500,13 @@ static int walk_counts(struct tk_cpu *c, struct bpf_state *st, struct tk_stacks 
 	for (side = 0; side < 2; side++) {
 		fd = side ? ustacks_fd : kstacks_fd;
 		first = true;
-		while (!bpf_map_get_next_key(fd, first ? NULL : &sk, &snext)) {
+		while (!next_key(c, fd, first ? NULL : &sk, &snext)) {
 			first = false;
 			sk = snext;
 			if (take(st, sk.epoch, all) && (err = keys_push(&sgone, &sk)))
 				goto out;
 		}
+		c->drain_calls += sgone.n;
 		keys_delete(fd, &sgone);
 	}
 out:

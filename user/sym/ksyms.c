@@ -52,6 +52,42 @@ struct tk_ksyms {
 	size_t nr_lines;	/* text symbol lines seen */
 	size_t nr_zero;		/* ... whose address was 0 */
 	bool restricted;
+	struct kres *res;	/* streaming (tk_ksyms__resolve): no table, only these */
+};
+
+/*
+ * Streaming: the addresses wanted, sorted, cut the address space into
+ * intervals (w[i-1], w[i]] (i = 0..n, the last open). A symbol falls in
+ * one; each interval keeps its highest symbol (the best of aliases, by the
+ * table's rule: the lowest module index, then the name) and its lowest
+ * (with the lowest module index there). The symbol holding w[i] is then
+ * the highest of the last interval up to i that has one; the next symbol
+ * the lowest of the first non-empty interval after i: exactly what the
+ * table's sort, dedup and search give, without keeping 121k names.
+ */
+struct kint {
+	uint64_t hi, lo;	/* highest and lowest symbol address in the interval */
+	uint32_t hi_mod, lo_mod;
+	bool any;
+	char *name;		/* hi's */
+	size_t name_cap;
+};
+
+/*
+ * Module spans come from the symbols each module wins at its address (the
+ * lowest module index does): a module's lowest or highest symbol may share
+ * its address with a lower-indexed module's, and lose it. Never in a
+ * kernel's kallsyms (modules, BPF and ftrace code do not share addresses
+ * with the core or each other); when this filter of (address, module)
+ * cannot rule it out, the table is built after all.
+ */
+#define KRES_BLOOM_BITS (1u << 21)
+
+struct kres {
+	const uint64_t *w;
+	size_t n;
+	struct kint *iv;	/* n + 1 */
+	uint64_t *bloom;
 };
 
 /* Give back what doubling left unused: the table lives as long as the run. */
@@ -80,6 +116,7 @@ static int ksyms_new(struct tk_ksyms **out)
 		tk_ksyms__free(k);
 		return -ENOMEM;
 	}
+	k->mods[0].start = UINT64_MAX;
 	k->nr_mods = 1;
 	*out = k;
 	return 0;
@@ -125,10 +162,107 @@ static int module_index(struct tk_ksyms *k, const char *name, size_t len, size_t
 	k->mods = m;
 	m = &k->mods[k->nr_mods];
 	memset(m, 0, sizeof(*m));
+	m->start = UINT64_MAX;	/* streaming keeps the span per line; finish() recomputes */
 	m->name = strndup(name, len);
 	if (!m->name)
 		return -ENOMEM;
 	*out = k->last_mod = k->nr_mods++;
+	return 0;
+}
+
+/* Of aliases at one address, prefer names without leading underscores, then shorter ones. */
+static bool better_name(const char *na, size_t la, const char *nb, size_t lb)
+{
+	size_t ua = 0, ub = 0;
+	int c;
+
+	while (ua < la && na[ua] == '_')
+		ua++;
+	while (ub < lb && nb[ub] == '_')
+		ub++;
+	if (ua != ub)
+		return ua < ub;
+	if (la != lb)
+		return la < lb;
+	c = memcmp(na, nb, la);
+	return c < 0;
+}
+
+static uint64_t bloom_hash(uint64_t addr, uint32_t mod)
+{
+	uint64_t x = addr ^ ((uint64_t)mod + 1) * 0x9e3779b97f4a7c15ULL;
+
+	x ^= x >> 33;
+	x *= 0xff51afd7ed558ccdULL;
+	x ^= x >> 33;
+	x *= 0xc4ceb3f99cd3f53bULL;
+	return x ^ (x >> 33);
+}
+
+/* Set (@set) or test the filter's three bits of (@addr, @mod). */
+static bool bloom(uint64_t *b, uint64_t addr, uint32_t mod, bool set)
+{
+	uint64_t h = bloom_hash(addr, mod);
+	int i;
+
+	for (i = 0; i < 3; i++, h >>= 21) {
+		uint32_t bit = h & (KRES_BLOOM_BITS - 1);
+
+		if (set)
+			b[bit / 64] |= 1ULL << (bit % 64);
+		else if (!(b[bit / 64] & 1ULL << (bit % 64)))
+			return false;
+	}
+	return true;
+}
+
+/* A text symbol, streamed: into its interval, its module's span and the filter. */
+static int kres_add(struct tk_ksyms *k, uint64_t addr, size_t mi, const char *name, size_t nlen)
+{
+	struct kres *r = k->res;
+	struct kmod *m = &k->mods[mi];
+	size_t lo = 0, hi = r->n;
+	struct kint *iv;
+
+	if (addr < m->start)
+		m->start = addr;
+	if (addr > m->last)
+		m->last = addr;
+	bloom(r->bloom, addr, mi, true);
+	while (lo < hi) {	/* the first wanted address >= @addr */
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (r->w[mid] < addr)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	iv = &r->iv[lo];
+	if (!iv->any || addr < iv->lo || (addr == iv->lo && mi < iv->lo_mod)) {
+		iv->lo = addr;
+		iv->lo_mod = mi;
+	}
+	if (lo == r->n)		/* past the last address wanted: only ever a next symbol */
+		goto done;
+	if (!iv->any || addr > iv->hi ||
+	    (addr == iv->hi &&
+	     (mi < iv->hi_mod ||
+	      (mi == iv->hi_mod && better_name(name, nlen, iv->name, strlen(iv->name)))))) {
+		if (nlen + 1 > iv->name_cap) {
+			char *p = realloc(iv->name, nlen + 1);
+
+			if (!p)
+				return -ENOMEM;
+			iv->name = p;
+			iv->name_cap = nlen + 1;
+		}
+		memcpy(iv->name, name, nlen);
+		iv->name[nlen] = '\0';
+		iv->hi = addr;
+		iv->hi_mod = mi;
+	}
+done:
+	iv->any = true;
 	return 0;
 }
 
@@ -181,6 +315,8 @@ static int add_line(struct tk_ksyms *k, const char *line, size_t len)
 		if (err)
 			return err;
 	}
+	if (k->res)
+		return kres_add(k, addr, mi, name, nlen);
 	if (k->names_len > UINT32_MAX - nlen - 1)
 		return -E2BIG;
 	err = tk_grow((void **)&k->syms, &k->cap, k->nr + 1, sizeof(*k->syms), 4096);
@@ -197,20 +333,12 @@ static int add_line(struct tk_ksyms *k, const char *line, size_t len)
 	return 0;
 }
 
-/* Of aliases at one address, prefer names without leading underscores, then shorter ones. */
 static bool better_ksym(const struct tk_ksyms *k, const struct tk_sort_item *a,
 			const struct tk_sort_item *b)
 {
 	const char *na = k->names + ksym_name(a), *nb = k->names + ksym_name(b);
-	size_t ua = strspn(na, "_"), ub = strspn(nb, "_"), la, lb;
 
-	if (ua != ub)
-		return ua < ub;
-	la = strlen(na);
-	lb = strlen(nb);
-	if (la != lb)
-		return la < lb;
-	return strcmp(na, nb) < 0;
+	return better_name(na, strlen(na), nb, strlen(nb));
 }
 
 /* Sort, keep one symbol per address (the core kernel's, then the best named), span modules. */
@@ -253,45 +381,33 @@ static int finish(struct tk_ksyms *k)
 	return 0;
 }
 
-int tk_ksyms__parse(const char *text, size_t len, struct tk_ksyms **out)
+/* Every line of @len bytes of text to add_line. */
+static int feed_text(struct tk_ksyms *k, const char *text, size_t len)
 {
 	const char *p = text, *end = text + len, *nl;
-	struct tk_ksyms *k;
 	int err;
 
-	err = ksyms_new(&k);
-	if (err)
-		return err;
 	while (p < end) {
 		nl = memchr(p, '\n', end - p);
 		if (!nl)
 			nl = end;
 		err = add_line(k, p, nl - p);
-		if (err) {
-			tk_ksyms__free(k);
+		if (err)
 			return err;
-		}
 		p = nl + 1;
 	}
-	err = finish(k);
-	if (err) {
-		tk_ksyms__free(k);
-		return err;
-	}
-	*out = k;
 	return 0;
 }
 
-int tk_ksyms__load(const char *proc_root, struct tk_ksyms **out)
+/* proc_root/kallsyms line by line to add_line: 0, or a negative errno. */
+static int feed_file(struct tk_ksyms *k, const char *proc_root)
 {
 	char path[4096], *buf;
 	size_t have = 0, size = 1 << 18;
-	struct tk_ksyms *k;
 	bool skip = false;	/* in the rest of an overlong line */
 	ssize_t n;
 	int fd, err;
 
-	*out = NULL;
 	err = tk_path_join(path, sizeof(path), proc_root ? proc_root : "/proc", "kallsyms");
 	if (err)
 		return err;
@@ -299,11 +415,9 @@ int tk_ksyms__load(const char *proc_root, struct tk_ksyms **out)
 	if (fd < 0)
 		return -errno;
 	buf = malloc(size);
-	err = buf ? ksyms_new(&k) : -ENOMEM;
-	if (err)
-		goto out;
+	err = buf ? 0 : -ENOMEM;
 	/* streamed: the file is megabytes, only the text symbols are kept */
-	for (;;) {
+	while (!err) {
 		char *p, *nl, *end;
 
 		n = read(fd, buf + have, size - have);
@@ -337,17 +451,45 @@ int tk_ksyms__load(const char *proc_root, struct tk_ksyms **out)
 		}
 		memmove(buf, p, have);
 	}
-	if (!err)
-		err = finish(k);
-	if (err) {
-		tk_ksyms__free(k);
-		goto out;
-	}
-	*out = k;
-out:
 	free(buf);
 	close(fd);
 	return err;
+}
+
+int tk_ksyms__parse(const char *text, size_t len, struct tk_ksyms **out)
+{
+	struct tk_ksyms *k;
+	int err;
+
+	*out = NULL;
+	err = ksyms_new(&k);
+	if (err)
+		return err;
+	err = feed_text(k, text, len) ?: finish(k);
+	if (err) {
+		tk_ksyms__free(k);
+		return err;
+	}
+	*out = k;
+	return 0;
+}
+
+int tk_ksyms__load(const char *proc_root, struct tk_ksyms **out)
+{
+	struct tk_ksyms *k;
+	int err;
+
+	*out = NULL;
+	err = ksyms_new(&k);
+	if (err)
+		return err;
+	err = feed_file(k, proc_root) ?: finish(k);
+	if (err) {
+		tk_ksyms__free(k);
+		return err;
+	}
+	*out = k;
+	return 0;
 }
 
 bool tk_ksyms__restricted(const struct tk_ksyms *k)
@@ -395,5 +537,242 @@ int tk_ksyms__find(const struct tk_ksyms *k, uint64_t addr, struct tk_sym_frame 
 			 m->last + KSYM_OPEN_EXTENT;
 	out->map_offset = 0;
 	out->module_offset = addr - m->start;
+	return 0;
+}
+
+/* ---- streaming: only the addresses wanted (tk_ksyms__resolve) ---------------------------- */
+
+struct tk_ksyms_resolved {
+	uint64_t *w;		/* the addresses, sorted, distinct */
+	size_t n;
+	struct tk_sym_frame *f;
+	bool *found;
+	struct tk_ksyms *k;	/* the modules (streamed), or the whole table */
+	struct kint *iv;	/* the names (streamed) */
+	bool restricted, streamed;
+};
+
+void tk_ksyms_resolved__free(struct tk_ksyms_resolved *r)
+{
+	size_t i;
+
+	if (!r)
+		return;
+	for (i = 0; r->iv && i <= r->n; i++)
+		free(r->iv[i].name);
+	free(r->iv);
+	tk_ksyms__free(r->k);
+	free(r->w);
+	free(r->f);
+	free(r->found);
+	free(r);
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/* Could module @m's lowest or highest symbol have lost its address to a lower-indexed module? */
+static bool maybe_shadowed(const struct tk_ksyms *k, const uint64_t *bl, uint32_t m)
+{
+	uint64_t at[2] = { k->mods[m].start, k->mods[m].last };
+	uint32_t i, j;
+
+	for (i = 0; i < 2; i++)
+		for (j = 0; j < m; j++)
+			if (k->mods[j].start <= at[i] && at[i] <= k->mods[j].last &&
+			    bloom((uint64_t *)bl, at[i], j, false))
+				return true;
+	return false;
+}
+
+/* The frames, from the intervals; -EAGAIN when a module's span needs the table. */
+static int kres_frames(struct tk_ksyms_resolved *r, const struct kres *kr)
+{
+	struct tk_ksyms *k = r->k;
+	size_t i, j, floor = SIZE_MAX, *next;
+	uint8_t *checked;
+	int err = 0;
+
+	next = malloc((r->n + 1) * sizeof(*next));
+	checked = calloc(k->nr_mods, 1);
+	if (!next || !checked) {
+		err = -ENOMEM;
+		goto out;
+	}
+	/* next[i]: the first non-empty interval after i */
+	for (j = SIZE_MAX, i = r->n + 1; i-- > 0;) {
+		next[i] = j;
+		if (kr->iv[i].any)
+			j = i;
+	}
+	for (i = 0; i < r->n; i++) {
+		const struct kint *s, *nx;
+		const struct kmod *m;
+		uint64_t end;
+
+		if (kr->iv[i].any)
+			floor = i;
+		if (floor == SIZE_MAX)
+			continue;
+		s = &kr->iv[floor];
+		nx = next[i] == SIZE_MAX ? NULL : &kr->iv[next[i]];
+		end = s->hi + KSYM_OPEN_EXTENT;
+		if (nx && (nx->lo_mod == s->hi_mod || nx->lo < end))
+			end = nx->lo;
+		if (end < s->hi)
+			end = UINT64_MAX;
+		if (r->w[i] >= end)
+			continue;
+		if (s->hi_mod && !checked[s->hi_mod]) {
+			checked[s->hi_mod] = 1;
+			if (maybe_shadowed(k, kr->bloom, s->hi_mod)) {
+				err = -EAGAIN;
+				goto out;
+			}
+		}
+		m = &k->mods[s->hi_mod];
+		r->found[i] = true;
+		r->f[i].function = s->name;
+		r->f[i].module = m->name;
+		r->f[i].map_start = m->start;
+		r->f[i].map_limit = m->last + KSYM_OPEN_EXTENT < m->last ? UINT64_MAX :
+				    m->last + KSYM_OPEN_EXTENT;
+		r->f[i].module_offset = r->w[i] - m->start;
+	}
+out:
+	free(next);
+	free(checked);
+	return err;
+}
+
+/* One pass over the text (@text, or proc_root/kallsyms when NULL) for r->w. */
+static int kres_stream(struct tk_ksyms_resolved *r, const char *proc_root, const char *text,
+		       size_t len)
+{
+	struct kres kr = { .w = r->w, .n = r->n };
+	int err;
+
+	err = ksyms_new(&r->k);
+	if (err)
+		return err;
+	kr.iv = calloc(r->n + 1, sizeof(*kr.iv));
+	kr.bloom = calloc(KRES_BLOOM_BITS / 64, sizeof(*kr.bloom));
+	if (!kr.iv || !kr.bloom) {
+		free(kr.iv);
+		free(kr.bloom);
+		return -ENOMEM;
+	}
+	r->iv = kr.iv;
+	r->k->res = &kr;
+	err = text ? feed_text(r->k, text, len) : feed_file(r->k, proc_root);
+	r->k->res = NULL;
+	r->restricted = r->k->nr_lines && r->k->nr_zero == r->k->nr_lines;
+	if (!err)
+		err = kres_frames(r, &kr);
+	free(kr.bloom);
+	r->streamed = !err;
+	return err;
+}
+
+/* The table after all (a module's span may differ): every address looked up in it. */
+static int kres_table(struct tk_ksyms_resolved *r, const char *proc_root, const char *text,
+		      size_t len)
+{
+	size_t i;
+	int err;
+
+	tk_ksyms__free(r->k);
+	r->k = NULL;
+	memset(r->found, 0, r->n * sizeof(*r->found));
+	err = text ? tk_ksyms__parse(text, len, &r->k) : tk_ksyms__load(proc_root, &r->k);
+	if (err)
+		return err;
+	r->restricted = r->k->restricted;
+	for (i = 0; i < r->n; i++)
+		r->found[i] = !tk_ksyms__find(r->k, r->w[i], &r->f[i]);
+	return 0;
+}
+
+static int resolve(const char *proc_root, const char *text, size_t len, const uint64_t *addrs,
+		   size_t n, struct tk_ksyms_resolved **out)
+{
+	struct tk_ksyms_resolved *r;
+	size_t i, d = 0;
+	int err;
+
+	*out = NULL;
+	r = calloc(1, sizeof(*r));
+	if (!r)
+		return -ENOMEM;
+	r->w = malloc((n ? n : 1) * sizeof(*r->w));
+	r->f = calloc(n ? n : 1, sizeof(*r->f));
+	r->found = calloc(n ? n : 1, sizeof(*r->found));
+	if (!r->w || !r->f || !r->found) {
+		tk_ksyms_resolved__free(r);
+		return -ENOMEM;
+	}
+	if (n)
+		memcpy(r->w, addrs, n * sizeof(*r->w));
+	qsort(r->w, n, sizeof(*r->w), cmp_u64);
+	for (i = 0; i < n; i++)
+		if (!d || r->w[i] != r->w[d - 1])
+			r->w[d++] = r->w[i];
+	r->n = d;
+	err = kres_stream(r, proc_root, text, len);
+	if (err == -EAGAIN)
+		err = kres_table(r, proc_root, text, len);
+	if (err) {
+		tk_ksyms_resolved__free(r);
+		return err;
+	}
+	*out = r;
+	return 0;
+}
+
+int tk_ksyms__resolve(const char *proc_root, const uint64_t *addrs, size_t n,
+		      struct tk_ksyms_resolved **out)
+{
+	return resolve(proc_root, NULL, 0, addrs, n, out);
+}
+
+int tk_ksyms__resolve_text(const char *text, size_t len, const uint64_t *addrs, size_t n,
+			   struct tk_ksyms_resolved **out)
+{
+	return resolve(NULL, text, len, addrs, n, out);
+}
+
+bool tk_ksyms_resolved__restricted(const struct tk_ksyms_resolved *r)
+{
+	return r->restricted;
+}
+
+bool tk_ksyms_resolved__streamed(const struct tk_ksyms_resolved *r)
+{
+	return r->streamed;
+}
+
+int tk_ksyms_resolved__find(const struct tk_ksyms_resolved *r, uint64_t addr,
+			    struct tk_sym_frame *out)
+{
+	size_t lo = 0, hi = r->n;
+
+	memset(out, 0, sizeof(*out));
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (r->w[mid] < addr)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (lo == r->n || r->w[lo] != addr)
+		return -ENOENT;
+	if (!r->found[lo])
+		return -ESRCH;
+	*out = r->f[lo];
 	return 0;
 }

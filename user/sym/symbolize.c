@@ -97,6 +97,7 @@ void tk_symbolizer__free(struct tk_symbolizer *s)
 	tk_symbolizer__free_files(s);
 	tk_strset__free(&s->strings);
 	tk_ksyms__free(s->ksyms);
+	tk_ksyms_resolved__free(s->kres);
 	tk_py__free(s->py);
 	free(s);
 }
@@ -262,7 +263,11 @@ static int load_ksyms(struct tk_symbolizer *s)
 
 int tk_symbolizer__kernel(struct tk_symbolizer *s, uint64_t addr, struct tk_sym_frame *out)
 {
+	int err;
+
 	memset(out, 0, sizeof(*out));
+	if (s->kres && (err = tk_ksyms_resolved__find(s->kres, addr, out)) != -ENOENT)
+		return err;
 	if (load_ksyms(s) || !s->ksyms)
 		return -ESRCH;
 	return tk_ksyms__find(s->ksyms, addr, out);
@@ -270,7 +275,36 @@ int tk_symbolizer__kernel(struct tk_symbolizer *s, uint64_t addr, struct tk_sym_
 
 int tk_symbolizer__kernel_status(struct tk_symbolizer *s)
 {
+	int err;
+
+	/* a pass that keeps nothing says as much as the table would */
+	if (!s->kres && !s->ksyms_tried) {
+		err = tk_ksyms__resolve(s->proc_root, NULL, 0, &s->kres);
+		if (err) {
+			s->ksyms_tried = true;
+			s->ksyms_err = err;
+		}
+	}
+	if (s->kres && !s->ksyms_tried)
+		return tk_ksyms_resolved__restricted(s->kres) ? -EPERM : 0;
 	return load_ksyms(s);
+}
+
+int tk_symbolizer__kernel_prepare(struct tk_symbolizer *s, const uint64_t *addrs, size_t n)
+{
+	int err;
+
+	tk_ksyms_resolved__free(s->kres);
+	s->kres = NULL;
+	if (s->ksyms_tried || !n)
+		return 0;
+	if (s->kres_done) {
+		load_ksyms(s);
+		return 0;
+	}
+	s->kres_done = true;
+	err = tk_ksyms__resolve(s->proc_root, addrs, n, &s->kres);
+	return err == -ENOMEM ? err : 0;
 }
 
 void tk_symbolizer__stats(const struct tk_symbolizer *s, struct tk_symbolizer_stats *st)

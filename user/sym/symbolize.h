@@ -202,9 +202,20 @@ void tk_symbolizer__settle(struct tk_symbolizer *s);
 /*
  * 0 when kernel frames can be named; -EPERM when kallsyms shows every address
  * as 0 (kptr_restrict: the reader lacks CAP_SYSLOG), or the errno of reading
- * it. Loads kallsyms if not yet loaded.
+ * it. Reads kallsyms if not yet read (a pass that keeps no table).
  */
 int tk_symbolizer__kernel_status(struct tk_symbolizer *s);
+
+/*
+ * The @n kernel addresses (in any order, repeated or not) a build is about to
+ * look up: resolved in one pass over kallsyms without keeping its table (a
+ * few thousand addresses of a profile against 121k symbols, 7.6 MiB). Any
+ * other address is looked up in the table, loaded then. The second call
+ * loads the table and keeps it instead (captures that build again and again:
+ * one pass over kallsyms each time would cost more). 0 or -ENOMEM; a
+ * kallsyms that cannot be read is left to the lookups to report.
+ */
+int tk_symbolizer__kernel_prepare(struct tk_symbolizer *s, const uint64_t *addrs, size_t n);
 
 struct tk_py;
 /*
@@ -233,6 +244,25 @@ size_t tk_ksyms__count(const struct tk_ksyms *k);
  * module_offset @addr's distance from its start; -ESRCH when none does.
  */
 int tk_ksyms__find(const struct tk_ksyms *k, uint64_t addr, struct tk_sym_frame *out);
+
+/*
+ * Only some addresses, in one pass over proc_root/kallsyms (or @len bytes of
+ * @text) and without keeping its table (121k symbols, 7.6 MiB): each
+ * resolved exactly as tk_ksyms__find would. The addresses need not be
+ * sorted or distinct. 0, or a negative errno (kallsyms unreadable, -ENOMEM).
+ */
+struct tk_ksyms_resolved;
+int tk_ksyms__resolve(const char *proc_root, const uint64_t *addrs, size_t n,
+		      struct tk_ksyms_resolved **out);
+int tk_ksyms__resolve_text(const char *text, size_t len, const uint64_t *addrs, size_t n,
+			   struct tk_ksyms_resolved **out);
+/* As tk_ksyms__find for an address asked; -ENOENT for one that was not asked. */
+int tk_ksyms_resolved__find(const struct tk_ksyms_resolved *r, uint64_t addr,
+			    struct tk_sym_frame *out);
+bool tk_ksyms_resolved__restricted(const struct tk_ksyms_resolved *r);
+/* False when the whole table was built after all (a module's span needed it: never in a kernel's). */
+bool tk_ksyms_resolved__streamed(const struct tk_ksyms_resolved *r);
+void tk_ksyms_resolved__free(struct tk_ksyms_resolved *r);
 
 /* ---- perf map files (perfmap.c): JIT code's names; tests and fuzzing use these too -- */
 

@@ -96,6 +96,8 @@ struct tk_symbolizer {
 	struct tk_ksyms *ksyms;
 	int ksyms_err;
 	bool ksyms_tried;
+	struct tk_ksyms_resolved *kres;	/* tk_symbolizer__kernel_prepare's, or NULL */
+	bool kres_done;			/* it ran once: the next time, the whole table */
 	bool unwind;			/* build unwind rows with each index */
 	int64_t tick_due_ns;		/* tk_symbolizer__tick's next look (CLOCK_MONOTONIC) */
 	bool jit_ask;			/* ask JVMs for their perf maps (symbolize_jvm.c) */
