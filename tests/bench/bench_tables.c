@@ -320,7 +320,7 @@ static double bench_build(struct tk_profile **keep)
 				die("tk_stacks__add", err);
 		}
 		t0 = now_s();
-		err = tk_cpu_profile__build(t, sym, p, &unsym);
+		err = tk_cpu_profile__build(t, sym, p, &unsym, NULL);
 		t0 = now_s() - t0;
 		if (err)
 			die("tk_cpu_profile__build", err);
