@@ -173,8 +173,10 @@ else
 all: $(BUILD)/tracekit-static $(PRELOADS) $(LIB) $(SHLIB_LINKS) $(PC)
 endif
 
+# the benchmark programs are built with the tests (not run): an API change that breaks them
+# shows at once
 tests: $(UNIT_BINS) $(SAN_UNIT_BINS) $(INTEG_BINS) $(WORKLOAD_LIBS) $(WORKLOADS) $(FUZZERS) \
-	$(EXAMPLES) $(BUILD)/examples/headers.ok
+	$(EXAMPLES) $(BUILD)/examples/headers.ok $(BENCH_BINS)
 
 static: $(BUILD)/tracekit-static
 
