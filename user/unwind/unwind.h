@@ -168,13 +168,29 @@ static inline size_t tk_unw__rows_for(size_t bytes)
 }
 int tk_unw_store__new(struct unw_row *mem, size_t cap, struct tk_unw_store **out);
 void tk_unw_store__free(struct tk_unw_store *s);
+/*
+ * Make rows [0, @rows) of @mem usable (the BPF backend makes and maps chunks):
+ * 0 and *@mapped the rows usable now (>= @rows), or a negative errno.
+ */
+typedef int (*tk_unw_grow_fn)(void *ctx, size_t rows, size_t *mapped);
+/*
+ * The store's memory is made in chunks of @chunk rows by @grow, as tables
+ * arrive; @mapped rows are usable already. A table of at most @chunk rows is
+ * then laid out inside one chunk (the rest of the chunk before it stays
+ * unused, counted as skipped), a larger one over consecutive chunks. A table
+ * @grow cannot make room for is counted as not fitting.
+ */
+void tk_unw_store__set_grow(struct tk_unw_store *s, size_t chunk, size_t mapped,
+			    tk_unw_grow_fn grow, void *ctx);
 /* The rows array (to give tk_unw__walk) and the rows in use. */
 const struct unw_row *tk_unw_store__rows(const struct tk_unw_store *s, size_t *nr);
 
 struct tk_unw_store_stats {
 	uint64_t tables;		/* distinct tables laid out */
-	uint64_t rows;			/* rows in use */
-	uint64_t cap;			/* rows the store can hold */
+	uint64_t rows;			/* rows in use (laid out, skipped rows included) */
+	uint64_t skipped;		/* rows left unused at chunks' ends */
+	uint64_t mapped;		/* rows of memory made so far */
+	uint64_t cap;			/* rows the store can hold (the ceiling) */
 	uint64_t full;			/* tables that did not fit (their mappings: by rbp) */
 	uint64_t build_ns;		/* time spent building tables */
 	uint64_t overflowed;		/* entries of processes past UNW_MAX_MAPS mappings */
@@ -215,7 +231,11 @@ struct tk_unw_info {
 	uint64_t procs_cap;
 	uint64_t recaptures;		/* processes captured again after a miss */
 	uint64_t misses_dropped;	/* miss events with no room to wait (BPF sends again) */
-	uint64_t memory;		/* bytes reserved for rows and entries */
+	uint64_t memory;		/* bytes of kernel memory the entries may take at most */
+	uint64_t chunks;		/* rows chunks made (of chunks_max, the ceiling) */
+	uint64_t chunks_max;
+	uint64_t chunk_bytes;
+	bool procs_prealloc;		/* the entries' map is preallocated whole */
 	bool python;			/* Python frames are walked (the kernel knows fsbase) */
 	const char *python_off;		/* else why not; NULL: not asked */
 	struct tk_py *py;		/* their names and counters (read when reported); NULL */

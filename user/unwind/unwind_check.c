@@ -16,6 +16,7 @@
 #include <bpf/libbpf.h>
 
 #include "bpf/unwind_check.h"
+#include "core/kfeat.h"
 #include "unwind/unwind_bpf.h"
 #include "unwind_check.skel.h"
 
@@ -54,6 +55,8 @@ int tk_unw_check__open(size_t rows, struct tk_unw_check **out, char *why, size_t
 		err = tk_unw_bpf__prepare(&v, &uo, why, why_sz);
 		if (err)
 			goto fail;
+		/* the entries' map as this kernel allows it (preallocated before 6.1) */
+		tk_kfeat__fit_maps(c->skel->obj, NULL, 0);
 		err = unwind_check_bpf__load(c->skel);
 		if (err) {
 			snprintf(why, why_sz, "the kernel refused the unwinder: %s",
@@ -61,6 +64,9 @@ int tk_unw_check__open(size_t rows, struct tk_unw_check **out, char *why, size_t
 			goto fail;
 		}
 		err = tk_unw_bpf__open(&v, &c->unw);
+		/* every row the caller may write, mapped now */
+		if (!err)
+			err = tk_unw_bpf__reserve(c->unw, rows);
 		if (err) {
 			snprintf(why, why_sz, "cannot map the rows: %s", strerror(-err));
 			goto fail;
