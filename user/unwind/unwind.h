@@ -182,6 +182,11 @@ typedef int (*tk_unw_grow_fn)(void *ctx, size_t rows, size_t *mapped);
  */
 void tk_unw_store__set_grow(struct tk_unw_store *s, size_t chunk, size_t mapped,
 			    tk_unw_grow_fn grow, void *ctx);
+/*
+ * Where @t's rows start in the store (*@start), laid out the first time it
+ * is asked: 0, or -ENOSPC when it did not fit (counted once, as full).
+ */
+int tk_unw_store__place(struct tk_unw_store *s, const struct tk_unw_table *t, uint32_t *start);
 /* The rows array (to give tk_unw__walk) and the rows in use. */
 const struct unw_row *tk_unw_store__rows(const struct tk_unw_store *s, size_t *nr);
 

@@ -139,8 +139,7 @@ static bool where(struct tk_unw_store *s, size_t n, size_t *at)
 	return true;
 }
 
-/* Where @t's rows start in the store, laying them out the first time: 0, or -ENOSPC. */
-static int place(struct tk_unw_store *s, const struct tk_unw_table *t, uint32_t *start)
+int tk_unw_store__place(struct tk_unw_store *s, const struct tk_unw_table *t, uint32_t *start)
 {
 	struct placed *pl;
 	size_t at = 0;
@@ -300,7 +299,7 @@ static void add_map(struct tk_unw_store *s, struct unw_proc *p, const struct tk_
 		m->flags = UNW_MAP_NO_CFI;
 		return;
 	}
-	if (place(s, mi->unw, &start)) {
+	if (tk_unw_store__place(s, mi->unw, &start)) {
 		m->flags = UNW_MAP_PENDING;	/* no room: the table never loads */
 		return;
 	}
