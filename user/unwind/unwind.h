@@ -65,6 +65,8 @@ struct tk_unw_limits {
 };
 /* Lower (or restore, with NULL) the ceiling, for the whole process: tests only. */
 void tk_unw_table__set_limits(const struct tk_unw_limits *l);
+/* How often table builds have read the clock in this process (tests). */
+uint64_t tk_unw_table__clock_reads(void);
 
 /*
  * Build the rows of the object @elf from its .eh_frame, or from .debug_frame

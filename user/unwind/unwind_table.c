@@ -81,10 +81,18 @@ void tk_unw_table__set_limits(const struct tk_unw_limits *l)
 						  TK_UNW_MAX_BUILD_NS };
 }
 
+static uint64_t clock_reads;
+
+uint64_t tk_unw_table__clock_reads(void)
+{
+	return __atomic_load_n(&clock_reads, __ATOMIC_RELAXED);
+}
+
 uint64_t tk_unw_now_ns(void)
 {
 	struct timespec ts;
 
+	__atomic_fetch_add(&clock_reads, 1, __ATOMIC_RELAXED);
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (uint64_t)ts.tv_sec * 1000000000ULL + ts.tv_nsec;
 }
