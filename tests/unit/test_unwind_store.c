@@ -493,6 +493,35 @@ static void test_chunks_full_counted(void **state)
 	table_free(a), table_free(b), table_free(big), table_free(x), table_free(a10);
 }
 
+/*
+ * A store that is its symbolizer's only reader lets a table's own rows go once
+ * they are laid out (the BPF backends: the kernel's copy is the one read);
+ * asked again, the table is where it was. Without release, they stay.
+ */
+static void test_chunks_release_rows(void **state)
+{
+	struct tk_unw_table *a = table(1, 10), *b = table(2, 10);
+	struct tk_unw_store *s;
+	struct chunks c;
+	uint32_t at;
+
+	s = chunked(&c, 8 * CH, 8);
+	tk_unw_store__release_rows(s, true);
+	assert_int_equal(tk_unw_store__place(s, a, &at), 0);
+	assert_null(a->rows);
+	assert_int_equal(a->nr, 10);
+	assert_int_equal(c.mem[9].pc, 1009);
+	assert_null(tk_unw_table__find(a, 5));
+	assert_int_equal(tk_unw_store__place(s, a, &at), 0);
+	assert_int_equal(at, 0);
+	tk_unw_store__release_rows(s, false);
+	placed_at(s, &c, b, CH);
+	assert_non_null(b->rows);
+	tk_unw_store__free(s);
+	free(c.mem);
+	table_free(a), table_free(b);
+}
+
 static void test_pick_jit_last(void **state)
 {
 	uint64_t at = 0x7f0000000000ULL;
@@ -532,6 +561,7 @@ int main(void)
 		cmocka_unit_test(test_chunks_no_straddle),
 		cmocka_unit_test(test_chunks_big_table),
 		cmocka_unit_test(test_chunks_full_counted),
+		cmocka_unit_test(test_chunks_release_rows),
 	};
 
 	return cmocka_run_group_tests_name("unwind_store", tests, NULL, NULL);

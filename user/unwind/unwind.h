@@ -79,6 +79,7 @@ uint64_t tk_unw_table__clock_reads(void);
 int tk_unw_table__build(struct tk_elf *elf, struct tk_elf *debug, struct tk_unw_table **out);
 void tk_unw_table__free(struct tk_unw_table *t);
 /* The row covering ELF virtual address @vaddr, or NULL. */
+/* NULL too when the table's rows were let go (tk_unw_store__release_rows). */
 const struct unw_row *tk_unw_table__find(const struct tk_unw_table *t, uint64_t vaddr);
 
 /* ---- the user-space evaluator (unwind_eval.c) ------------------------------------------- */
@@ -184,6 +185,12 @@ typedef int (*tk_unw_grow_fn)(void *ctx, size_t rows, size_t *mapped);
  */
 void tk_unw_store__set_grow(struct tk_unw_store *s, size_t chunk, size_t mapped,
 			    tk_unw_grow_fn grow, void *ctx);
+/*
+ * Tables laid out in @s let their own copy of the rows go (t->rows freed,
+ * NULL; nr, base and stats stay): for a store that is the only reader of its
+ * symbolizer's tables (the BPF backends': one symbolizer, one store each).
+ */
+void tk_unw_store__release_rows(struct tk_unw_store *s, bool on);
 /*
  * Where @t's rows start in the store (*@start), laid out the first time it
  * is asked: 0, or -ENOSPC when it did not fit (counted once, as full).

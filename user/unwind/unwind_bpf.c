@@ -249,8 +249,11 @@ int tk_unw_bpf__open(const struct tk_unw_bpf_vars *v, struct tk_unw_bpf **out)
 		return err;
 	}
 	err = tk_unw_store__new(u->rows, u->rows_cap, &u->store);
-	if (!err)
+	if (!err) {
 		tk_unw_store__set_grow(u->store, UNW_CHUNK_ROWS, 0, chunk_grow, u);
+		/* the collector's symbolizer feeds this store alone: no second copy of the rows */
+		tk_unw_store__release_rows(u->store, true);
+	}
 	if (!err && u->python) {
 		u->py_rb = ring_buffer__new(bpf_map__fd(v->py_events), py_event, u, NULL);
 		if (!u->py_rb)

@@ -38,6 +38,7 @@ struct tk_unw_store {
 	size_t mapped;			/* rows usable (with chunks) */
 	tk_unw_grow_fn grow;
 	void *grow_ctx;
+	bool release;			/* tables let their rows go once laid out */
 	struct tk_hashmap placed;	/* struct placed, by table address */
 	struct tk_unw_store_stats st;
 };
@@ -90,6 +91,11 @@ void tk_unw_store__set_grow(struct tk_unw_store *s, size_t chunk, size_t mapped,
 	s->mapped = mapped;
 	s->grow = grow;
 	s->grow_ctx = ctx;
+}
+
+void tk_unw_store__release_rows(struct tk_unw_store *s, bool on)
+{
+	s->release = on;
 }
 
 void tk_unw_store__free(struct tk_unw_store *s)
@@ -160,6 +166,13 @@ int tk_unw_store__place(struct tk_unw_store *s, const struct tk_unw_table *t, ui
 		return -ENOSPC;
 	}
 	memcpy(s->rows + at, t->rows, t->nr * sizeof(*t->rows));
+	if (s->release) {
+		/* the symbolizer's table: only this store read its rows (release_rows) */
+		struct tk_unw_table *own = (struct tk_unw_table *)t;
+
+		free(own->rows);
+		own->rows = NULL;
+	}
 	s->st.skipped += at - s->nr;
 	pl->start = at;
 	s->nr = at + t->nr;

@@ -466,7 +466,7 @@ const struct unw_row *tk_unw_table__find(const struct tk_unw_table *t, uint64_t 
 	size_t lo = 0, hi;
 	uint64_t pc;
 
-	if (!t || !t->nr || vaddr < t->base || vaddr - t->base > UINT32_MAX)
+	if (!t || !t->nr || !t->rows || vaddr < t->base || vaddr - t->base > UINT32_MAX)
 		return NULL;
 	pc = vaddr - t->base;
 	if (pc < t->rows[0].pc)
