@@ -209,8 +209,8 @@ static void test_rows_follow_use(void **state)
 	if (p)
 		p = strstr(p, "ceiling, ");
 	if (p)
-		sscanf(p, "ceiling, %lf MiB used (%ld rows skipped", &used_mib, &skipped);
-	print_message("rows resident %ld kB; laid out %.1f MiB used, %ld rows skipped\n", rss,
+		sscanf(p, "ceiling, %lf MiB used (%ld rows free", &used_mib, &skipped);
+	print_message("rows resident %ld kB; laid out %.1f MiB used, %ld rows free\n", rss,
 		      used_mib, skipped);
 	assert_true(used_mib >= 0 && skipped >= 0);
 	assert_true(rss > 0);

@@ -400,8 +400,8 @@ static void placed_at(struct tk_unw_store *s, struct chunks *c, struct tk_unw_ta
 
 /*
  * A table that fits in a chunk never crosses into the next: it goes to the
- * next chunk, the rest of the one before stays unused (counted); chunks are
- * made only as tables need them.
+ * first chunk with room at its end, else to a fresh one (what stays free is
+ * counted); chunks are made only as tables need them.
  */
 static void test_chunks_no_straddle(void **state)
 {
@@ -418,9 +418,9 @@ static void test_chunks_no_straddle(void **state)
 	assert_int_equal(c.made, 1);
 	placed_at(s, &c, b, CH);		/* [10, 20) would cross: at 16 */
 	assert_int_equal(c.made, 2);
-	placed_at(s, &c, c6, CH + 10);		/* [26, 32): inside chunk 1 */
+	placed_at(s, &c, c6, 10);		/* [10, 16): the end of chunk 0 */
 	assert_int_equal(c.made, 2);
-	placed_at(s, &c, d, 2 * CH);		/* a whole chunk */
+	placed_at(s, &c, d, 2 * CH);		/* a whole chunk: chunk 1 has 6 left */
 	assert_int_equal(c.made, 3);
 	/* asked again: where it is, nothing made */
 	assert_int_equal(tk_unw_store__place(s, b, &at), 0);

@@ -179,8 +179,8 @@ typedef int (*tk_unw_grow_fn)(void *ctx, size_t rows, size_t *mapped);
 /*
  * The store's memory is made in chunks of @chunk rows by @grow, as tables
  * arrive; @mapped rows are usable already. A table of at most @chunk rows is
- * then laid out inside one chunk (the rest of the chunk before it stays
- * unused, counted as skipped), a larger one over consecutive chunks. A table
+ * then laid out inside one chunk (the first with room at its end, else a
+ * fresh one), a larger one over consecutive chunks after the last. A table
  * @grow cannot make room for is counted as not fitting.
  */
 void tk_unw_store__set_grow(struct tk_unw_store *s, size_t chunk, size_t mapped,
@@ -201,8 +201,8 @@ const struct unw_row *tk_unw_store__rows(const struct tk_unw_store *s, size_t *n
 
 struct tk_unw_store_stats {
 	uint64_t tables;		/* distinct tables laid out */
-	uint64_t rows;			/* rows in use (laid out, skipped rows included) */
-	uint64_t skipped;		/* rows left unused at chunks' ends */
+	uint64_t rows;			/* the end of the rows laid out (free rows included) */
+	uint64_t skipped;		/* rows below it free (at chunks' ends) */
 	uint64_t mapped;		/* rows of memory made so far */
 	uint64_t cap;			/* rows the store can hold (the ceiling) */
 	uint64_t full;			/* tables that did not fit (their mappings: by rbp) */

@@ -39,6 +39,9 @@ struct tk_unw_store {
 	tk_unw_grow_fn grow;
 	void *grow_ctx;
 	bool release;			/* tables let their rows go once laid out */
+	size_t used;			/* rows of the tables laid out (nr: the highest end) */
+	uint32_t *fill;			/* with chunks: rows taken from each chunk's start */
+	size_t nr_fill, cap_fill;
 	struct tk_hashmap placed;	/* struct placed, by table address */
 	struct tk_unw_store_stats st;
 };
@@ -104,6 +107,7 @@ void tk_unw_store__free(struct tk_unw_store *s)
 		return;
 	if (s->own)
 		free(s->rows);
+	free(s->fill);
 	tk_hashmap__free(&s->placed);
 	free(s);
 }
@@ -118,31 +122,59 @@ void tk_unw_store__stats(const struct tk_unw_store *s, struct tk_unw_store_stats
 {
 	*st = s->st;
 	st->rows = s->nr;
+	st->skipped = s->nr - s->used;
 	st->mapped = s->grow ? s->mapped : s->cap;
 }
 
 /*
- * Where a table of @n rows goes: after the last, or, with chunks, at the next
- * chunk when it fits in one but would cross into the next (unless only the
- * crossing fits under the ceiling). Its rows made usable; false when they
- * cannot be.
+ * Where a table of @n rows goes: after the last one; with chunks, a table
+ * that fits in one goes to the first chunk with room at its end, else to a
+ * fresh chunk (crossing into the next only when nothing else fits under the
+ * ceiling), and a larger one after the last, over consecutive chunks. Its
+ * rows made usable; false when they cannot be.
  */
 static bool where(struct tk_unw_store *s, size_t n, size_t *at)
 {
-	size_t start = s->nr, c = s->chunk, next;
+	size_t c = s->chunk, start = s->nr, i;
 
-	if (n > s->cap || s->nr > s->cap - n)
+	if (n > s->cap)
 		return false;
-	if (c && n <= c && start / c != (start + n - 1) / c) {
-		next = (start / c + 1) * c;
-		if (next <= s->cap - n)
-			start = next;
+	if (c && n <= c) {
+		for (i = 0; i < s->nr_fill; i++)
+			if (c - s->fill[i] >= n && i * c + s->fill[i] <= s->cap - n)
+				break;
+		start = i < s->nr_fill ? i * c + s->fill[i] : s->nr_fill * c;
+		if (start > s->cap - n)
+			start = s->nr;
 	}
+	if (start > s->cap - n)
+		return false;
+	if (c && tk_grow((void **)&s->fill, &s->cap_fill, (start + n - 1) / c + 1,
+			 sizeof(*s->fill), 16))
+		return false;
 	if (s->grow && start + n > s->mapped &&
 	    (s->grow(s->grow_ctx, start + n, &s->mapped) || start + n > s->mapped))
 		return false;
 	*at = start;
 	return true;
+}
+
+/* Rows [@at, @at + @n) taken (where() made room for the chunks' fill). */
+static void take(struct tk_unw_store *s, size_t at, size_t n)
+{
+	size_t c = s->chunk, j, last, end = at + n;
+
+	if (end > s->nr)
+		s->nr = end;
+	s->used += n;
+	if (!c)
+		return;
+	last = (end - 1) / c;
+	for (; s->nr_fill <= last; s->nr_fill++)
+		s->fill[s->nr_fill] = 0;
+	for (j = at / c; j <= last; j++)
+		if (end - j * c > s->fill[j])
+			s->fill[j] = end - j * c > c ? c : end - j * c;
 }
 
 int tk_unw_store__place(struct tk_unw_store *s, const struct tk_unw_table *t, uint32_t *start)
@@ -173,9 +205,8 @@ int tk_unw_store__place(struct tk_unw_store *s, const struct tk_unw_table *t, ui
 		free(own->rows);
 		own->rows = NULL;
 	}
-	s->st.skipped += at - s->nr;
+	take(s, at, t->nr);
 	pl->start = at;
-	s->nr = at + t->nr;
 	s->st.tables++;
 	s->st.build_ns += t->st.build_ns;
 	*start = pl->start;
@@ -464,7 +495,7 @@ static void memory_report(struct tk_profile *p, const struct tk_unw_info *info)
 	}
 	tk_profile__add_comment(p, "unwind memory (kernel): rows in %" PRIu64 " chunks of %"
 				PRIu64 " KiB made as tables came, %.1f MiB reserved of a %.1f MiB "
-				"ceiling, %.1f MiB used (%" PRIu64 " rows skipped at chunk ends); "
+				"ceiling, %.1f MiB used (%" PRIu64 " rows free at chunk ends); "
 				"process entries: %" PRIu64 " written, %.1f MiB %s", info->chunks,
 				info->chunk_bytes / 1024, info->chunks * info->chunk_bytes / mib,
 				info->chunks_max * info->chunk_bytes / mib, used / mib,
