@@ -39,6 +39,7 @@ struct tk_unw_bpf {
 	int chunks_fd;			/* unw_chunks */
 	size_t chunks;			/* chunks made (and mapped) */
 	size_t chunks_max;
+	size_t hole;			/* a chunk's place lost to another mapping; SIZE_MAX: none */
 	int procs_fd;
 	bool procs_prealloc;
 	size_t rows_cap;
@@ -185,7 +186,19 @@ static int chunk_make(struct tk_unw_bpf *u, size_t i)
 	/* the slot and the mapping hold the chunk; the fd is not needed */
 	close(fd);
 	if (err && m != MAP_FAILED)
-		mmap(at, CHUNK_BYTES, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0);
+		m = mmap(at, CHUNK_BYTES, PROT_NONE,
+			 MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED | MAP_NORESERVE, -1, 0);
+	else if (err)
+		/* a failed MAP_FIXED may have left a hole: reserved again, unless taken since */
+		m = mmap(at, CHUNK_BYTES, PROT_NONE,
+			 MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE | MAP_NORESERVE, -1, 0);
+	/* no reservation there any more: no chunk is ever mapped at it (or past it) */
+	if (err && m != at) {
+		if (m != MAP_FAILED)
+			munmap(m, CHUNK_BYTES);
+		u->chunks_max = i;
+		u->hole = i;
+	}
 	return err;
 }
 
@@ -231,6 +244,7 @@ int tk_unw_bpf__open(const struct tk_unw_bpf_vars *v, struct tk_unw_bpf **out)
 		return -ENOMEM;
 	u->chunks_fd = bpf_map__fd(v->chunks);
 	u->chunks_max = bpf_map__max_entries(v->chunks);
+	u->hole = SIZE_MAX;
 	u->rows_cap = u->chunks_max * UNW_CHUNK_ROWS;
 	u->procs_cap = bpf_map__max_entries(v->procs);
 	u->procs_fd = bpf_map__fd(v->procs);
@@ -273,8 +287,14 @@ void tk_unw_bpf__free(struct tk_unw_bpf *u)
 		return;
 	ring_buffer__free(u->py_rb);
 	tk_unw_store__free(u->store);
-	if (u->rows && u->rows != MAP_FAILED)
+	if (u->rows && u->rows != MAP_FAILED && u->hole == SIZE_MAX) {
 		munmap(u->rows, u->map_len);
+	} else if (u->rows && u->rows != MAP_FAILED) {
+		/* around the place another mapping took */
+		munmap(u->rows, u->hole * CHUNK_BYTES);
+		munmap((char *)u->rows + (u->hole + 1) * CHUNK_BYTES,
+		       u->map_len - (u->hole + 1) * CHUNK_BYTES);
+	}
 	free(u);
 }
 
