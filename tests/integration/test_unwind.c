@@ -745,7 +745,9 @@ static void check_redis(bool small_budget)
 		for (attempt = 0; attempt < 2 && not_loaded <= 0; attempt++) {
 			assert_int_equal(run(args), 0);
 			not_loaded = pprof_loss(pb, "unwind_table_not_loaded");
-			p = strstr(out, " did not fit;");
+			p = strstr(out, "unwind tables: ");
+			assert_non_null(p);
+			p = strstr(p, " did not fit");
 			assert_non_null(p);
 			while (p > out && p[-1] >= '0' && p[-1] <= '9')
 				p--;
