@@ -59,8 +59,13 @@ const volatile __u32 task_arrival_off = 0;	/* sched_info.last_arrival; 0: none *
 const volatile __u32 task_sum_exec_off = 0;	/* se.sum_exec_runtime */
 const volatile __u32 task_prev_sum_off = 0;	/* se.prev_sum_exec_runtime */
 
+/*
+ * pids and procs take kernel memory as entries come where the kernel allows
+ * it (6.1+); elsewhere tk_kfeat__fit_maps preallocates them.
+ */
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
 	__uint(max_entries, CPU_PIDS_MAX);
 	__type(key, __u32);
 	__type(value, __u8);
@@ -83,6 +88,7 @@ struct {
 
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
 	__uint(max_entries, 65536);
 	__type(key, __u32);
 	__type(value, struct cpu_proc);

@@ -71,16 +71,38 @@ const volatile __u32 unw_task_regs = 1;
 const volatile __u32 unw_task_stack_off = 0;
 const volatile __u32 unw_thread_size = 16384;
 
-struct {
+/*
+ * The rows: chunks of UNW_CHUNK_ROWS rows, each an mmapable array user space
+ * makes (and maps into one flat view of its own) when its store needs room,
+ * so kernel memory follows the tables laid out; the ceiling (--unwind-mem) is
+ * the number of slots. Every chunk has the template's size and flags, and the
+ * template has no BPF_F_INNER_MAP: the verifier then inlines both lookups (a
+ * bounds check and an add each) instead of calling a helper.
+ */
+struct unw_rows_chunk {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
 	__uint(map_flags, BPF_F_MMAPABLE);
-	__uint(max_entries, 1);		/* sized by user space */
-	__type(key, __u32);
-	__type(value, struct unw_row);
-} unw_rows SEC(".maps");
+	__uint(max_entries, UNW_CHUNK_ROWS);
+	/* sizes, not types: BTF would only hold a declaration of struct unw_row here */
+	__uint(key_size, sizeof(__u32));
+	__uint(value_size, sizeof(struct unw_row));
+};
 
 struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY_OF_MAPS);
+	__uint(max_entries, 1);		/* sized by user space: the ceiling's chunks */
+	__type(key, __u32);
+	__array(values, struct unw_rows_chunk);
+} unw_chunks SEC(".maps");
+
+/*
+ * Written by user space only: kernel memory as entries are written where the
+ * kernel allows it (6.1+ for perf_event programs), else tk_kfeat__fit_maps
+ * preallocates it.
+ */
+struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
 	__uint(max_entries, 1);		/* sized by user space */
 	__type(key, __u32);		/* tgid */
 	__type(value, struct unw_proc);
@@ -214,18 +236,56 @@ __noinline int unw_map_index(__u32 tgid, __u64 addr)
 	return -1;
 }
 
-/* The index of the last row in [@start, @start + @count) with pc <= @rel, or -1. */
+/* Row @idx of the store, or NULL (its chunk not made). */
+static __always_inline struct unw_row *unw_row_at(__u32 idx)
+{
+	__u32 key = idx >> UNW_CHUNK_SHIFT, slot = idx & (UNW_CHUNK_ROWS - 1);
+	void *chunk = bpf_map_lookup_elem(&unw_chunks, &key);
+
+	if (!chunk)
+		return NULL;
+	return bpf_map_lookup_elem(chunk, &slot);
+}
+
+/*
+ * The index of the last row in [@start, @start + @count) with pc <= @rel, or
+ * -1. In two searches: which chunk (the last whose first row of the table is
+ * at or below @rel; none to search for a table inside one chunk, which is how
+ * user space places every table that fits in one), then in that chunk alone,
+ * looked up once. Each loop is bounded by its own steps (UNW_CHUNK_SEARCH,
+ * UNW_SLOT_SEARCH), together the UNW_ROW_SEARCH of one search over 2^32 rows.
+ */
 __noinline int unw_row_index(__u32 start, __u32 count, __u32 rel)
 {
-	__u32 lo = start, hi = start + count, i, mid;
+	__u32 end = start + count, i, mid, c, lo, hi;
 	struct unw_row *r;
+	void *chunk;
 	int found = -1;
 
-	if (hi < lo)
+	if (end <= start)
 		return -1;
-	for (i = 0; i < UNW_ROW_SEARCH && lo < hi; i++) {
+	lo = (start >> UNW_CHUNK_SHIFT) + 1;
+	hi = ((end - 1) >> UNW_CHUNK_SHIFT) + 1;
+	for (i = 0; i < UNW_CHUNK_SEARCH && lo < hi; i++) {
 		mid = lo + (hi - lo) / 2;
-		r = bpf_map_lookup_elem(&unw_rows, &mid);
+		r = unw_row_at(mid << UNW_CHUNK_SHIFT);
+		if (!r)
+			return -1;
+		if (r->pc <= rel)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	c = lo - 1;
+	chunk = bpf_map_lookup_elem(&unw_chunks, &c);
+	if (!chunk)
+		return -1;
+	lo = c == start >> UNW_CHUNK_SHIFT ? start & (UNW_CHUNK_ROWS - 1) : 0;
+	hi = c == (end - 1) >> UNW_CHUNK_SHIFT ? ((end - 1) & (UNW_CHUNK_ROWS - 1)) + 1 :
+						 UNW_CHUNK_ROWS;
+	for (i = 0; i < UNW_SLOT_SEARCH && lo < hi; i++) {
+		mid = lo + (hi - lo) / 2;
+		r = bpf_map_lookup_elem(chunk, &mid);
 		if (!r)
 			return -1;
 		if (r->pc <= rel) {
@@ -235,7 +295,7 @@ __noinline int unw_row_index(__u32 start, __u32 count, __u32 rel)
 			hi = mid;
 		}
 	}
-	return found;
+	return found < 0 ? -1 : (int)((c << UNW_CHUNK_SHIFT) + found);
 }
 
 #ifdef UNW_A64_ROWS
@@ -363,10 +423,8 @@ __noinline int unw_step(void)
 	r = NULL;
 	if (look >= m->bias && look - m->bias <= 0xffffffffULL) {
 		idx = unw_row_index(m->row_start, m->row_count, look - m->bias);
-		if (idx >= 0) {
-			zero = idx;
-			r = bpf_map_lookup_elem(&unw_rows, &zero);
-		}
+		if (idx >= 0)
+			r = unw_row_at(idx);
 	}
 	if (!r || r->kind == UNW_ROW_INVALID) {
 		s->causes |= UNW_C_NO_ROW;

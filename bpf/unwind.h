@@ -53,6 +53,15 @@
  * --unwind-mem 4096 is 2^29).
  */
 #define UNW_ROW_SEARCH 32
+/*
+ * Rows live in chunks of UNW_CHUNK_ROWS (512 KiB), made by user space as tables
+ * arrive (bpf/unwind.bpf.h's unw_chunks): row i is row i & (UNW_CHUNK_ROWS - 1)
+ * of chunk i >> UNW_CHUNK_SHIFT.
+ */
+#define UNW_CHUNK_SHIFT 16
+#define UNW_CHUNK_ROWS (1u << UNW_CHUNK_SHIFT)
+#define UNW_SLOT_SEARCH (UNW_CHUNK_SHIFT + 1)			/* in one chunk */
+#define UNW_CHUNK_SEARCH (UNW_ROW_SEARCH - UNW_CHUNK_SHIFT + 1)	/* which chunk */
 #define UNW_MISS_RESEND_NS 2000000000ULL	/* a miss no capture followed is sent again */
 #define UNW_MAX_CPUS 256	/* slots of the per-CPU counters (cpu & (UNW_MAX_CPUS - 1)) */
 

@@ -142,6 +142,82 @@ static void test_chain_perf(void **state)
 	check_chain("perf", "unw_chain");
 }
 
+/*
+ * Rows resident in the tracer: Rss of its rows mappings (rw-s BPF maps of a
+ * chunk or more: 512 KiB each now; the whole --unwind-mem array before,
+ * 16 MiB resident at once) while it runs, in kB.
+ */
+static long rows_rss_kb(pid_t pid)
+{
+	char path[64], line[512];
+	long size = 0, rss, total = 0;
+	bool rows = false;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/smaps", pid);
+	f = fopen(path, "r");
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof(line), f)) {
+		unsigned long lo, hi;
+
+		if (sscanf(line, "%lx-%lx ", &lo, &hi) == 2) {
+			rows = strstr(line, " rw-s ") && strstr(line, "anon_inode:bpf-map");
+			continue;
+		}
+		if (sscanf(line, "Size: %ld kB", &size) == 1)
+			continue;
+		if (rows && size >= 512 && sscanf(line, "Rss: %ld kB", &rss) == 1)
+			total += rss;
+	}
+	fclose(f);
+	return total;
+}
+
+/*
+ * The rows take memory as tables come: resident rows of a capture of one
+ * small program stay within the rows laid out (used and skipped, from the
+ * profile's note) plus one chunk, not the --unwind-mem ceiling.
+ */
+static void test_rows_follow_use(void **state)
+{
+	const char *json = path_in_tmp("rows.json");
+	char *args[] = { "cpu", "--backend", "bpf", "--unwind", "cfi", "-F", "499", "-o",
+			 (char *)json, "--", (char *)tk_test_workload("unw_chain"), "3", NULL };
+	double used_mib = -1;
+	long rss, skipped = -1;
+	char *p;
+	pid_t pid;
+	int st;
+	FILE *f;
+	size_t n;
+
+	NEED_ROOT();
+	pid = tk_test_start_tracekit(args);
+	assert_true(pid > 0);
+	assert_int_equal(tk_test_wait_attached(pid, 20000), 0);
+	sleep(1);		/* the workload's tables are laid out */
+	rss = rows_rss_kb(pid);
+	assert_int_equal(waitpid(pid, &st, 0), pid);
+	assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	f = fopen(json, "r");
+	assert_non_null(f);
+	n = fread(out, 1, sizeof(out) - 1, f);
+	out[n] = '\0';
+	fclose(f);
+	p = strstr(out, "unwind memory (kernel): ");
+	if (p)
+		p = strstr(p, "ceiling, ");
+	if (p)
+		sscanf(p, "ceiling, %lf MiB used (%ld rows free", &used_mib, &skipped);
+	print_message("rows resident %ld kB; laid out %.1f MiB used, %ld rows free\n", rss,
+		      used_mib, skipped);
+	assert_true(used_mib >= 0 && skipped >= 0);
+	assert_true(rss > 0);
+	/* the note's MiB are rounded to 0.1 */
+	assert_true(rss <= (long)((used_mib + 0.05) * 1024) + skipped * 8 / 1024 + 512);
+}
+
 /* a stripped copy: no .symtab, CFI all the same (names from .dynsym where there are any) */
 static void test_chain_stripped_bpf(void **state)
 {
@@ -669,7 +745,9 @@ static void check_redis(bool small_budget)
 		for (attempt = 0; attempt < 2 && not_loaded <= 0; attempt++) {
 			assert_int_equal(run(args), 0);
 			not_loaded = pprof_loss(pb, "unwind_table_not_loaded");
-			p = strstr(out, " did not fit;");
+			p = strstr(out, "unwind tables: ");
+			assert_non_null(p);
+			p = strstr(p, " did not fit");
 			assert_non_null(p);
 			while (p > out && p[-1] >= '0' && p[-1] <= '9')
 				p--;
@@ -840,6 +918,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_chain_bpf),
 		cmocka_unit_test(test_chain_perf),
+		cmocka_unit_test(test_rows_follow_use),
 		cmocka_unit_test(test_chain_stripped_bpf),
 		cmocka_unit_test(test_chain_fp_only),
 		cmocka_unit_test(test_mixed_bpf),

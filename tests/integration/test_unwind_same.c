@@ -337,6 +337,54 @@ static void test_row_search_large_table(void **state)
 }
 
 /*
+ * Rows in chunks (bpf/unwind.bpf.h's unw_chunks): the selftest's known
+ * stack with its table across the first two chunks and inside the second;
+ * and a table over three chunks whose row for the address is in the middle
+ * one, found by both evaluators.
+ */
+static void test_rows_across_chunks(void **state)
+{
+	const uint32_t start = UNW_CHUNK_ROWS / 2, n = 2 * UNW_CHUNK_ROWS + 100;
+	const uint32_t hit = UNW_CHUNK_ROWS + 123;	/* in chunk 1 */
+	struct tk_unw_regs r = { .sp = A(0), .bp = 0 };
+	struct tk_unw_check *chk3;
+	struct unw_row *kr;
+	static struct unw_proc p;
+	struct walk k = {}, u = {};
+	char why[256];
+	size_t cap, i;
+
+	NEED_ROOT();
+	if (tk_unw_check__selftest(why, sizeof(why)))
+		fail_msg("selftest: %s", why);
+	if (tk_unw_check__open(4 * UNW_CHUNK_ROWS, &chk3, why, sizeof(why)))
+		fail_msg("cannot load the BPF evaluator: %s", why);
+	kr = tk_unw_check__rows(chk3, &cap);
+	assert_true(cap >= 4 * UNW_CHUNK_ROWS);
+	for (i = 0; i < n; i++)
+		kr[start + i] = (struct unw_row){ .pc = 4 * i, .kind = UNW_ROW_INVALID };
+	kr[hit] = (struct unw_row){ .pc = 4 * (hit - start), .cfa_off = 8, .kind = UNW_ROW_SP };
+	memset(&p, 0, sizeof(p));
+	p.nr = 1;
+	p.maps[0] = (struct unw_map){ .start = BASE, .end = BASE + 4 * n, .bias = BASE,
+				      .row_start = start, .row_count = n };
+	r.ip = BASE + 4 * (hit - start) + 2;
+	memset(stk, 0, sizeof(stk));	/* the return address: 0, the end */
+	k.n = tk_unw_check__walk(chk3, &p, &r, 0, k.ips, UNW_MAX_FRAMES, &k.causes, k.frames);
+	u.n = tk_unw__walk(&p, kr, cap, &r, read_image, (void *)&stk_image, u.ips, UNW_MAX_FRAMES,
+			   &u.causes, u.frames);
+	tk_unw_check__free(chk3);
+	print_message("  kernel: %d frames, causes 0x%x, %u by CFI; user space: %d, 0x%x, %u\n",
+		      k.n, k.causes, k.frames[0], u.n, u.causes, u.frames[0]);
+	assert_int_equal(k.n, 1);
+	assert_int_equal(k.causes, 0);
+	assert_int_equal(k.frames[0], 1);
+	assert_int_equal(u.n, 1);
+	assert_int_equal(u.causes, 0);
+	assert_int_equal(u.frames[0], 1);
+}
+
+/*
  * A miss (an address in no mapping) asks user space for a capture once, and
  * again once UNW_MISS_RESEND_NS passed with no capture (the entry not
  * rewritten): the ring buffer may have refused the first. An entry past
@@ -622,6 +670,7 @@ int main(void)
 		cmocka_unit_test(test_drap),
 		cmocka_unit_test(test_depth),
 		cmocka_unit_test(test_row_search_large_table),
+		cmocka_unit_test(test_rows_across_chunks),
 		cmocka_unit_test(test_miss_resent),
 		cmocka_unit_test(test_live_stack),
 		cmocka_unit_test(test_a64_chain),

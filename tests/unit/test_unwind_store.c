@@ -13,6 +13,7 @@
 #include <setjmp.h>
 #include <cmocka.h>
 
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -323,6 +324,204 @@ static void test_row_search_largest_table(void **state)
 	munmap(rows, n * sizeof(*rows));
 }
 
+/* ---- tables laid out in chunks made as they come (the BPF backend's rows) ------------------ */
+
+#define CH 16			/* rows of a chunk here (the BPF backend's: UNW_CHUNK_ROWS) */
+
+struct chunks {
+	struct unw_row *mem;	/* the flat view */
+	size_t made;		/* chunks made */
+	size_t limit;		/* chunks that can be made */
+	int fail;		/* the error once past limit */
+};
+
+static int grow(void *ctx, size_t rows, size_t *mapped)
+{
+	struct chunks *c = ctx;
+	int err = 0;
+
+	while (c->made * CH < rows) {
+		if (c->made == c->limit) {
+			err = c->fail;
+			break;
+		}
+		c->made++;
+	}
+	*mapped = c->made * CH;
+	return err;
+}
+
+/* A table of @n rows whose pcs are @tag * 1000 + i: where it lands can be checked. */
+static struct tk_unw_table *table(uint32_t tag, size_t n)
+{
+	struct tk_unw_table *t = calloc(1, sizeof(*t));
+	size_t i;
+
+	assert_non_null(t);
+	t->nr = n;
+	t->rows = calloc(n, sizeof(*t->rows));
+	assert_non_null(t->rows);
+	for (i = 0; i < n; i++)
+		t->rows[i] = (struct unw_row){ .pc = tag * 1000 + i, .kind = UNW_ROW_SP };
+	return t;
+}
+
+static void table_free(struct tk_unw_table *t)
+{
+	free(t->rows);
+	free(t);
+}
+
+static struct tk_unw_store *chunked(struct chunks *c, size_t cap, size_t limit)
+{
+	struct tk_unw_store *s;
+
+	memset(c, 0, sizeof(*c));
+	c->mem = calloc(cap, sizeof(*c->mem));
+	c->limit = limit;
+	c->fail = -ENOMEM;
+	assert_non_null(c->mem);
+	assert_int_equal(tk_unw_store__new(c->mem, cap, &s), 0);
+	tk_unw_store__set_grow(s, CH, 0, grow, c);
+	return s;
+}
+
+/* @t laid out at @want, its rows there, inside memory made */
+static void placed_at(struct tk_unw_store *s, struct chunks *c, struct tk_unw_table *t,
+		      uint32_t want)
+{
+	uint32_t at = UINT32_MAX;
+
+	assert_int_equal(tk_unw_store__place(s, t, &at), 0);
+	assert_int_equal(at, want);
+	assert_true(at + t->nr <= c->made * CH);
+	assert_memory_equal(c->mem + at, t->rows, t->nr * sizeof(*t->rows));
+}
+
+/*
+ * A table that fits in a chunk never crosses into the next: it goes to the
+ * first chunk with room at its end, else to a fresh one (what stays free is
+ * counted); chunks are made only as tables need them.
+ */
+static void test_chunks_no_straddle(void **state)
+{
+	struct tk_unw_table *a = table(1, 10), *b = table(2, 10), *c6 = table(3, 6),
+			    *d = table(4, 16);
+	struct tk_unw_store_stats st;
+	struct tk_unw_store *s;
+	struct chunks c;
+	uint32_t at;
+
+	s = chunked(&c, 8 * CH, 8);
+	assert_int_equal(c.made, 0);
+	placed_at(s, &c, a, 0);
+	assert_int_equal(c.made, 1);
+	placed_at(s, &c, b, CH);		/* [10, 20) would cross: at 16 */
+	assert_int_equal(c.made, 2);
+	placed_at(s, &c, c6, 10);		/* [10, 16): the end of chunk 0 */
+	assert_int_equal(c.made, 2);
+	placed_at(s, &c, d, 2 * CH);		/* a whole chunk: chunk 1 has 6 left */
+	assert_int_equal(c.made, 3);
+	/* asked again: where it is, nothing made */
+	assert_int_equal(tk_unw_store__place(s, b, &at), 0);
+	assert_int_equal(at, CH);
+	tk_unw_store__stats(s, &st);
+	assert_int_equal(st.tables, 4);
+	assert_int_equal(st.skipped, 6);
+	assert_int_equal(st.rows, 3 * CH);
+	assert_int_equal(st.mapped, 3 * CH);
+	assert_int_equal(st.full, 0);
+	tk_unw_store__free(s);
+	free(c.mem);
+	table_free(a), table_free(b), table_free(c6), table_free(d);
+}
+
+/* A table larger than a chunk takes consecutive chunks from where the last one ended. */
+static void test_chunks_big_table(void **state)
+{
+	struct tk_unw_table *a = table(1, 4), *big = table(2, 2 * CH + 8), *e = table(3, 8);
+	struct tk_unw_store *s;
+	struct chunks c;
+
+	s = chunked(&c, 8 * CH, 8);
+	placed_at(s, &c, a, 0);
+	placed_at(s, &c, big, 4);		/* [4, 44): chunks 0, 1 and 2 */
+	assert_int_equal(c.made, 3);
+	placed_at(s, &c, e, 3 * CH);		/* [44, 52) would cross into chunk 3 */
+	assert_int_equal(c.made, 4);
+	tk_unw_store__free(s);
+	free(c.mem);
+	table_free(a), table_free(big), table_free(e);
+}
+
+/*
+ * Under the ceiling: a table that only fits by crossing crosses (the walk
+ * reads such tables too); one that does not fit, or whose chunk cannot be
+ * made, is counted once as full, however often it is asked for.
+ */
+static void test_chunks_full_counted(void **state)
+{
+	struct tk_unw_table *a = table(1, 30), *b = table(2, 8), *big = table(3, 20),
+			    *x = table(4, 4), *a10 = table(5, 10);
+	struct tk_unw_store_stats st;
+	struct tk_unw_store *s;
+	struct chunks c;
+	uint32_t at;
+
+	s = chunked(&c, 38, 8);			/* a ceiling that is not a chunk multiple */
+	placed_at(s, &c, a, 0);
+	placed_at(s, &c, b, 30);		/* at 32 it would pass 38: it crosses */
+	assert_int_equal(tk_unw_store__place(s, big, &at), -ENOSPC);
+	assert_int_equal(tk_unw_store__place(s, big, &at), -ENOSPC);
+	tk_unw_store__stats(s, &st);
+	assert_int_equal(st.full, 1);
+	assert_int_equal(st.tables, 2);
+	tk_unw_store__free(s);
+	free(c.mem);
+
+	/* room under the ceiling, but the kernel makes no more chunks */
+	s = chunked(&c, 8 * CH, 1);
+	placed_at(s, &c, a10, 0);
+	assert_int_equal(tk_unw_store__place(s, b, &at), -ENOSPC);
+	assert_int_equal(tk_unw_store__place(s, b, &at), -ENOSPC);
+	placed_at(s, &c, x, 10);		/* what still fits in what is made goes in */
+	tk_unw_store__stats(s, &st);
+	assert_int_equal(st.full, 1);
+	assert_int_equal(st.mapped, CH);
+	tk_unw_store__free(s);
+	free(c.mem);
+	table_free(a), table_free(b), table_free(big), table_free(x), table_free(a10);
+}
+
+/*
+ * A store that is its symbolizer's only reader lets a table's own rows go once
+ * they are laid out (the BPF backends: the kernel's copy is the one read);
+ * asked again, the table is where it was. Without release, they stay.
+ */
+static void test_chunks_release_rows(void **state)
+{
+	struct tk_unw_table *a = table(1, 10), *b = table(2, 10);
+	struct tk_unw_store *s;
+	struct chunks c;
+	uint32_t at;
+
+	s = chunked(&c, 8 * CH, 8);
+	tk_unw_store__release_rows(s, true);
+	assert_int_equal(tk_unw_store__place(s, a, &at), 0);
+	assert_null(a->rows);
+	assert_int_equal(a->nr, 10);
+	assert_int_equal(c.mem[9].pc, 1009);
+	assert_null(tk_unw_table__find(a, 5));
+	assert_int_equal(tk_unw_store__place(s, a, &at), 0);
+	assert_int_equal(at, 0);
+	tk_unw_store__release_rows(s, false);
+	placed_at(s, &c, b, CH);
+	assert_non_null(b->rows);
+	tk_unw_store__free(s);
+	free(c.mem);
+	table_free(a), table_free(b);
+}
+
 static void test_pick_jit_last(void **state)
 {
 	uint64_t at = 0x7f0000000000ULL;
@@ -359,6 +558,10 @@ int main(void)
 		cmocka_unit_test(test_misses_rate_limited),
 		cmocka_unit_test(test_misses_full_gone_dropped_forgotten),
 		cmocka_unit_test(test_row_search_largest_table),
+		cmocka_unit_test(test_chunks_no_straddle),
+		cmocka_unit_test(test_chunks_big_table),
+		cmocka_unit_test(test_chunks_full_counted),
+		cmocka_unit_test(test_chunks_release_rows),
 	};
 
 	return cmocka_run_group_tests_name("unwind_store", tests, NULL, NULL);

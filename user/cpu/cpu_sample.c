@@ -729,6 +729,9 @@ static int load_sampler(struct tk_cpu *c, struct bpf_state *st, enum tk_unwind_m
 	if (!st->skel)
 		return -errno;
 	st->skel->rodata->filter_pids = o->nr_pids > 0;
+	/* not read without -p: no buckets for it */
+	if (!o->nr_pids)
+		bpf_map__set_max_entries(st->skel->maps.pids, 1);
 	st->skel->rodata->filter_cgroup = o->cgroup != NULL;
 	st->skel->rodata->kernel_stacks = !o->user_only;
 	st->skel->rodata->user_stacks = !o->kernel_only;

@@ -65,6 +65,8 @@ struct tk_unw_limits {
 };
 /* Lower (or restore, with NULL) the ceiling, for the whole process: tests only. */
 void tk_unw_table__set_limits(const struct tk_unw_limits *l);
+/* How often table builds have read the clock in this process (tests). */
+uint64_t tk_unw_table__clock_reads(void);
 
 /*
  * Build the rows of the object @elf from its .eh_frame, or from .debug_frame
@@ -77,6 +79,7 @@ void tk_unw_table__set_limits(const struct tk_unw_limits *l);
 int tk_unw_table__build(struct tk_elf *elf, struct tk_elf *debug, struct tk_unw_table **out);
 void tk_unw_table__free(struct tk_unw_table *t);
 /* The row covering ELF virtual address @vaddr, or NULL. */
+/* NULL too when the table's rows were let go (tk_unw_store__release_rows). */
 const struct unw_row *tk_unw_table__find(const struct tk_unw_table *t, uint64_t vaddr);
 
 /* ---- the user-space evaluator (unwind_eval.c) ------------------------------------------- */
@@ -168,13 +171,40 @@ static inline size_t tk_unw__rows_for(size_t bytes)
 }
 int tk_unw_store__new(struct unw_row *mem, size_t cap, struct tk_unw_store **out);
 void tk_unw_store__free(struct tk_unw_store *s);
+/*
+ * Make rows [0, @rows) of @mem usable (the BPF backend makes and maps chunks):
+ * 0 and *@mapped the rows usable now (>= @rows), or a negative errno.
+ */
+typedef int (*tk_unw_grow_fn)(void *ctx, size_t rows, size_t *mapped);
+/*
+ * The store's memory is made in chunks of @chunk rows by @grow, as tables
+ * arrive; @mapped rows are usable already. A table of at most @chunk rows is
+ * then laid out inside one chunk (the first with room at its end, else a
+ * fresh one), a larger one over consecutive chunks after the last. A table
+ * @grow cannot make room for is counted as not fitting.
+ */
+void tk_unw_store__set_grow(struct tk_unw_store *s, size_t chunk, size_t mapped,
+			    tk_unw_grow_fn grow, void *ctx);
+/*
+ * Tables laid out in @s let their own copy of the rows go (t->rows freed,
+ * NULL; nr, base and stats stay): for a store that is the only reader of its
+ * symbolizer's tables (the BPF backends': one symbolizer, one store each).
+ */
+void tk_unw_store__release_rows(struct tk_unw_store *s, bool on);
+/*
+ * Where @t's rows start in the store (*@start), laid out the first time it
+ * is asked: 0, or -ENOSPC when it did not fit (counted once, as full).
+ */
+int tk_unw_store__place(struct tk_unw_store *s, const struct tk_unw_table *t, uint32_t *start);
 /* The rows array (to give tk_unw__walk) and the rows in use. */
 const struct unw_row *tk_unw_store__rows(const struct tk_unw_store *s, size_t *nr);
 
 struct tk_unw_store_stats {
 	uint64_t tables;		/* distinct tables laid out */
-	uint64_t rows;			/* rows in use */
-	uint64_t cap;			/* rows the store can hold */
+	uint64_t rows;			/* the end of the rows laid out (free rows included) */
+	uint64_t skipped;		/* rows below it free (at chunks' ends) */
+	uint64_t mapped;		/* rows of memory made so far */
+	uint64_t cap;			/* rows the store can hold (the ceiling) */
 	uint64_t full;			/* tables that did not fit (their mappings: by rbp) */
 	uint64_t build_ns;		/* time spent building tables */
 	uint64_t overflowed;		/* entries of processes past UNW_MAX_MAPS mappings */
@@ -215,7 +245,11 @@ struct tk_unw_info {
 	uint64_t procs_cap;
 	uint64_t recaptures;		/* processes captured again after a miss */
 	uint64_t misses_dropped;	/* miss events with no room to wait (BPF sends again) */
-	uint64_t memory;		/* bytes reserved for rows and entries */
+	uint64_t memory;		/* bytes of kernel memory the entries may take at most */
+	uint64_t chunks;		/* rows chunks made (of chunks_max, the ceiling) */
+	uint64_t chunks_max;
+	uint64_t chunk_bytes;
+	bool procs_prealloc;		/* the entries' map is preallocated whole */
 	bool python;			/* Python frames are walked (the kernel knows fsbase) */
 	const char *python_off;		/* else why not; NULL: not asked */
 	struct tk_py *py;		/* their names and counters (read when reported); NULL */

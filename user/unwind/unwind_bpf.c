@@ -27,15 +27,21 @@
 #include "unwind/unwind_bpf.h"
 
 #define UNW_DEFAULT_ROWS (2u << 20)	/* 16 MiB of rows */
+#define CHUNK_BYTES ((size_t)UNW_CHUNK_ROWS * sizeof(struct unw_row))
 #define MISS_INTERVAL_NS 1000000000LL	/* a process is captured again at most once a second */
 #define PY_CODES 16384			/* code objects with an id at once (LRU) */
 #define PY_EVENTS (256u << 10)		/* bytes of the new ids' ring buffer */
 
 struct tk_unw_bpf {
 	struct tk_unw_store *store;
-	struct unw_row *rows;		/* the rows map, mapped */
-	size_t map_len;
+	struct unw_row *rows;		/* every chunk made, mapped in one view */
+	size_t map_len;			/* the view's address range: the ceiling's chunks */
+	int chunks_fd;			/* unw_chunks */
+	size_t chunks;			/* chunks made (and mapped) */
+	size_t chunks_max;
+	size_t hole;			/* a chunk's place lost to another mapping; SIZE_MAX: none */
 	int procs_fd;
+	bool procs_prealloc;
 	size_t rows_cap;
 	size_t procs_cap;
 	uint64_t procs_written;
@@ -70,6 +76,17 @@ static void python_maps(const struct tk_unw_bpf_vars *v, size_t procs, bool on)
 	bpf_map__set_max_entries(v->py_events, on ? PY_EVENTS : sysconf(_SC_PAGESIZE));
 }
 
+/*
+ * Unwinding off: as small as the maps can be. (The chunk template libbpf
+ * makes keeps its size, but lives only while the object loads: libbpf's
+ * bpf_map__set_max_entries cannot be called on an inner map.)
+ */
+static void unused_maps(const struct tk_unw_bpf_vars *v)
+{
+	bpf_map__set_max_entries(v->chunks, 1);
+	bpf_map__set_max_entries(v->procs, 1);
+}
+
 int tk_unw_bpf__prepare(const struct tk_unw_bpf_vars *v, const struct tk_unw_bpf_opts *o,
 			char *why, size_t why_sz)
 {
@@ -85,9 +102,7 @@ int tk_unw_bpf__prepare(const struct tk_unw_bpf_vars *v, const struct tk_unw_bpf
 		*v->ra_mask = tk_unw_ra_mask(NULL);
 	python_maps(v, procs, false);
 	if (o->mode == TK_UNWIND_FP) {
-		/* unused: as small as a map can be */
-		bpf_map__set_max_entries(v->rows, 1);
-		bpf_map__set_max_entries(v->procs, 1);
+		unused_maps(v);
 		return 0;
 	}
 	if (rows > UINT32_MAX / 2)
@@ -103,15 +118,15 @@ int tk_unw_bpf__prepare(const struct tk_unw_bpf_vars *v, const struct tk_unw_bpf
 				snprintf(why, why_sz, "no bpf_task_pt_regs() and no task_struct.stack "
 					 "in the kernel's BTF (%s): user registers of a task "
 					 "in the kernel cannot be found", strerror(-off));
-			bpf_map__set_max_entries(v->rows, 1);
-			bpf_map__set_max_entries(v->procs, 1);
+			unused_maps(v);
 			return o->mode == TK_UNWIND_CFI ? off : 0;
 		}
 		*v->task_regs = 2;
 		*v->task_stack_off = off;
 		*v->thread_size = tk_kconfig__lookup("/proc", "CONFIG_KASAN") == 1 ? 32768 : 16384;
 	}
-	err = bpf_map__set_max_entries(v->rows, rows);
+	/* the ceiling, in chunks; they are made as the store fills (chunk_grow) */
+	err = bpf_map__set_max_entries(v->chunks, (rows + UNW_CHUNK_ROWS - 1) / UNW_CHUNK_ROWS);
 	if (!err)
 		err = bpf_map__set_max_entries(v->procs, procs);
 	if (err)
@@ -146,11 +161,79 @@ static int py_event(void *ctx, void *data, size_t len)
 	return 0;
 }
 
+/*
+ * Make and map chunk @i: an array like the template (same size and flags, so
+ * the walk's lookups stay inlined), mapped at its place in the view, then put
+ * in its slot, after which the programs can read it. Its rows are zeros until
+ * the store writes them, and no entry points at them before.
+ */
+static int chunk_make(struct tk_unw_bpf *u, size_t i)
+{
+	LIBBPF_OPTS(bpf_map_create_opts, mo, .map_flags = BPF_F_MMAPABLE);
+	void *at = (char *)u->rows + i * CHUNK_BYTES, *m;
+	__u32 key = i;
+	int fd, err = 0;
+
+	fd = bpf_map_create(BPF_MAP_TYPE_ARRAY, "unw_rows", sizeof(__u32), sizeof(struct unw_row),
+			    UNW_CHUNK_ROWS, &mo);
+	if (fd < 0)
+		return -errno;
+	m = mmap(at, CHUNK_BYTES, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED, fd, 0);
+	if (m == MAP_FAILED)
+		err = -errno;
+	else if (bpf_map_update_elem(u->chunks_fd, &key, &fd, BPF_ANY))
+		err = -errno;
+	/* the slot and the mapping hold the chunk; the fd is not needed */
+	close(fd);
+	if (err && m != MAP_FAILED)
+		m = mmap(at, CHUNK_BYTES, PROT_NONE,
+			 MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED | MAP_NORESERVE, -1, 0);
+	else if (err)
+		/* a failed MAP_FIXED may have left a hole: reserved again, unless taken since */
+		m = mmap(at, CHUNK_BYTES, PROT_NONE,
+			 MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE | MAP_NORESERVE, -1, 0);
+	/* no reservation there any more: no chunk is ever mapped at it (or past it) */
+	if (err && m != at) {
+		if (m != MAP_FAILED)
+			munmap(m, CHUNK_BYTES);
+		u->chunks_max = i;
+		u->hole = i;
+	}
+	return err;
+}
+
+/* The store's grow: chunks for rows [0, @rows), as many as the ceiling allows. */
+static int chunk_grow(void *ctx, size_t rows, size_t *mapped)
+{
+	struct tk_unw_bpf *u = ctx;
+	int err = 0;
+
+	while (u->chunks * UNW_CHUNK_ROWS < rows && u->chunks < u->chunks_max) {
+		err = chunk_make(u, u->chunks);
+		if (err)
+			break;
+		u->chunks++;
+	}
+	*mapped = u->chunks * UNW_CHUNK_ROWS;
+	if (*mapped > u->rows_cap)
+		*mapped = u->rows_cap;
+	return err;
+}
+
+int tk_unw_bpf__reserve(struct tk_unw_bpf *u, size_t rows)
+{
+	size_t mapped;
+	int err;
+
+	if (rows > u->rows_cap)
+		return -ENOSPC;
+	err = chunk_grow(u, rows, &mapped);
+	return err ? err : mapped < rows ? -ENOSPC : 0;
+}
+
 int tk_unw_bpf__open(const struct tk_unw_bpf_vars *v, struct tk_unw_bpf **out)
 {
-	long page = sysconf(_SC_PAGESIZE);
 	struct tk_unw_bpf *u;
-	size_t cap;
 	int err;
 
 	*out = NULL;
@@ -159,23 +242,32 @@ int tk_unw_bpf__open(const struct tk_unw_bpf_vars *v, struct tk_unw_bpf **out)
 	u = calloc(1, sizeof(*u));
 	if (!u)
 		return -ENOMEM;
-	cap = bpf_map__max_entries(v->rows);
-	u->rows_cap = cap;
+	u->chunks_fd = bpf_map__fd(v->chunks);
+	u->chunks_max = bpf_map__max_entries(v->chunks);
+	u->hole = SIZE_MAX;
+	u->rows_cap = u->chunks_max * UNW_CHUNK_ROWS;
 	u->procs_cap = bpf_map__max_entries(v->procs);
 	u->procs_fd = bpf_map__fd(v->procs);
+	u->procs_prealloc = !(bpf_map__map_flags(v->procs) & BPF_F_NO_PREALLOC);
 	u->python = *v->fsbase_off != 0;
 	u->python_off = u->python ? NULL : "no task_struct." TK_ARCH_TP_MEMBER " in the kernel's BTF";
 	u->py_procs_fd = bpf_map__fd(v->py_procs);
 	u->py_events_fd = bpf_map__fd(v->py_events);
-	u->map_len = (cap * sizeof(struct unw_row) + page - 1) / page * page;
-	u->rows = mmap(NULL, u->map_len, PROT_READ | PROT_WRITE, MAP_SHARED, bpf_map__fd(v->rows),
-		       0);
+	/* the ceiling's address range, reserved, not committed: chunks are mapped into it */
+	u->map_len = u->chunks_max * CHUNK_BYTES;
+	u->rows = mmap(NULL, u->map_len, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
+		       -1, 0);
 	if (u->rows == MAP_FAILED) {
 		err = -errno;
 		free(u);
 		return err;
 	}
-	err = tk_unw_store__new(u->rows, cap, &u->store);
+	err = tk_unw_store__new(u->rows, u->rows_cap, &u->store);
+	if (!err) {
+		tk_unw_store__set_grow(u->store, UNW_CHUNK_ROWS, 0, chunk_grow, u);
+		/* the collector's symbolizer feeds this store alone: no second copy of the rows */
+		tk_unw_store__release_rows(u->store, true);
+	}
 	if (!err && u->python) {
 		u->py_rb = ring_buffer__new(bpf_map__fd(v->py_events), py_event, u, NULL);
 		if (!u->py_rb)
@@ -195,8 +287,14 @@ void tk_unw_bpf__free(struct tk_unw_bpf *u)
 		return;
 	ring_buffer__free(u->py_rb);
 	tk_unw_store__free(u->store);
-	if (u->rows && u->rows != MAP_FAILED)
+	if (u->rows && u->rows != MAP_FAILED && u->hole == SIZE_MAX) {
 		munmap(u->rows, u->map_len);
+	} else if (u->rows && u->rows != MAP_FAILED) {
+		/* around the place another mapping took */
+		munmap(u->rows, u->hole * CHUNK_BYTES);
+		munmap((char *)u->rows + (u->hole + 1) * CHUNK_BYTES,
+		       u->map_len - (u->hole + 1) * CHUNK_BYTES);
+	}
 	free(u);
 }
 
@@ -390,7 +488,7 @@ int tk_unw_bpf__add_ring(struct tk_unw_bpf *u, struct ring_buffer *rb)
 
 struct unw_row *tk_unw_bpf__rows(struct tk_unw_bpf *u, size_t *cap)
 {
-	*cap = u->rows_cap;
+	*cap = u->chunks * UNW_CHUNK_ROWS;
 	return u->rows;
 }
 
@@ -434,5 +532,9 @@ void tk_unw_bpf__stats(struct tk_unw_bpf *u, struct tk_unw_info *info)
 	info->procs_cap = u->procs_cap;
 	info->recaptures = u->recaptures;
 	info->misses_dropped = u->misses.dropped;
-	info->memory = u->map_len + u->procs_cap * sizeof(struct unw_proc);
+	info->memory = u->procs_cap * sizeof(struct unw_proc);
+	info->procs_prealloc = u->procs_prealloc;
+	info->chunks = u->chunks;
+	info->chunks_max = u->chunks_max;
+	info->chunk_bytes = CHUNK_BYTES;
 }

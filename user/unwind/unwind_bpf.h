@@ -21,7 +21,7 @@ struct tk_unw_bpf_vars {
 	__u32 *task_regs;		/* rodata unw_task_regs */
 	__u32 *task_stack_off;		/* rodata unw_task_stack_off */
 	__u32 *thread_size;		/* rodata unw_thread_size */
-	struct bpf_map *rows;		/* unw_rows */
+	struct bpf_map *chunks;		/* unw_chunks: the rows, in chunks */
 	struct bpf_map *procs;		/* unw_procs */
 	__u32 *fsbase_off;		/* rodata unw_fsbase_off (Python frames) */
 	struct bpf_map *py_procs;	/* unw_py_procs */
@@ -41,7 +41,7 @@ struct tk_unw_bpf_vars {
 	.task_regs = &(skel)->rodata->unw_task_regs,			\
 	.task_stack_off = &(skel)->rodata->unw_task_stack_off,		\
 	.thread_size = &(skel)->rodata->unw_thread_size,		\
-	.rows = (skel)->maps.unw_rows,					\
+	.chunks = (skel)->maps.unw_chunks,				\
 	.procs = (skel)->maps.unw_procs,				\
 	.fsbase_off = &(skel)->rodata->unw_fsbase_off,			\
 	.py_procs = (skel)->maps.unw_py_procs,				\
@@ -52,7 +52,7 @@ struct tk_unw_bpf_vars {
 
 struct tk_unw_bpf_opts {
 	enum tk_unwind_mode mode;
-	size_t rows;			/* capacity of the rows array; 0: 2M rows (16 MiB) */
+	size_t rows;			/* the rows' ceiling; 0: 2M rows (16 MiB) */
 	size_t procs;			/* processes with an entry at once; 0: 1024 */
 	bool no_python;			/* no Python frames (TK_UNWIND_FP has none either) */
 	enum bpf_prog_type prog_type;	/* of the programs that unwind */
@@ -133,8 +133,13 @@ bool tk_unw_misses__next_due(struct tk_unw_misses *t, int64_t now_ns, int64_t in
 			     uint32_t *pid, uint32_t *gen);
 void tk_unw_misses__forget(struct tk_unw_misses *t, uint32_t pid);
 
-/* The rows array as mapped, and its capacity. */
+/*
+ * The rows as mapped (one flat view of every chunk made), and how many are
+ * mapped: reading past them faults.
+ */
 struct unw_row *tk_unw_bpf__rows(struct tk_unw_bpf *u, size_t *cap);
+/* Make and map the chunks for rows [0, @rows) now: 0 or a negative errno. */
+int tk_unw_bpf__reserve(struct tk_unw_bpf *u, size_t rows);
 
 /* ---- the BPF evaluator run on demand (unwind_check.c) ----------------------------------- */
 

@@ -318,9 +318,18 @@ int tk_unw_fde_rows(struct builder *b, Dwarf_CFI *cfi, const struct fde *fde, ui
 		bool signal;
 		int ra;
 
-		if (b->work > b->lim.work || tk_unw_now_ns() - b->t0_ns > b->lim.build_ns) {
+		if (b->work > b->lim.work) {
 			b->over_limit = true;
 			return 0;
+		}
+		if (++b->clock_rows >= TK_UNW_CLOCK_ROWS ||
+		    b->work - b->clock_work >= TK_UNW_CLOCK_WORK) {
+			b->clock_rows = 0;
+			b->clock_work = b->work;
+			if (tk_unw_now_ns() - b->t0_ns > b->lim.build_ns) {
+				b->over_limit = true;
+				return 0;
+			}
 		}
 		if (b->work > b->budget) {
 			err = emit(b, pc, row_unsupported);

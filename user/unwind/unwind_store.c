@@ -34,6 +34,14 @@ struct tk_unw_store {
 	bool own;
 	size_t cap;
 	size_t nr;
+	size_t chunk;			/* rows of a chunk; 0: memory whole from the start */
+	size_t mapped;			/* rows usable (with chunks) */
+	tk_unw_grow_fn grow;
+	void *grow_ctx;
+	bool release;			/* tables let their rows go once laid out */
+	size_t used;			/* rows of the tables laid out (nr: the highest end) */
+	uint32_t *fill;			/* with chunks: rows taken from each chunk's start */
+	size_t nr_fill, cap_fill;
 	struct tk_hashmap placed;	/* struct placed, by table address */
 	struct tk_unw_store_stats st;
 };
@@ -79,12 +87,27 @@ int tk_unw_store__new(struct unw_row *mem, size_t cap, struct tk_unw_store **out
 	return 0;
 }
 
+void tk_unw_store__set_grow(struct tk_unw_store *s, size_t chunk, size_t mapped,
+			    tk_unw_grow_fn grow, void *ctx)
+{
+	s->chunk = chunk;
+	s->mapped = mapped;
+	s->grow = grow;
+	s->grow_ctx = ctx;
+}
+
+void tk_unw_store__release_rows(struct tk_unw_store *s, bool on)
+{
+	s->release = on;
+}
+
 void tk_unw_store__free(struct tk_unw_store *s)
 {
 	if (!s)
 		return;
 	if (s->own)
 		free(s->rows);
+	free(s->fill);
 	tk_hashmap__free(&s->placed);
 	free(s);
 }
@@ -99,13 +122,66 @@ void tk_unw_store__stats(const struct tk_unw_store *s, struct tk_unw_store_stats
 {
 	*st = s->st;
 	st->rows = s->nr;
+	st->skipped = s->nr - s->used;
+	st->mapped = s->grow ? s->mapped : s->cap;
 }
 
-/* Where @t's rows start in the store, laying them out the first time: 0, or -ENOSPC. */
-static int place(struct tk_unw_store *s, const struct tk_unw_table *t, uint32_t *start)
+/*
+ * Where a table of @n rows goes: after the last one; with chunks, a table
+ * that fits in one goes to the first chunk with room at its end, else to a
+ * fresh chunk (crossing into the next only when nothing else fits under the
+ * ceiling), and a larger one after the last, over consecutive chunks. Its
+ * rows made usable; false when they cannot be.
+ */
+static bool where(struct tk_unw_store *s, size_t n, size_t *at)
+{
+	size_t c = s->chunk, start = s->nr, i;
+
+	if (n > s->cap)
+		return false;
+	if (c && n <= c) {
+		for (i = 0; i < s->nr_fill; i++)
+			if (c - s->fill[i] >= n && i * c + s->fill[i] <= s->cap - n)
+				break;
+		start = i < s->nr_fill ? i * c + s->fill[i] : s->nr_fill * c;
+		if (start > s->cap - n)
+			start = s->nr;
+	}
+	if (start > s->cap - n)
+		return false;
+	if (c && tk_grow((void **)&s->fill, &s->cap_fill, (start + n - 1) / c + 1,
+			 sizeof(*s->fill), 16))
+		return false;
+	if (s->grow && start + n > s->mapped &&
+	    (s->grow(s->grow_ctx, start + n, &s->mapped) || start + n > s->mapped))
+		return false;
+	*at = start;
+	return true;
+}
+
+/* Rows [@at, @at + @n) taken (where() made room for the chunks' fill). */
+static void take(struct tk_unw_store *s, size_t at, size_t n)
+{
+	size_t c = s->chunk, j, last, end = at + n;
+
+	if (end > s->nr)
+		s->nr = end;
+	s->used += n;
+	if (!c)
+		return;
+	last = (end - 1) / c;
+	for (; s->nr_fill <= last; s->nr_fill++)
+		s->fill[s->nr_fill] = 0;
+	for (j = at / c; j <= last; j++)
+		if (end - j * c > s->fill[j])
+			s->fill[j] = end - j * c > c ? c : end - j * c;
+}
+
+int tk_unw_store__place(struct tk_unw_store *s, const struct tk_unw_table *t, uint32_t *start)
 {
 	struct placed *pl;
-	bool fits = t->nr <= s->cap - s->nr, found;
+	size_t at = 0;
+	bool found;
 
 	pl = tk_hashmap__insert(&s->placed, table_hash(t), placed_match, NULL, t, &found);
 	if (!pl)
@@ -115,15 +191,22 @@ static int place(struct tk_unw_store *s, const struct tk_unw_table *t, uint32_t 
 		return pl->start == NOT_PLACED ? -ENOSPC : 0;
 	}
 	pl->t = t;
-	if (!fits) {
+	if (!where(s, t->nr, &at)) {
 		/* remembered, so that it is counted once, however many processes map it */
 		pl->start = NOT_PLACED;
 		s->st.full++;
 		return -ENOSPC;
 	}
-	memcpy(s->rows + s->nr, t->rows, t->nr * sizeof(*t->rows));
-	pl->start = s->nr;
-	s->nr += t->nr;
+	memcpy(s->rows + at, t->rows, t->nr * sizeof(*t->rows));
+	if (s->release) {
+		/* the symbolizer's table: only this store read its rows (release_rows) */
+		struct tk_unw_table *own = (struct tk_unw_table *)t;
+
+		free(own->rows);
+		own->rows = NULL;
+	}
+	take(s, at, t->nr);
+	pl->start = at;
 	s->st.tables++;
 	s->st.build_ns += t->st.build_ns;
 	*start = pl->start;
@@ -260,7 +343,7 @@ static void add_map(struct tk_unw_store *s, struct unw_proc *p, const struct tk_
 		m->flags = UNW_MAP_NO_CFI;
 		return;
 	}
-	if (place(s, mi->unw, &start)) {
+	if (tk_unw_store__place(s, mi->unw, &start)) {
 		m->flags = UNW_MAP_PENDING;	/* no room: the table never loads */
 		return;
 	}
@@ -390,6 +473,39 @@ static void python_report(struct tk_profile *p, const uint64_t cnt[UNW_CNT__COUN
 					cnt[UNW_CNT_PY_TRAMP]);
 }
 
+/*
+ * The unwinder's memory: the kernel's rows chunks made as tables came (and
+ * how much of them is used), its process entries (taken as written, or
+ * preallocated whole where the kernel wants that); the perf backend's rows
+ * and entries in its own memory.
+ */
+static void memory_report(struct tk_profile *p, const struct tk_unw_info *info)
+{
+	const double mib = 1048576.0;
+	uint64_t used = (info->store.rows - info->store.skipped) * sizeof(struct unw_row);
+
+	if (!info->in_kernel) {
+		tk_profile__add_comment(p, "unwind memory (this process): rows %.1f MiB used of "
+					"%.1f MiB at most; process entries %.1f MiB", used / mib,
+					info->store.cap * sizeof(struct unw_row) / mib,
+					(info->memory > info->store.cap * sizeof(struct unw_row) ?
+					 info->memory - info->store.cap * sizeof(struct unw_row) :
+					 0) / mib);
+		return;
+	}
+	tk_profile__add_comment(p, "unwind memory (kernel): rows in %" PRIu64 " chunks of %"
+				PRIu64 " KiB made as tables came, %.1f MiB reserved of a %.1f MiB "
+				"ceiling, %.1f MiB used (%" PRIu64 " rows free at chunk ends); "
+				"process entries: %" PRIu64 " written, %.1f MiB %s", info->chunks,
+				info->chunk_bytes / 1024, info->chunks * info->chunk_bytes / mib,
+				info->chunks_max * info->chunk_bytes / mib, used / mib,
+				info->store.skipped, info->procs,
+				(info->procs_prealloc ? info->memory :
+				 info->procs * sizeof(struct unw_proc)) / mib,
+				info->procs_prealloc ? "preallocated (this kernel wants it)" :
+				"as written (at most, entries rewritten in place)");
+}
+
 const char *tk_unw__loss_name(enum unw_counter c)
 {
 	return c < UNW_CNT__COUNT ? loss_names[c] : NULL;
@@ -418,12 +534,13 @@ void tk_unw__report(struct tk_profile *p, const uint64_t cnt[UNW_CNT__COUNT],
 				cnt[UNW_CNT_STACKS], cnt[UNW_CNT_END], frames,
 				frames ? 100.0 * cnt[UNW_CNT_CFI_FRAMES] / frames : 0.0);
 	tk_profile__add_comment(p, "unwind tables: %" PRIu64 " objects, %" PRIu64 " rows (%.1f of "
-				"%.1f MiB), built in %.0f ms; %" PRIu64 " did not fit; %.1f MiB "
-				"reserved", info->store.tables, info->store.rows,
-				info->store.rows * sizeof(struct unw_row) / 1048576.0,
+				"%.1f MiB), built in %.0f ms; %" PRIu64 " did not fit",
+				info->store.tables, info->store.rows - info->store.skipped,
+				(info->store.rows - info->store.skipped) * sizeof(struct unw_row) /
+					1048576.0,
 				info->store.cap * sizeof(struct unw_row) / 1048576.0,
-				info->store.build_ns / 1e6, info->store.full,
-				info->memory / 1048576.0);
+				info->store.build_ns / 1e6, info->store.full);
+	memory_report(p, info);
 	if (info->in_kernel)
 		tk_profile__add_comment(p, "unwind misses: %" PRIu64 " captures taken again for "
 					"an address in no mapping; %" PRIu64 " misses found no "

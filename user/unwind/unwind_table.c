@@ -81,10 +81,18 @@ void tk_unw_table__set_limits(const struct tk_unw_limits *l)
 						  TK_UNW_MAX_BUILD_NS };
 }
 
+static uint64_t clock_reads;
+
+uint64_t tk_unw_table__clock_reads(void)
+{
+	return __atomic_load_n(&clock_reads, __ATOMIC_RELAXED);
+}
+
 uint64_t tk_unw_now_ns(void)
 {
 	struct timespec ts;
 
+	__atomic_fetch_add(&clock_reads, 1, __ATOMIC_RELAXED);
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (uint64_t)ts.tv_sec * 1000000000ULL + ts.tv_nsec;
 }
@@ -458,7 +466,7 @@ const struct unw_row *tk_unw_table__find(const struct tk_unw_table *t, uint64_t 
 	size_t lo = 0, hi;
 	uint64_t pc;
 
-	if (!t || !t->nr || vaddr < t->base || vaddr - t->base > UINT32_MAX)
+	if (!t || !t->nr || !t->rows || vaddr < t->base || vaddr - t->base > UINT32_MAX)
 		return NULL;
 	pc = vaddr - t->base;
 	if (pc < t->rows[0].pc)
