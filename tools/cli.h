@@ -108,6 +108,8 @@ struct cli_run {
 	int top;
 	char *const *argv;		/* the command, for its exit status */
 };
+/* Start-up is over: the caches kept for it (the kernel's BTF) go, and the heap is trimmed. */
+void cli_startup_over(void);
 /*
  * Start @s, run it (status line on a terminal, -i reports on stdout; SIGINT,
  * SIGTERM and SIGHUP end it, SIGPIPE is ignored), finish, write the outputs;

@@ -571,6 +571,7 @@ int cmd_record(int argc, char **argv)
 			if (r->c[i].coll == TK_COLLECT_ALLOC)
 				plan_alloc_cmd(&r->c[i]);
 		}
+	cli_startup_over();
 	print_plan(r);
 	/* the workers leave the stop signals to this thread */
 	sigemptyset(&block);

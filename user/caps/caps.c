@@ -21,6 +21,7 @@
 #include "caps/caps_int.h"
 #include "core/fsutil.h"
 #include "core/internal.h"
+#include "core/kfeat.h"
 #include "core/log.h"
 #include "core/opts.h"
 #include "caps/caps.h"
@@ -384,7 +385,10 @@ out:
 	tk_log__pop(&saved);
 	clock_gettime(CLOCK_MONOTONIC, &t1);
 	caps->elapsed_ms = (t1.tv_sec - t0.tv_sec) * 1e3 + (t1.tv_nsec - t0.tv_nsec) / 1e6;
-	btf__free(s.btf);
+	if (s.btf_shared)
+		tk_kfeat__btf_put(s.btf);
+	else
+		btf__free(s.btf);
 	free(s.kallsyms);
 	return err;
 }

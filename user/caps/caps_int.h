@@ -25,6 +25,7 @@ struct snap {
 	char *kallsyms;		/* whole file, or NULL; read only when BTF cannot answer */
 	bool kallsyms_read;
 	struct btf *btf;	/* the BTF found (caps_btf.c), parsed; NULL when not */
+	bool btf_shared;	/* it is kfeat's (tk_kfeat__btf_get): put, not freed */
 	char btf_path[4096];	/* where: the kernel's own (sysfs), or a vmlinux on disk */
 	bool has_btf;		/* btf_path holds BTF: CO-RE can relocate */
 	bool kernel_btf;	/* it is the kernel's own: tp_btf and fentry can attach */

@@ -29,6 +29,22 @@
 #include <stddef.h>
 
 struct bpf_object;
+struct btf;
+
+/*
+ * The kernel's BTF (where libbpf's btf__load_vmlinux_btf looks: sysfs, then
+ * vmlinux files on disk), parsed once per process and shared by every helper
+ * here and the capability snapshot: a parse is a 5.5 MB read and copy. Each
+ * tk_kfeat__btf_get() (NULL and errno when there is none) is matched by a
+ * tk_kfeat__btf_put(). tk_kfeat__btf_release() ends the caching (the command
+ * line calls it when its start-up is over): the BTF is freed at the last put,
+ * and a later get parses it again. Safe from any thread.
+ */
+struct btf *tk_kfeat__btf_get(void);
+void tk_kfeat__btf_put(struct btf *btf);
+void tk_kfeat__btf_release(void);
+/* How many times this process parsed the kernel's BTF here (the tests count them). */
+unsigned int tk_kfeat__btf_parses(void);
 
 enum tk_kfeat_session_kfunc {
 	TK_KF_SESSION_ABSENT = 0,	/* no bpf_session_is_return in the kernel's BTF */
