@@ -236,6 +236,7 @@ int cmd_alloc(int argc, char **argv)
 	if (env.verbose)
 		capopts.log = cli_log;
 	capopts.pid = aopts.pid;
+	capopts.scope = TK_CAPS_ALLOC;	/* what the choice needs; the session loads its object */
 
 	/* an output that cannot be written is said now, not after the capture */
 	if ((err = outputs_open(&outs, "alloc")))

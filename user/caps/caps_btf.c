@@ -172,7 +172,7 @@ static bool find_on_disk(struct snap *s, const char *release, char *tried, size_
 			continue;
 		st = try_btf(s->btf_path, true, &btf, &err, &s->btf_shared);
 		if (st == BTF_OK) {
-			if (s->cpu_only)
+			if (s->cpu_only || s->alloc_only)
 				btf__free(btf);	/* known to parse; nothing in this scope reads it */
 			else
 				s->btf = btf;
@@ -197,8 +197,9 @@ void snap_btf(struct snap *s, struct tk_caps *caps)
 
 	if (tk_path_join(sys_path, sizeof(sys_path), s->sys, SYS_BTF))
 		sys_path[0] = '\0';
-	/* the CPU-only scope reads nothing in it: a header that holds is enough there */
-	st = sys_path[0] ? try_btf(sys_path, !s->cpu_only, &s->btf, &err, &s->btf_shared)
+	/* the CPU and allocation scopes read nothing in it: a header that holds is enough */
+	st = sys_path[0] ? try_btf(sys_path, !s->cpu_only && !s->alloc_only, &s->btf, &err,
+				   &s->btf_shared)
 			 : BTF_ABSENT;
 	if (st == BTF_OK) {
 		snprintf(s->btf_path, sizeof(s->btf_path), "%s", sys_path);

@@ -35,6 +35,7 @@ struct snap {
 	bool tracefs;
 	char tracefs_dir[64];	/* relative to sys root */
 	bool cpu_only;		/* TK_CAPS_CPU: only what the CPU backend needs */
+	bool alloc_only;	/* TK_CAPS_ALLOC: only what the allocation backend needs */
 	const struct tk_caps *caps;	/* the snapshot being taken (for the load probes) */
 };
 
