@@ -436,6 +436,8 @@ static void on_tick(struct tk_session *s, double elapsed, void *arg)
 {
 	struct run_ctx *rc = arg;
 
+	if (rc->run->tick)
+		rc->run->tick(s, elapsed, rc->run->tick_arg);
 	if (rc->tty)
 		status_line(s, rc->run, elapsed, false);
 }
