@@ -152,6 +152,16 @@ static void test_record_command(void **state)
 	assert_non_null(strstr(out, "record: alloc: sampled"));
 	assert_non_null(strstr(out, "record: numa: "));
 	assert_file(dir, "caps.json");
+	/*
+	 * the whole snapshot, though the collectors started on scoped ones
+	 * (it is taken on a thread meanwhile): every collector's load probe,
+	 * the process's entries, every backend assessed
+	 */
+	if (sh("jq -e '[.entries[\"bpf.load.cpu\", \"bpf.load.alloc\", \"bpf.load.numa\", "
+	       "\"bpf.load.stacks\", \"tracepoint.sched_process_exec\", "
+	       "\"perf.hardware\"]] | map(select(. != null)) | length == 6' %s/caps.json && "
+	       "! grep -q 'not assessed' %s/caps.json", dir, dir))
+		fail_msg("caps.json is not the whole snapshot:\n%s", out);
 	assert_file(dir, "summary.txt");
 	assert_file(dir, "manifest.json");
 	assert_file(dir, "index.html");
