@@ -242,6 +242,51 @@ bool tk_kfeat__page_fault_user(void)
 	return v == 2;
 }
 
+/*
+ * An empty fentry program on a function every kernel has: loaded, never
+ * attached. A kernel (or a security policy) that refuses fentry refuses it
+ * at load, for every function: the loaders then skip their fentry variants.
+ */
+static int probe_fentry(void)
+{
+	static const char *const fns[] = { "do_nanosleep", "hrtimer_nanosleep", "vfs_read" };
+	struct bpf_insn insns[2] = {
+		{ .code = BPF_ALU64 | BPF_MOV | BPF_K, .dst_reg = BPF_REG_0, .imm = 0 },
+		{ .code = BPF_JMP | BPF_EXIT },
+	};
+	LIBBPF_OPTS(bpf_prog_load_opts, o, .expected_attach_type = BPF_TRACE_FENTRY);
+	struct btf *btf = tk_kfeat__btf_get();
+	int id = -ENOENT, fd, err;
+	size_t i;
+
+	if (!btf)
+		return -ENOENT;
+	for (i = 0; i < sizeof(fns) / sizeof(fns[0]) && id <= 0; i++)
+		id = btf__find_by_name_kind(btf, fns[i], BTF_KIND_FUNC);
+	tk_kfeat__btf_put(btf);
+	if (id <= 0)
+		return -ENOENT;
+	o.attach_btf_id = id;
+	fd = bpf_prog_load(BPF_PROG_TYPE_TRACING, "tk_kfeat", "Dual BSD/GPL", insns, 2, &o);
+	err = fd < 0 ? -errno : 0;
+	if (fd >= 0)
+		close(fd);
+	return err;
+}
+
+int tk_kfeat__fentry(void)
+{
+	static int cached;	/* 1: loads; -errno + -1: refused */
+	int v = __atomic_load_n(&cached, __ATOMIC_RELAXED);
+
+	if (!v) {
+		v = forced_off("fentry") ? -EPERM : probe_fentry();
+		v = v ? v - 1 : 1;
+		__atomic_store_n(&cached, v, __ATOMIC_RELAXED);
+	}
+	return v == 1 ? 0 : v + 1;
+}
+
 static enum tk_kfeat_session_kfunc probe_session_kfunc(void)
 {
 	enum tk_kfeat_session_kfunc r = TK_KF_SESSION_UNKNOWN;

@@ -18,7 +18,7 @@
  *    none (5.10 to 7.x). alloc --mode growth takes the software perf event
  *    page-faults where it is missing.
  *
- * TK_KFEAT_OFF=a,b,… (runtime_alloc_maps, attach_cookie, page_fault_user) makes this process
+ * TK_KFEAT_OFF=a,b,… (runtime_alloc_maps, attach_cookie, page_fault_user, fentry) makes this process
  * act as if the kernel lacked a feature: the tests take older kernels' paths
  * on a new one.
  */
@@ -64,6 +64,12 @@ bool tk_kfeat__attach_cookie(void);
  * all: nothing will attach either way).
  */
 bool tk_kfeat__page_fault_user(void);
+/*
+ * Does the kernel load fentry programs at all? 0, or the load's -errno (an
+ * empty program on do_nanosleep, never attached; -ENOENT without kernel
+ * BTF). Hosts whose security policy refuses fentry refuse every function.
+ */
+int tk_kfeat__fentry(void);
 /* The prototype of bpf_session_is_return() in the running kernel's BTF. */
 enum tk_kfeat_session_kfunc tk_kfeat__session_kfunc(void);
 

@@ -376,7 +376,10 @@ static int bpf_open(struct tk_numa *n, char *why, size_t why_sz)
 	tk_log__push(&tk_log_quiet, &quiet);
 	err = -ENOENT;
 	if (st->mp_fn[0] || st->ff.name[0]) {
-		err = load_probes(n, st, MP_FENTRY);
+		/* refused for every function (a security policy): its two variants are not tried */
+		err = tk_kfeat__fentry();
+		if (!err)
+			err = load_probes(n, st, MP_FENTRY);
 		st->fentry_err = err;
 		if (err && have_kprobes(n))
 			err = load_probes(n, st, MP_KPROBE);
