@@ -119,6 +119,8 @@ static void say_expectation(struct tk_session *s, double elapsed, void *arg)
 	if (e->said || elapsed < 0.2)
 		return;
 	e->said = true;
+	if (strcmp(tk_session__backend(s), "bpf"))
+		return;	/* it fell back to jemalloc's profiler: no uprobes */
 	per_s = traps / elapsed;
 	err = tk_alloc__uprobe_cost(&ns);
 	if (err) {

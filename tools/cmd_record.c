@@ -610,6 +610,13 @@ int cmd_record(int argc, char **argv)
 		if (!r->c[i].owns_command && &r->c[i] != nc)
 			start_one(&r->c[i]);
 	err = caps_join(r, &cj);
+	if (err == -ESRCH && cj.opts.pid) {
+		/* the process ended while the thread looked at it: the rest of the snapshot */
+		rec_note(r, "caps: process %d ended before the capability snapshot was whole: "
+			 "caps.json has no process entries", cj.opts.pid);
+		cj.opts.pid = 0;
+		err = tk_caps__take(&cj.opts, &r->caps);
+	}
 	if (err) {
 		fail(EXIT_FAILURE, "record: cannot take the capability snapshot: %s",
 		     strerror(-err));
