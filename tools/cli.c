@@ -5,6 +5,7 @@
 #include <signal.h>
 #include <getopt.h>
 #include <limits.h>
+#include <malloc.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,6 +17,7 @@
 
 #include "cli.h"
 #include "core/json.h"
+#include "core/kfeat.h"
 #include "core/outfile.h"
 #include "profile/profile.h"
 
@@ -434,6 +436,8 @@ static void on_tick(struct tk_session *s, double elapsed, void *arg)
 {
 	struct run_ctx *rc = arg;
 
+	if (rc->run->tick)
+		rc->run->tick(s, elapsed, rc->run->tick_arg);
 	if (rc->tty)
 		status_line(s, rc->run, elapsed, false);
 }
@@ -479,6 +483,13 @@ static int on_interval(struct tk_session *s, struct tk_result *r, double elapsed
 	return 0;
 }
 
+void cli_startup_over(void)
+{
+	/* the kernel's BTF, parsed once for the start-up, is not needed again */
+	tk_kfeat__btf_release();
+	malloc_trim(0);
+}
+
 int cli_session(struct tk_session *s, const struct cli_run *run)
 {
 	struct tk_run_opts ro = { .sz = sizeof(ro) };
@@ -494,6 +505,7 @@ int cli_session(struct tk_session *s, const struct cli_run *run)
 		outputs_abort(run->outs);
 	catch_stop_signals(s);
 	err = tk_session__start(s, why, sizeof(why));
+	cli_startup_over();
 	if (err) {
 		ret = fail(EXIT_FAILURE, "%s: %s", run->cmd, why[0] ? why : strerror(-err));
 		goto out;

@@ -107,7 +107,12 @@ struct cli_run {
 	struct outputs *outs;		/* opened (outputs_open); written or aborted */
 	int top;
 	char *const *argv;		/* the command, for its exit status */
+	/* called about twice a second once attached (the session's thread); may be NULL */
+	void (*tick)(struct tk_session *s, double elapsed, void *arg);
+	void *tick_arg;
 };
+/* Start-up is over: the caches kept for it (the kernel's BTF) go, and the heap is trimmed. */
+void cli_startup_over(void);
 /*
  * Start @s, run it (status line on a terminal, -i reports on stdout; SIGINT,
  * SIGTERM and SIGHUP end it, SIGPIPE is ignored), finish, write the outputs;

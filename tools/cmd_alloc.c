@@ -12,6 +12,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "alloc/alloc_rate.h"
 #include "cli.h"
 #include "tracekit/tracekit.h"
 
@@ -97,31 +98,43 @@ static int parse_bytes(const char *s, uint64_t *out)
 	return 0;
 }
 
-/* The expected slowdown of @mode, measured on the running process. */
-static void print_expectation(int pid, const struct tk_caps *caps, enum tk_alloc_mode mode)
+/*
+ * What the probes cost the running process, said from their first half second
+ * of real counting: they are attached first (nothing is counted apart before),
+ * so the allocations of that half second are in the profile too.
+ */
+struct expectation {
+	int pid;
+	enum tk_alloc_mode mode;
+	bool said;
+};
+
+static void say_expectation(struct tk_session *s, double elapsed, void *arg)
 {
-	struct tk_alloc_rate r = { .sz = TK_OPTS_SZ(tk_alloc_rate) };
-	char why[256];
+	struct expectation *e = arg;
+	uint64_t traps = tk_session__traps(s);
+	double ns, per_s, slow;
 	int err;
 
-	err = tk_alloc__measure(pid, caps, 300, &r, why, sizeof(why));
+	if (e->said || elapsed < 0.2)
+		return;
+	e->said = true;
+	if (strcmp(tk_session__backend(s), "bpf"))
+		return;	/* it fell back to jemalloc's profiler: no uprobes */
+	per_s = traps / elapsed;
+	err = tk_alloc__uprobe_cost(&ns);
 	if (err) {
-		fprintf(stderr, "tracekit: alloc: cannot measure the allocation rate of %d first: %s\n",
-			pid, why[0] ? why : strerror(-err));
+		fprintf(stderr, "tracekit: alloc: process %d: its allocator calls trapped %.0f times "
+			"a second over the first %.1f s; the cost of a uprobe here could not be "
+			"measured: %s\n", e->pid, per_s, elapsed, strerror(-err));
 		return;
 	}
-	fprintf(stderr, "tracekit: alloc: process %d calls malloc & co. %s%.0f times a second and free "
-		"%s%.0f (counted for %.0f ms); a uprobe hit costs %.2f us on its malloc, %.2f us "
-		"on its free (measured here)\n", pid,
-		r.lower_bound ? "at least " : "", r.alloc_per_s, r.lower_bound ? "at least " : "",
-		r.free_per_s, r.ms, r.alloc_hit_ns / 1000, r.free_hit_ns / 1000);
-	fprintf(stderr, "tracekit: alloc: expected slowdown of --mode %s: %s%.1f%% "
-		"(%.1f traps per allocation, %.1f per free)%s\n",
-		mode == TK_ALLOC_MODE_FULL ? "full" : mode == TK_ALLOC_MODE_GROWTH ? "growth" :
-		"sampled", r.lower_bound ? "more than " : "", 100 * r.slowdown[mode],
-		r.traps_per_alloc[mode], r.traps_per_free[mode],
-		mode != TK_ALLOC_MODE_GROWTH && r.slowdown[mode] > 0.5 ?
-		"; --mode growth costs ~nothing" : "");
+	slow = per_s * ns * 1e-9;
+	fprintf(stderr, "tracekit: alloc: process %d: its allocator calls trapped %.0f times a "
+		"second over the first %.1f s attached, and a uprobe hit costs %.2f us here "
+		"(measured): --mode %s slows it by about %.1f%%%s\n", e->pid, per_s, elapsed,
+		ns / 1000, e->mode == TK_ALLOC_MODE_FULL ? "full" : "sampled", 100 * slow,
+		slow > 0.5 ? "; --mode growth costs ~nothing" : "");
 }
 
 int cmd_alloc(int argc, char **argv)
@@ -148,6 +161,7 @@ int cmd_alloc(int argc, char **argv)
 	struct outputs outs = {};
 	double duration = 0, interval = 0, min_age = 0;
 	struct tk_caps *caps = NULL;
+	struct expectation expect;
 	struct tk_session *s;
 	long top = 20;
 	char why[512];
@@ -236,6 +250,7 @@ int cmd_alloc(int argc, char **argv)
 	if (env.verbose)
 		capopts.log = cli_log;
 	capopts.pid = aopts.pid;
+	capopts.scope = TK_CAPS_ALLOC;	/* what the choice needs; the session loads its object */
 
 	/* an output that cannot be written is said now, not after the capture */
 	if ((err = outputs_open(&outs, "alloc")))
@@ -248,9 +263,11 @@ int cmd_alloc(int argc, char **argv)
 	}
 	if (aopts.pid && aopts.mode != TK_ALLOC_MODE_GROWTH &&
 	    aopts.backend != TK_BACKEND_JEMALLOC &&
-	    tk_caps__backend(caps, TK_COLLECT_ALLOC, NULL) == TK_BACKEND_BPF)
-		print_expectation(aopts.pid, caps, aopts.mode);
-	else if (aopts.mode == TK_ALLOC_MODE_FULL)
+	    tk_caps__backend(caps, TK_COLLECT_ALLOC, NULL) == TK_BACKEND_BPF) {
+		expect = (struct expectation){ aopts.pid, aopts.mode };
+		run.tick = say_expectation;
+		run.tick_arg = &expect;
+	} else if (aopts.mode == TK_ALLOC_MODE_FULL)
 		fprintf(stderr, "tracekit: alloc: --mode full traps every allocation and free "
 			"(a uprobe each, microseconds apiece): the program will run much slower\n");
 

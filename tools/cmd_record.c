@@ -139,8 +139,9 @@ static void open_cpu(struct rec *r, struct rec_coll *rc, const int *pids, int nr
 				 .cgroup = r->cgroup, .off_cpu = r->off_cpu,
 				 .follow_children = follow, .unwind = env.unwind,
 				 .unwind_mem = env.unwind_mem, .no_jit_ask = env.no_jit_ask };
+	/* its own CPU-only snapshot: the whole one is still being taken (caps_thread) */
 	struct tk_session_opts so = { .sz = TK_OPTS_SZ(tk_session_opts), .log = cli_log,
-				      .caps = r->caps, .argv = cmd };
+				      .argv = cmd };
 	char why[512] = "";
 	int i;
 
@@ -174,7 +175,7 @@ static void open_alloc_cmd(struct rec *r, struct rec_coll *rc)
 				   .unwind = env.unwind, .unwind_mem = env.unwind_mem,
 				   .no_jit_ask = env.no_jit_ask };
 	struct tk_session_opts so = { .sz = TK_OPTS_SZ(tk_session_opts), .log = cli_log,
-				      .caps = r->caps, .argv = r->argv };
+				      .caps = r->alloc_caps, .argv = r->argv };
 	char why[512] = "";
 
 	snprintf(rc->title, sizeof(rc->title), "Allocations of %s", r->argv[0]);
@@ -210,16 +211,16 @@ static void open_alloc_pid(struct rec *r, struct rec_coll *rc, int pid, bool fir
 				   .unwind = env.unwind, .unwind_mem = env.unwind_mem,
 				   .no_jit_ask = env.no_jit_ask };
 	struct tk_session_opts so = { .sz = TK_OPTS_SZ(tk_session_opts), .log = cli_log,
-				      .caps = first ? r->caps : NULL };
+				      .caps = first ? r->alloc_caps : NULL };
 	char why[512] = "", comm[32];
 
 	rc->pid = pid;
 	snprintf(rc->title, sizeof(rc->title), "Allocations of %d (%s)", pid,
 		 comm_of(pid, comm, sizeof(comm)));
-	if (tk_caps__backend(r->caps, TK_COLLECT_ALLOC, NULL) != TK_BACKEND_BPF) {
+	if (tk_caps__backend(r->alloc_caps, TK_COLLECT_ALLOC, NULL) != TK_BACKEND_BPF) {
 		snprintf(rc->plan, sizeof(rc->plan), "the allocator's own profiler (no eBPF)");
 	} else {
-		tk_alloc_budget__plan(&rc->budget, r->budget, first ? r->caps : NULL, &o);
+		tk_alloc_budget__plan(&rc->budget, r->budget, first ? r->alloc_caps : NULL, &o);
 		memcpy(rc->plan, rc->budget.plan, sizeof(rc->budget.plan));
 	}
 	rc->s = tk_session__open_alloc(&o, &so, why, sizeof(why));
@@ -274,6 +275,39 @@ static void *worker(void *arg)
 	rc->finish_err = tk_session__finish(rc->s, &rc->r);
 	atomic_store(&rc->done, true);
 	return NULL;
+}
+
+/*
+ * The whole snapshot, for the bundle's caps.json, the stacks collector and
+ * numa: taken on a thread of its own while cpu and alloc load and attach
+ * with snapshots scoped to their own choice.
+ */
+struct caps_job {
+	struct tk_caps_opts opts;
+	struct tk_caps *caps;
+	int err;
+	pthread_t th;
+	bool running;
+};
+
+static void *caps_thread(void *arg)
+{
+	struct caps_job *j = arg;
+
+	j->err = tk_caps__take(&j->opts, &j->caps);
+	return NULL;
+}
+
+/* r->caps, once the thread has it; 0 or -errno */
+static int caps_join(struct rec *r, struct caps_job *j)
+{
+	if (j->running) {
+		pthread_join(j->th, NULL);
+		j->running = false;
+		r->caps = j->caps;
+		j->caps = NULL;
+	}
+	return j->err;
 }
 
 static void start_one(struct rec_coll *rc)
@@ -408,6 +442,8 @@ int cmd_record(int argc, char **argv)
 	static struct rec_out rec_out;
 	struct rec_out *ro = &rec_out;
 	struct tk_caps_opts capopts = { .sz = TK_OPTS_SZ(tk_caps_opts) };
+	struct caps_job cj = {};
+	struct rec_coll *nc;
 	struct rec *r = &rec;
 	const char *out = NULL;
 	struct sigaction sa = { .sa_handler = on_signal }, old;
@@ -507,11 +543,24 @@ int cmd_record(int argc, char **argv)
 	signal(SIGPIPE, SIG_IGN);
 	gethostname(r->host, sizeof(r->host) - 1);
 
-	/* one snapshot for every session (with the first process, for its entries) */
+	/*
+	 * The whole snapshot (with the first process, for its entries) on a
+	 * thread, while cpu and alloc start with their own scoped ones: the
+	 * allocation scope is taken here (the budget's plan reads it).
+	 */
 	if (env.verbose)
 		capopts.log = cli_log;
 	capopts.pid = r->nr_pids ? r->pids[0] : 0;
-	err = tk_caps__take(&capopts, &r->caps);
+	cj.opts = capopts;
+	err = pthread_create(&cj.th, NULL, caps_thread, &cj);
+	if (err) {
+		fail(EXIT_FAILURE, "record: no thread for the capability snapshot: %s",
+		     strerror(err));
+		goto out;
+	}
+	cj.running = true;
+	capopts.scope = TK_CAPS_ALLOC;
+	err = tk_caps__take(&capopts, &r->alloc_caps);
 	if (err) {
 		fail(EXIT_FAILURE, "record: cannot take the capability snapshot: %s",
 		     strerror(-err));
@@ -537,7 +586,7 @@ int cmd_record(int argc, char **argv)
 			     "cpu: %s", r->argv[0], ac->why, cc->why);
 			goto out;
 		}
-		open_numa(r, add_coll(r, TK_COLLECT_NUMA, "numa"), NULL, 0);
+		nc = add_coll(r, TK_COLLECT_NUMA, "numa");
 	} else {
 		open_cpu(r, add_coll(r, TK_COLLECT_CPU, "cpu"), r->pids, r->nr_pids, false, NULL);
 		for (i = 0; i < r->nr_pids; i++) {
@@ -554,12 +603,30 @@ int cmd_record(int argc, char **argv)
 			snprintf(ac->why, sizeof(ac->why), "allocation profiles are taken per "
 				 "process: give -p PID or -- CMD");
 		}
-		open_numa(r, add_coll(r, TK_COLLECT_NUMA, "numa"), r->pids, r->nr_pids);
+		nc = add_coll(r, TK_COLLECT_NUMA, "numa");
 	}
-	/* numa and the processes' profiles first, the command's owner last */
+	/* the processes' profiles first, then numa (on the whole snapshot), the command's owner last */
 	for (i = 0; i < r->n; i++)
-		if (!r->c[i].owns_command)
+		if (!r->c[i].owns_command && &r->c[i] != nc)
 			start_one(&r->c[i]);
+	err = caps_join(r, &cj);
+	if (err == -ESRCH && cj.opts.pid) {
+		/* the process ended while the thread looked at it: the rest of the snapshot */
+		rec_note(r, "caps: process %d ended before the capability snapshot was whole: "
+			 "caps.json has no process entries", cj.opts.pid);
+		cj.opts.pid = 0;
+		err = tk_caps__take(&cj.opts, &r->caps);
+	}
+	if (err) {
+		fail(EXIT_FAILURE, "record: cannot take the capability snapshot: %s",
+		     strerror(-err));
+		goto out;
+	}
+	if (r->argv)
+		open_numa(r, nc, NULL, 0);
+	else
+		open_numa(r, nc, r->pids, r->nr_pids);
+	start_one(nc);
 	for (i = 0; i < r->n; i++)
 		if (r->c[i].owns_command) {
 			start_one(&r->c[i]);
@@ -571,6 +638,7 @@ int cmd_record(int argc, char **argv)
 			if (r->c[i].coll == TK_COLLECT_ALLOC)
 				plan_alloc_cmd(&r->c[i]);
 		}
+	cli_startup_over();
 	print_plan(r);
 	/* the workers leave the stop signals to this thread */
 	sigemptyset(&block);
@@ -646,6 +714,8 @@ out:
 			WEXITSTATUS(status));
 	rec_out__close(ro);
 	rec_stacks__free(r);
+	caps_join(r, &cj);
 	tk_caps__free(r->caps);
+	tk_caps__free(r->alloc_caps);
 	return ret;
 }

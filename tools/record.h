@@ -86,6 +86,7 @@ struct rec {
 	struct rec_coll c[REC_MAX];
 	int n;
 	struct tk_caps *caps;
+	struct tk_caps *alloc_caps;	/* allocation scope, for alloc's plan and its first session */
 	char *const *argv;		/* -- CMD, or NULL */
 	int pids[REC_MAX_PIDS];
 	int nr_pids;

@@ -108,7 +108,11 @@ struct tk_caps_opts {
 	 * choice needs (privileges, bpf(2), perf_event programs, cpu-clock, BTF
 	 * presence, and without BTF what cannot work then: CO-RE, tp_btf,
 	 * fentry), for a fast start; other entries are absent and the other
-	 * collectors' backends are "none", not assessed.
+	 * collectors' backends are "none", not assessed. TK_CAPS_ALLOC: only
+	 * what the allocation backend choice needs (privileges, bpf(2), ring
+	 * buffers, uprobe programs, BTF, cpu-clock, and with a pid the process's
+	 * allocator), without loading the collector's object: the session that
+	 * asked loads it next.
 	 */
 	unsigned int scope;
 };
@@ -116,6 +120,7 @@ struct tk_caps_opts {
 enum tk_caps_scope {
 	TK_CAPS_ALL = 0,
 	TK_CAPS_CPU = 1,
+	TK_CAPS_ALLOC = 2,
 };
 
 struct tk_caps;

@@ -267,7 +267,12 @@ static void test_pid_target_exits(void **state)
 	assert_true(read(fd, text, sizeof(text) - 1) > 0);
 	close(fd);
 	{
-		/* it leaked before tracekit attached too: a lower bound, then most of it */
+		/*
+		 * it leaked before tracekit attached too: a lower bound, then most of
+		 * it. The probes are attached first (no 300 ms of counting before
+		 * them, no full capability snapshot): 83-86 % of the 6 s leak was seen
+		 * here, 34-45 % when they came after the forecast.
+		 */
 		struct pp_func leak = pprof_func(pb, "inuse_space", "leak_site");
 		struct pp_func churn = pprof_func(pb, "inuse_space", "churn");
 		double leaked = field(text, "leaked");
@@ -275,7 +280,7 @@ static void test_pid_target_exits(void **state)
 		print_message("  -p: leak_site %.1f MiB in use of %.1f MiB leaked in all\n",
 			      leak.flat / 1048576.0, leaked / 1048576.0);
 		assert_true(leak.found);
-		assert_true(leak.flat > 0.3 * leaked && leak.flat < 1.1 * leaked);
+		assert_true(leak.flat > 0.65 * leaked && leak.flat < 1.1 * leaked);
 		assert_true(churn.flat < leaked * 0.01);
 	}
 }

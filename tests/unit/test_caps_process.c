@@ -426,6 +426,49 @@ static void test_glibc_bpf_denied(void **state)
 	assert_non_null(strstr(t->out, "\n  alloc  none     "));
 }
 
+/*
+ * The allocation-only scope (alloc's own snapshot): the allocator and the
+ * parts of its backend choice, no object loaded (the session loads it next),
+ * nothing of the other collectors.
+ */
+static void test_alloc_scope(void **state)
+{
+	static const char *const libs[] = { LIBC, NULL };
+	struct proc_spec s = { .comm = "fp_yes", .exe = "fp_yes", .libs = libs };
+	static const enum tk_probe never[] = {
+		TK_PROBE_LOAD_CPU, TK_PROBE_LOAD_ALLOC,	   TK_PROBE_LOAD_NUMA, TK_PROBE_LOAD_STACKS,
+		TK_PROBE_CORE,	   TK_PROBE_PROG_TP_BTF,   TK_PROBE_PROG_FENTRY, TK_PROBE_UNWIND,
+		TK_PROBE_PERF_HARDWARE,
+	};
+	struct t *t = *state;
+	char exe[PATH_MAX];
+	struct tk_caps *caps;
+	size_t i;
+
+	make_proc(t, &s, exe, sizeof(exe));
+	t->opts.scope = TK_CAPS_ALLOC;
+	caps = snap(t);
+	for (i = 0; i < sizeof(never) / sizeof(never[0]); i++)
+		if (fx_probe_calls[never[i]])
+			fail_msg("probe %s ran in the allocation scope", fx_probe_name(never[i]));
+	assert_int_equal(fx_probe_calls[TK_PROBE_PROG_UPROBE], 1);
+	assert_int_equal(fx_probe_calls[TK_PROBE_RINGBUF], 1);
+	expect_cap(caps, TK_CAP_PROC_ALLOCATOR, TK_SUPPORTED, "glibc", NULL, NULL);
+	expect_no_cap(caps, TK_CAP_LOAD_ALLOC);
+	expect_no_cap(caps, TK_CAP_TP_SCHED_PROCESS_EXEC);
+	expect_no_cap(caps, TK_CAP_PROC_PYTHON);
+	expect_backend(caps, TK_COLLECT_ALLOC, TK_BACKEND_BPF, "uprobes on the allocator");
+	expect_backend(caps, TK_COLLECT_NUMA, TK_BACKEND_NONE, "not assessed");
+	expect_backend(caps, TK_COLLECT_CPU, TK_BACKEND_NONE, "not assessed");
+
+	/* no uprobes here: the same answer as the whole snapshot's */
+	fx_probe_reset();
+	fx_probe_result[TK_PROBE_PROG_UPROBE] = -EINVAL;
+	caps = snap(t);
+	expect_backend(caps, TK_COLLECT_ALLOC, TK_BACKEND_NONE,
+		       "bpf.prog.uprobe is|does not use a jemalloc with profiling");
+}
+
 static void test_jemalloc_prof_active(void **state)
 {
 	static const char *const libs[] = { DEBIAN_JEMALLOC, LIBC, NULL };
@@ -971,6 +1014,7 @@ int main(void)
 #define T(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
 		T(test_glibc),
 		T(test_glibc_bpf_denied),
+		T(test_alloc_scope),
 		T(test_jemalloc_prof_active),
 		T(test_jemalloc_prof_not_active),
 		T(test_static_prefixed_jemalloc),

@@ -21,6 +21,7 @@
 #include "caps/caps_int.h"
 #include "core/fsutil.h"
 #include "core/internal.h"
+#include "core/kfeat.h"
 #include "core/log.h"
 #include "core/opts.h"
 #include "caps/caps.h"
@@ -203,7 +204,8 @@ static void choose_backends(struct snap *s, struct tk_caps *caps)
 	}
 
 	b = &caps->backends[TK_COLLECT_ALLOC];
-	why = first_failure(caps, alloc_bpf, 4);
+	/* an allocation-only snapshot loads nothing: the session loads its object next */
+	why = first_failure(caps, alloc_bpf, s->alloc_only ? 3 : 4);
 	if (why)
 		blocked(b, why);
 	if (!why && caps->pid && caps->proc.allocator == TK_ALLOC_UNKNOWN) {
@@ -214,9 +216,9 @@ static void choose_backends(struct snap *s, struct tk_caps *caps)
 	} else if (!why) {
 		b->backend = TK_BACKEND_BPF;
 		put(b->reason, sizeof(b->reason), "uprobes on the allocator%s, outstanding "
-			"allocations tracked in BPF maps: %s",
+			"allocations tracked in BPF maps%s%s",
 		    caps->pid ? "" : " (an in-process sampler for commands tracekit starts)",
-		    caps->caps[TK_CAP_LOAD_ALLOC].reason);
+		    s->alloc_only ? "" : ": ", caps->caps[TK_CAP_LOAD_ALLOC].reason);
 	} else if (caps->pid && caps->proc.allocator == TK_ALLOC_JEMALLOC &&
 		   caps->proc.jemalloc_prof_built != 0) {
 		b->backend = TK_BACKEND_JEMALLOC;
@@ -230,6 +232,16 @@ static void choose_backends(struct snap *s, struct tk_caps *caps)
 		b->backend = TK_BACKEND_JEMALLOC;
 		put(b->reason, sizeof(b->reason), "%s: commands tracekit starts run with "
 			"jemalloc's sampled heap profiles", why);
+	}
+
+	if (s->alloc_only) {
+		/* what the cpu choice read was not taken: not assessed either */
+		memset(&caps->backends[TK_COLLECT_CPU], 0, sizeof(caps->backends[0]));
+		for (b = caps->backends; b <= &caps->backends[TK_COLLECT_STACKS]; b++)
+			if (b != &caps->backends[TK_COLLECT_ALLOC])
+				put(b->reason, sizeof(b->reason), "not assessed (allocation-only "
+				    "snapshot)");
+		return;
 	}
 
 	b = &caps->backends[TK_COLLECT_NUMA];
@@ -349,6 +361,7 @@ int tk_caps__snapshot_probe(const struct tk_caps_opts *opts, tk_probe_fn probe,
 	snap_kernel(&s, caps, opts->release);
 
 	s.cpu_only = opts->scope == TK_CAPS_CPU;
+	s.alloc_only = opts->scope == TK_CAPS_ALLOC;
 	find_tracefs(&s);
 
 	log = (struct tk_log){ opts->log, opts->log_ctx };
@@ -361,9 +374,11 @@ int tk_caps__snapshot_probe(const struct tk_caps_opts *opts, tk_probe_fn probe,
 		choose_backends(&s, caps);
 		goto out;
 	}
-	snap_tracepoints(&s, caps);
-	snap_memory(&s, caps);
-	snap_numa(&s, caps);
+	if (!s.alloc_only) {
+		snap_tracepoints(&s, caps);
+		snap_memory(&s, caps);
+		snap_numa(&s, caps);
+	}
 	if (caps->pid) {
 		err = tk_proc_info__read(s.proc, caps->pid, &caps->proc);
 		if (err == -ENOENT) {
@@ -374,9 +389,10 @@ int tk_caps__snapshot_probe(const struct tk_caps_opts *opts, tk_probe_fn probe,
 			snap_process_unreadable(&s, caps, err);
 		else
 			snap_process(&s, caps);
-		if (!err)
+		if (!err && !s.alloc_only)
 			snap_python_runtime(&s, caps);
-		snap_jit_runtime(&s, caps);
+		if (!s.alloc_only)
+			snap_jit_runtime(&s, caps);
 		err = 0;
 	}
 	choose_backends(&s, caps);
@@ -384,7 +400,10 @@ out:
 	tk_log__pop(&saved);
 	clock_gettime(CLOCK_MONOTONIC, &t1);
 	caps->elapsed_ms = (t1.tv_sec - t0.tv_sec) * 1e3 + (t1.tv_nsec - t0.tv_nsec) / 1e6;
-	btf__free(s.btf);
+	if (s.btf_shared)
+		tk_kfeat__btf_put(s.btf);
+	else
+		btf__free(s.btf);
 	free(s.kallsyms);
 	return err;
 }

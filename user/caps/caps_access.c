@@ -358,6 +358,13 @@ void snap_bpf(struct snap *s, struct tk_caps *caps)
 	/* a kernel without ring buffers rejects the map type as invalid */
 	if (snap_probe_entry(s, caps, TK_CAP_RINGBUF, TK_PROBE_RINGBUF, true, &ctx) == -EINVAL)
 		REMEDY(&caps->caps[TK_CAP_RINGBUF], "BPF ring buffers need Linux 5.8 or later");
+	if (s->alloc_only) {
+		/* no bpf.load.alloc: the session that asked loads its object next anyway */
+		snap_probe_entry(s, caps, TK_CAP_PROG_UPROBE, TK_PROBE_PROG_UPROBE, true, &ctx);
+		if (!ok(caps, TK_CAP_PROG_UPROBE))
+			kconfig_note(s, &caps->caps[TK_CAP_PROG_UPROBE], "CONFIG_UPROBE_EVENTS");
+		return;
+	}
 
 	if (s->has_btf) {
 		snap_probe_entry(s, caps, TK_CAP_CORE, TK_PROBE_CORE, true, &ctx);
@@ -435,7 +442,7 @@ void snap_perf(struct snap *s, struct tk_caps *caps)
 	} else if (c->status == TK_DISABLED) {
 		REMEDY(c, "run tracekit as root, or: sysctl kernel.perf_event_paranoid=1");
 	}
-	if (s->cpu_only)
+	if (s->cpu_only || s->alloc_only)
 		return;
 
 	err = snap_probe_entry(s, caps, TK_CAP_PERF_HARDWARE, TK_PROBE_PERF_HARDWARE, false, &ctx);

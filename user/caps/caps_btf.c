@@ -24,6 +24,7 @@
 
 #include "caps/caps_int.h"
 #include "core/fsutil.h"
+#include "core/kfeat.h"
 
 #define SYS_BTF "kernel/btf/vmlinux"
 
@@ -70,8 +71,11 @@ static int check_header(const char *path)
 /*
  * Is @path BTF, as libbpf takes it (readable, then btf__parse)? With @parse the
  * parsed BTF goes to *@btf; without, only a raw file's header is checked.
+ * The running kernel's own file is not parsed again: the BTF kfeat parsed for
+ * this process (its first place is the same file) is shared, *@shared set.
  */
-static enum btf_state try_btf(const char *path, bool parse, struct btf **btf, int *err)
+static enum btf_state try_btf(const char *path, bool parse, struct btf **btf, int *err,
+			      bool *shared)
 {
 	struct stat st;
 	struct btf *b;
@@ -87,9 +91,17 @@ static enum btf_state try_btf(const char *path, bool parse, struct btf **btf, in
 	}
 	if (S_ISREG(st.st_mode) && st.st_size == 0)
 		return BTF_EMPTY;
-	if (!parse) {
+	if (!parse || !strcmp(path, "/" "sys/" SYS_BTF)) {
 		*err = check_header(path);
-		return *err ? BTF_INVALID : BTF_OK;
+		if (*err || !parse)
+			return *err ? BTF_INVALID : BTF_OK;
+		/* a header that holds in sysfs: libbpf's first place, where kfeat's parse stops */
+		b = tk_kfeat__btf_get();
+		if (b) {
+			*btf = b;
+			*shared = true;
+			return BTF_OK;
+		}
 	}
 	b = btf__parse(path, NULL);
 	if (!b) {
@@ -158,9 +170,9 @@ static bool find_on_disk(struct snap *s, const char *release, char *tried, size_
 		snprintf(rel, sizeof(rel), disk_btf[i], release);
 		if (tk_path_join(s->btf_path, sizeof(s->btf_path), root, rel))
 			continue;
-		st = try_btf(s->btf_path, true, &btf, &err);
+		st = try_btf(s->btf_path, true, &btf, &err, &s->btf_shared);
 		if (st == BTF_OK) {
-			if (s->cpu_only)
+			if (s->cpu_only || s->alloc_only)
 				btf__free(btf);	/* known to parse; nothing in this scope reads it */
 			else
 				s->btf = btf;
@@ -185,8 +197,10 @@ void snap_btf(struct snap *s, struct tk_caps *caps)
 
 	if (tk_path_join(sys_path, sizeof(sys_path), s->sys, SYS_BTF))
 		sys_path[0] = '\0';
-	/* the CPU-only scope reads nothing in it: a header that holds is enough there */
-	st = sys_path[0] ? try_btf(sys_path, !s->cpu_only, &s->btf, &err) : BTF_ABSENT;
+	/* the CPU and allocation scopes read nothing in it: a header that holds is enough */
+	st = sys_path[0] ? try_btf(sys_path, !s->cpu_only && !s->alloc_only, &s->btf, &err,
+				   &s->btf_shared)
+			 : BTF_ABSENT;
 	if (st == BTF_OK) {
 		snprintf(s->btf_path, sizeof(s->btf_path), "%s", sys_path);
 		s->has_btf = s->kernel_btf = true;

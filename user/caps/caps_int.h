@@ -25,6 +25,7 @@ struct snap {
 	char *kallsyms;		/* whole file, or NULL; read only when BTF cannot answer */
 	bool kallsyms_read;
 	struct btf *btf;	/* the BTF found (caps_btf.c), parsed; NULL when not */
+	bool btf_shared;	/* it is kfeat's (tk_kfeat__btf_get): put, not freed */
 	char btf_path[4096];	/* where: the kernel's own (sysfs), or a vmlinux on disk */
 	bool has_btf;		/* btf_path holds BTF: CO-RE can relocate */
 	bool kernel_btf;	/* it is the kernel's own: tp_btf and fentry can attach */
@@ -34,6 +35,7 @@ struct snap {
 	bool tracefs;
 	char tracefs_dir[64];	/* relative to sys root */
 	bool cpu_only;		/* TK_CAPS_CPU: only what the CPU backend needs */
+	bool alloc_only;	/* TK_CAPS_ALLOC: only what the allocation backend needs */
 	const struct tk_caps *caps;	/* the snapshot being taken (for the load probes) */
 };
 

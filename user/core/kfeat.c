@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
 /* Probes of what the running kernel's BPF allows (kfeat.h), each once per process. */
 #include <errno.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,6 +13,117 @@
 
 #include "core/kfeat.h"
 #include "core/log.h"
+
+/*
+ * The kernel's BTF, parsed once and shared (tk_kfeat__btf_get): a parse is a
+ * 5.5 MB read and copy and 2-15 ms of CPU, and the helpers below and the
+ * capability snapshot used to parse it once each. btf_cache holds one
+ * reference until tk_kfeat__btf_release(); every getter holds one more.
+ */
+struct btf_ref {
+	struct btf *btf;
+	int refs;
+	struct btf_ref *next;	/* on the list of released ones still held */
+};
+
+static pthread_mutex_t btf_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct btf_ref *btf_cache, *btf_held;
+static bool btf_over;	/* released: a later get's parse lives only while it is held */
+static unsigned int btf_parses;
+
+/* Parse it: the kernel's own in sysfs first, then libbpf's places on disk. */
+static struct btf *parse_vmlinux_btf(void)
+{
+	struct tk_log_scope quiet;
+	struct btf *btf;
+
+	__atomic_add_fetch(&btf_parses, 1, __ATOMIC_RELAXED);
+	tk_log__push(&tk_log_quiet, &quiet);
+	btf = btf__load_vmlinux_btf();
+	tk_log__pop(&quiet);
+	return btf;
+}
+
+struct btf *tk_kfeat__btf_get(void)
+{
+	struct btf_ref *r;
+	struct btf *btf;
+	int err;
+
+	pthread_mutex_lock(&btf_lock);
+	if (!btf_cache) {
+		btf = parse_vmlinux_btf();
+		err = errno;
+		r = btf ? calloc(1, sizeof(*r)) : NULL;
+		if (!r) {
+			btf__free(btf);
+			pthread_mutex_unlock(&btf_lock);
+			errno = btf ? ENOMEM : err ? err : ENOENT;
+			return NULL;
+		}
+		r->btf = btf;
+		r->refs = 1;	/* the cache's own */
+		btf_cache = r;
+	}
+	btf_cache->refs++;
+	btf = btf_cache->btf;
+	pthread_mutex_unlock(&btf_lock);
+	return btf;
+}
+
+void tk_kfeat__btf_put(struct btf *btf)
+{
+	struct btf_ref **pp, *r = NULL;
+
+	if (!btf)
+		return;
+	pthread_mutex_lock(&btf_lock);
+	if (btf_cache && btf_cache->btf == btf) {
+		/* never the last: the cache holds one, given up at once after the release */
+		if (--btf_cache->refs == 1 && btf_over) {
+			r = btf_cache;
+			btf_cache = NULL;
+		}
+	} else {
+		for (pp = &btf_held; *pp && (*pp)->btf != btf; pp = &(*pp)->next)
+			;
+		if (*pp && !--(*pp)->refs) {
+			r = *pp;
+			*pp = r->next;
+		}
+	}
+	pthread_mutex_unlock(&btf_lock);
+	if (r) {
+		btf__free(r->btf);
+		free(r);
+	}
+}
+
+void tk_kfeat__btf_release(void)
+{
+	struct btf_ref *r;
+
+	pthread_mutex_lock(&btf_lock);
+	btf_over = true;
+	r = btf_cache;
+	btf_cache = NULL;
+	if (r && --r->refs) {
+		/* still held: the last put frees it */
+		r->next = btf_held;
+		btf_held = r;
+		r = NULL;
+	}
+	pthread_mutex_unlock(&btf_lock);
+	if (r) {
+		btf__free(r->btf);
+		free(r);
+	}
+}
+
+unsigned int tk_kfeat__btf_parses(void)
+{
+	return __atomic_load_n(&btf_parses, __ATOMIC_RELAXED);
+}
 
 /* 0: not probed yet; 1: no; 2: yes (a race probes twice and agrees) */
 static int cached_runtime_alloc, cached_cookie, cached_session, cached_fault_tp;
@@ -130,17 +242,59 @@ bool tk_kfeat__page_fault_user(void)
 	return v == 2;
 }
 
+/*
+ * An empty fentry program on a function every kernel has: loaded, never
+ * attached. A kernel (or a security policy) that refuses fentry refuses it
+ * at load, for every function: the loaders then skip their fentry variants.
+ */
+static int probe_fentry(void)
+{
+	static const char *const fns[] = { "do_nanosleep", "hrtimer_nanosleep", "vfs_read" };
+	struct bpf_insn insns[2] = {
+		{ .code = BPF_ALU64 | BPF_MOV | BPF_K, .dst_reg = BPF_REG_0, .imm = 0 },
+		{ .code = BPF_JMP | BPF_EXIT },
+	};
+	LIBBPF_OPTS(bpf_prog_load_opts, o, .expected_attach_type = BPF_TRACE_FENTRY);
+	struct btf *btf = tk_kfeat__btf_get();
+	int id = -ENOENT, fd, err;
+	size_t i;
+
+	if (!btf)
+		return -ENOENT;
+	for (i = 0; i < sizeof(fns) / sizeof(fns[0]) && id <= 0; i++)
+		id = btf__find_by_name_kind(btf, fns[i], BTF_KIND_FUNC);
+	tk_kfeat__btf_put(btf);
+	if (id <= 0)
+		return -ENOENT;
+	o.attach_btf_id = id;
+	fd = bpf_prog_load(BPF_PROG_TYPE_TRACING, "tk_kfeat", "Dual BSD/GPL", insns, 2, &o);
+	err = fd < 0 ? -errno : 0;
+	if (fd >= 0)
+		close(fd);
+	return err;
+}
+
+int tk_kfeat__fentry(void)
+{
+	static int cached;	/* 1: loads; -errno + -1: refused */
+	int v = __atomic_load_n(&cached, __ATOMIC_RELAXED);
+
+	if (!v) {
+		v = forced_off("fentry") ? -EPERM : probe_fentry();
+		v = v ? v - 1 : 1;
+		__atomic_store_n(&cached, v, __ATOMIC_RELAXED);
+	}
+	return v == 1 ? 0 : v + 1;
+}
+
 static enum tk_kfeat_session_kfunc probe_session_kfunc(void)
 {
 	enum tk_kfeat_session_kfunc r = TK_KF_SESSION_UNKNOWN;
 	const struct btf_type *fn, *proto;
-	struct tk_log_scope quiet;
 	struct btf *btf;
 	int id;
 
-	tk_log__push(&tk_log_quiet, &quiet);
-	btf = btf__load_vmlinux_btf();
-	tk_log__pop(&quiet);
+	btf = tk_kfeat__btf_get();
 	if (!btf)
 		return TK_KF_SESSION_UNKNOWN;
 	id = btf__find_by_name_kind(btf, "bpf_session_is_return", BTF_KIND_FUNC);
@@ -163,7 +317,7 @@ static enum tk_kfeat_session_kfunc probe_session_kfunc(void)
 			r = TK_KF_SESSION_CTX;
 	}
 out:
-	btf__free(btf);
+	tk_kfeat__btf_put(btf);
 	return r;
 }
 
@@ -303,23 +457,72 @@ static int find_path(const struct btf *btf, const struct btf_type *t, const char
 	}
 }
 
+/*
+ * Offsets found, kept for the process's life (the kernel's types do not
+ * change under it): the capture's late lookups (a new process's unwinder
+ * set-up) find them without parsing the BTF again after its release.
+ */
+#define MEMO_SLOTS 48
+static struct memo {
+	char key[96];	/* "type member" */
+	int off;
+} memo[MEMO_SLOTS];
+static int memo_n;
+static pthread_mutex_t memo_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static bool memo_find(const char *type, const char *member, int *off)
+{
+	char key[96];
+	bool found = false;
+	int i;
+
+	snprintf(key, sizeof(key), "%s %s", type, member);
+	pthread_mutex_lock(&memo_lock);
+	for (i = 0; i < memo_n && !found; i++) {
+		if (!strcmp(memo[i].key, key)) {
+			*off = memo[i].off;
+			found = true;
+		}
+	}
+	pthread_mutex_unlock(&memo_lock);
+	return found;
+}
+
+static void memo_add(const char *type, const char *member, int off)
+{
+	int dummy;
+
+	if (strlen(type) + strlen(member) + 2 > sizeof(memo[0].key) ||
+	    memo_find(type, member, &dummy))
+		return;
+	pthread_mutex_lock(&memo_lock);
+	if (memo_n < MEMO_SLOTS) {
+		snprintf(memo[memo_n].key, sizeof(memo[0].key), "%s %s", type, member);
+		memo[memo_n++].off = off;
+	}
+	pthread_mutex_unlock(&memo_lock);
+}
+
 int tk_kfeat__member_offsets(const char *type, const char *const *members, int *offs, int n)
 {
-	struct tk_log_scope quiet;
 	const struct btf_type *t;
 	struct btf *btf;
 	int id, i;
 
-	tk_log__push(&tk_log_quiet, &quiet);
-	btf = btf__load_vmlinux_btf();
-	tk_log__pop(&quiet);
+	for (i = 0; i < n && memo_find(type, members[i], &offs[i]); i++)
+		;
+	if (i == n)
+		return 0;
+	btf = tk_kfeat__btf_get();
 	if (!btf)
 		return -errno ? -errno : -ENOENT;
 	id = btf__find_by_name_kind(btf, type, BTF_KIND_STRUCT);
 	t = id > 0 ? btf__type_by_id(btf, id) : NULL;
-	for (i = 0; i < n; i++)
+	for (i = 0; i < n; i++) {
 		offs[i] = t ? find_path(btf, t, members[i]) : -ENOENT;
-	btf__free(btf);
+		memo_add(type, members[i], offs[i]);
+	}
+	tk_kfeat__btf_put(btf);
 	return 0;
 }
 
@@ -332,16 +535,15 @@ int tk_kfeat__member_offset(const char *type, const char *member)
 
 int tk_kfeat__raw_tp_args(const char *tp)
 {
-	struct tk_log_scope quiet;
 	const struct btf_type *t;
 	char name[128];
 	struct btf *btf;
 	int id, n = -ENOENT;
 
 	snprintf(name, sizeof(name), "btf_trace_%s", tp);
-	tk_log__push(&tk_log_quiet, &quiet);
-	btf = btf__load_vmlinux_btf();
-	tk_log__pop(&quiet);
+	if (memo_find(name, "", &n))
+		return n;
+	btf = tk_kfeat__btf_get();
 	if (!btf)
 		return -errno ? -errno : -ENOENT;
 	id = btf__find_by_name_kind(btf, name, BTF_KIND_TYPEDEF);
@@ -351,7 +553,8 @@ int tk_kfeat__raw_tp_args(const char *tp)
 		t = btf__type_by_id(btf, t->type);
 	if (t && btf_is_func_proto(t) && btf_vlen(t) > 0)
 		n = btf_vlen(t) - 1;
-	btf__free(btf);
+	tk_kfeat__btf_put(btf);
+	memo_add(name, "", n);
 	return n;
 }
 

@@ -18,7 +18,7 @@
  *    none (5.10 to 7.x). alloc --mode growth takes the software perf event
  *    page-faults where it is missing.
  *
- * TK_KFEAT_OFF=a,b,… (runtime_alloc_maps, attach_cookie, page_fault_user) makes this process
+ * TK_KFEAT_OFF=a,b,… (runtime_alloc_maps, attach_cookie, page_fault_user, fentry) makes this process
  * act as if the kernel lacked a feature: the tests take older kernels' paths
  * on a new one.
  */
@@ -29,6 +29,22 @@
 #include <stddef.h>
 
 struct bpf_object;
+struct btf;
+
+/*
+ * The kernel's BTF (where libbpf's btf__load_vmlinux_btf looks: sysfs, then
+ * vmlinux files on disk), parsed once per process and shared by every helper
+ * here and the capability snapshot: a parse is a 5.5 MB read and copy. Each
+ * tk_kfeat__btf_get() (NULL and errno when there is none) is matched by a
+ * tk_kfeat__btf_put(). tk_kfeat__btf_release() ends the caching (the command
+ * line calls it when its start-up is over): the BTF is freed at the last put,
+ * and a later get parses it again. Safe from any thread.
+ */
+struct btf *tk_kfeat__btf_get(void);
+void tk_kfeat__btf_put(struct btf *btf);
+void tk_kfeat__btf_release(void);
+/* How many times this process parsed the kernel's BTF here (the tests count them). */
+unsigned int tk_kfeat__btf_parses(void);
 
 enum tk_kfeat_session_kfunc {
 	TK_KF_SESSION_ABSENT = 0,	/* no bpf_session_is_return in the kernel's BTF */
@@ -48,6 +64,12 @@ bool tk_kfeat__attach_cookie(void);
  * all: nothing will attach either way).
  */
 bool tk_kfeat__page_fault_user(void);
+/*
+ * Does the kernel load fentry programs at all? 0, or the load's -errno (an
+ * empty program on do_nanosleep, never attached; -ENOENT without kernel
+ * BTF). Hosts whose security policy refuses fentry refuse every function.
+ */
+int tk_kfeat__fentry(void);
 /* The prototype of bpf_session_is_return() in the running kernel's BTF. */
 enum tk_kfeat_session_kfunc tk_kfeat__session_kfunc(void);
 

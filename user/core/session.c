@@ -308,8 +308,10 @@ struct tk_session *tk_session__new(const struct tk_collector_ops *ops, void *cop
 			co.log = caps_log;
 			co.log_ctx = &s->log;
 		}
-		/* a CPU session needs only what its backend choice needs: a faster start */
-		co.scope = ops->id == TK_COLLECT_CPU ? TK_CAPS_CPU : TK_CAPS_ALL;
+		/* cpu and alloc sessions need only what their backend choice needs: a faster start */
+		co.scope = ops->id == TK_COLLECT_CPU	 ? TK_CAPS_CPU
+			   : ops->id == TK_COLLECT_ALLOC ? TK_CAPS_ALLOC
+							 : TK_CAPS_ALL;
 		co.pid = ops->id == TK_COLLECT_ALLOC && nr_pids ? pids[0] : 0;
 		err = tk_caps__take(&co, &s->own_caps);
 		if (err) {

@@ -357,7 +357,7 @@ static int bpf_open(struct tk_numa *n, char *why, size_t why_sz)
 	st->skip_arg = -1;
 	n->priv = st;
 
-	btf = btf__load_vmlinux_btf();
+	btf = tk_kfeat__btf_get();
 	if (!btf) {
 		err = -errno;
 		snprintf(why, why_sz, "kernel has no BTF (/sys/kernel/btf/vmlinux): %s; the "
@@ -365,7 +365,7 @@ static int bpf_open(struct tk_numa *n, char *why, size_t why_sz)
 		goto fail;
 	}
 	probe_kernel(n, st, btf);
-	btf__free(btf);
+	tk_kfeat__btf_put(btf);
 	if (!st->have_migrate && !st->have_sched[0] && !st->have_sched[1] && !st->have_sched[2]) {
 		snprintf(why, why_sz, "this kernel has neither migrate:mm_migrate_pages nor the "
 			 "sched_*_numa tracepoints");
@@ -376,7 +376,10 @@ static int bpf_open(struct tk_numa *n, char *why, size_t why_sz)
 	tk_log__push(&tk_log_quiet, &quiet);
 	err = -ENOENT;
 	if (st->mp_fn[0] || st->ff.name[0]) {
-		err = load_probes(n, st, MP_FENTRY);
+		/* refused for every function (a security policy): its two variants are not tried */
+		err = tk_kfeat__fentry();
+		if (!err)
+			err = load_probes(n, st, MP_FENTRY);
 		st->fentry_err = err;
 		if (err && have_kprobes(n))
 			err = load_probes(n, st, MP_KPROBE);
