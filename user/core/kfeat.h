@@ -18,7 +18,8 @@
  *    none (5.10 to 7.x). alloc --mode growth takes the software perf event
  *    page-faults where it is missing.
  *
- * TK_KFEAT_OFF=a,b,… (runtime_alloc_maps, attach_cookie, page_fault_user, fentry) makes this process
+ * TK_KFEAT_OFF=a,b,… (runtime_alloc_maps, attach_cookie, page_fault_user, fentry; map_batch,
+ * read by user/cpu/map_batch.c) makes this process
  * act as if the kernel lacked a feature: the tests take older kernels' paths
  * on a new one.
  */
