@@ -195,6 +195,22 @@ static int cie_fde_encoding(const Dwarf_CIE *cie, uint8_t *enc)
  * scan cannot read ends it: libdw stops with an error at the same place.
  * @enc: the FDE pointer encoding (DW_CFA_set_loc's operand).
  */
+/*
+ * A LEB128 operand: libdw (get_uleb128, get_sleb128) reads 10 bytes of one at most and goes
+ * on with the next as an instruction, so one longer than that would make libdw run another
+ * program than the one checked here (an 11-byte operand, then DW_CFA_offset_extended
+ * r100000000: 800 MB): such a program is not run. A cut one ends the program, as before.
+ */
+#define LEB(v)                                                                                 \
+	do {                                                                                   \
+		const uint8_t *q_ = p;                                                         \
+                                                                                               \
+		if (read_leb(&p, end, false, &(v)))                                            \
+			return true;                                                           \
+		if (p - q_ > 10)                                                               \
+			return false;                                                          \
+	} while (0)
+
 static bool program_ok(const uint8_t *p, const uint8_t *end, uint8_t enc)
 {
 	uint64_t reg, v;
@@ -209,8 +225,7 @@ static bool program_ok(const uint8_t *p, const uint8_t *end, uint8_t enc)
 		case DW_CFA_restore:
 			continue;	/* the register, if any, is in the low 6 bits */
 		case DW_CFA_offset:
-			if (read_leb(&p, end, false, &v))
-				return true;
+			LEB(v);
 			continue;
 		}
 		switch (op) {
@@ -224,10 +239,15 @@ static bool program_ok(const uint8_t *p, const uint8_t *end, uint8_t enc)
 		case DW_CFA_restore_state:
 			depth -= depth > 0;
 			break;
-		case DW_CFA_set_loc:
+		case DW_CFA_set_loc: {
+			const uint8_t *q = p;
+
 			if (tk_unw_read_encoded(&p, end, enc & 0x0f, 0, 0, &v))
 				return true;
+			if (p - q > 10)
+				return false;	/* a LEB128 libdw reads otherwise (LEB above) */
 			break;
+		}
 		case DW_CFA_advance_loc1:
 		case DW_CFA_advance_loc2:
 		case DW_CFA_advance_loc4:
@@ -240,28 +260,26 @@ static bool program_ok(const uint8_t *p, const uint8_t *end, uint8_t enc)
 		case DW_CFA_def_cfa_offset:
 		case DW_CFA_def_cfa_offset_sf:
 		case DW_CFA_GNU_args_size:
-			if (read_leb(&p, end, false, &v))
-				return true;
+			LEB(v);
 			break;
 		case DW_CFA_def_cfa_expression:
-			if (read_leb(&p, end, false, &v) || (uint64_t)(end - p) < v)
+			LEB(v);
+			if ((uint64_t)(end - p) < v)
 				return true;
 			p += v;
 			break;
 		case DW_CFA_def_cfa_register:
-			if (read_leb(&p, end, false, &v))
-				return true;
+			LEB(v);
 			break;
 		case DW_CFA_restore_extended:
 		case DW_CFA_undefined:
 		case DW_CFA_same_value:
-			if (read_leb(&p, end, false, &reg))
-				return true;
+			LEB(reg);
 			break;
 		case DW_CFA_def_cfa:
 		case DW_CFA_def_cfa_sf:
-			if (read_leb(&p, end, false, &v) || read_leb(&p, end, false, &v))
-				return true;
+			LEB(v);
+			LEB(v);
 			break;
 		case DW_CFA_offset_extended:
 		case DW_CFA_register:
@@ -270,13 +288,14 @@ static bool program_ok(const uint8_t *p, const uint8_t *end, uint8_t enc)
 		case DW_CFA_val_offset_sf:
 		case DW_CFA_GNU_negative_offset_extended:
 			/* the second operand: an offset or a register, a LEB128 either way */
-			if (read_leb(&p, end, false, &reg) || read_leb(&p, end, false, &v))
-				return true;
+			LEB(reg);
+			LEB(v);
 			break;
 		case DW_CFA_expression:
 		case DW_CFA_val_expression:
-			if (read_leb(&p, end, false, &reg) || read_leb(&p, end, false, &v) ||
-			    (uint64_t)(end - p) < v)
+			LEB(reg);
+			LEB(v);
+			if ((uint64_t)(end - p) < v)
 				return true;
 			p += v;
 			break;

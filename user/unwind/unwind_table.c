@@ -408,6 +408,7 @@ int tk_unw_table__build(struct tk_elf *elf, struct tk_elf *debug, struct tk_unw_
 	}
 	free(b.fdes);
 	free(b.offs);
+	free(b.cies);
 	free(b.exec);
 	if (ret < 0) {
 		tk_unw_table__free(t);
