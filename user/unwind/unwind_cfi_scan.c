@@ -15,7 +15,8 @@
  * scanned here (program_ok), and every FDE offset .eh_frame_hdr's table would
  * send libdw to must be one of those FDEs; a section that fails is -EBADMSG,
  * as is one malformed before its first FDE. Real objects never fail: the
- * scan finds no register past 130 (k7) and no nesting past 2. An entry that
+ * scan finds no register past 130 (k7), no nesting past 2 and no operand of
+ * more than 10 bytes (2380 objects here). An entry that
  * cannot be parsed is stepped over as libdw does; the pointer decoding here
  * checks its own bounds.
  */
@@ -191,8 +192,10 @@ static int cie_fde_encoding(const Dwarf_CIE *cie, uint8_t *enc)
  * register array to the highest register the program names (one
  * DW_CFA_offset_extended r100000000 costs gigabytes, zeroed) and copies the
  * frame for each DW_CFA_remember_state; a program that names a register past
- * MAX_REG or nests deeper than MAX_DEPTH is not run. An opcode or operand the
- * scan cannot read ends it: libdw stops with an error at the same place.
+ * MAX_REG or nests deeper than MAX_DEPTH is not run, nor one with an operand
+ * longer than the 10 bytes libdw reads of a LEB128 (LEB). An opcode or operand
+ * the scan cannot read ends it: libdw stops there (after reading at most one
+ * byte past it). The interpreter (unwind_cfa.c) runs what passed, too.
  * @enc: the FDE pointer encoding (DW_CFA_set_loc's operand).
  */
 /*

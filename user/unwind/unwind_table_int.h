@@ -3,7 +3,8 @@
  * Inside tk_unw_table__build(): what its parts share. unwind_table.c finds
  * an object's CFI sections and builds its table from one; unwind_cfi_scan.c
  * finds and checks every CIE and FDE of a section before libdw runs any of
- * it; unwind_rows.c turns what libdw says of each FDE into rows.
+ * it; unwind_cfa.c runs each FDE's program once for the rules of its rows (what libdw's
+ * dwarf_cfi_addrframe gives); unwind_rows.c turns those rules into rows.
  */
 #ifndef __TK_UNWIND_TABLE_INT_H
 #define __TK_UNWIND_TABLE_INT_H
