@@ -199,7 +199,11 @@ static void test_same_rows(void **state)
 	struct tally ty = { 0 };
 	size_t i;
 
+	/* no time ceiling: a build slowed down (ASan, a loaded machine) must not stop early */
+	static const struct tk_unw_limits lim = { TK_UNW_MAX_CFI_BYTES, TK_UNW_MAX_WORK, UINT64_MAX };
+
 	(void)state;
+	tk_unw_table__set_limits(&lim);
 	for (i = 0; i < sizeof(objs) / sizeof(objs[0]); i++)
 		compare_glob(objs[i], false, &ty);
 	/* separate debug files: .debug_frame, as their own debug file */
@@ -209,6 +213,7 @@ static void test_same_rows(void **state)
 		compare_glob("/usr/lib/x86_64-linux-gnu/*/*.so*", false, &ty);
 		compare_glob("/usr/bin/*", false, &ty);
 	}
+	tk_unw_table__set_limits(NULL);
 	print_message("  same rows: %zu objects, %zu rows (arm64: %zu objects, %zu rows; "
 		      ".debug_frame: %zu, %zu rows); %zu odd, %zu without a table\n",
 		      ty.objects, ty.rows, ty.a64_objects, ty.a64_rows, ty.debug_objects,
@@ -216,6 +221,17 @@ static void test_same_rows(void **state)
 	if (!ty.objects)
 		skip();
 }
+
+#if defined(__SANITIZE_ADDRESS__)
+#define SLOWER 1.3
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define SLOWER 1.3
+#endif
+#endif
+#ifndef SLOWER
+#define SLOWER 2
+#endif
 
 static void test_cheaper(void **state)
 {
@@ -243,7 +259,8 @@ static void test_cheaper(void **state)
 		tk_elf__free(elf);
 		print_message("  %-40s libdw %6.2f ms, interpreter %6.2f ms (CPU)\n", objs[i],
 			      best[1] / 1e6, best[0] / 1e6);
-		assert_true(2 * best[0] < best[1]);
+		/* under ASan our code is instrumented, libdw is not: 1.3 times there */
+		assert_true(SLOWER * best[0] < best[1]);
 		return;
 	}
 	skip();
