@@ -561,3 +561,71 @@ int tk_unw_reg_ops(const struct tk_unw_cfa *c, const struct tk_unw_state *st, in
 		return expr_ops(c, p, p + len, mem, n, 2);
 	}
 }
+
+/* ---- CIEs --------------------------------------------------------------------------------- */
+
+/* The size libdw (encoded_value_size) gives a pointer encoded as @enc at @p; 0 unknown. */
+static size_t libdw_enc_size(const struct builder *b, uint8_t enc, const uint8_t *p)
+{
+	if (enc == DW_EH_PE_omit)
+		return 0;
+	switch (enc & 0x07) {
+	case DW_EH_PE_udata2:
+		return 2;
+	case DW_EH_PE_udata4:
+		return 4;
+	case DW_EH_PE_udata8:
+	case DW_EH_PE_absptr:
+		return 8;
+	case DW_EH_PE_uleb128:
+		/* sic: up to the first byte with its high bit set */
+		for (const uint8_t *q = p; q && q >= b->sec && q < b->sec_end;)
+			if (*q++ & 0x80)
+				return q - p;
+		return 0;
+	default:
+		return 0;
+	}
+}
+
+/*
+ * The FDE pointer encoding and the signal flag of @c as libdw reads them (intern_new_cie:
+ * every letter of a 'z' augmentation, no bounds on its data; absptr made udata8). -1 when it
+ * would read past the augmentation data.
+ */
+int tk_unw_libdw_cie(const struct builder *b, const Dwarf_CIE *c, uint8_t *enc, bool *signal)
+{
+	const uint8_t *d = c->augmentation_data, *end = d + c->augmentation_data_size;
+	bool sized = false;
+
+	*enc = DW_EH_PE_absptr;
+	*signal = false;
+	for (const char *a = c->augmentation; a && *a; a++) {
+		switch (*a) {
+		case 'z':
+			sized = true;
+			continue;
+		case 'S':
+			*signal = true;
+			continue;
+		case 'L':
+		case 'R':
+		case 'P':
+			if (!d || d >= end)
+				return -1;
+			if (*a == 'R')
+				*enc = *d;
+			else if (*a == 'P')
+				d += libdw_enc_size(b, d[0], d + 1);
+			d++;
+			continue;
+		default:
+			if (sized)
+				continue;
+		}
+		break;
+	}
+	if (!(*enc & 0x0f))
+		*enc |= DW_EH_PE_udata8;
+	return 0;
+}

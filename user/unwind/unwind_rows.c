@@ -4,9 +4,10 @@
  * FDE's start give the first row and where it ends; the next query is made
  * there, and so on to the FDE's end. The rules come from unwind_cfa.c, which
  * runs the FDE's program once, or (TK_UNW_LIBDW=1, and the tests comparing
- * both) from libdw: dwarf_cfi_addrframe() and dwarf_frame_info() at each query. Each query is charged against the build's budget (why:
+ * both) from libdw: dwarf_cfi_addrframe() and dwarf_frame_info() at each
+ * query. Each query is charged against the build's budget (why:
  * unwind_table.c); past it, the rest of the FDE is one UNW_ROW_UNSUPPORTED row.
- * Each frame libdw gives becomes one row of bpf/unwind.h; what the rows cannot
+ * Each row's rules become one row of bpf/unwind.h; what the rows cannot
  * express is UNW_ROW_UNSUPPORTED.
  */
 #include <dwarf.h>

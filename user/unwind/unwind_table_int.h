@@ -155,6 +155,11 @@ struct tk_unw_cfa {
 	struct tk_unw_state saved[TK_UNW_CFA_DEPTH];
 };
 
+/*
+ * The FDE pointer encoding (absptr made udata8) and signal flag of the CIE @cie as libdw
+ * reads them; -1 where libdw would read past its augmentation data.
+ */
+int tk_unw_libdw_cie(const struct builder *b, const Dwarf_CIE *cie, uint8_t *enc, bool *signal);
 /* Start @c on the FDE @fde: its CIE's initial instructions are run. */
 void tk_unw_cfa_init(struct tk_unw_cfa *c, const struct builder *b, const struct fde *fde);
 /*
