@@ -6,16 +6,25 @@
  * per pc, of known kinds, no two equal neighbours, stats that add up, lookups
  * that land on the row covering the address. An AArch64 image's table has
  * arm64 rows (bpf/unwind.h) and the shared kinds only, never an x86 one.
+ *
+ * Differential: each table is built twice, with the rules of the CFA
+ * interpreter (unwind_cfa.c) and of libdw (dwarf_cfi_addrframe at each
+ * row), and both must be the same row for row — unless the input is one
+ * where libdw may take another FDE for an address than ours, or would read
+ * past the section (tk_unw_cfa_odd: unwind_table_int.h says which). No time
+ * limit here, so both stop at the same place (the work budget, the same).
  */
 #include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include <linux/types.h>
 
 #include "bpf/unwind.h"
 #include "proc/elf_reader.h"
 #include "unwind/unwind.h"
+#include "unwind/unwind_table_int.h"
 
 /* An arm64 kind: UNW_ROW_A64_SIGNAL, or UNW_ROW_A64 with FP/RA_LR and one x29 rule at most. */
 static bool a64_kind_ok(const struct unw_row *r)
@@ -88,27 +97,51 @@ static void check(const struct tk_unw_table *t)
 		abort();
 }
 
-static void build(struct tk_elf *elf, struct tk_elf *debug)
+static int build_one(struct tk_elf *elf, struct tk_elf *debug, int libdw, struct tk_unw_table **t)
 {
-	struct tk_unw_table *t = (void *)1;
 	int err;
 
-	err = tk_unw_table__build(elf, debug, &t);
+	*t = (void *)1;
+	tk_unw_rows_use_libdw(libdw);
+	err = tk_unw_table__build(elf, debug, t);
 	if (err) {
-		if (err > 0 || err < -4095 || t)
+		if (err > 0 || err < -4095 || *t)
 			abort();
-		return;
+		return err;
 	}
-	if (!t)
+	if (!*t)
 		abort();
-	check(t);
-	tk_unw_table__free(t);
+	check(*t);
+	return 0;
+}
+
+static void build(struct tk_elf *elf, struct tk_elf *debug)
+{
+	struct tk_unw_table *a = NULL, *b = NULL;
+	int ea, eb;
+
+	tk_unw_cfa_odd = false;
+	ea = build_one(elf, debug, 0, &a);
+	eb = build_one(elf, debug, 1, &b);
+	if (!tk_unw_cfa_odd) {
+		if (ea != eb)
+			abort();
+		if (!ea && (a->nr != b->nr || a->base != b->base || a->source != b->source ||
+			    (a->nr && memcmp(a->rows, b->rows, a->nr * sizeof(*a->rows))) ||
+			    a->st.unsupported != b->st.unsupported || a->st.fdes != b->st.fdes))
+			abort();
+	}
+	tk_unw_table__free(a);
+	tk_unw_table__free(b);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
+	/* no time limit, so both builds stop at the same place: a work limit, 8 MiB of CFI run */
+	static const struct tk_unw_limits lim = { TK_UNW_MAX_CFI_BYTES, 8 << 20, UINT64_MAX };
 	struct tk_elf *elf, *debug;
 
+	tk_unw_table__set_limits(&lim);
 	if (tk_elf__open_mem(data, size, &elf))
 		return 0;
 	build(elf, NULL);

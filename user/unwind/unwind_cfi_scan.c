@@ -15,7 +15,8 @@
  * scanned here (program_ok), and every FDE offset .eh_frame_hdr's table would
  * send libdw to must be one of those FDEs; a section that fails is -EBADMSG,
  * as is one malformed before its first FDE. Real objects never fail: the
- * scan finds no register past 130 (k7) and no nesting past 2. An entry that
+ * scan finds no register past 130 (k7), no nesting past 2 and no operand of
+ * more than 10 bytes (2380 objects here). An entry that
  * cannot be parsed is stepped over as libdw does; the pointer decoding here
  * checks its own bounds.
  */
@@ -35,7 +36,10 @@ struct cie {
 	uint8_t enc;		/* of FDE pointers */
 	bool enc_ok;		/* enc is one tk_unw_read_encoded() reads */
 	bool ok;		/* its initial instructions pass program_ok() */
+	size_t idx;		/* in b->cies */
 };
+
+_Thread_local bool tk_unw_cfa_odd;
 
 /* ---- pointers as .eh_frame encodes them ----------------------------------------------- */
 
@@ -188,10 +192,28 @@ static int cie_fde_encoding(const Dwarf_CIE *cie, uint8_t *enc)
  * register array to the highest register the program names (one
  * DW_CFA_offset_extended r100000000 costs gigabytes, zeroed) and copies the
  * frame for each DW_CFA_remember_state; a program that names a register past
- * MAX_REG or nests deeper than MAX_DEPTH is not run. An opcode or operand the
- * scan cannot read ends it: libdw stops with an error at the same place.
+ * MAX_REG or nests deeper than MAX_DEPTH is not run, nor one with an operand
+ * longer than the 10 bytes libdw reads of a LEB128 (LEB). An opcode or operand
+ * the scan cannot read ends it: libdw stops there (after reading at most one
+ * byte past it). The interpreter (unwind_cfa.c) runs what passed, too.
  * @enc: the FDE pointer encoding (DW_CFA_set_loc's operand).
  */
+/*
+ * A LEB128 operand: libdw (get_uleb128, get_sleb128) reads 10 bytes of one at most and goes
+ * on with the next as an instruction, so one longer than that would make libdw run another
+ * program than the one checked here (an 11-byte operand, then DW_CFA_offset_extended
+ * r100000000: 800 MB): such a program is not run. A cut one ends the program, as before.
+ */
+#define LEB(v)                                                                                 \
+	do {                                                                                   \
+		const uint8_t *q_ = p;                                                         \
+                                                                                               \
+		if (read_leb(&p, end, false, &(v)))                                            \
+			return true;                                                           \
+		if (p - q_ > 10)                                                               \
+			return false;                                                          \
+	} while (0)
+
 static bool program_ok(const uint8_t *p, const uint8_t *end, uint8_t enc)
 {
 	uint64_t reg, v;
@@ -206,8 +228,7 @@ static bool program_ok(const uint8_t *p, const uint8_t *end, uint8_t enc)
 		case DW_CFA_restore:
 			continue;	/* the register, if any, is in the low 6 bits */
 		case DW_CFA_offset:
-			if (read_leb(&p, end, false, &v))
-				return true;
+			LEB(v);
 			continue;
 		}
 		switch (op) {
@@ -221,10 +242,15 @@ static bool program_ok(const uint8_t *p, const uint8_t *end, uint8_t enc)
 		case DW_CFA_restore_state:
 			depth -= depth > 0;
 			break;
-		case DW_CFA_set_loc:
+		case DW_CFA_set_loc: {
+			const uint8_t *q = p;
+
 			if (tk_unw_read_encoded(&p, end, enc & 0x0f, 0, 0, &v))
 				return true;
+			if (p - q > 10)
+				return false;	/* a LEB128 libdw reads otherwise (LEB above) */
 			break;
+		}
 		case DW_CFA_advance_loc1:
 		case DW_CFA_advance_loc2:
 		case DW_CFA_advance_loc4:
@@ -237,28 +263,26 @@ static bool program_ok(const uint8_t *p, const uint8_t *end, uint8_t enc)
 		case DW_CFA_def_cfa_offset:
 		case DW_CFA_def_cfa_offset_sf:
 		case DW_CFA_GNU_args_size:
-			if (read_leb(&p, end, false, &v))
-				return true;
+			LEB(v);
 			break;
 		case DW_CFA_def_cfa_expression:
-			if (read_leb(&p, end, false, &v) || (uint64_t)(end - p) < v)
+			LEB(v);
+			if ((uint64_t)(end - p) < v)
 				return true;
 			p += v;
 			break;
 		case DW_CFA_def_cfa_register:
-			if (read_leb(&p, end, false, &v))
-				return true;
+			LEB(v);
 			break;
 		case DW_CFA_restore_extended:
 		case DW_CFA_undefined:
 		case DW_CFA_same_value:
-			if (read_leb(&p, end, false, &reg))
-				return true;
+			LEB(reg);
 			break;
 		case DW_CFA_def_cfa:
 		case DW_CFA_def_cfa_sf:
-			if (read_leb(&p, end, false, &v) || read_leb(&p, end, false, &v))
-				return true;
+			LEB(v);
+			LEB(v);
 			break;
 		case DW_CFA_offset_extended:
 		case DW_CFA_register:
@@ -267,13 +291,14 @@ static bool program_ok(const uint8_t *p, const uint8_t *end, uint8_t enc)
 		case DW_CFA_val_offset_sf:
 		case DW_CFA_GNU_negative_offset_extended:
 			/* the second operand: an offset or a register, a LEB128 either way */
-			if (read_leb(&p, end, false, &reg) || read_leb(&p, end, false, &v))
-				return true;
+			LEB(reg);
+			LEB(v);
 			break;
 		case DW_CFA_expression:
 		case DW_CFA_val_expression:
-			if (read_leb(&p, end, false, &reg) || read_leb(&p, end, false, &v) ||
-			    (uint64_t)(end - p) < v)
+			LEB(reg);
+			LEB(v);
+			if ((uint64_t)(end - p) < v)
 				return true;
 			p += v;
 			break;
@@ -423,12 +448,16 @@ static bool in_exec(const struct builder *b, uint64_t addr)
 }
 
 static int add_fde(struct builder *b, uint64_t start, uint64_t len, uint64_t cost,
-		   const uint8_t *prog, const uint8_t *prog_end, uint64_t code_align)
+		   const uint8_t *prog, const uint8_t *prog_end, const struct cie *cie)
 {
 	struct fde *f;
 
-	if (!len || start + len < start || !in_exec(b, start))
+	if (!len || start + len < start)
 		return 0;
+	if (!in_exec(b, start)) {
+		b->nr_dropped++;
+		return 0;
+	}
 	if (b->nr_fdes == b->cap_fdes) {
 		size_t cap = b->cap_fdes ? 2 * b->cap_fdes : 256;
 
@@ -444,7 +473,8 @@ static int add_fde(struct builder *b, uint64_t start, uint64_t len, uint64_t cos
 	f->cost = cost + 64;	/* and the frame libdw allocates */
 	f->prog = prog;
 	f->prog_end = prog_end;
-	f->code_align = code_align;
+	f->code_align = cie->ent.cie.code_alignment_factor;
+	f->cie = cie->idx;
 	return 0;
 }
 
@@ -484,25 +514,37 @@ static int read_fde(struct builder *b, const struct cfi_sec *s, const Dwarf_FDE 
 	}
 	if (!cie->ok || !program_ok(p, end, cie->enc))
 		goto unsafe;
-	return add_fde(b, loc, len, fde->end - fde->start, p, end,
-		       cie->ent.cie.code_alignment_factor);
+	return add_fde(b, loc, len, fde->end - fde->start, p, end, cie);
 unsafe:
 	b->unsafe = true;
 	return 0;
 }
 
-/* Make @cie the CIE at @off of @s. Returns false when there is none there. */
-static bool load_cie(const struct cfi_sec *s, Dwarf_Off off, struct cie *cie)
+/*
+ * Make @cie the CIE at @off of @s, and b->cies[cie->idx] its rules. Returns 1, 0 when there
+ * is none there, or -ENOMEM.
+ */
+static int load_cie(struct builder *b, const struct cfi_sec *s, Dwarf_Off off, struct cie *cie)
 {
+	struct tk_unw_cie *ci;
 	Dwarf_Off next;
+	uint8_t enc;
 
 	if (cie->off == off)
-		return true;
+		return 1;
 	cie->off = (Dwarf_Off)-1;
 	if (dwarf_next_cfi(s->ident, s->data, s->eh, off, &next, &cie->ent) ||
 	    !dwarf_cfi_cie_p(&cie->ent))
-		return false;
-	cie->off = off;
+		return 0;
+	if (b->nr_cies == b->cap_cies) {
+		size_t cap = b->cap_cies ? 2 * b->cap_cies : 16;
+
+		ci = reallocarray(b->cies, cap, sizeof(*ci));
+		if (!ci)
+			return -ENOMEM;
+		b->cies = ci;
+		b->cap_cies = cap;
+	}
 	cie->enc = DW_EH_PE_absptr;
 	cie->enc_ok = !s->eh || !cie_fde_encoding(&cie->ent.cie, &cie->enc);
 	/* what read_fde() decodes: absolute or pc-relative */
@@ -510,7 +552,21 @@ static bool load_cie(const struct cfi_sec *s, Dwarf_Off off, struct cie *cie)
 	cie->ok = cie->ent.cie.initial_instructions <= cie->ent.cie.initial_instructions_end &&
 		  program_ok(cie->ent.cie.initial_instructions,
 			     cie->ent.cie.initial_instructions_end, cie->enc);
-	return true;
+	ci = &b->cies[b->nr_cies];
+	ci->prog = cie->ent.cie.initial_instructions;
+	ci->prog_end = cie->ent.cie.initial_instructions_end;
+	ci->code_align = cie->ent.cie.code_alignment_factor;
+	ci->data_align = cie->ent.cie.data_alignment_factor;
+	ci->ra_reg = cie->ent.cie.return_address_register;
+	/* what read_fde() decoded the FDE with: where libdw reads it otherwise, odd */
+	ci->enc = s->eh ? cie->enc : DW_EH_PE_absptr;
+	if (!(ci->enc & 0x0f))
+		ci->enc |= DW_EH_PE_udata8;
+	if (tk_unw_libdw_cie(b, &cie->ent.cie, &enc, &ci->signal) || (cie->enc_ok && enc != ci->enc))
+		tk_unw_cfa_odd = true;
+	cie->idx = b->nr_cies++;
+	cie->off = off;
+	return 1;
 }
 
 /*
@@ -523,8 +579,13 @@ int tk_unw_collect_fdes(struct builder *b, const struct cfi_sec *s)
 	struct cie cie = { .off = (Dwarf_Off)-1 };
 	Dwarf_Off off = 0, next;
 	Dwarf_CFI_Entry ent;
+	size_t i;
 	int rc, err;
 
+	b->sec = s->data->d_buf;
+	b->sec_end = b->sec + s->data->d_size;
+	b->sec_vaddr = s->vaddr;
+	b->nr_cies = b->nr_dropped = 0;
 	for (;;) {
 		Dwarf_Off at = off;
 
@@ -547,11 +608,17 @@ int tk_unw_collect_fdes(struct builder *b, const struct cfi_sec *s)
 			b->cap_offs = cap;
 		}
 		b->offs[b->nr_offs++] = at;
-		if (!load_cie(s, ent.fde.CIE_pointer, &cie))
+		err = load_cie(b, s, ent.fde.CIE_pointer, &cie);
+		if (err < 0)
+			return err;
+		if (!err)
 			continue;	/* libdw finds no CIE there either */
+		i = b->nr_fdes;
 		err = read_fde(b, s, &ent.fde, &cie);
 		if (err)
 			return err;
+		if (b->nr_fdes > i)
+			b->fdes[i].off = at;
 	}
 	return 0;
 }
@@ -573,6 +640,24 @@ static bool is_fde_offset(const struct builder *b, uint64_t off)
 	return false;
 }
 
+/* Is the FDE at section offset @off one collected, starting at @start? (b->fdes: by offset) */
+static bool hdr_entry_ours(const struct builder *b, uint64_t start, uint64_t off)
+{
+	size_t lo = 0, hi = b->nr_fdes;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (b->fdes[mid].off == off)
+			return b->fdes[mid].start == start;
+		if (b->fdes[mid].off < off)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return false;
+}
+
 /*
  * libdw looks FDEs up through the .eh_frame_hdr @hdr (@size bytes at @hdr_vaddr)
  * when it has a table, and reads an entry at whatever offset of .eh_frame (at
@@ -583,7 +668,7 @@ static bool hdr_table_ok(const struct builder *b, const uint8_t *hdr, size_t siz
 			 uint64_t hdr_vaddr, uint64_t eh_vaddr)
 {
 	const uint8_t *p = hdr + 4, *end = hdr + size, *table;
-	uint64_t v, count, i;
+	uint64_t v, at, count, i, prev = 0;
 
 	if (size < 4 || hdr[0] != 1 || hdr[1] == DW_EH_PE_omit || hdr[2] == DW_EH_PE_omit)
 		return true;	/* libdw takes no table from it */
@@ -593,12 +678,20 @@ static bool hdr_table_ok(const struct builder *b, const uint8_t *hdr, size_t siz
 	if (!count || hdr[3] == DW_EH_PE_omit || (hdr[3] & ~DW_EH_PE_signed) == DW_EH_PE_uleb128)
 		return true;
 	for (i = 0, table = p; i < count && p < end; i++) {
-		if (tk_unw_read_encoded(&p, end, hdr[3], hdr_vaddr + (p - table), hdr_vaddr, &v) ||
-		    tk_unw_read_encoded(&p, end, hdr[3], hdr_vaddr + (p - table), hdr_vaddr, &v))
+		if (tk_unw_read_encoded(&p, end, hdr[3], hdr_vaddr + (p - table), hdr_vaddr, &at) ||
+		    tk_unw_read_encoded(&p, end, hdr[3], hdr_vaddr + (p - table), hdr_vaddr, &v)) {
+			tk_unw_cfa_odd = true;
 			return p >= end;	/* libdw reads no further either */
+		}
 		if (!is_fde_offset(b, v - eh_vaddr))
 			return false;
+		/* libdw finds the FDE we take for an address only when the table lists ours */
+		if (!hdr_entry_ours(b, at, v - eh_vaddr) || (i && at <= prev))
+			tk_unw_cfa_odd = true;
+		prev = at;
 	}
+	if (i != b->nr_fdes)
+		tk_unw_cfa_odd = true;
 	return true;
 }
 
@@ -662,6 +755,10 @@ void tk_unw_sort_fdes(struct builder *b)
 			continue;
 		b->fdes[n++] = b->fdes[i];
 	}
+	b->nr_dropped += b->nr_fdes - n;
 	b->nr_fdes = n;
+	/* an FDE left out may be the one libdw finds for an address */
+	if (b->nr_dropped)
+		tk_unw_cfa_odd = true;
 }
 

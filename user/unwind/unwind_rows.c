@@ -1,11 +1,13 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
 /*
- * The rows of one FDE, from libdw (the build as a whole: unwind_table.c):
- * dwarf_cfi_addrframe() at the FDE's start gives the first row and, through
- * dwarf_frame_info(), where it ends; the next query is made there, and so on
- * to the FDE's end. Each query is charged against the build's budget (why:
+ * The rows of one FDE (the build as a whole: unwind_table.c): the rules at the
+ * FDE's start give the first row and where it ends; the next query is made
+ * there, and so on to the FDE's end. The rules come from unwind_cfa.c, which
+ * runs the FDE's program once, or (TK_UNW_LIBDW=1, and the tests comparing
+ * both) from libdw: dwarf_cfi_addrframe() and dwarf_frame_info() at each
+ * query. Each query is charged against the build's budget (why:
  * unwind_table.c); past it, the rest of the FDE is one UNW_ROW_UNSUPPORTED row.
- * Each frame libdw gives becomes one row of bpf/unwind.h; what the rows cannot
+ * Each row's rules become one row of bpf/unwind.h; what the rows cannot
  * express is UNW_ROW_UNSUPPORTED.
  */
 #include <dwarf.h>
@@ -29,6 +31,31 @@
 #define A64_LR 30
 #define A64_SP 31
 
+/* ---- rules: from libdw's frame, or from unwind_cfa.c ------------------------------------- */
+
+/* Where a row's rules come from: libdw's frame @f, or the state @st of the interpreter @c. */
+struct rules {
+	Dwarf_Frame *f;
+	const struct tk_unw_cfa *c;
+	const struct tk_unw_state *st;
+};
+
+/* dwarf_frame_cfa() */
+static int rules_cfa(const struct rules *q, Dwarf_Op mem[9], Dwarf_Op **ops, size_t *n)
+{
+	if (q->f)
+		return dwarf_frame_cfa(q->f, ops, n);
+	return tk_unw_cfa_ops(q->c, q->st, mem, ops, n);
+}
+
+/* dwarf_frame_register() of @reg: the frame pointer or the return address column */
+static int rules_reg(const struct rules *q, int reg, Dwarf_Op mem[3], Dwarf_Op **ops, size_t *n)
+{
+	if (q->f)
+		return dwarf_frame_register(q->f, reg, mem, ops, n);
+	return tk_unw_reg_ops(q->c, q->st, reg == REG_RA || reg == A64_LR, mem, ops, n);
+}
+
 /* ---- rows -------------------------------------------------------------------------------- */
 
 static bool fits_s16(int64_t v)
@@ -37,13 +64,13 @@ static bool fits_s16(int64_t v)
 }
 
 /* The CFA rule of @f as a row kind and offset; false when the rows cannot express it. */
-static bool cfa_rule(Dwarf_Frame *f, struct unw_row *r)
+static bool cfa_rule(const struct rules *f, struct unw_row *r)
 {
-	Dwarf_Op *ops;
+	Dwarf_Op mem[9], *ops = NULL;
 	size_t n, i;
 	int64_t off;
 
-	if (dwarf_frame_cfa(f, &ops, &n) || !ops || !n)
+	if (rules_cfa(f, mem, &ops, &n) || !ops || !n)
 		return false;
 	/* reg + offset: libdw gives DW_OP_bregx reg, off; an expression may say DW_OP_bregN off */
 	if (n == 1 || (n == 2 && ops[1].atom == DW_OP_deref)) {
@@ -99,12 +126,12 @@ enum reg_rule { REG_SAME, REG_UNDEFINED, REG_AT_CFA, REG_AT_RBP, REG_OTHER };
  * the second op when N is 0), and DW_CFA_expression rules as
  * DW_OP_call_frame_cfa followed by the expression.
  */
-static enum reg_rule reg_rule(Dwarf_Frame *f, int reg, int64_t *off)
+static enum reg_rule reg_rule(const struct rules *f, int reg, int64_t *off)
 {
 	Dwarf_Op mem[3], *ops = NULL;
 	size_t n = 0;
 
-	if (dwarf_frame_register(f, reg, mem, &ops, &n))
+	if (rules_reg(f, reg, mem, &ops, &n))
 		return REG_OTHER;
 	if (!ops)
 		return REG_SAME;
@@ -131,7 +158,7 @@ static enum reg_rule reg_rule(Dwarf_Frame *f, int reg, int64_t *off)
  * The caller's rbp: 0 unchanged (same value: libdw's x86-64 ABI rule for an rbp
  * the CFI does not touch), N: at CFA + 8 * N, or UNW_RBP_LOST.
  */
-static int8_t rbp_rule(Dwarf_Frame *f)
+static int8_t rbp_rule(const struct rules *f)
 {
 	int64_t off = 0;
 
@@ -149,7 +176,7 @@ static int8_t rbp_rule(Dwarf_Frame *f)
 }
 
 /* The row @f describes; @ra_reg and @signal as dwarf_frame_info() gave them. */
-static void frame_row(Dwarf_Frame *f, int ra_reg, bool signal, struct unw_row *r)
+static void frame_row(const struct rules *f, int ra_reg, bool signal, struct unw_row *r)
 {
 	enum reg_rule ra;
 	int64_t off = 0;
@@ -186,14 +213,14 @@ static void frame_row(Dwarf_Frame *f, int ra_reg, bool signal, struct unw_row *r
  * arm64's CFA rule: DW_OP_bregx 31 (sp) or 29 (x29), off; false when it is anything else.
  * Sets the UNW_A64_FP bit of r->kind.
  */
-static bool a64_cfa_rule(Dwarf_Frame *f, struct unw_row *r)
+static bool a64_cfa_rule(const struct rules *f, struct unw_row *r)
 {
-	Dwarf_Op *ops;
+	Dwarf_Op mem[9], *ops = NULL;
 	unsigned int reg;
 	size_t n;
 	int64_t off;
 
-	if (dwarf_frame_cfa(f, &ops, &n) || !ops || n != 1)
+	if (rules_cfa(f, mem, &ops, &n) || !ops || n != 1)
 		return false;
 	if (ops[0].atom == DW_OP_bregx) {
 		reg = ops[0].number > 255 ? 255 : ops[0].number;
@@ -218,7 +245,7 @@ static bool a64_cfa_rule(Dwarf_Frame *f, struct unw_row *r)
  * within 1 KiB of it, else against the base register (gcc keeps it at the
  * bottom of the frame); the caller's x29 unchanged, beside it, or lost.
  */
-static void a64_frame_row(Dwarf_Frame *f, int ra_reg, bool signal, struct unw_row *r)
+static void a64_frame_row(const struct rules *f, int ra_reg, bool signal, struct unw_row *r)
 {
 	int64_t ra = 0, fp = 0, base;
 	enum reg_rule ra_rule, fp_rule;
@@ -303,19 +330,78 @@ static int emit(struct builder *b, uint64_t vaddr, struct unw_row r)
 static const struct unw_row row_invalid = { .kind = UNW_ROW_INVALID };
 static const struct unw_row row_unsupported = { .kind = UNW_ROW_UNSUPPORTED };
 
+static int libdw_forced = -1;	/* tk_unw_rows_use_libdw() */
+static int libdw_env = -1;	/* TK_UNW_LIBDW=1, read once */
+
+void tk_unw_rows_use_libdw(int on)
+{
+	libdw_forced = on;
+}
+
+static bool use_libdw(void)
+{
+	const char *v;
+
+	if (libdw_forced >= 0)
+		return libdw_forced;
+	if (libdw_env < 0) {
+		v = getenv("TK_UNW_LIBDW");
+		libdw_env = v && !strcmp(v, "1");
+	}
+	return libdw_env;
+}
+
+/*
+ * The row at @pc of the FDE @fde, and where it ends (*@end), from libdw (@run NULL) or from
+ * the interpreter @run; *@ra the return address column. -1 where libdw fails.
+ */
+static int row_at(struct builder *b, Dwarf_CFI *cfi, struct tk_unw_cfa *run,
+		  const struct fde *fde, uint64_t pc, struct unw_row *r, uint64_t *end, int *ra)
+{
+	struct rules q = { .c = run };
+	Dwarf_Addr start, e;
+	bool signal;
+
+	if (run) {
+		if (tk_unw_cfa_at(run, pc, &q.st, &start, &e))
+			return -1;
+		/* dwarf_frame_info() returns the CIE's column as an int */
+		*ra = (int)b->cies[fde->cie].ra_reg;
+		signal = b->cies[fde->cie].signal;
+	} else {
+		if (dwarf_cfi_addrframe(cfi, pc, &q.f))
+			return -1;
+		*ra = dwarf_frame_info(q.f, &start, &e, &signal);
+	}
+	if (*ra < 0 || e <= pc || start > pc) {
+		free(q.f);
+		return -1;
+	}
+	if (b->a64)
+		a64_frame_row(&q, *ra, signal, r);
+	else
+		frame_row(&q, *ra, signal, r);
+	free(q.f);
+	*end = e;
+	return 0;
+}
+
 /* The rows of the FDE @fde; an INVALID row at its end when @next_start is not there. */
 int tk_unw_fde_rows(struct builder *b, Dwarf_CFI *cfi, const struct fde *fde, uint64_t next_start)
 {
 	struct tk_unw_prog c = { .p = fde->prog, .end = fde->prog_end, .loc = fde->start,
 				 .code_align = fde->code_align, .lost = !fde->prog };
+	struct tk_unw_cfa run, *cfa = NULL;
 	uint64_t pc = fde->start, next;
 	int err = 0;
 
+	if (!use_libdw() && fde->prog) {
+		cfa = &run;
+		tk_unw_cfa_init(cfa, b, fde);
+	}
 	while (pc < fde->end) {
-		Dwarf_Addr start, end;
-		Dwarf_Frame *f;
+		uint64_t end;
 		struct unw_row r;
-		bool signal;
 		int ra;
 
 		if (b->work > b->lim.work) {
@@ -336,21 +422,10 @@ int tk_unw_fde_rows(struct builder *b, Dwarf_CFI *cfi, const struct fde *fde, ui
 			break;
 		}
 		b->work += fde->cost;
-		if (dwarf_cfi_addrframe(cfi, pc, &f)) {
+		if (row_at(b, cfi, cfa, fde, pc, &r, &end, &ra)) {
 			err = emit(b, pc, row_unsupported);
 			break;
 		}
-		ra = dwarf_frame_info(f, &start, &end, &signal);
-		if (ra < 0 || end <= pc || start > pc) {
-			free(f);
-			err = emit(b, pc, row_unsupported);
-			break;
-		}
-		if (b->a64)
-			a64_frame_row(f, ra, signal, &r);
-		else
-			frame_row(f, ra, signal, &r);
-		free(f);
 		err = emit(b, pc, r);
 		if (err)
 			return err;
@@ -358,7 +433,9 @@ int tk_unw_fde_rows(struct builder *b, Dwarf_CFI *cfi, const struct fde *fde, ui
 		 * libdw runs the program from its start for each query: a query at every
 		 * location made an FDE of thousands quadratic (trixie's arm64 python3.13:
 		 * 8385 locations in one FDE, most saving x19..x28 only; 567 ms for the whole
-		 * object, 3.11's 58). The next query is where the row may change.
+		 * object, 3.11's 58). The next query is where the row may change; the
+		 * interpreter (unwind_cfa.c) is asked at the same places, so its rows are
+		 * libdw's.
 		 */
 		next = tk_unw_next_change(&c, end, b->a64, ra);
 		pc = next < fde->end ? next : fde->end;
@@ -367,7 +444,6 @@ int tk_unw_fde_rows(struct builder *b, Dwarf_CFI *cfi, const struct fde *fde, ui
 		err = emit(b, fde->end, row_invalid);
 	return err;
 }
-
 
 /*
  * arm64 code no FDE covers, [@start, @end), given the row kind @kind (cfa_off

@@ -8,31 +8,43 @@
  * its CIE's pointer encoding (unwind_cfi_scan.c). They are sorted; an FDE that
  * overlaps one before it, or that starts outside every executable segment
  * (.debug_frame keeps FDEs of discarded functions at address 0), is left out.
- * Each FDE's rows are then read from libdw (unwind_rows.c):
- * dwarf_cfi_addrframe() at the FDE's start gives the first row and, through
- * dwarf_frame_info(), where it ends; the next query is made there, and so on
- * to the FDE's end. FDEs starting 4 GiB or more past the first are left out
+ * Each FDE's rows are then made (unwind_rows.c): the rules at the FDE's start
+ * give the first row and where it ends; the next query is made there, and so
+ * on to the FDE's end. FDEs starting 4 GiB or more past the first are left out
  * (a __u32 pc cannot hold them); the stats have no field to count them in,
  * st.fdes counts the FDEs whose rows the table holds.
  *
- * Why libdw and not a CFA interpreter of our own: dwarf_cfi_addrframe() runs
- * the FDE's program from its start again at every query, so walking an FDE
- * row by row costs O(rows^2) instructions. Measured (Debian 12, elfutils
- * 0.188, -O2, warm page cache, whole builds with the checks below, CPU time):
+ * The rules come from a CFA interpreter of our own (unwind_cfa.c) that runs
+ * each FDE's program once, keeping its place between queries. Until issue 27
+ * they came from libdw: dwarf_cfi_addrframe() finds the FDE again (tfind) and
+ * runs the CIE's and the FDE's programs from their start at every query, so an
+ * FDE of n rows cost O(n^2), and table builds were half of tracekit's own CPU
+ * in a whole-system capture (libdw 35 % of it). The interpreter gives what
+ * libdw 0.188 gives, quirks included (unwind_cfa.c lists them), and the tables
+ * are the same byte for byte: tests/unit/test_unwind_cfa.c builds both ways
+ * and compares 689 objects here (1.2M rows: libc, libstdc++, ld.so,
+ * python3.11, redis, node, perl, libjvm, 297 arm64 objects, 380 .debug_frame
+ * files; 2380 objects, 15.5M rows with every .so and program of the machine),
+ * fuzz_unwind_table compares both on fuzzed input. TK_UNW_LIBDW=1 keeps
+ * libdw's way. Build CPU, best of 7 (Debian 12, -O2, load ~15, whole builds
+ * with the checks below), libdw's way -> the interpreter:
  *
- *   libc.so.6        3713 FDEs   28.3k rows    6-7.5 ms
- *   libstdc++.so.6   4867 FDEs   34.4k rows    8-9 ms
- *   python3.11      10221 FDEs   64.6k rows   16-19 ms
- *   redis-server     4303 FDEs   40.0k rows    9-9.5 ms
+ *   libc.so.6        3713 FDEs   28.3k rows    5.6 ->  2.1 ms
+ *   libstdc++.so.6   4867 FDEs   34.4k rows    7.5 ->  2.8 ms
+ *   python3.11      10221 FDEs   64.6k rows   14.9 ->  5.7 ms
+ *   redis-server     4303 FDEs   40.0k rows    8.3 ->  2.7 ms
+ *   libjvm.so (17)  43666 FDEs  191.0k rows   46.7 -> 18.4 ms
+ *   node            75922 FDEs  372.0k rows   94.8 -> 32.3 ms
  *
- * Compilers emit short programs (a few rows per FDE), so the quadratic term
- * stays small: the bytes libdw runs are 18-30 times the section's size. An
- * interpreter of our own would save a few milliseconds per object, built once
- * per object, at the price of a second DWARF CFA implementation to keep right.
- * What the quadratic term does allow is a crafted FDE of many rows costing
- * seconds (one FDE of 40000 rows: 2.9 s): every query is charged its FDE's
- * size against a budget of 1024 times the section's size (plus 64 MiB), and
- * past it each FDE left is one UNW_ROW_UNSUPPORTED row (that FDE: 3 ms).
+ * What is left is the pre-scan below (program_ok, the .eh_frame_hdr check),
+ * sorting, and a clock read per row for the ceiling. libdw still walks the
+ * section (dwarf_next_cfi) and reads the ELF.
+ *
+ * Each query is still charged its FDE's size against a budget of 1024 times
+ * the section's size (plus 64 MiB), as when libdw ran the program again at
+ * each: past it each FDE left is one UNW_ROW_UNSUPPORTED row, where libdw's
+ * way made a crafted FDE of many rows cost seconds (one FDE of 40000 rows:
+ * 2.9 s). Charged the same, both ways stop at the same row.
  *
  * That budget grows with the section: a crafted file of a few hundred MB
  * would keep the caller (a collector's event thread) busy for minutes. So
@@ -42,10 +54,11 @@
  * than TK_UNW_MAX_BUILD_NS stops there. Such an object gets no table
  * (-E2BIG): its frames go by the frame pointer, and the symbolizer counts it
  * (unwind_cfi_over_limit). The largest objects measured stay far below: the
- * work is 18-30 times the section's size, and python3.11 takes 19 ms.
+ * work is 18-30 times the section's size, and node takes 32 ms.
  *
- * Everything read is untrusted: before libdw runs anything of a section,
- * every CIE's and FDE's program in it is checked (unwind_cfi_scan.c says how).
+ * Everything read is untrusted: before libdw or the interpreter runs anything
+ * of a section, every CIE's and FDE's program in it is checked
+ * (unwind_cfi_scan.c says how).
  * What is here: where an object's CFI is (its .eh_frame, else .debug_frame,
  * its own or its debug file's), its executable segments, and the build.
  */
@@ -416,6 +429,7 @@ int tk_unw_table__build(struct tk_elf *elf, struct tk_elf *debug, struct tk_unw_
 	}
 	free(b.fdes);
 	free(b.offs);
+	free(b.cies);
 	free(b.exec);
 	if (ret < 0) {
 		tk_unw_table__free(t);
