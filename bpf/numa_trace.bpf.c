@@ -378,13 +378,16 @@ static __always_inline void time_call(__u32 tid, __u32 reason)
 		l->max_ns = ns;	/* per CPU: only an interrupting program could race */
 }
 
+/* a new (process, reason) entry's first value */
+struct nt_reason_val reason_zero = {};
+
 SEC("?raw_tp/mm_migrate_pages")
 int migrate_end(__u64 *ctx)
 {
 	__u64 id = bpf_get_current_pid_tgid();
 	__u32 tgid = id >> 32, tid = (__u32)id, i, reason;
 	struct nt_reason_key key = { .tgid = tgid };
-	struct nt_reason_val *v, fresh = {};
+	struct nt_reason_val *v;
 	struct misplaced_call *mc;
 	struct nt_counts c = {};
 	struct nt_counts *t;
@@ -412,9 +415,12 @@ int migrate_end(__u64 *ctx)
 
 	v = bpf_map_lookup_elem(&reasons, &key);
 	if (!v) {
-		bpf_get_current_comm(fresh.comm, sizeof(fresh.comm));
-		bpf_map_update_elem(&reasons, &key, &fresh, BPF_NOEXIST);
+		/* from a zeroed global, not the stack: with the unwinder under count_stack,
+		 * migrate_end, unw_step and unw_row_index share 512 bytes of stack */
+		bpf_map_update_elem(&reasons, &key, &reason_zero, BPF_NOEXIST);
 		v = bpf_map_lookup_elem(&reasons, &key);
+		if (v && !v->comm[0])
+			bpf_get_current_comm(v->comm, sizeof(v->comm));
 	}
 	if (v) {
 		for (i = 0; i < NT_COUNT__NR; i++)
